@@ -1,0 +1,33 @@
+/* nx_engine.h: evaluation of an expanded numerics point over rows.
+ *
+ * Inputs are rows of exact values (decoded from their formats); outputs are
+ * the exact values of the results in the point's `out` format.  Engines:
+ * MPFR (the truth).  All engines run the same nx_program, in its order. */
+#ifndef NX_ENGINE_H
+#define NX_ENGINE_H
+
+#include <stddef.h>
+
+#include "nx_program.h"
+
+typedef struct nx_rows {
+    size_t rows;
+    nx_fmt a_fmt;
+    const double *a;  /* rows * n values, row-major, members of a_fmt */
+    nx_fmt b_fmt;
+    const double *b;  /* NULL for a value sum */
+} nx_rows;
+
+/* Evaluates p over every row into y[rows].  threads <= 0: OpenMP's default.
+ * Thread-safe: no global state is touched. */
+nx_status nx_mpfr_reduce(const nx_program *p, const nx_rows *in, double *y, int threads,
+                         nx_err *err);
+
+/* One row, with caller-owned scratch (for tests and the sampling checker). */
+typedef struct nx_mpfr_row nx_mpfr_row;
+nx_mpfr_row *nx_mpfr_row_new(const nx_program *p);
+void nx_mpfr_row_free(nx_mpfr_row *r);
+double nx_mpfr_row_eval(nx_mpfr_row *r, const nx_program *p, nx_fmt a_fmt, const double *a,
+                        nx_fmt b_fmt, const double *b);
+
+#endif

@@ -1,0 +1,63 @@
+/* nx_point.h: a numerics point (NUMERICS.md §3) and its atom (§5), resolved
+ * into typed fields.  Reading one from TOML is the registry's job
+ * (parity/point_toml.c); this module owns defaults and validation. */
+#ifndef NX_POINT_H
+#define NX_POINT_H
+
+#include "nx_error.h"
+#include "nx_format.h"
+#include "nx_tree.h"
+
+typedef struct nx_atom {
+    int present;
+    int frac_bits;      /* -1: addends stay exact */
+    nx_mode term_round; /* default rz */
+    int round;          /* nx_mode, or -1: the point's rounding */
+    int acc;            /* nx_fmt, or -1: the current format */
+    int group;          /* the preset's N (0 when given by parameters) */
+    char preset[32];    /* the preset name it came from, or "" */
+} nx_atom;
+
+typedef struct nx_atom_preset {
+    const char *name;
+    int group, frac_bits;
+    nx_mode term_round, round;
+    nx_fmt acc;
+    const char *what;
+} nx_atom_preset;
+
+const nx_atom_preset *nx_atom_preset_find(const char *name);
+const nx_atom_preset *nx_atom_preset_at(size_t i); /* NULL past the end */
+void nx_atom_from_preset(nx_atom *a, const nx_atom_preset *p);
+
+typedef struct nx_point {
+    nx_fmt acc;
+    nx_mode rounding;
+    int in;             /* nx_fmt or -1 */
+    nx_mode in_rounding;
+    int fma;
+    int product;        /* nx_fmt or -1 (exact) */
+    nx_tree *tree;      /* owned */
+    nx_atom atom;
+    int out;            /* nx_fmt or -1 (= acc) */
+    int out_rounding;   /* nx_mode or -1 (= rounding) */
+    int saturate;
+} nx_point;
+
+/* Defaults of §3: fp32, rne, fma, exact products, seq, no atom. */
+nx_status nx_point_init(nx_point *pt, nx_err *err);
+void nx_point_free(nx_point *pt);
+
+/* Replaces the tree; `name` prefixes parse errors. */
+nx_status nx_point_set_tree(nx_point *pt, const char *text, const char *name, nx_err *err);
+
+/* Cross-field checks: chain needs an atom, etc. */
+nx_status nx_point_validate(const nx_point *pt, nx_err *err);
+
+nx_fmt nx_point_out(const nx_point *pt);
+nx_mode nx_point_out_rounding(const nx_point *pt);
+
+/* Canonical inline-TOML text of the point (every key, resolved). */
+char *nx_point_print(const nx_point *pt);
+
+#endif

@@ -1,0 +1,34 @@
+/* cli.h: what the subcommands of the `parity` CLI share: exit statuses,
+ * option scanning, error printing. */
+#ifndef PARITY_CLI_H
+#define PARITY_CLI_H
+
+#include "nx_error.h"
+
+/* Exit statuses (documented in `parity --help`). */
+enum {
+    EXIT_PASS = 0,      /* success; every check passed */
+    EXIT_PARITY = 1,    /* a parity check failed */
+    EXIT_INPUT = 2,     /* usage error or bad input (point, tree, file, shape) */
+    EXIT_INTERNAL = 3   /* an engine disagreed with another, or out of memory */
+};
+
+/* Option scanning: `--name value` and `--name=value`.  Returns 1 and sets
+ * *val when argv[*i] is option `name`; advances *i past its value.  A
+ * missing value is reported and *bad set. */
+int cli_opt(int argc, char **argv, int *i, const char *name, const char **val, int *bad);
+int cli_flag(char **argv, int i, const char *name);
+
+/* Prints "parity <cmd>: <message>" to stderr. */
+void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prints an nx_err and returns the exit status for its code. */
+int cli_fail(const char *cmd, const nx_err *e);
+
+/* Parses a positive integer option value; reports and returns -1 if bad. */
+long cli_long(const char *cmd, const char *opt, const char *val, long lo, long hi);
+
+int cmd_reduce(int argc, char **argv);
+int cmd_tree(int argc, char **argv);
+int cmd_atoms(int argc, char **argv);
+
+#endif

@@ -1,0 +1,164 @@
+/* point_toml.c: TOML → nx_point, with messages that name the key and where
+ * it is. */
+#include "point_toml.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *const point_keys[] = {"acc", "rounding", "in", "in_rounding", "fma", "product",
+                                         "tree", "atom", "out", "out_rounding", "saturate", NULL};
+static const char *const atom_keys[] = {"preset", "frac_bits", "term_round", "round", "acc", NULL};
+
+static const char *format_list(void)
+{
+    return "fp64, fp32, tf32, fp16, bf16, e5m2, e4m3, e3m2, e2m3, e2m1, e8m0, e8m13";
+}
+
+static nx_status get_fmt(const tc_node *t, const char *key, int allow_exact, int *out, nx_err *err)
+{
+    const tc_node *n = tc_get(t, key);
+    if (!n)
+        return NX_OK;
+    nx_status st = tc_check_kind(n, TC_STRING, err);
+    if (st)
+        return st;
+    if (allow_exact && strcmp(n->str, "exact") == 0) {
+        *out = -1;
+        return NX_OK;
+    }
+    int f = nx_fmt_from_name(n->str);
+    if (f < 0)
+        return tc_errf(err, NX_EINVAL, n, "key '%s': unknown format '%s' (expected %s%s)", key, n->str,
+                       allow_exact ? "exact, " : "", format_list());
+    *out = f;
+    return NX_OK;
+}
+
+static nx_status get_mode(const tc_node *t, const char *key, int *out, nx_err *err)
+{
+    const tc_node *n = tc_get(t, key);
+    if (!n)
+        return NX_OK;
+    nx_status st = tc_check_kind(n, TC_STRING, err);
+    if (st)
+        return st;
+    int m = nx_mode_from_name(n->str);
+    if (m < 0)
+        return tc_errf(err, NX_EINVAL, n, "key '%s': unknown rounding mode '%s' (expected rne, rna, rz, ru, rd)",
+                       key, n->str);
+    *out = m;
+    return NX_OK;
+}
+
+static nx_status get_bool(const tc_node *t, const char *key, int *out, nx_err *err)
+{
+    const tc_node *n = tc_get(t, key);
+    if (!n)
+        return NX_OK;
+    nx_status st = tc_check_kind(n, TC_BOOL, err);
+    if (st)
+        return st;
+    *out = n->b;
+    return NX_OK;
+}
+
+static nx_status read_atom(const tc_node *n, nx_atom *a, nx_err *err)
+{
+    if (n->kind == TC_STRING) {
+        const nx_atom_preset *p = nx_atom_preset_find(n->str);
+        if (!p)
+            return tc_errf(err, NX_EINVAL, n, "key 'atom': unknown atom preset '%s' (see `parity atoms`)",
+                           n->str);
+        nx_atom_from_preset(a, p);
+        return NX_OK;
+    }
+    if (n->kind != TC_TABLE)
+        return tc_errf(err, NX_EINVAL, n, "key 'atom' must be a preset name or a table, found %s",
+                       tc_kind_name(n->kind));
+    nx_status st = tc_check_keys(n, atom_keys, err);
+    if (st)
+        return st;
+    a->present = 1;
+    const tc_node *pr = tc_get(n, "preset");
+    if (pr) {
+        if ((st = tc_check_kind(pr, TC_STRING, err)))
+            return st;
+        const nx_atom_preset *p = nx_atom_preset_find(pr->str);
+        if (!p)
+            return tc_errf(err, NX_EINVAL, pr, "key 'atom.preset': unknown atom preset '%s'", pr->str);
+        nx_atom_from_preset(a, p);
+    }
+    const tc_node *fb = tc_get(n, "frac_bits");
+    if (fb) {
+        if ((st = tc_check_kind(fb, TC_INT, err)))
+            return st;
+        if (fb->i < 0 || fb->i > 1000)
+            return tc_errf(err, NX_EINVAL, fb, "key 'atom.frac_bits': %lld is out of range (0..1000)", fb->i);
+        a->frac_bits = (int)fb->i;
+    }
+    int m = (int)a->term_round;
+    if ((st = get_mode(n, "term_round", &m, err)))
+        return st;
+    a->term_round = (nx_mode)m;
+    if ((st = get_mode(n, "round", &a->round, err)) || (st = get_fmt(n, "acc", 0, &a->acc, err)))
+        return st;
+    return NX_OK;
+}
+
+nx_status pt_from_toml(const tc_node *t, nx_point *pt, nx_err *err)
+{
+    nx_status st = nx_point_init(pt, err);
+    if (st)
+        return st;
+    if (t->kind != TC_TABLE) {
+        st = tc_errf(err, NX_EINVAL, t, "a numerics point must be a table, found %s", tc_kind_name(t->kind));
+        goto fail;
+    }
+    if ((st = tc_check_keys(t, point_keys, err)))
+        goto fail;
+    int acc = (int)pt->acc, rnd = (int)pt->rounding, inr = (int)pt->in_rounding;
+    if ((st = get_fmt(t, "acc", 0, &acc, err)) || (st = get_mode(t, "rounding", &rnd, err)) ||
+        (st = get_fmt(t, "in", 0, &pt->in, err)) || (st = get_mode(t, "in_rounding", &inr, err)) ||
+        (st = get_bool(t, "fma", &pt->fma, err)) || (st = get_fmt(t, "product", 1, &pt->product, err)) ||
+        (st = get_fmt(t, "out", 0, &pt->out, err)) ||
+        (st = get_mode(t, "out_rounding", &pt->out_rounding, err)) ||
+        (st = get_bool(t, "saturate", &pt->saturate, err)))
+        goto fail;
+    pt->acc = (nx_fmt)acc;
+    pt->rounding = (nx_mode)rnd;
+    pt->in_rounding = (nx_mode)inr;
+    const tc_node *tr = tc_get(t, "tree");
+    if (tr) {
+        if ((st = tc_check_kind(tr, TC_STRING, err)))
+            goto fail;
+        if ((st = nx_point_set_tree(pt, tr->str, "tree", err))) {
+            char where[256];
+            snprintf(where, sizeof where, "%s:%d:%d: key 'tree'", tr->source ? tr->source : "point",
+                     tr->line, tr->column);
+            nx_err_prefix(err, "%s", where);
+            goto fail;
+        }
+    }
+    const tc_node *at = tc_get(t, "atom");
+    if (at && (st = read_atom(at, &pt->atom, err)))
+        goto fail;
+    if ((st = nx_point_validate(pt, err))) {
+        nx_err_prefix(err, "%s", t->source ? t->source : "point");
+        goto fail;
+    }
+    return NX_OK;
+fail:
+    nx_point_free(pt);
+    return st;
+}
+
+nx_status pt_from_text(const char *text, const char *name, nx_point *pt, nx_err *err)
+{
+    tc_node *root;
+    nx_status st = tc_parse_inline_table(text, name, &root, err);
+    if (st)
+        return st;
+    st = pt_from_toml(root, pt, err);
+    tc_free(root);
+    return st;
+}

@@ -1,0 +1,21 @@
+/* rows.h: between safetensors tensors and the engines' rows of exact
+ * values: dtype ↔ format, decoding with validation, encoding results. */
+#ifndef PARITY_ROWS_H
+#define PARITY_ROWS_H
+
+#include "nx_format.h"
+#include "safetensors.h"
+
+/* The NUMERICS.md format a dtype carries; -1 if it carries none of §1. */
+int rows_fmt_of_dtype(st_dtype dt);
+/* The dtype a format is stored as (tf32, e8m13: F32). */
+st_dtype rows_dtype_of_fmt(nx_fmt f);
+
+/* Decodes every element of t into out[nelem]. */
+nx_status rows_decode(const st_tensor *t, double *out, nx_err *err);
+
+/* Encodes values (members of f) into tensor t of f's dtype.  A value with
+ * no encoding is an error naming its index. */
+nx_status rows_encode(nx_fmt f, const double *v, size_t count, st_tensor *t, uint8_t *data, nx_err *err);
+
+#endif
