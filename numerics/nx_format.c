@@ -32,7 +32,7 @@ static const nx_format_info formats[NX_NFORMATS] = {
     [NX_E8M0] = {"e8m0", 8, 8, 0, 1, 127, -127, 0, NX_NAN_ALLONES, 0, 0,
                  0x1p+127, 0xffu, "F8_E8M0"},
     [NX_E8M13] = {"e8m13", 32, 8, 23, 14, 127, -126, 1, NX_NAN_IEEE, 1, 1,
-                  0x1.fffp+127, 0x7fc00000u, "F32"},
+                  0x1.fff8p+127, 0x7fc00000u, "F32"},
 };
 
 static const char *const mode_names[NX_NMODES] = {"rne", "rna", "rz", "ru", "rd"};

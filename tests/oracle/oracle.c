@@ -199,8 +199,8 @@ static void fmt_max(const fmt_t *f, mpq_t r)
 static int oround(const fmt_t *f, int mode, int sat, const oval *x, oval *r)
 {
     if (x->kind == V_NAN) {
-        if (f->nan_kind == NK_NONE)
-            return 1;
+        /* NaN flows on as a NaN value even through formats without one; only
+         * the final encoding of a NaN there is an error (interpretations 4). */
         ov_nan(r);
         return 0;
     }
@@ -209,9 +209,9 @@ static int oround(const fmt_t *f, int mode, int sat, const oval *x, oval *r)
     fmt_max(f, mx);
     if (x->kind == V_INF) {
         int neg = x->neg;
-        if (f->has_inf)
+        if (f->has_inf && !sat)
             ov_inf(r, neg);
-        else if (sat || f->nan_kind == NK_NONE) {
+        else if (sat || f->nan_kind == NK_NONE) { /* interpretations 3 */
             if (neg)
                 mpq_neg(mx, mx);
             ov_fin(r, mx, neg);

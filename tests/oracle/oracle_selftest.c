@@ -376,10 +376,10 @@ int main(void)
         p = pt("split(2, seq@fp16, seq)"); sum("K split T@fp16", &p, "fp32", x, 4, 0x45001000);
         /* P0 = 2049 (fp32), P1 = 1; combined in fp16: 2049 -> 2048, + 1 -> 2048 */
         p = pt("split(2, seq, seq@fp16)"); sum("K split C@fp16", &p, "fp32", x, 4, 0x45000000);
-        /* acc fp16, inner seq@fp32 gives 2050, which enters as a value, and the
-         * out conversion (out = acc = fp16) takes 2050 to fp16: a tie between
-         * 2048 (0x6800) and 2052 (0x6801): 2050/2 = 1025 odd -> 2052? no: at 2048
-         * the fp16 quantum is 2, 2050 is representable: 0x6801. */
+        /* acc fp16, inner seq@fp32 gives 2050, which enters as a value; the out
+         * conversion (out = acc = fp16) keeps it: at 2048 the fp16 quantum is 2,
+         * so 2050 = 2^11 * (1 + 2^-10) is exact: 0x6801.  (seq in fp16 would
+         * give 2048 = 0x6800.) */
         p = pt("seq@fp32"); p.acc = "fp16"; sum("K fp16 point, fp32 subtree", &p, "fp32", x, 4, 0x6801);
     }
 
