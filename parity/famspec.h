@@ -1,0 +1,78 @@
+/* famspec.h: one family point resolved for a class and a shape: what the
+ * reference implementations (refimpl/), the input generator and the device
+ * backends consume.  The registry (registry.h) produces it; tests may build
+ * one by hand.  Everything is owned by the fam_spec and freed by
+ * fam_spec_free. */
+#ifndef PARITY_FAMSPEC_H
+#define PARITY_FAMSPEC_H
+
+#include <stddef.h>
+
+#include "nx_point.h"
+
+typedef enum fam_elem_impl {
+    FAM_ELEM_CR,      /* correctly rounded (rne) in the function's format */
+    FAM_ELEM_APPROX   /* a named approximation with an ulp bound */
+} fam_elem_impl;
+
+typedef struct fam_elem {
+    char *name;        /* "exp", "rsqrt", "silu", ... */
+    fam_elem_impl impl;
+    char *approx;      /* the approximation's name (FAM_ELEM_APPROX), else NULL */
+    double ulp;        /* its declared bound in ulps (0 for cr) */
+} fam_elem;
+
+typedef struct fam_param {
+    char *name;
+    char *value;       /* as text: integers in decimal, strings as they are */
+} fam_param;
+
+typedef struct fam_reduction {
+    char *name;        /* "k", "group", "qk", "softmax_sum", "pv", "combine", "sumsq" */
+    nx_point point;    /* templates ({split_k}, {K}, ...) already filled */
+    char *tree_text;   /* the filled tree text, for messages */
+} fam_reduction;
+
+typedef struct fam_tolerance {
+    int has_ulp;
+    double ulp;
+    int has_rtol;
+    double rtol, atol;
+} fam_tolerance;
+
+typedef struct fam_spec {
+    char *family;      /* "gemm" */
+    char *point;       /* "splitk4" */
+    char *class_name;  /* "sm90" */
+    char *kernel;      /* the kernel id the point names, or NULL */
+    /* params: point values over family defaults over class defaults, then
+     * the shape's dimensions (M, N, K, ...) */
+    fam_param *params;
+    size_t nparams;
+    fam_reduction *reds;
+    size_t nreds;
+    fam_elem *elems;
+    size_t nelems;
+    fam_tolerance tol;
+    char *hash;        /* SHA-256 over every reduction's expanded program and
+                          the elementwise choices: equal hashes, equal bits */
+} fam_spec;
+
+void fam_spec_free(fam_spec *s);
+
+/* Lookups; NULL / error when absent. */
+const char *fam_param_get(const fam_spec *s, const char *name);
+nx_status fam_param_long(const fam_spec *s, const char *name, long *out, nx_err *err);
+nx_status fam_param_double(const fam_spec *s, const char *name, double *out, nx_err *err);
+const fam_reduction *fam_reduction_get(const fam_spec *s, const char *name);
+const fam_elem *fam_elem_get(const fam_spec *s, const char *name);
+
+/* Building one by hand (tests, the registry): append copies. */
+nx_status fam_spec_set_param(fam_spec *s, const char *name, const char *value, nx_err *err);
+/* Takes ownership of *pt (the caller must not free it afterwards). */
+nx_status fam_spec_add_reduction(fam_spec *s, const char *name, nx_point *pt, const char *tree_text,
+                                 nx_err *err);
+nx_status fam_spec_add_elem(fam_spec *s, const char *name, fam_elem_impl impl, const char *approx,
+                            double ulp, nx_err *err);
+
+#endif

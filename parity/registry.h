@@ -1,0 +1,36 @@
+/* registry.h: the family registry (docs/registry.md): kernels/<class>/
+ * common/KERNEL_FAMILIES.toml, kernels/<class>/HARDWARE.toml and
+ * kernels/DEVICES.toml, loaded, resolved along class chains, linted. */
+#ifndef PARITY_REGISTRY_H
+#define PARITY_REGISTRY_H
+
+#include <stdio.h>
+
+#include "famspec.h"
+
+typedef struct reg_registry reg_registry;
+
+/* Loads every manifest under dir.  Structural errors (unparsable TOML,
+ * wrong types) fail the load; semantic problems are for reg_lint. */
+nx_status reg_load(const char *dir, reg_registry **out, nx_err *err);
+void reg_free(reg_registry *r);
+
+/* Runs every lint rule; each finding is one line "file:line: message" in
+ * *report (malloc'd; "" when clean).  Returns the number of errors. */
+size_t reg_lint(const reg_registry *r, char **report);
+
+/* Resolves "FAMILY.POINT" for a class along its parent chain, fills the
+ * templates from the params and the shape ("K=4096,N=14336"; NULL or ""
+ * when the point needs no shape), and returns the spec. */
+nx_status reg_resolve(const reg_registry *r, const char *class_name, const char *family_point,
+                      const char *shape, fam_spec *out, nx_err *err);
+
+/* Classes known to the registry and the family points visible from one. */
+size_t reg_class_count(const reg_registry *r);
+const char *reg_class_name(const reg_registry *r, size_t i);
+/* The ids "FAMILY.POINT" visible from class_name, in manifest order;
+ * *ids is malloc'd (free each string and the array). */
+nx_status reg_list_points(const reg_registry *r, const char *class_name, char ***ids, size_t *count,
+                          nx_err *err);
+
+#endif
