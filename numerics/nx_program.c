@@ -337,7 +337,9 @@ nx_status nx_program_hash(const nx_program *p, char hex[65], nx_err *err)
     return NX_OK;
 }
 
-static void print_src(nx_sbuf *b, const nx_program *p, int32_t s, int top)
+/* left: the source is the left operand, where "+0" reads unambiguously;
+ * elsewhere the zero prints as "(+0)". */
+static void print_src(nx_sbuf *b, const nx_program *p, int32_t s, int top, int left)
 {
     if (NX_SRC_IS_TERM(s)) {
         nx_sbuf_printf(b, "t%d", s);
@@ -346,26 +348,29 @@ static void print_src(nx_sbuf *b, const nx_program *p, int32_t s, int top)
     const nx_op *op = &p->ops[NX_SRC_OP(s)];
     switch (op->kind) {
     case NX_OP_ZERO:
-        nx_sbuf_put(b, "+0", 2);
+        if (left || top)
+            nx_sbuf_put(b, "+0", 2);
+        else
+            nx_sbuf_put(b, "(+0)", 4);
         break;
     case NX_OP_LEAF:
-        print_src(b, p, op->x, top);
+        print_src(b, p, op->x, top, left);
         break;
     case NX_OP_ADD:
         if (!top)
             nx_sbuf_put(b, "(", 1);
-        print_src(b, p, op->x, 0);
+        print_src(b, p, op->x, 0, 1);
         nx_sbuf_put(b, "+", 1);
-        print_src(b, p, op->y, 0);
+        print_src(b, p, op->y, 0, 0);
         if (!top)
             nx_sbuf_put(b, ")", 1);
         break;
     case NX_OP_ATOM:
         nx_sbuf_put(b, "[", 1);
-        print_src(b, p, op->x, 0);
+        print_src(b, p, op->x, 0, 1);
         for (int32_t g = 0; g < op->gn; g++) {
             nx_sbuf_put(b, "+", 1);
-            print_src(b, p, p->gsrc[op->y + g], 0);
+            print_src(b, p, p->gsrc[op->y + g], 0, 0);
         }
         nx_sbuf_put(b, "]", 1);
         break;
@@ -375,6 +380,6 @@ static void print_src(nx_sbuf *b, const nx_program *p, int32_t s, int top)
 char *nx_program_expansion(const nx_program *p)
 {
     nx_sbuf b = {0};
-    print_src(&b, p, p->result, 1);
+    print_src(&b, p, p->result, 1, 1);
     return nx_sbuf_take(&b);
 }

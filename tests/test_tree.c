@@ -1,0 +1,212 @@
+/* test_tree.c: the tree language (NUMERICS.md §4): parse errors that point
+ * at the column, the canonical printer (parse ∘ print is the identity), the
+ * explicit bracketing of every construct, and the canonical hash. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nx_program.h"
+#include "point_toml.h"
+
+/* Expected messages are written out in full: they are part of the CLI. */
+static void expect_parse_error(const char *text, const char *want)
+{
+    nx_tree *t = NULL;
+    nx_err err = {0};
+    assert_int_equal(nx_tree_parse(text, "tree", &t, &err), NX_EINVAL);
+    assert_null(t);
+    if (strcmp(err.msg, want) != 0) {
+        print_error("tree '%s'\n  got:  %s\n  want: %s\n", text, err.msg, want);
+        fail();
+    }
+}
+
+static void test_parse_errors(void **state)
+{
+    (void)state;
+    expect_parse_error("split(4 seq", "tree:1:9: expected ',' after the split count, found 's'");
+    expect_parse_error("split(4, seq", "tree:1:13: expected ',' after the tree of the slices, found the end of the tree");
+    expect_parse_error("split(4, seq, seq", "tree:1:18: expected ')' to close 'split(', found the end of the tree");
+    expect_parse_error("sequential", "tree:1:1: unknown tree 'sequential' (expected seq, pairwise, halving, atomic, chain, reverse, split, tile, stride)");
+    expect_parse_error("", "tree:1:1: expected a tree (seq, pairwise, halving, atomic, chain, reverse, split, tile, stride), found the end of the tree");
+    expect_parse_error("seq@bf17", "tree:1:5: unknown format 'bf17' after '@'");
+    expect_parse_error("seq@", "tree:1:5: expected a format name after '@', found the end of the tree");
+    expect_parse_error("seq seq", "tree:1:5: unexpected 's' after the end of the tree");
+    expect_parse_error("chain(0)", "tree:1:7: the group size must be at least 1");
+    expect_parse_error("chain()", "tree:1:7: expected an integer (the group size), found ')'");
+    expect_parse_error("split(2, seq, seq, block=4)", "tree:1:20: unknown option 'block' of 'split(' (expected 'align=')");
+    expect_parse_error("stride(32, seq, halving, block=)",
+                       "tree:1:32: expected an integer (the block size), found ')'");
+    expect_parse_error("tile(99999999999, seq, seq)", "tree:1:6: the tile size is too large (at most 1073741824)");
+    expect_parse_error("reverse seq", "tree:1:9: expected '(' after 'reverse', found 's'");
+    expect_parse_error("split(2,\n seq,\n sq)", "tree:3:2: unknown tree 'sq' (expected seq, pairwise, halving, atomic, chain, reverse, split, tile, stride)");
+}
+
+static void expect_canonical(const char *text, const char *want)
+{
+    nx_tree *t, *t2;
+    nx_err err = {0};
+    assert_int_equal(nx_tree_parse(text, "tree", &t, &err), NX_OK);
+    char *p = nx_tree_print(t);
+    assert_string_equal(p, want);
+    /* parse(print(t)) prints the same: the printer is canonical */
+    assert_int_equal(nx_tree_parse(p, "tree", &t2, &err), NX_OK);
+    char *p2 = nx_tree_print(t2);
+    assert_string_equal(p2, p);
+    free(p);
+    free(p2);
+    nx_tree_free(t);
+    nx_tree_free(t2);
+}
+
+static void test_canonical(void **state)
+{
+    (void)state;
+    expect_canonical("seq", "seq");
+    expect_canonical("  halving  ", "halving");
+    expect_canonical("split(4,stride(32,seq,halving,block=8),seq)", "split(4, stride(32, seq, halving, block=8), seq)");
+    expect_canonical("split( 4 , seq , pairwise , align = 64 )", "split(4, seq, pairwise, align=64)");
+    expect_canonical("split(4, seq, seq, align=1)", "split(4, seq, seq)");
+    expect_canonical("stride(8, seq, seq, block=1)", "stride(8, seq, seq)");
+    expect_canonical("reverse( chain(16) )@fp32", "reverse(chain(16))@fp32");
+    expect_canonical("tile(128, seq@bf16, pairwise)@fp64", "tile(128, seq@bf16, pairwise)@fp64");
+    expect_canonical("atomic", "atomic");
+    expect_canonical("split(2, split(3, seq, halving), reverse(pairwise), align=8)",
+                     "split(2, split(3, seq, halving), reverse(pairwise), align=8)");
+}
+
+static char *expand(const char *tree, size_t n, const char *atom_toml)
+{
+    nx_point pt;
+    nx_err err = {0};
+    char text[512];
+    snprintf(text, sizeof text, "{ tree = \"%s\"%s%s }", tree, atom_toml ? ", atom = " : "", atom_toml ? atom_toml : "");
+    if (pt_from_text(text, "point", &pt, &err) != NX_OK) {
+        print_error("%s\n", err.msg);
+        fail();
+    }
+    nx_program *p;
+    assert_int_equal(nx_program_build(&pt, n, 0, &p, &err), NX_OK);
+    char *s = nx_program_expansion(p);
+    nx_program_free(p);
+    nx_point_free(&pt);
+    return s;
+}
+
+static void expect_expansion(const char *tree, size_t n, const char *want)
+{
+    char *got = expand(tree, n, strstr(tree, "chain") ? "{ frac_bits = 24 }" : NULL);
+    if (strcmp(got, want) != 0) {
+        print_error("%s at n = %zu\n  got:  %s\n  want: %s\n", tree, n, got, want);
+        free(got);
+        fail();
+    }
+    free(got);
+}
+
+/* Each expected bracketing is worked out by hand from §4. */
+static void test_expansions(void **state)
+{
+    (void)state;
+    expect_expansion("halving", 8, "((t0+t4)+(t2+t6))+((t1+t5)+(t3+t7))");
+    expect_expansion("halving", 4, "(t0+t2)+(t1+t3)");
+    expect_expansion("halving", 3, "(t0+t2)+(t1+(+0))"); /* padded with +0 to w = 4 */
+    expect_expansion("halving", 1, "t0");
+    expect_expansion("halving", 0, "+0");
+    expect_expansion("seq", 4, "(((+0+t0)+t1)+t2)+t3");
+    expect_expansion("seq", 0, "+0");
+    expect_expansion("pairwise", 4, "(t0+t1)+(t2+t3)");
+    expect_expansion("pairwise", 5, "((t0+t1)+t2)+(t3+t4)");
+    expect_expansion("pairwise", 1, "t0");
+    expect_expansion("reverse(seq)", 3, "((+0+t2)+t1)+t0");
+    expect_expansion("split(2, seq, seq)", 4, "(+0+((+0+t0)+t1))+((+0+t2)+t3)");
+    /* c = ceil(5/2) = 3, rounded up to align 4: slices [0,4) and [4,5) */
+    expect_expansion("split(2, pairwise, pairwise, align=4)", 5, "((t0+t1)+(t2+t3))+t4");
+    /* c = ceil(2/4) = 1: slices 2 and 3 are empty and give +0 */
+    expect_expansion("split(4, pairwise, pairwise)", 2, "(t0+t1)+(+0+(+0))");
+    expect_expansion("tile(2, pairwise, seq)", 5, "((+0+(t0+t1))+(t2+t3))+t4");
+    /* blocks of 2: block b to lane b mod 2: lane 0 = t0 t1 t4 t5, lane 1 = t2 t3 t6 t7 */
+    expect_expansion("stride(2, pairwise, pairwise, block=2)", 8, "((t0+t1)+(t4+t5))+((t2+t3)+(t6+t7))");
+    expect_expansion("stride(3, seq, pairwise)", 4, "(((+0+t0)+t3)+(+0+t1))+(+0+t2)");
+    expect_expansion("stride(4, seq, pairwise)", 2, "((+0+t0)+(+0+t1))+(+0+(+0))");
+    expect_expansion("chain(4)", 6, "[[+0+t0+t1+t2+t3]+t4+t5]");
+    expect_expansion("split(2, chain(2), pairwise)", 4, "[+0+t0+t1]+[+0+t2+t3]");
+    expect_expansion("atomic", 2, "(+0+t0)+t1");
+    expect_expansion("seq@bf16", 2, "(+0+t0)+t1");
+}
+
+static void point_hash(const char *toml, size_t n, int dot, char hex[65])
+{
+    nx_point pt;
+    nx_err err = {0};
+    if (pt_from_text(toml, "point", &pt, &err) != NX_OK) {
+        print_error("%s\n", err.msg);
+        fail();
+    }
+    nx_program *p;
+    assert_int_equal(nx_program_build(&pt, n, dot, &p, &err), NX_OK);
+    assert_int_equal(nx_program_hash(p, hex, &err), NX_OK);
+    nx_program_free(p);
+    nx_point_free(&pt);
+}
+
+static void test_hash(void **state)
+{
+    (void)state;
+    char h1[65], h2[65];
+    /* a preset and its parameters are the same point */
+    point_hash("{ tree = \"chain(16)\", atom = \"sm90.wgmma.f16\" }", 64, 1, h1);
+    point_hash("{ tree = \"chain(16)\", atom = { frac_bits = 25, term_round = \"rz\", round = \"rz\", acc = \"fp32\" } }", 64, 1, h2);
+    assert_string_equal(h1, h2);
+    /* one bit of atom precision apart */
+    point_hash("{ tree = \"chain(16)\", atom = { frac_bits = 24, term_round = \"rz\", round = \"rz\", acc = \"fp32\" } }", 64, 1, h2);
+    assert_string_not_equal(h1, h2);
+    /* spelling does not matter, the expansion does */
+    point_hash("{ tree = \"split(4,seq,seq)\" }", 64, 1, h1);
+    point_hash("{ tree = \"split( 4 , seq , seq , align=1 )\", acc = \"fp32\", rounding = \"rne\" }", 64, 1, h2);
+    assert_string_equal(h1, h2);
+    /* split counts differ */
+    point_hash("{ tree = \"split(8,seq,seq)\" }", 64, 1, h2);
+    assert_string_not_equal(h1, h2);
+    /* align that changes nothing at this n (64/4 = 16 is a multiple of 8) gives the same expansion */
+    point_hash("{ tree = \"split(4,seq,seq,align=8)\" }", 64, 1, h2);
+    assert_string_equal(h1, h2);
+    /* ... and one that does */
+    point_hash("{ tree = \"split(4,seq,seq,align=32)\" }", 64, 1, h2);
+    assert_string_not_equal(h1, h2);
+    /* the shape is part of the hash */
+    point_hash("{ tree = \"split(4,seq,seq)\" }", 65, 1, h2);
+    assert_string_not_equal(h1, h2);
+    /* fma matters for products, not for value sums */
+    point_hash("{ fma = true }", 16, 1, h1);
+    point_hash("{ fma = false }", 16, 1, h2);
+    assert_string_not_equal(h1, h2);
+    point_hash("{ fma = true }", 16, 0, h1);
+    point_hash("{ fma = false }", 16, 0, h2);
+    assert_string_equal(h1, h2);
+    /* rounding mode, accumulator, output */
+    point_hash("{ rounding = \"rz\" }", 16, 0, h2);
+    assert_string_not_equal(h1, h2);
+    point_hash("{ acc = \"bf16\" }", 16, 0, h2);
+    assert_string_not_equal(h1, h2);
+    point_hash("{ out = \"bf16\" }", 16, 0, h2);
+    assert_string_not_equal(h1, h2);
+    point_hash("{ out = \"fp32\", out_rounding = \"rne\" }", 16, 0, h2);
+    assert_string_equal(h1, h2);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse_errors),
+        cmocka_unit_test(test_canonical),
+        cmocka_unit_test(test_expansions),
+        cmocka_unit_test(test_hash),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
