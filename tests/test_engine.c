@@ -1,0 +1,270 @@
+/* test_engine.c: the MPFR engine on hand-worked cases.  Every expected
+ * value is worked out by hand from NUMERICS.md in the comment beside it and
+ * written as a hex-float literal; none comes from the code under test. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nx_engine.h"
+#include "point_toml.h"
+#include "testutil.h"
+
+static double eval(const char *toml, const double *a, const double *b, size_t n, nx_fmt in)
+{
+    nx_point pt;
+    nx_err err = {0};
+    if (pt_from_text(toml, "point", &pt, &err) != NX_OK) {
+        print_error("%s\n", err.msg);
+        fail();
+    }
+    nx_program *p;
+    assert_int_equal(nx_program_build(&pt, n, b != NULL, &p, &err), NX_OK);
+    nx_rows rows = {1, in, a, in, b};
+    double y;
+    assert_int_equal(nx_mpfr_reduce(p, &rows, &y, 1, &err), NX_OK);
+    nx_program_free(p);
+    nx_point_free(&pt);
+    return y;
+}
+
+#define CHECK(toml, a, b, n, in, want)                                                  \
+    do {                                                                                \
+        double got_ = eval(toml, a, b, n, in);                                          \
+        assert_double_bits_eq_ctx(got_, want, toml);                                    \
+    } while (0)
+
+/* fp32 terms 2^24, 1, -2^24, 1 (NUMERICS.md's hint).  In fp32 2^24 + 1 is a
+ * tie between 2^24 and 2^24 + 2, and rne picks 2^24 (even). */
+static void test_constructs_differ(void **state)
+{
+    (void)state;
+    const double x[4] = {0x1p24, 1, -0x1p24, 1};
+    /* seq: ((((0 + 2^24) + 1) → 2^24) − 2^24 = 0) + 1 = 1 */
+    CHECK("{ tree = \"seq\" }", x, NULL, 4, NX_FP32, 1.0);
+    /* halving: (t0 + t2) + (t1 + t3) = 0 + 2 = 2 */
+    CHECK("{ tree = \"halving\" }", x, NULL, 4, NX_FP32, 2.0);
+    /* reverse(seq): 1 − 2^24 = −16777215 (exact), + 1 = −16777214, + 2^24 = 2 */
+    CHECK("{ tree = \"reverse(seq)\" }", x, NULL, 4, NX_FP32, 2.0);
+    /* stride(2, seq, seq): lane 0 = t0 + t2 = 0, lane 1 = t1 + t3 = 2 → 2 */
+    CHECK("{ tree = \"stride(2, seq, seq)\" }", x, NULL, 4, NX_FP32, 2.0);
+    /* Terms 1, 2^24, 1, -2^24 separate seq, pairwise, halving:
+     * seq: 1 + 2^24 → 2^24 (tie, even), + 1 → 2^24, − 2^24 = 0
+     * pairwise: (1 + 2^24 → 2^24) + (1 − 2^24 = −16777215) = 1
+     * halving: (1 + 1) + (2^24 − 2^24) = 2
+     * split(2, seq, seq): same slices as pairwise → 1; as a value sum of
+     *   P0 = 2^24, P1 = −16777215 in seq: 0 + 2^24 − 16777215 = 1
+     * tile(3, seq, seq): tile 0 = ((1 + 2^24) → 2^24) + 1 → 2^24, tile 1 = −2^24 → 0
+     * stride(2, seq, seq, block=2): lane 0 = t0 t1 → 2^24; lane 1 = t2 t3 → −16777215; 1
+     * reverse(pairwise): (−2^24 + 1) + (2^24 + 1 → 2^24) = 1 ... same as pairwise;
+     * reverse(seq): −2^24 + 1 = −16777215, + 2^24 = 1, + 1 = 2 */
+    const double y[4] = {1, 0x1p24, 1, -0x1p24};
+    CHECK("{ tree = \"seq\" }", y, NULL, 4, NX_FP32, 0.0);
+    CHECK("{ tree = \"pairwise\" }", y, NULL, 4, NX_FP32, 1.0);
+    CHECK("{ tree = \"halving\" }", y, NULL, 4, NX_FP32, 2.0);
+    CHECK("{ tree = \"split(2, seq, seq)\" }", y, NULL, 4, NX_FP32, 1.0);
+    CHECK("{ tree = \"tile(3, seq, seq)\" }", y, NULL, 4, NX_FP32, 0.0);
+    CHECK("{ tree = \"reverse(seq)\" }", y, NULL, 4, NX_FP32, 2.0);
+    /* split with align: c = ceil(4/2) = 2 → align 4 → one slice of all four
+     * terms, one empty: seq over all = 0 */
+    CHECK("{ tree = \"split(2, seq, seq, align=4)\" }", y, NULL, 4, NX_FP32, 0.0);
+    /* chain(4) with an exact atom (no frac_bits): one exact sum 2, rounded → 2 */
+    CHECK("{ tree = \"chain(4)\", atom = { round = \"rne\" } }", y, NULL, 4, NX_FP32, 2.0);
+    /* chain(2): [0 + 1 + 2^24] = 16777217 → fp32 rne tie → 2^24;
+     * [2^24 + 1 − 2^24] = 1 */
+    CHECK("{ tree = \"chain(2)\", atom = { round = \"rne\" } }", y, NULL, 4, NX_FP32, 1.0);
+    /* with rz as the atom's rounding the first group truncates to 2^24 as well: 1 */
+    CHECK("{ tree = \"chain(2)\", atom = { round = \"rz\" } }", y, NULL, 4, NX_FP32, 1.0);
+}
+
+static void test_signed_zeros(void **state)
+{
+    (void)state;
+    const double nz[2] = {-0.0, -0.0};
+    /* seq starts at +0: (+0) + (−0) = +0 */
+    CHECK("{ tree = \"seq\" }", nz, NULL, 2, NX_FP32, 0.0);
+    /* pairwise: leaf(−0) + leaf(−0) = −0 */
+    CHECK("{ tree = \"pairwise\" }", nz, NULL, 2, NX_FP32, -0.0);
+    /* in rd, (+0) + (−0) = −0 */
+    CHECK("{ tree = \"seq\", rounding = \"rd\" }", nz, NULL, 2, NX_FP32, -0.0);
+    const double c[2] = {1, -1};
+    /* exact cancellation: +0, except rd: −0 */
+    CHECK("{ tree = \"pairwise\" }", c, NULL, 2, NX_FP32, 0.0);
+    CHECK("{ tree = \"pairwise\", rounding = \"rz\" }", c, NULL, 2, NX_FP32, 0.0);
+    CHECK("{ tree = \"pairwise\", rounding = \"rd\" }", c, NULL, 2, NX_FP32, -0.0);
+    /* a tiny negative value rounded to zero keeps its sign: −2^-200 in fp32 → −0 */
+    const double t[1] = {-0x1p-200};
+    CHECK("{ tree = \"pairwise\" }", t, NULL, 1, NX_FP64, -0.0);
+    /* an atom whose addends are all −0 ... but s = +0 takes part: +0 */
+    const double z2[2] = {-0.0, -0.0}, o2[2] = {1, 1};
+    CHECK("{ tree = \"chain(2)\", atom = { frac_bits = 24 } }", z2, o2, 2, NX_FP32, 0.0);
+    /* a dot product whose terms are 0 * -1 = −0 under fma: (+0) + (−0) = +0 */
+    const double m1[2] = {-1, -1}, zz[2] = {0, 0};
+    CHECK("{ }", zz, m1, 2, NX_FP32, 0.0);
+    /* pairwise over the same products: leaf(−0) + leaf(−0) = −0 */
+    CHECK("{ tree = \"pairwise\" }", zz, m1, 2, NX_FP32, -0.0);
+}
+
+static void test_subtree_format(void **state)
+{
+    (void)state;
+    /* bf16 has p = 8: 1 + 2^-8 is a tie between 1 and 1 + 2^-7; rne → 1.
+     * seq@bf16 over 1, 2^-8, 2^-8: 1, 1 → 1.  In fp32 it is 1 + 2^-7. */
+    const double x[3] = {1, 0x1p-8, 0x1p-8};
+    CHECK("{ tree = \"seq\" }", x, NULL, 3, NX_FP32, 0x1.02p0);
+    CHECK("{ tree = \"seq@bf16\" }", x, NULL, 3, NX_FP32, 1.0);
+    CHECK("{ tree = \"seq\", acc = \"bf16\" }", x, NULL, 3, NX_FP32, 1.0);
+    /* split(2, seq@bf16, seq) over 1, 2^-8, 2^-8, 2^-8 (c = 2):
+     * P0 = bf16(1 + 2^-8) = 1; P1 = bf16(2^-8 + 2^-8) = 2^-7; in fp32:
+     * 0 + 1 + 2^-7 = 0x1.02p0 */
+    const double w[4] = {1, 0x1p-8, 0x1p-8, 0x1p-8};
+    CHECK("{ tree = \"split(2, seq@bf16, seq)\" }", w, NULL, 4, NX_FP32, 0x1.02p0);
+    /* the reverse: slices in fp32 (P0 = 1 + 2^-8 exactly in fp32), combined
+     * in bf16: 0 + P0 → bf16(1 + 2^-8) = 1, then 1 + 2^-7 = 0x1.02p0 exact in bf16 */
+    CHECK("{ tree = \"split(2, seq, seq@bf16)\" }", w, NULL, 4, NX_FP32, 0x1.02p0);
+    /* and rz in bf16: 1 + 2^-8 → 1; the same here */
+    CHECK("{ tree = \"split(2, seq, seq@bf16)\", rounding = \"ru\" }", w, NULL, 4, NX_FP32, 0x1.04p0);
+}
+
+static void test_fma_and_products(void **state)
+{
+    (void)state;
+    /* a = b = 1 + 2^-12: a*b = 1 + 2^-11 + 2^-24.  In fp32 (ulp 2^-23 at 1)
+     * 2^-24 is a tie: rne → 1 + 2^-11.  Terms: a*b, then -1 * 1. */
+    const double a[2] = {0x1.001p0, -1}, b[2] = {0x1.001p0, 1};
+    /* fma in seq: s = fp32(a*b + 0) = 1 + 2^-11; s = fp32(-1 + s) = 2^-11 */
+    CHECK("{ fma = true }", a, b, 2, NX_FP32, 0x1p-11);
+    /* reverse order with fma: s = -1, then fp32(a*b + -1) = 2^-11 + 2^-24
+     * = 2^-11 · (1 + 2^-13) exactly */
+    CHECK("{ fma = true, tree = \"reverse(seq)\" }", a, b, 2, NX_FP32, 0x1.0008p-11);
+    /* without fma: the product is rounded first: 2^-11 */
+    CHECK("{ fma = false, tree = \"reverse(seq)\" }", a, b, 2, NX_FP32, 0x1p-11);
+    /* product = "bf16" rounds each product to bf16 first: 1 + 2^-11 → 1 (p = 8), − 1 = 0 */
+    CHECK("{ product = \"bf16\", tree = \"reverse(seq)\" }", a, b, 2, NX_FP32, 0.0);
+    /* in = "bf16", in_rounding = "rz": 1 + 2^-12 truncates to 1: 1*1 − 1 = 0 */
+    CHECK("{ in = \"bf16\", in_rounding = \"rz\", tree = \"reverse(seq)\" }", a, b, 2, NX_FP32, 0.0);
+    /* fp64 products need no special case: (1 + 2^-40)^2 = 1 + 2^-39 + 2^-80;
+     * with fma in fp64: fp64(a*b − 1) exact = 2^-39 + 2^-80 = 2^-39 (1 + 2^-41) */
+    const double c[2] = {-1, 0x1.0000000001p0}, d[2] = {1, 0x1.0000000001p0};
+    CHECK("{ acc = \"fp64\" }", c, d, 2, NX_FP64, 0x1.00000000008p-39);
+}
+
+static void test_atom_truncation(void **state)
+{
+    (void)state;
+    /* atom over s = 0 and 1, 3·2^-4, 3·2^-4, 3·2^-4, 3·2^-4: E = 0; with
+     * frac_bits = 2 every addend is cut to a multiple of 2^-2 toward zero:
+     * 3·2^-4 = 0.1875 → 0; sum 1.  The exact sum is 1.75 (fp32 exact). */
+    const double x[5] = {1, 0x3p-4, 0x3p-4, 0x3p-4, 0x3p-4};
+    CHECK("{ tree = \"chain(5)\", atom = { frac_bits = 2 } }", x, NULL, 5, NX_FP32, 1.0);
+    CHECK("{ tree = \"chain(5)\", atom = { } }", x, NULL, 5, NX_FP32, 0x1.cp0);
+    /* frac_bits = 4: 3·2^-4 is a multiple of 2^-4: nothing is cut: 1.75 */
+    CHECK("{ tree = \"chain(5)\", atom = { frac_bits = 4 } }", x, NULL, 5, NX_FP32, 0x1.cp0);
+    /* frac_bits = 3: 0.1875 → 0.125 each: 1.5 */
+    CHECK("{ tree = \"chain(5)\", atom = { frac_bits = 3 } }", x, NULL, 5, NX_FP32, 0x1.8p0);
+    /* term_round = rne at frac_bits 3: 0.1875 = 1.5 quanta → tie → 2 quanta = 0.25: 2.0 */
+    CHECK("{ tree = \"chain(5)\", atom = { frac_bits = 3, term_round = \"rne\" } }", x, NULL, 5, NX_FP32, 2.0);
+    /* a negative term is cut toward zero too: 1 − 0.1875 → 1 − 0.125 = 0.875 at F = 3 */
+    const double y[2] = {1, -0x3p-4};
+    CHECK("{ tree = \"chain(2)\", atom = { frac_bits = 3 } }", y, NULL, 2, NX_FP32, 0x1.cp-1);
+    /* the e8m13 accumulator of the fp8 preset: products 1·1 and 2^-14·1:
+     * E = 0, F = 13: 2^-14 is cut to 0 → 1 */
+    const double a[2] = {1, 0x1p-14}, b[2] = {1, 1};
+    CHECK("{ tree = \"chain(32)\", atom = \"sm90.wgmma.fp8\" }", a, b, 2, NX_FP32, 1.0);
+    /* and the round of the atom sum to e8m13 (p = 14) in rz: 1 + 2^-13 + 2^-13
+     * is a multiple of 2^-13 (kept): 1 + 2^-12 */
+    const double a3[3] = {1, 0x1p-13, 0x1p-13}, b3[3] = {1, 1, 1};
+    CHECK("{ tree = \"chain(32)\", atom = \"sm90.wgmma.fp8\" }", a3, b3, 3, NX_FP32, 0x1.001p0);
+}
+
+static void test_out_conversion(void **state)
+{
+    (void)state;
+    const double big[2] = {0x1p127, 0x1p127};
+    /* fp32: 2^128 overflows: rne → inf; rz → max finite */
+    CHECK("{ }", big, NULL, 2, NX_FP32, INFINITY);
+    CHECK("{ rounding = \"rz\" }", big, NULL, 2, NX_FP32, 0x1.fffffep127);
+    /* out e4m3 of 464: tie between 448 and 480 (quantum 32): rne → 448 (even) */
+    const double v[1] = {464};
+    CHECK("{ out = \"e4m3\" }", v, NULL, 1, NX_FP32, 448);
+    /* 465 → 480 > 448: overflow: NaN in e4m3, 448 with saturate */
+    const double w[1] = {465};
+    CHECK("{ out = \"e4m3\" }", w, NULL, 1, NX_FP32, NAN);
+    CHECK("{ out = \"e4m3\", saturate = true }", w, NULL, 1, NX_FP32, 448);
+    /* out e2m1 (max 6, no inf, no NaN): 7 → overflow → max finite 6 */
+    const double s[1] = {7};
+    CHECK("{ out = \"e2m1\" }", s, NULL, 1, NX_FP32, 6);
+    /* fp16 subnormal: 3·2^-25 is 1.5 quanta of 2^-24 (fp16's subnormal
+     * quantum): rne → 2 quanta = 2^-23 (even); rz → 2^-24 */
+    const double u[1] = {0x3p-25};
+    CHECK("{ out = \"fp16\" }", u, NULL, 1, NX_FP32, 0x1p-23);
+    CHECK("{ out = \"fp16\", out_rounding = \"rz\" }", u, NULL, 1, NX_FP32, 0x1p-24);
+    /* 3·2^-26 is 0.75 quanta: rne → 2^-24 */
+    const double q[1] = {0x3p-26};
+    CHECK("{ out = \"fp16\" }", q, NULL, 1, NX_FP32, 0x1p-24);
+    /* 2^-25 is half a quantum: rne → +0 (even), rna → 2^-24, ru → 2^-24 */
+    const double h[1] = {0x1p-25};
+    CHECK("{ out = \"fp16\" }", h, NULL, 1, NX_FP32, 0.0);
+    CHECK("{ out = \"fp16\", out_rounding = \"rna\" }", h, NULL, 1, NX_FP32, 0x1p-24);
+    const double hn[1] = {-0x1p-25};
+    CHECK("{ out = \"fp16\" }", hn, NULL, 1, NX_FP32, -0.0);
+    CHECK("{ out = \"fp16\", out_rounding = \"rd\" }", hn, NULL, 1, NX_FP32, -0x1p-24);
+}
+
+static void test_specials(void **state)
+{
+    (void)state;
+    const double x[3] = {INFINITY, 1, -INFINITY};
+    CHECK("{ }", x, NULL, 3, NX_FP32, NAN);
+    CHECK("{ }", x, NULL, 2, NX_FP32, INFINITY);
+    const double z[1] = {0}, i[1] = {INFINITY};
+    CHECK("{ }", z, i, 1, NX_FP32, NAN); /* 0 · inf */
+    const double n[2] = {NAN, 1};
+    CHECK("{ tree = \"pairwise\" }", n, NULL, 2, NX_FP32, NAN);
+    /* inf into e4m3 (no inf): NaN */
+    CHECK("{ out = \"e4m3\" }", i, NULL, 1, NX_FP32, NAN);
+}
+
+static void test_threads_and_rows(void **state)
+{
+    (void)state;
+    /* 64 rows of a split-K reduction: results do not depend on the thread count */
+    enum { R = 64, N = 100 };
+    double *a = malloc(R * N * sizeof *a), *b = malloc(R * N * sizeof *b), y1[R], y2[R];
+    for (int i = 0; i < R * N; i++) {
+        a[i] = ldexp((double)((i * 7919) % 2001 - 1000), (i % 13) - 6);
+        b[i] = ldexp((double)((i * 104729) % 1999 - 999), -(i % 7));
+    }
+    nx_point pt;
+    nx_err err = {0};
+    assert_int_equal(pt_from_text("{ acc = \"bf16\", tree = \"split(4, stride(8, seq, halving, block=2), seq)\" }",
+                                  "p", &pt, &err),
+                     NX_OK);
+    nx_program *p;
+    assert_int_equal(nx_program_build(&pt, N, 1, &p, &err), NX_OK);
+    nx_rows rows = {R, NX_FP32, a, NX_FP32, b};
+    assert_int_equal(nx_mpfr_reduce(p, &rows, y1, 1, &err), NX_OK);
+    assert_int_equal(nx_mpfr_reduce(p, &rows, y2, 4, &err), NX_OK);
+    for (int r = 0; r < R; r++)
+        assert_double_bits_eq(y1[r], y2[r]);
+    nx_program_free(p);
+    nx_point_free(&pt);
+    free(a);
+    free(b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_constructs_differ), cmocka_unit_test(test_signed_zeros),
+        cmocka_unit_test(test_subtree_format),    cmocka_unit_test(test_fma_and_products),
+        cmocka_unit_test(test_atom_truncation),   cmocka_unit_test(test_out_conversion),
+        cmocka_unit_test(test_specials),          cmocka_unit_test(test_threads_and_rows),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
