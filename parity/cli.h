@@ -30,5 +30,6 @@ long cli_long(const char *cmd, const char *opt, const char *val, long lo, long h
 int cmd_reduce(int argc, char **argv);
 int cmd_tree(int argc, char **argv);
 int cmd_atoms(int argc, char **argv);
+int cmd_inspect(int argc, char **argv);
 
 #endif

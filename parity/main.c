@@ -16,6 +16,7 @@ static const char usage[] =
     "  reduce     evaluate a numerics point over the rows of a safetensors file\n"
     "  tree       show a reduction tree's explicit bracketing and its hash\n"
     "  atoms      list the tensor-core atom presets\n"
+    "  inspect    print the metadata, tensors and values of a safetensors file\n"
     "\n"
     "Run `parity <command> --help` for the options of a command.\n"
     "\n"
@@ -103,6 +104,8 @@ int main(int argc, char **argv)
         return cmd_tree(argc - 1, argv + 1);
     if (!strcmp(cmd, "atoms"))
         return cmd_atoms(argc - 1, argv + 1);
+    if (!strcmp(cmd, "inspect"))
+        return cmd_inspect(argc - 1, argv + 1);
     fprintf(stderr, "parity: unknown command '%s'\n\n%s", cmd, usage);
     return EXIT_INPUT;
 }

@@ -1,0 +1,110 @@
+#!/bin/sh
+# cli_reduce.sh PARITY ST_CRAFT: `parity reduce` from the outside: results on
+# hand-worked inputs, and every malformed point, file and shape rejected with
+# exit 2, a message naming what is wrong, and the output file untouched.
+set -u
+PARITY=$1
+CRAFT=$2
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fails=0
+
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# expect_reject NAME POINT IN PATTERN: exit 2, stderr matches PATTERN, and
+# an existing output file keeps its bytes.
+expect_reject() {
+  name=$1 point=$2 in=$3 pattern=$4
+  printf 'previous contents\n' > "$T/out.safetensors"
+  "$PARITY" reduce --numerics "$point" --in "$in" --out "$T/out.safetensors" 2> "$T/err"
+  rc=$?
+  [ $rc -eq 2 ] || fail "$name: exit $rc, want 2 ($(cat "$T/err"))"
+  grep -q -- "$pattern" "$T/err" || fail "$name: message '$(cat "$T/err")' lacks '$pattern'"
+  [ "$(cat "$T/out.safetensors")" = "previous contents" ] || fail "$name: the existing output was modified"
+  rm -f "$T/out.safetensors"
+  "$PARITY" reduce --numerics "$point" --in "$in" --out "$T/new.safetensors" 2> /dev/null
+  [ ! -e "$T/new.safetensors" ] || fail "$name: an output was written"
+  ls "$T" | grep -q '^\.' && fail "$name: a temporary file was left behind"
+  return 0
+}
+
+# Little-endian fp32 patterns: 2^24, 1, -2^24.
+P24=0000804b ONE=0000803f M24=000080cb
+good="$T/good.safetensors"
+"$CRAFT" raw "$good" '{"a":{"dtype":"F32","shape":[2,4],"data_offsets":[0,32]}}' \
+  "$P24$ONE$M24$ONE$ONE$P24$ONE$M24"
+
+# Hand-worked (NUMERICS.md §4): row 0 = 2^24, 1, -2^24, 1; row 1 = 1, 2^24, 1, -2^24.
+# seq: row 0 → 1, row 1 → 0.  halving: 2, 2.  pairwise: 1, 1.
+check_y() {
+  tree=$1 want=$2
+  "$PARITY" reduce --numerics "{ tree = \"$tree\" }" --in "$good" --out "$T/y.safetensors" 2> "$T/err" \
+    || fail "$tree: exit $? ($(cat "$T/err"))"
+  got=$("$PARITY" inspect "$T/y.safetensors" | grep -o '(0x[0-9a-f]*)' | tr -d '()' | tr '\n' ' ')
+  [ "$got" = "$want" ] || fail "$tree: y = $got, want $want"
+}
+check_y seq "0x3f800000 0x0 "
+check_y halving "0x40000000 0x40000000 "
+check_y pairwise "0x3f800000 0x3f800000 "
+"$PARITY" inspect "$T/y.safetensors" | grep -q 'meta numerics_hash = [0-9a-f]\{64\}' || fail "no hash in the output metadata"
+
+# bf16 output of the same: dtype BF16, shape [2]
+"$PARITY" reduce --numerics '{ tree = "halving", out = "bf16" }' --in "$good" --out "$T/b.safetensors" || fail "bf16 out"
+"$PARITY" inspect "$T/b.safetensors" | grep -q 'tensor y: BF16 \[2\]' || fail "bf16 out: wrong dtype/shape"
+"$PARITY" inspect "$T/b.safetensors" | grep -q '0x4000)' || fail "bf16 out: 2.0 is 0x4000"
+
+# Malformed points.
+expect_reject "tree column" '{ tree = "split(4 seq" }' "$good" "tree:1:9: expected ',' after the split count"
+expect_reject "unknown key" '{ acc = "fp32", treee = "seq" }' "$good" "treee"
+expect_reject "unknown format" '{ acc = "fp33" }' "$good" "unknown format 'fp33'"
+expect_reject "unknown mode" '{ rounding = "nearest" }' "$good" "unknown rounding mode 'nearest'"
+expect_reject "wrong type" '{ fma = "yes" }' "$good" "fma"
+expect_reject "chain without atom" '{ tree = "chain(4)" }' "$good" "needs an atom"
+expect_reject "unknown preset" '{ tree = "chain(4)", atom = "sm99.mma" }' "$good" "unknown atom preset 'sm99.mma'"
+expect_reject "not a table" 'acc = "fp32"' "$good" "--numerics"
+expect_reject "frac_bits range" '{ tree = "chain(4)", atom = { frac_bits = -1 } }' "$good" "frac_bits"
+
+# Malformed files.
+expect_reject "missing file" '{}' "$T/nope.safetensors" "nope.safetensors"
+"$CRAFT" raw "$T/short" '{"a":' '' --cut 5
+expect_reject "truncated" '{}' "$T/short" "short"
+"$CRAFT" raw "$T/longhdr" '{"a":{"dtype":"F32","shape":[1,1],"data_offsets":[0,4]}}' 0000803f --len 999
+expect_reject "header longer than the file" '{}' "$T/longhdr" "999"
+"$CRAFT" raw "$T/overlap" '{"a":{"dtype":"F32","shape":[1,4],"data_offsets":[0,16]},"b":{"dtype":"F32","shape":[1,4],"data_offsets":[8,24]}}' \
+  "$ONE$ONE$ONE$ONE$ONE$ONE"
+expect_reject "overlapping offsets" '{}' "$T/overlap" "'b'"
+"$CRAFT" raw "$T/oob" '{"a":{"dtype":"F32","shape":[2,4],"data_offsets":[0,32]}}' "$ONE$ONE$ONE$ONE"
+expect_reject "out-of-bounds offsets" '{}' "$T/oob" "'a'"
+"$CRAFT" raw "$T/mismatch" '{"a":{"dtype":"F32","shape":[2,4],"data_offsets":[0,16]}}' "$ONE$ONE$ONE$ONE"
+expect_reject "shape/size mismatch" '{}' "$T/mismatch" "shape \[2, 4\]"
+"$CRAFT" raw "$T/dup" '{"a":{"dtype":"F32","shape":[1,1],"data_offsets":[0,4]},"a":{"dtype":"F32","shape":[1,1],"data_offsets":[0,4]}}' "$ONE"
+expect_reject "duplicate keys" '{}' "$T/dup" "duplicate"
+"$CRAFT" raw "$T/dtype" '{"a":{"dtype":"F33","shape":[1,1],"data_offsets":[0,4]}}' "$ONE"
+expect_reject "unknown dtype" '{}' "$T/dtype" "F33"
+
+# Malformed shapes.
+"$CRAFT" raw "$T/oned" '{"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}}' "$ONE$ONE$ONE$ONE"
+expect_reject "1-D a" '{}' "$T/oned" "'a' has 1 dimensions"
+"$CRAFT" raw "$T/bshape" '{"a":{"dtype":"F32","shape":[1,2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2,1],"data_offsets":[8,16]}}' \
+  "$ONE$ONE$ONE$ONE"
+expect_reject "b shape" '{}' "$T/bshape" "tensor 'b' has shape \[2, 1\]"
+"$CRAFT" raw "$T/noa" '{"b":{"dtype":"F32","shape":[1,1],"data_offsets":[0,4]}}' "$ONE"
+expect_reject "no a" '{}' "$T/noa" "no tensor 'a'"
+"$CRAFT" raw "$T/int" '{"a":{"dtype":"I32","shape":[1,1],"data_offsets":[0,4]}}' "01000000"
+expect_reject "integer dtype" '{}' "$T/int" "I32"
+
+# Usage.
+"$PARITY" reduce --in "$good" --out "$T/x" 2> /dev/null; [ $? -eq 2 ] || fail "missing --numerics: not exit 2"
+"$PARITY" reduce --numerics '{}' --in "$good" --out "$T/x" --engine gpu 2> /dev/null; [ $? -eq 2 ] || fail "bad engine: not exit 2"
+for c in reduce tree atoms inspect; do
+  "$PARITY" $c --help > /dev/null || fail "$c --help"
+done
+"$PARITY" --help | grep -q "exit status" || fail "--help lacks exit statuses"
+"$PARITY" frobnicate 2> /dev/null; [ $? -eq 2 ] || fail "unknown command: not exit 2"
+[ "$("$PARITY" tree show halving --n 8)" = "((t0+t4)+(t2+t6))+((t1+t5)+(t3+t7))" ] || fail "tree show halving"
+
+if [ $fails -ne 0 ]; then
+  echo "$fails failure(s)"
+  exit 1
+fi
+echo "cli_reduce: all checks passed"
