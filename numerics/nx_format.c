@@ -141,14 +141,14 @@ static int fields_of(const nx_format_info *fi, double av, uint64_t *efield, uint
 nx_status nx_encode(nx_fmt f, double v, uint64_t *bits, nx_err *err)
 {
     const nx_format_info *fi = &formats[f];
-    if (f == NX_FP64) {
-        memcpy(bits, &v, sizeof v);
-        return NX_OK;
-    }
     if (isnan(v)) {
         if (fi->nan == NX_NAN_NONE)
             return nx_err_set(err, NX_EINVAL, "NaN has no encoding in %s", fi->name);
         *bits = fi->canonical_nan;
+        return NX_OK;
+    }
+    if (f == NX_FP64) {
+        memcpy(bits, &v, sizeof v);
         return NX_OK;
     }
     uint64_t sign = signbit(v) ? 1ull << (fi->storage_bits - 1) : 0;

@@ -127,7 +127,8 @@ static double finish(mpfr_srcptr r, nx_fmt f, nx_mode m, int saturate)
     int neg = mpfr_signbit(r) != 0;
     if (neg && !fi->is_signed)
         return NAN;
-    if (mpfr_get_exp(r) > 1025 || fabs(mpfr_get_d(r, MPFR_RNDZ)) > fi->max_finite)
+    /* compared in MPFR: r may be 2^1024, beyond every double */
+    if (neg ? mpfr_cmp_d(r, -fi->max_finite) < 0 : mpfr_cmp_d(r, fi->max_finite) > 0)
         return nx_round_overflow(neg, f, m, saturate);
     return mpfr_get_d(r, MPFR_RNDN);
 }
