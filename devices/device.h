@@ -1,0 +1,44 @@
+/* device.h: the interface every class backend implements (devices/cpu,
+ * devices/cuda), so the campaign treats them alike.
+ *
+ * A backend runs one family point (a fam_spec, see parity/famspec.h and
+ * docs/families.md) on inputs given as a safetensors file in memory and
+ * fills the family's outputs.  It honours the point's declared numerics:
+ * each kernel says next to its reduction which tree expression it realises. */
+#ifndef PARITY_DEVICE_H
+#define PARITY_DEVICE_H
+
+#include <stddef.h>
+
+#include "famspec.h"
+#include "safetensors.h"
+
+typedef enum dev_mode {
+    DEV_EAGER = 0,   /* a plain launch (cpu: one thread) */
+    DEV_GRAPHED = 1  /* a captured graph replayed (cpu: all threads) */
+} dev_mode;
+
+typedef struct dev_opts {
+    dev_mode mode;
+    int threads;        /* cpu: OpenMP threads for DEV_GRAPHED (0 = all) */
+    const char *kernel; /* a kernel id of the family, or NULL: the point's kernel */
+} dev_opts;
+
+typedef struct dev_backend {
+    const char *name;   /* "cpu", "cuda" */
+    /* 1 if runnable here; else 0 with the reason (e.g. "no GPU") in why. */
+    int (*available)(char *why, size_t whylen);
+    /* The device as a JSON object text (sku, driver, sm_count, host, ...). */
+    nx_status (*describe)(char *json, size_t len, nx_err *err);
+    /* 1 if the backend has a kernel for this family point / kernel id. */
+    int (*supports)(const fam_spec *spec, const char *kernel);
+    /* Runs the point on `in` (the family's input tensors) and adds the
+     * family's output tensors to `out`. */
+    nx_status (*run)(const fam_spec *spec, const st_file *in, st_file *out, const dev_opts *opts,
+                     nx_err *err);
+} dev_backend;
+
+const dev_backend *dev_cpu_backend(void);
+const dev_backend *dev_cuda_backend(void); /* present even without CUDA: then never available */
+
+#endif
