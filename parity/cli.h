@@ -31,5 +31,6 @@ int cmd_reduce(int argc, char **argv);
 int cmd_tree(int argc, char **argv);
 int cmd_atoms(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
+int cmd_registry(int argc, char **argv);
 
 #endif

@@ -17,6 +17,7 @@ static const char usage[] =
     "  tree       show a reduction tree's explicit bracketing and its hash\n"
     "  atoms      list the tensor-core atom presets\n"
     "  inspect    print the metadata, tensors and values of a safetensors file\n"
+    "  registry   lint, list, show and compare the family registry (kernels/)\n"
     "\n"
     "Run `parity <command> --help` for the options of a command.\n"
     "\n"
@@ -106,6 +107,8 @@ int main(int argc, char **argv)
         return cmd_atoms(argc - 1, argv + 1);
     if (!strcmp(cmd, "inspect"))
         return cmd_inspect(argc - 1, argv + 1);
+    if (!strcmp(cmd, "registry"))
+        return cmd_registry(argc - 1, argv + 1);
     fprintf(stderr, "parity: unknown command '%s'\n\n%s", cmd, usage);
     return EXIT_INPUT;
 }

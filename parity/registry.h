@@ -33,4 +33,36 @@ const char *reg_class_name(const reg_registry *r, size_t i);
 nx_status reg_list_points(const reg_registry *r, const char *class_name, char ***ids, size_t *count,
                           nx_err *err);
 
+/* Additions for the CLI (`parity registry list|show|compare`) and tests. */
+
+/* The parent named in the class's HARDWARE.toml, or NULL. */
+const char *reg_class_parent(const reg_registry *r, const char *class_name);
+
+/* Distinct classes, family ids and FAMILY.POINT ids over every class. */
+void reg_counts(const reg_registry *r, size_t *classes, size_t *families, size_t *points);
+
+/* Where a point visible from class_name is declared: "file:line" of every
+ * [[family.point]] table with its id along the chain, base first (the
+ * later ones override).  *srcs is malloc'd like reg_list_points's ids. */
+nx_status reg_point_sources(const reg_registry *r, const char *class_name, const char *family_point, char ***srcs,
+                            size_t *count, nx_err *err);
+
+/* The [[family.evidence]] entries that count for the point at class_name:
+ * only those whose class is class_name itself.  One line of text each
+ * ("rows [...], measurement M (file:line)"); malloc'd like the ids above. */
+nx_status reg_evidence(const reg_registry *r, const char *class_name, const char *family_point, char ***items,
+                       size_t *count, nx_err *err);
+
+/* The resolved point as text: every field with the file:line it came from,
+ * the filled trees, the evidence at the class, the hash.  *text malloc'd. */
+nx_status reg_show(const reg_registry *r, const char *class_name, const char *family_point, const char *shape,
+                   char **text, nx_err *err);
+
+/* Compares two resolved points ("CLASS:FAMILY.POINT" each) at one shape.
+ * *parity = 1 when bit parity is expected (equal hashes, no `atomic`);
+ * otherwise *text lists what differs per reduction and the tolerance that
+ * then applies.  *text malloc'd. */
+nx_status reg_compare(const reg_registry *r, const char *a, const char *b, const char *shape, char **text,
+                      int *parity, nx_err *err);
+
 #endif
