@@ -1,0 +1,312 @@
+/* nx_philox.c: Philox4x32-10 and the input distributions (see nx_philox.h).
+ *
+ * Definitions (element i of a tensor with id t under seed s; B(j, d) is the
+ * block of index j, draw d; u53(a, b) = ((a >> 5) * 2^26 + (b >> 6)) * 2^-53;
+ * below(w, n) = floor(w * n / 2^32); RN() is the correctly rounded binary64
+ * result; the last step always rounds to the tensor's format in rne):
+ *
+ *   uniform   w = B(i, 0); v = RN(lo + RN((hi - lo) * u53(w0, w1))); if the
+ *             rounded value reaches hi, the largest member below hi instead.
+ *   int       w = B(i, 0); v = below(w0, 2 * int_max + 1) - int_max.
+ *   normal    w = B(i >> 1, 0); u1 = (u53(w0, w1) * 2^53 + 1) * 2^-53 in
+ *             (0, 1]; u2 = u53(w2, w3); R = RN(sqrt(-2 * RN(log(u1))));
+ *             v = RN(R * RN(cospi(2 * u2))) for even i, sinpi for odd i.
+ *             log, cospi and sinpi are MPFR's (correctly rounded); sqrt and
+ *             * are IEEE operations.  Nothing depends on the platform libm.
+ *   adversarial: c = below(B(i >> 1, 1).w0, 100) picks the category of the
+ *             pair {2j, 2j + 1}:
+ *             c < 30   cancellation: both elements have the magnitude
+ *                      m(B(i >> 1, 1)) and opposite signs (the odd one negated);
+ *             c < 70   wide range: m(B(i, 2)) with its own sign;
+ *             c < 80   a subnormal of the format: k * 2^(emin - p + 1),
+ *                      k = 1 + below(w1, min(2^(p-1) - 1, 2^32 - 1));
+ *             c < 86   an exact zero, +0 or -0;
+ *             c < 94   uniform [-1, 1) from B(i, 2);
+ *             else     uniform [-1, 1) too, or with `specials` +inf, -inf or
+ *                      NaN (below(w1, 3)), rounded to the format (§2).
+ *             m(w) = (1 + (w1 >> (32 - f)) * 2^-f) * 2^e, f = min(p - 1, 32)
+ *             (exact in the format), e = elo + below(w2, ehi - elo + 1) with
+ *             [elo, ehi] = [-40, 40] clamped to the format's normal
+ *             exponents; the sign is w3 & 1 (1: negative).  Categories other
+ *             than cancellation read B(i, 2). */
+#include "nx_philox.h"
+#include "nx_mp.h"
+
+#include <math.h>
+#include <omp.h>
+#include <string.h>
+
+void nx_philox4x32_r(unsigned rounds, const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4])
+{
+    uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3];
+    uint32_t k0 = key[0], k1 = key[1];
+    for (unsigned r = 0; r < rounds; r++) {
+        if (r > 0) { /* the key schedule: bumped between rounds */
+            k0 += NX_PHILOX_W0;
+            k1 += NX_PHILOX_W1;
+        }
+        uint64_t p0 = (uint64_t)NX_PHILOX_M0 * c0;
+        uint64_t p1 = (uint64_t)NX_PHILOX_M1 * c2;
+        uint32_t hi0 = (uint32_t)(p0 >> 32), lo0 = (uint32_t)p0;
+        uint32_t hi1 = (uint32_t)(p1 >> 32), lo1 = (uint32_t)p1;
+        c0 = hi1 ^ c1 ^ k0;
+        c1 = lo1;
+        c2 = hi0 ^ c3 ^ k1;
+        c3 = lo0;
+    }
+    out[0] = c0;
+    out[1] = c1;
+    out[2] = c2;
+    out[3] = c3;
+}
+
+void nx_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4])
+{
+    nx_philox4x32_r(10, ctr, key, out);
+}
+
+void nx_philox_block(uint64_t seed, uint32_t tensor, uint64_t index, uint32_t draw, uint32_t out[4])
+{
+    uint32_t ctr[4] = {(uint32_t)index, (uint32_t)(index >> 32), tensor, draw};
+    uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
+    nx_philox4x32_10(ctr, key, out);
+}
+
+uint32_t nx_philox_tensor_id(const char *name)
+{
+    uint32_t h = 0x811c9dc5u;
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
+        h ^= *p;
+        h *= 0x01000193u;
+    }
+    return h;
+}
+
+double nx_philox_u53(uint32_t hi, uint32_t lo)
+{
+    uint64_t k = ((uint64_t)(hi >> 5) << 26) | (lo >> 6);
+    return ldexp((double)k, -53); /* exact: k < 2^53 */
+}
+
+uint32_t nx_philox_below(uint32_t w, uint32_t n)
+{
+    return (uint32_t)(((uint64_t)w * n) >> 32);
+}
+
+static const char *const dist_names[NX_NDISTS] = {"normal", "uniform", "int", "adversarial"};
+
+const char *nx_dist_name(nx_dist d)
+{
+    return (unsigned)d < NX_NDISTS ? dist_names[d] : "?";
+}
+
+int nx_dist_from_name(const char *name)
+{
+    for (int i = 0; i < NX_NDISTS; i++)
+        if (strcmp(dist_names[i], name) == 0)
+            return i;
+    return -1;
+}
+
+void nx_dist_spec_init(nx_dist_spec *d, nx_dist dist)
+{
+    memset(d, 0, sizeof *d);
+    d->dist = dist;
+    d->lo = -1.0;
+    d->hi = 1.0;
+    d->int_max = 8;
+}
+
+/* Per-thread scratch. */
+typedef struct gen_state {
+    nx_mp mp;
+    mpfr_t x, y;
+} gen_state;
+
+static void state_init(gen_state *g)
+{
+    nx_mp_init(&g->mp);
+    mpfr_init2(g->x, 53);
+    mpfr_init2(g->y, 53);
+}
+
+static void state_clear(gen_state *g)
+{
+    mpfr_clear(g->x);
+    mpfr_clear(g->y);
+    nx_mp_clear(&g->mp);
+}
+
+static double rne(gen_state *g, double v, nx_fmt f)
+{
+    return nx_mp_round_d(&g->mp, v, f, NX_RNE, 0);
+}
+
+/* Uniform [lo, hi) from two words, in the format. */
+static double uniform(gen_state *g, const nx_dist_spec *d, nx_fmt f, uint32_t a, uint32_t b)
+{
+    double u = nx_philox_u53(a, b);
+    double w = d->hi - d->lo;
+    double p = w * u;
+    double v = d->lo + p;
+    double r = rne(g, v, f);
+    if (r >= d->hi)
+        r = nx_mp_round_d(&g->mp, nextafter(d->hi, -INFINITY), f, NX_RD, 0);
+    return r;
+}
+
+typedef struct fmt_range {
+    int p, elo, ehi;
+} fmt_range;
+
+static fmt_range range_of(nx_fmt f)
+{
+    const nx_format_info *fi = nx_format(f);
+    fmt_range r;
+    r.p = fi->p;
+    int emax = ilogb(fi->max_finite);
+    r.elo = fi->emin > -40 ? fi->emin : -40;
+    r.ehi = emax < 40 ? emax : 40;
+    return r;
+}
+
+/* m(w) of the header: exact in the format. */
+static double magnitude(const fmt_range *fr, const uint32_t w[4])
+{
+    int fbits = fr->p - 1 < 32 ? fr->p - 1 : 32;
+    double frac = fbits > 0 ? ldexp((double)(fbits == 32 ? w[1] : (w[1] >> (32 - fbits))), -fbits) : 0.0;
+    int e = fr->elo + (int)nx_philox_below(w[2], (uint32_t)(fr->ehi - fr->elo + 1));
+    double m = ldexp(1.0 + frac, e);
+    return (w[3] & 1u) ? -m : m;
+}
+
+static double adversarial(gen_state *g, uint64_t seed, uint32_t tensor, const nx_dist_spec *d, nx_fmt f,
+                          const fmt_range *fr, uint64_t i)
+{
+    uint32_t pw[4], w[4];
+    nx_philox_block(seed, tensor, i >> 1, 1, pw);
+    uint32_t c = nx_philox_below(pw[0], 100);
+    if (c < 30) {
+        double m = magnitude(fr, pw);
+        return rne(g, (i & 1u) ? -m : m, f);
+    }
+    nx_philox_block(seed, tensor, i, 2, w);
+    if (c < 70)
+        return rne(g, magnitude(fr, w), f);
+    if (c < 80) {
+        uint64_t kmax = fr->p - 1 >= 32 ? 0xffffffffu : ((uint64_t)1 << (fr->p - 1)) - 1;
+        if (kmax == 0) /* no subnormals (p = 1): the minimum normal */
+            return rne(g, (w[3] & 1u) ? -nx_fmt_min_normal(f) : nx_fmt_min_normal(f), f);
+        double k = 1.0 + (double)nx_philox_below(w[1], (uint32_t)kmax);
+        double v = ldexp(k, nx_format(f)->emin - fr->p + 1);
+        return rne(g, (w[3] & 1u) ? -v : v, f);
+    }
+    if (c < 86)
+        return rne(g, (w[3] & 1u) ? -0.0 : 0.0, f);
+    if (c >= 94 && d->specials) {
+        switch (nx_philox_below(w[1], 3)) {
+        case 0: return rne(g, INFINITY, f);
+        case 1: return rne(g, -INFINITY, f);
+        default: return NAN;
+        }
+    }
+    nx_dist_spec u;
+    nx_dist_spec_init(&u, NX_DIST_UNIFORM);
+    return uniform(g, &u, f, w[0], w[2]);
+}
+
+/* RN(log u1) and u2 of a normal pair. */
+static double normal_radius(gen_state *g, const uint32_t w[4])
+{
+    uint64_t k = ((uint64_t)(w[0] >> 5) << 26) | (w[1] >> 6);
+    double u1 = ldexp((double)(k + 1), -53); /* exact: k + 1 <= 2^53 */
+    mpfr_set_d(g->x, u1, MPFR_RNDN);
+    mpfr_log(g->y, g->x, MPFR_RNDN);
+    double l = mpfr_get_d(g->y, MPFR_RNDN); /* exact: 53 bits, normal range */
+    return sqrt(-2.0 * l);
+}
+
+static double normal_angle(gen_state *g, const uint32_t w[4], int odd)
+{
+    double t = 2.0 * nx_philox_u53(w[2], w[3]);
+    mpfr_set_d(g->x, t, MPFR_RNDN);
+    if (odd)
+        mpfr_sinpi(g->y, g->x, MPFR_RNDN);
+    else
+        mpfr_cospi(g->y, g->x, MPFR_RNDN);
+    return mpfr_get_d(g->y, MPFR_RNDN);
+}
+
+static void fill_range(gen_state *g, uint64_t seed, uint32_t tensor, const nx_dist_spec *d, nx_fmt f,
+                       uint64_t first, size_t count, double *out)
+{
+    fmt_range fr = range_of(f);
+    uint32_t w[4];
+    size_t k = 0;
+    while (k < count) {
+        uint64_t i = first + k;
+        switch (d->dist) {
+        case NX_DIST_NORMAL: {
+            nx_philox_block(seed, tensor, i >> 1, 0, w);
+            double r = normal_radius(g, w);
+            out[k] = rne(g, r * normal_angle(g, w, (int)(i & 1u)), f);
+            k++;
+            if (!(i & 1u) && k < count) { /* the pair's odd element shares the block */
+                out[k] = rne(g, r * normal_angle(g, w, 1), f);
+                k++;
+            }
+            continue;
+        }
+        case NX_DIST_UNIFORM:
+            nx_philox_block(seed, tensor, i, 0, w);
+            out[k] = uniform(g, d, f, w[0], w[1]);
+            break;
+        case NX_DIST_INT:
+            nx_philox_block(seed, tensor, i, 0, w);
+            out[k] = rne(g, (double)((long)nx_philox_below(w[0], (uint32_t)(2 * d->int_max + 1)) - d->int_max), f);
+            break;
+        default:
+            out[k] = adversarial(g, seed, tensor, d, f, &fr, i);
+            break;
+        }
+        k++;
+    }
+}
+
+nx_status nx_philox_fill(uint64_t seed, uint32_t tensor, const nx_dist_spec *d, nx_fmt fmt, uint64_t first,
+                         size_t count, double *out, int threads, nx_err *err)
+{
+    const nx_format_info *fi = nx_format(fmt);
+    if (!fi)
+        return nx_err_set(err, NX_EINVAL, "unknown format %d", (int)fmt);
+    if (!fi->is_signed || !fi->has_zero)
+        return nx_err_set(err, NX_EINVAL, "format %s cannot hold generated inputs (it is unsigned, with no zero)",
+                          fi->name);
+    if ((unsigned)d->dist >= NX_NDISTS)
+        return nx_err_set(err, NX_EINVAL, "unknown distribution %d", (int)d->dist);
+    if (d->dist == NX_DIST_UNIFORM && !(d->lo < d->hi && isfinite(d->lo) && isfinite(d->hi)))
+        return nx_err_set(err, NX_EINVAL, "uniform: the range [%g, %g) is empty or not finite", d->lo, d->hi);
+    if (d->dist == NX_DIST_INT) {
+        double lim = ldexp(1.0, fi->p < 30 ? fi->p : 30);
+        if (lim > fi->max_finite)
+            lim = floor(fi->max_finite);
+        if (d->int_max < 0 || (double)d->int_max > lim)
+            return nx_err_set(err, NX_EINVAL, "int: int_max %ld is outside [0, %.0f], the integers exact in %s",
+                              d->int_max, lim, fi->name);
+    }
+    const size_t chunk = 4096; /* even, so normal pairs stay in one chunk */
+    size_t nchunks = (count + chunk - 1) / chunk;
+#pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads()) if (nchunks > 1)
+    {
+        gen_state g;
+        state_init(&g);
+#pragma omp for schedule(dynamic, 1)
+        for (size_t c = 0; c < nchunks; c++) {
+            size_t lo = c * chunk, n = count - lo < chunk ? count - lo : chunk;
+            fill_range(&g, seed, tensor, d, fmt, first + lo, n, out + lo);
+        }
+        state_clear(&g);
+        mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE);
+    }
+    return NX_OK;
+}

@@ -1,0 +1,107 @@
+/* gemm.c: y[m, n] = epilogue(a[m, :] . b[n, :]) (docs/families.md, gemm).
+ * The dot product is reduction `k` over K; the epilogue is fp32 rne
+ * operations: t = fp32(alpha * acc), t = fp32(t + fp32(beta * c[m, n])) when
+ * beta != 0, t = fp32(t + bias[n]) when bias; y = t rounded to param `out`
+ * with the `k` point's out_rounding and saturate. */
+#include "ref_internal.h"
+
+#include <stdlib.h>
+
+typedef struct gemm_p {
+    long M, N, K;
+    nx_fmt in, out;
+    double alpha, beta;
+    int bias;
+    const fam_reduction *k;
+} gemm_p;
+
+static nx_status params(const fam_spec *s, gemm_p *p, nx_err *err)
+{
+    nx_status st;
+    if ((st = ref_dim(s, "M", -1, &p->M, err)) || (st = ref_dim(s, "N", -1, &p->N, err)) ||
+        (st = ref_dim(s, "K", -1, &p->K, err)) || (st = ref_param_fmt(s, "in", NX_BF16, &p->in, err)) ||
+        (st = ref_param_fmt(s, "out", NX_BF16, &p->out, err)) ||
+        (st = ref_param_f32(s, "alpha", "1", &p->alpha, err)) ||
+        (st = ref_param_f32(s, "beta", "0", &p->beta, err)) || (st = ref_param_bool(s, "bias", 0, &p->bias, err)) ||
+        (st = ref_need_red(s, "k", &p->k, err)))
+        return st;
+    if (nx_point_out(&p->k->point) != NX_FP32)
+        return nx_err_set(err, NX_EINVAL,
+                          "%s.%s: reduction 'k' has out = %s; gemm needs fp32 (the result feeds the fp32 epilogue, "
+                          "the output format is param 'out')",
+                          s->family, s->point ? s->point : "?", nx_format(nx_point_out(&p->k->point))->name);
+    return NX_OK;
+}
+
+static nx_status inputs(const fam_spec *s, ref_desc_list *l, nx_err *err)
+{
+    gemm_p p;
+    nx_status st = params(s, &p, err);
+    if (st)
+        return st;
+    long r = ref_int_bound((double)p.K, ref_point_exact_bits(&p.k->point), p.in);
+    ref_add_float(l, "a", p.in, "M,K", 2, (int64_t[]){p.M, p.K}, r);
+    ref_add_float(l, "b", p.in, "N,K", 2, (int64_t[]){p.N, p.K}, r);
+    if (p.beta != 0)
+        ref_add_float(l, "c", p.out, "M,N", 2, (int64_t[]){p.M, p.N}, ref_int_bound(1, 8, p.out));
+    if (p.bias)
+        ref_add_float(l, "bias", NX_FP32, "N", 1, (int64_t[]){p.N}, 8);
+    return NX_OK;
+}
+
+typedef struct gemm_ctx {
+    const double *a, *b;
+    size_t N, K;
+} gemm_ctx;
+
+/* Row m * N + n: a[m, :] and b[n, :]. */
+static void gather(const void *vc, size_t row, double *a, double *b, ref_math *m)
+{
+    const gemm_ctx *c = vc;
+    (void)m;
+    size_t i = row / c->N, n = row % c->N;
+    for (size_t k = 0; k < c->K; k++) {
+        a[k] = c->a[i * c->K + k];
+        b[k] = c->b[n * c->K + k];
+    }
+}
+
+static nx_status run(ref_job *j, nx_err *err)
+{
+    gemm_p p;
+    nx_status st = params(j->spec, &p, err);
+    if (st)
+        return st;
+    size_t M = (size_t)p.M, N = (size_t)p.N, K = (size_t)p.K;
+    double *a = NULL, *b = NULL, *c = NULL, *bias = NULL, *acc = ref_alloc(M * N);
+    if (!acc)
+        return nx_err_set(err, NX_ENOMEM, "out of memory");
+    if ((st = ref_decode(j, "a", &a, err)) || (st = ref_decode(j, "b", &b, err)) ||
+        (p.beta != 0 && (st = ref_decode(j, "c", &c, err))) || (p.bias && (st = ref_decode(j, "bias", &bias, err))))
+        goto done;
+    gemm_ctx ctx = {a, b, N, K};
+    if ((st = ref_reduce_rows(j, p.k, K, 1, M * N, p.in, p.in, gather, &ctx, acc, err)))
+        goto done;
+    nx_mode mode = nx_point_out_rounding(&p.k->point);
+    int sat = p.k->point.saturate;
+#pragma omp parallel for num_threads(j->nthreads) schedule(static)
+    for (size_t r = 0; r < M * N; r++) {
+        ref_math *m = ref_job_math(j);
+        double t = ref_f32_mul(m, p.alpha, acc[r]);
+        if (p.beta != 0)
+            t = ref_f32_add(m, t, ref_f32_mul(m, p.beta, c[r]));
+        if (p.bias)
+            t = ref_f32_add(m, t, bias[r % N]);
+        acc[r] = ref_round(m, t, p.out, mode, sat);
+    }
+    st = ref_emit(j, "y", p.out, 2, (int64_t[]){p.M, p.N}, acc, err);
+done:
+    free(a);
+    free(b);
+    free(c);
+    free(bias);
+    free(acc);
+    return st;
+}
+
+const ref_family ref_family_gemm = {"gemm", inputs, run};

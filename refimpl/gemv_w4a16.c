@@ -1,0 +1,151 @@
+/* gemv_w4a16.c: y[b, n] = x[b, :] . w[n, :] with int4 weights (docs/
+ * families.md, gemv_w4a16).  w = fp16((q - z) * s) per element; policy
+ * scale_apply decides where the scale applies:
+ *   per_element  dequantize, then reduction `k` over K (terms x * w);
+ *   per_group    reduction `group` over each group (terms x * (q - z), exact
+ *                integers), u_g = fp32(p_g * s_g), then reduction `k` over
+ *                the K / group values u_g. */
+#include "ref_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct gemv_p {
+    long B, N, K, G;
+    int zp, per_group;
+    const fam_reduction *k, *group;
+} gemv_p;
+
+static nx_status params(const fam_spec *s, gemv_p *p, nx_err *err)
+{
+    nx_status st;
+    const char *who = s->point ? s->point : "?";
+    if ((st = ref_dim(s, "B", 1, &p->B, err)) || (st = ref_dim(s, "N", -1, &p->N, err)) ||
+        (st = ref_dim(s, "K", -1, &p->K, err)) || (st = ref_dim(s, "group", -1, &p->G, err)) ||
+        (st = ref_param_bool(s, "zero_points", 0, &p->zp, err)) || (st = ref_need_red(s, "k", &p->k, err)))
+        return st;
+    if (p->K % p->G)
+        return nx_err_set(err, NX_EINVAL, "%s.%s: group = %ld does not divide K = %ld", s->family, who, p->G, p->K);
+    const char *sa = fam_param_get(s, "scale_apply");
+    if (!sa || !strcmp(sa, "per_element"))
+        p->per_group = 0;
+    else if (!strcmp(sa, "per_group"))
+        p->per_group = 1;
+    else
+        return nx_err_set(err, NX_EINVAL, "%s.%s: param 'scale_apply' = '%s' is not per_element or per_group",
+                          s->family, who, sa);
+    p->group = NULL;
+    if (p->per_group && (st = ref_need_red(s, "group", &p->group, err)))
+        return st;
+    return NX_OK;
+}
+
+static nx_status inputs(const fam_spec *s, ref_desc_list *l, nx_err *err)
+{
+    gemv_p p;
+    nx_status st = params(s, &p, err);
+    if (st)
+        return st;
+    /* every sum of x * (q - z) * s over up to K terms below 2^bits; w exact in fp16 */
+    int bits = ref_point_exact_bits(&p.k->point);
+    if (p.group && ref_point_exact_bits(&p.group->point) < bits)
+        bits = ref_point_exact_bits(&p.group->point);
+    long r = ref_int_bound(15.0 * (double)p.K, bits, NX_FP16);
+    if (r > 136)
+        r = 136; /* 15 * 136 < 2048: every dequantized weight exact in fp16 */
+    long ng = p.K / p.G;
+    ref_add_float(l, "x", NX_FP16, "B,K", 2, (int64_t[]){p.B, p.K}, r);
+    ref_add_ints(l, "qweight", ST_U8, "N,K", 2, (int64_t[]){p.N, p.K}, REF_INTS, 0, 15);
+    ref_add_float(l, "scales", NX_FP16, "N,K/group", 2, (int64_t[]){p.N, ng}, r);
+    if (p.zp)
+        ref_add_ints(l, "zeros", ST_U8, "N,K/group", 2, (int64_t[]){p.N, ng}, REF_INTS, 0, 15);
+    return NX_OK;
+}
+
+typedef struct gemv_ctx {
+    const double *x, *scales;
+    const uint8_t *q, *z; /* z NULL: the zero point is 8 */
+    size_t N, K, G;
+} gemv_ctx;
+
+static int zero_of(const gemv_ctx *c, size_t n, size_t g)
+{
+    return c->z ? c->z[n * (c->K / c->G) + g] : 8;
+}
+
+/* per_element, row b * N + n: x[b, :] and w[n, :], w = fp16((q - z) * s).
+ * (q - z) * s is exact in binary64; a zero q - z times a negative s is -0
+ * (IEEE).  The 16 possible weights of a group are rounded once each. */
+static void gather_elem(const void *vc, size_t row, double *a, double *b, ref_math *m)
+{
+    const gemv_ctx *c = vc;
+    size_t bi = row / c->N, n = row % c->N, ng = c->K / c->G;
+    memcpy(a, c->x + bi * c->K, c->K * sizeof *a);
+    double w[16];
+    for (size_t g = 0; g < ng; g++) {
+        int z = zero_of(c, n, g);
+        double s = c->scales[n * ng + g];
+        for (int q = 0; q < 16; q++)
+            w[q] = ref_round(m, (double)(q - z) * s, NX_FP16, NX_RNE, 0);
+        const uint8_t *qr = c->q + n * c->K + g * c->G;
+        for (size_t k = 0; k < c->G; k++)
+            b[g * c->G + k] = w[qr[k]];
+    }
+}
+
+/* per_group, row (b * N + n) * ng + g: x[b, group g] and (q - z)[n, group g]. */
+static void gather_group(const void *vc, size_t row, double *a, double *b, ref_math *m)
+{
+    const gemv_ctx *c = vc;
+    (void)m;
+    size_t ng = c->K / c->G, g = row % ng, bn = row / ng, bi = bn / c->N, n = bn % c->N;
+    int z = zero_of(c, n, g);
+    memcpy(a, c->x + bi * c->K + g * c->G, c->G * sizeof *a);
+    const uint8_t *qr = c->q + n * c->K + g * c->G;
+    for (size_t k = 0; k < c->G; k++)
+        b[k] = (double)((int)qr[k] - z);
+}
+
+static nx_status run(ref_job *j, nx_err *err)
+{
+    gemv_p p;
+    nx_status st = params(j->spec, &p, err);
+    if (st)
+        return st;
+    size_t B = (size_t)p.B, N = (size_t)p.N, K = (size_t)p.K, G = (size_t)p.G, ng = K / G;
+    double *x = NULL, *scales = NULL, *u = NULL, *y = ref_alloc(B * N);
+    if (!y)
+        return nx_err_set(err, NX_ENOMEM, "out of memory");
+    const st_tensor *zt = p.zp ? ref_tensor(j, "zeros") : NULL;
+    if ((st = ref_decode(j, "x", &x, err)) || (st = ref_decode(j, "scales", &scales, err)))
+        goto done;
+    gemv_ctx c = {x, scales, ref_tensor(j, "qweight")->data, zt ? zt->data : NULL, N, K, G};
+    if (!p.per_group) {
+        st = ref_reduce_rows(j, p.k, K, 1, B * N, NX_FP16, NX_FP16, gather_elem, &c, y, err);
+    } else {
+        size_t rows = B * N * ng;
+        if (!(u = ref_alloc(rows))) {
+            st = nx_err_set(err, NX_ENOMEM, "out of memory");
+            goto done;
+        }
+        /* q - z are integers in [-15, 15], members of fp16 */
+        if ((st = ref_reduce_rows(j, p.group, G, 1, rows, NX_FP16, NX_FP16, gather_group, &c, u, err)))
+            goto done;
+#pragma omp parallel for num_threads(j->nthreads) schedule(static)
+        for (size_t r = 0; r < rows; r++) {
+            size_t g = r % ng, n = (r / ng) % N;
+            u[r] = ref_f32_mul(ref_job_math(j), u[r], scales[n * ng + g]);
+        }
+        st = ref_reduce_flat(j, p.k, ng, 0, B * N, NX_FP32, u, NX_FP32, NULL, y, err);
+    }
+    if (!st)
+        st = ref_emit(j, "y", nx_point_out(&p.k->point), 2, (int64_t[]){p.B, p.N}, y, err);
+done:
+    free(x);
+    free(scales);
+    free(u);
+    free(y);
+    return st;
+}
+
+const ref_family ref_family_gemv_w4a16 = {"gemv_w4a16", inputs, run};

@@ -1,0 +1,536 @@
+/* ref_common.c: what every family shares: dispatch on the family name,
+ * params, input descriptions and their validation, the job with its
+ * per-thread scratch and program cache, reductions over gathered rows,
+ * input decoding and output encoding, the spec's metadata. */
+#include "ref_internal.h"
+#include "rows.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const ref_family *const families[] = {
+    &ref_family_gemm,    &ref_family_gemv_w4a16, &ref_family_moe_grouped_gemm, &ref_family_paged_decode_attention,
+    &ref_family_rmsnorm, &ref_family_silu_and_mul,
+};
+#define NFAMILIES (sizeof families / sizeof families[0])
+
+size_t ref_family_count(void)
+{
+    return NFAMILIES;
+}
+
+const char *ref_family_name(size_t i)
+{
+    return i < NFAMILIES ? families[i]->name : NULL;
+}
+
+static nx_status find_family(const fam_spec *s, const ref_family **out, nx_err *err)
+{
+    for (size_t i = 0; i < NFAMILIES; i++) {
+        if (s->family && strcmp(s->family, families[i]->name) == 0) {
+            *out = families[i];
+            return NX_OK;
+        }
+    }
+    return nx_err_set(err, NX_EINVAL,
+                      "family '%s' has no reference implementation (known: gemm, gemv_w4a16, moe_grouped_gemm, "
+                      "paged_decode_attention, rmsnorm, silu_and_mul)",
+                      s->family ? s->family : "(none)");
+}
+
+/* --- engines ------------------------------------------------------------------ */
+
+static const char *const engine_names[] = {"mpfr", "fast"};
+
+const char *ref_engine_name(ref_engine e)
+{
+    return (unsigned)e < 2 ? engine_names[e] : "?";
+}
+
+int ref_engine_from_name(const char *name)
+{
+    for (int i = 0; i < 2; i++)
+        if (strcmp(name, engine_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+int ref_engine_available(ref_engine e)
+{
+    return e == REF_ENGINE_MPFR;
+}
+
+ref_engine ref_engine_default(void)
+{
+    return ref_engine_available(REF_ENGINE_FAST) ? REF_ENGINE_FAST : REF_ENGINE_MPFR;
+}
+
+/* --- params ------------------------------------------------------------------- */
+
+static const char *fam_of(const fam_spec *s)
+{
+    return s->family ? s->family : "?";
+}
+
+static const char *point_of(const fam_spec *s)
+{
+    return s->point ? s->point : "?";
+}
+
+nx_status ref_dim(const fam_spec *s, const char *name, long def, long *out, nx_err *err)
+{
+    if (!fam_param_get(s, name)) {
+        if (def < 0)
+            return nx_err_set(err, NX_EINVAL, "%s.%s: dimension '%s' has no value (give it with --shape %s=...)",
+                              fam_of(s), point_of(s), name, name);
+        *out = def;
+        return NX_OK;
+    }
+    nx_status st = fam_param_long(s, name, out, err);
+    if (st)
+        return st;
+    if (*out < 1 || *out > (1L << 30))
+        return nx_err_set(err, NX_EINVAL, "%s.%s: dimension %s = %ld is outside [1, 2^30]", fam_of(s), point_of(s),
+                          name, *out);
+    return NX_OK;
+}
+
+nx_status ref_param_bool(const fam_spec *s, const char *name, int def, int *out, nx_err *err)
+{
+    const char *v = fam_param_get(s, name);
+    if (!v)
+        *out = def;
+    else if (!strcmp(v, "true"))
+        *out = 1;
+    else if (!strcmp(v, "false"))
+        *out = 0;
+    else
+        return nx_err_set(err, NX_EINVAL, "%s.%s: param '%s' = '%s' is not true or false", fam_of(s), point_of(s),
+                          name, v);
+    return NX_OK;
+}
+
+nx_status ref_param_fmt(const fam_spec *s, const char *name, nx_fmt def, nx_fmt *out, nx_err *err)
+{
+    const char *v = fam_param_get(s, name);
+    if (!v) {
+        *out = def;
+        return NX_OK;
+    }
+    int f = nx_fmt_from_name(v);
+    if (f < 0)
+        return nx_err_set(err, NX_EINVAL, "%s.%s: param '%s' = '%s' is not a format of NUMERICS.md §1", fam_of(s),
+                          point_of(s), name, v);
+    if (rows_fmt_of_dtype(rows_dtype_of_fmt((nx_fmt)f)) != f || !nx_format((nx_fmt)f)->is_signed)
+        return nx_err_set(err, NX_EINVAL, "%s.%s: param '%s' = '%s': a tensor format needs a signed safetensors dtype "
+                          "of its own (tf32, e8m13 and e8m0 have none)",
+                          fam_of(s), point_of(s), name, v);
+    *out = (nx_fmt)f;
+    return NX_OK;
+}
+
+nx_status ref_need_red(const fam_spec *s, const char *name, const fam_reduction **out, nx_err *err)
+{
+    *out = fam_reduction_get(s, name);
+    if (!*out)
+        return nx_err_set(err, NX_EINVAL, "%s.%s: the point declares no numerics for reduction '%s'", fam_of(s),
+                          point_of(s), name);
+    return NX_OK;
+}
+
+static int tree_min_p(const nx_tree *t, int p)
+{
+    if (!t)
+        return p;
+    if (t->fmt >= 0 && nx_format((nx_fmt)t->fmt)->p < p)
+        p = nx_format((nx_fmt)t->fmt)->p;
+    return tree_min_p(t->c, tree_min_p(t->t, p));
+}
+
+int ref_point_exact_bits(const nx_point *pt)
+{
+    int p = nx_format(pt->acc)->p;
+    p = tree_min_p(pt->tree, p);
+    if (pt->product >= 0 && nx_format((nx_fmt)pt->product)->p < p)
+        p = nx_format((nx_fmt)pt->product)->p;
+    if (pt->in >= 0 && nx_format((nx_fmt)pt->in)->p < p)
+        p = nx_format((nx_fmt)pt->in)->p;
+    if (pt->atom.present) {
+        if (pt->atom.acc >= 0 && nx_format((nx_fmt)pt->atom.acc)->p < p)
+            p = nx_format((nx_fmt)pt->atom.acc)->p;
+        if (pt->atom.frac_bits >= 0 && pt->atom.frac_bits + 1 < p)
+            p = pt->atom.frac_bits + 1;
+    }
+    return p;
+}
+
+long ref_int_bound(double factor, int bits, nx_fmt fmt)
+{
+    double lim = ldexp(1.0, bits);
+    long r = (long)floor(sqrt(lim / (factor > 1 ? factor : 1)));
+    while (r > 1 && (double)r * (double)r * factor >= lim)
+        r--;
+    const nx_format_info *fi = nx_format(fmt);
+    double cap = ldexp(1.0, fi->p < 30 ? fi->p : 30);
+    if (cap > fi->max_finite)
+        cap = floor(fi->max_finite);
+    if ((double)r > cap)
+        r = (long)cap;
+    return r < 1 ? 1 : r;
+}
+
+/* --- input descriptions ---------------------------------------------------------- */
+
+static ref_tensor_desc *add_desc(ref_desc_list *l, const char *name, const char *dims, int ndim,
+                                 const int64_t *shape)
+{
+    if (l->st)
+        return NULL;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 8;
+        ref_tensor_desc *t = realloc(l->t, cap * sizeof *t);
+        if (!t) {
+            l->st = NX_ENOMEM;
+            return NULL;
+        }
+        l->t = t;
+        l->cap = cap;
+    }
+    ref_tensor_desc *d = &l->t[l->n++];
+    memset(d, 0, sizeof *d);
+    snprintf(d->name, sizeof d->name, "%s", name);
+    d->ndim = ndim;
+    for (int i = 0; i < ndim; i++)
+        d->shape[i] = shape[i];
+    /* "N,K" -> "[N, K]" */
+    size_t k = 0;
+    d->dims[k++] = '[';
+    for (const char *p = dims; *p && k + 3 < sizeof d->dims; p++) {
+        d->dims[k++] = *p;
+        if (*p == ',')
+            d->dims[k++] = ' ';
+    }
+    d->dims[k++] = ']';
+    d->dims[k] = 0;
+    d->fmt = -1;
+    return d;
+}
+
+ref_tensor_desc *ref_add_float(ref_desc_list *l, const char *name, nx_fmt f, const char *dims, int ndim,
+                               const int64_t *shape, long int_max)
+{
+    ref_tensor_desc *d = add_desc(l, name, dims, ndim, shape);
+    if (!d)
+        return NULL;
+    d->kind = REF_FLOAT;
+    d->fmt = (int)f;
+    d->dtype = rows_dtype_of_fmt(f);
+    d->int_max = int_max;
+    return d;
+}
+
+ref_tensor_desc *ref_add_ints(ref_desc_list *l, const char *name, st_dtype dt, const char *dims, int ndim,
+                              const int64_t *shape, ref_kind kind, long lo, long hi)
+{
+    ref_tensor_desc *d = add_desc(l, name, dims, ndim, shape);
+    if (!d)
+        return NULL;
+    d->kind = kind;
+    d->dtype = dt;
+    d->lo = lo;
+    d->hi = hi;
+    return d;
+}
+
+nx_status ref_inputs(const fam_spec *spec, ref_tensor_desc **descs, size_t *count, nx_err *err)
+{
+    *descs = NULL;
+    *count = 0;
+    const ref_family *f;
+    nx_status st = find_family(spec, &f, err);
+    if (st)
+        return st;
+    ref_desc_list l = {0};
+    st = f->inputs(spec, &l, err);
+    if (!st && l.st)
+        st = nx_err_set(err, l.st, "out of memory describing the inputs");
+    if (st) {
+        free(l.t);
+        return st;
+    }
+    *descs = l.t;
+    *count = l.n;
+    return NX_OK;
+}
+
+static void shape_text(char *buf, size_t cap, int ndim, const int64_t *shape)
+{
+    size_t k = (size_t)snprintf(buf, cap, "[");
+    for (int i = 0; i < ndim && k < cap; i++)
+        k += (size_t)snprintf(buf + k, cap - k, "%s%lld", i ? ", " : "", (long long)shape[i]);
+    if (k < cap)
+        snprintf(buf + k, cap - k, "]");
+}
+
+/* Names, dtypes, shapes and integer ranges of the inputs against descs. */
+static nx_status check_inputs(const fam_spec *s, const st_file *in, const ref_tensor_desc *d, size_t nd,
+                              nx_err *err)
+{
+    for (size_t i = 0; i < in->ntensors; i++) {
+        size_t k = 0;
+        while (k < nd && strcmp(d[k].name, in->tensors[i].name) != 0)
+            k++;
+        if (k == nd)
+            return nx_err_set(err, NX_EINVAL, "%s.%s: unexpected input tensor '%s'", fam_of(s), point_of(s),
+                              in->tensors[i].name);
+    }
+    for (size_t k = 0; k < nd; k++) {
+        char want[96], got[96];
+        shape_text(want, sizeof want, d[k].ndim, d[k].shape);
+        const st_tensor *t = st_find(in, d[k].name);
+        if (!t)
+            return nx_err_set(err, NX_EINVAL, "%s.%s: missing input tensor '%s' (expected %s %s = %s)", fam_of(s),
+                              point_of(s), d[k].name, st_dtype_name(d[k].dtype), d[k].dims, want);
+        if (t->dtype != d[k].dtype)
+            return nx_err_set(err, NX_EINVAL, "%s.%s: input tensor '%s' has dtype %s; expected %s %s = %s",
+                              fam_of(s), point_of(s), d[k].name, st_dtype_name(t->dtype), st_dtype_name(d[k].dtype),
+                              d[k].dims, want);
+        int same = t->ndim == d[k].ndim;
+        for (int q = 0; same && q < t->ndim; q++)
+            same = t->shape[q] == d[k].shape[q];
+        if (!same) {
+            shape_text(got, sizeof got, t->ndim, t->shape);
+            return nx_err_set(err, NX_EINVAL, "%s.%s: input tensor '%s' has shape %s; expected %s = %s", fam_of(s),
+                              point_of(s), d[k].name, got, d[k].dims, want);
+        }
+        if (d[k].kind == REF_FLOAT)
+            continue;
+        for (size_t e = 0; e < t->nelem; e++) {
+            long v = ref_int_at(t, e);
+            if (v < d[k].lo || v > d[k].hi)
+                return nx_err_set(err, NX_EINVAL, "%s.%s: input tensor '%s': element %zu is %ld, outside [%ld, %ld]",
+                                  fam_of(s), point_of(s), d[k].name, e, v, d[k].lo, d[k].hi);
+        }
+    }
+    return NX_OK;
+}
+
+/* --- the job ---------------------------------------------------------------------- */
+
+ref_math *ref_job_math(ref_job *j)
+{
+    return &j->maths[omp_get_thread_num()];
+}
+
+nx_status ref_program(ref_job *j, const fam_reduction *r, size_t n, int dot, const nx_program **out, nx_err *err)
+{
+    for (size_t i = 0; i < j->nprogs; i++) {
+        if (j->progs[i].red == r && j->progs[i].n == n && j->progs[i].dot == dot) {
+            *out = j->progs[i].p;
+            return NX_OK;
+        }
+    }
+    if (j->nprogs == j->progs_cap) {
+        size_t cap = j->progs_cap ? 2 * j->progs_cap : 8;
+        ref_prog *p = realloc(j->progs, cap * sizeof *p);
+        if (!p)
+            return nx_err_set(err, NX_ENOMEM, "out of memory");
+        j->progs = p;
+        j->progs_cap = cap;
+    }
+    nx_program *p;
+    nx_status st = nx_program_build(&r->point, n, dot, &p, err);
+    if (st) {
+        nx_err_prefix(err, "%s.%s: reduction '%s' (tree %s) at n = %zu", fam_of(j->spec), point_of(j->spec), r->name,
+                      r->tree_text, n);
+        return st;
+    }
+    j->progs[j->nprogs++] = (ref_prog){r, n, dot, p};
+    *out = p;
+    return NX_OK;
+}
+
+double *ref_alloc(size_t count)
+{
+    return malloc((count ? count : 1) * sizeof(double));
+}
+
+nx_status ref_reduce_flat(ref_job *j, const fam_reduction *r, size_t n, int dot, size_t rows, nx_fmt afmt,
+                          const double *a, nx_fmt bfmt, const double *b, double *y, nx_err *err)
+{
+    const nx_program *p;
+    nx_status st = ref_program(j, r, n, dot, &p, err);
+    if (st || rows == 0)
+        return st;
+    nx_rows in = {rows, afmt, a, bfmt, dot ? b : NULL};
+    st = j->reduce(p, &in, y, j->nthreads, err);
+    if (st)
+        nx_err_prefix(err, "reduction '%s'", r->name);
+    return st;
+}
+
+nx_status ref_reduce_rows(ref_job *j, const fam_reduction *r, size_t n, int dot, size_t rows, nx_fmt afmt,
+                          nx_fmt bfmt, ref_gather_fn g, const void *ctx, double *y, nx_err *err)
+{
+    const nx_program *p;
+    nx_status st = ref_program(j, r, n, dot, &p, err);
+    if (st || rows == 0)
+        return st;
+    size_t per = n ? REF_CHUNK_VALUES / n : rows;
+    if (per < 1)
+        per = 1;
+    if (per > rows)
+        per = rows;
+    double *a = ref_alloc(per * n), *b = dot ? ref_alloc(per * n) : NULL;
+    if (!a || (dot && !b)) {
+        free(a);
+        free(b);
+        return nx_err_set(err, NX_ENOMEM, "out of memory gathering %zu rows of %zu terms", per, n);
+    }
+    for (size_t first = 0; first < rows && !st; first += per) {
+        size_t cnt = rows - first < per ? rows - first : per;
+#pragma omp parallel for num_threads(j->nthreads) schedule(static)
+        for (size_t k = 0; k < cnt; k++)
+            g(ctx, first + k, a + k * n, dot ? b + k * n : NULL, ref_job_math(j));
+        nx_rows in = {cnt, afmt, a, bfmt, b};
+        st = j->reduce(p, &in, y + first, j->nthreads, err);
+    }
+    free(a);
+    free(b);
+    if (st)
+        nx_err_prefix(err, "reduction '%s'", r->name);
+    return st;
+}
+
+const st_tensor *ref_tensor(ref_job *j, const char *name)
+{
+    return st_find(j->in, name);
+}
+
+nx_status ref_decode(ref_job *j, const char *name, double **out, nx_err *err)
+{
+    const st_tensor *t = st_find(j->in, name);
+    *out = NULL;
+    if (!t)
+        return nx_err_set(err, NX_EINTERNAL, "input tensor '%s' vanished after validation", name);
+    double *v = ref_alloc(t->nelem);
+    if (!v)
+        return nx_err_set(err, NX_ENOMEM, "out of memory decoding '%s'", name);
+    nx_status st = rows_decode(t, v, err);
+    if (st) {
+        free(v);
+        return st;
+    }
+    *out = v;
+    return NX_OK;
+}
+
+long ref_int_at(const st_tensor *t, size_t i)
+{
+    uint64_t b = st_get_bits(t, t->data, i);
+    switch (t->dtype) {
+    case ST_I8: return (long)(int8_t)b;
+    case ST_I16: return (long)(int16_t)b;
+    case ST_I32: return (long)(int32_t)b;
+    case ST_I64: return (long)(int64_t)b;
+    default: return (long)b;
+    }
+}
+
+nx_status ref_emit(ref_job *j, const char *name, nx_fmt f, int ndim, const int64_t *shape, const double *v,
+                   nx_err *err)
+{
+    st_tensor *t;
+    nx_status st = st_add_tensor(j->out, name, rows_dtype_of_fmt(f), ndim, shape, &t, err);
+    if (st)
+        return st;
+    st = rows_encode(f, v, t->nelem, t, t->data, err);
+    if (st)
+        nx_err_prefix(err, "%s.%s: output '%s' in %s", fam_of(j->spec), point_of(j->spec), name, nx_format(f)->name);
+    return st;
+}
+
+/* --- running ------------------------------------------------------------------------ */
+
+nx_status ref_run_opts(const fam_spec *spec, const st_file *in, st_file *out, const ref_opts *opts, nx_err *err)
+{
+    const ref_family *f;
+    nx_status st = find_family(spec, &f, err);
+    if (st)
+        return st;
+    if (!ref_engine_available(opts->engine))
+        return nx_err_set(err, NX_EUNSUPPORTED, "engine '%s' is not built into this binary",
+                          ref_engine_name(opts->engine));
+    ref_tensor_desc *d;
+    size_t nd;
+    if ((st = ref_inputs(spec, &d, &nd, err)))
+        return st;
+    st = check_inputs(spec, in, d, nd, err);
+    free(d);
+    if (st)
+        return st;
+    ref_job j;
+    memset(&j, 0, sizeof j);
+    j.spec = spec;
+    j.in = in;
+    j.out = out;
+    j.nthreads = opts->threads > 0 ? opts->threads : omp_get_max_threads();
+    j.reduce = nx_mpfr_reduce;
+    j.maths = malloc((size_t)j.nthreads * sizeof *j.maths);
+    if (!j.maths)
+        return nx_err_set(err, NX_ENOMEM, "out of memory");
+    for (int i = 0; i < j.nthreads; i++)
+        ref_math_init(&j.maths[i]);
+    st = f->run(&j, err);
+    for (int i = 0; i < j.nthreads; i++)
+        ref_math_clear(&j.maths[i]);
+    free(j.maths);
+    for (size_t i = 0; i < j.nprogs; i++)
+        nx_program_free(j.progs[i].p);
+    free(j.progs);
+    return st;
+}
+
+nx_status ref_run(const fam_spec *spec, const st_file *in, st_file *out, int threads, nx_err *err)
+{
+    ref_opts o = {threads, ref_engine_default()};
+    return ref_run_opts(spec, in, out, &o, err);
+}
+
+nx_status ref_spec_meta(const fam_spec *spec, st_file *out, nx_err *err)
+{
+    nx_status st = NX_OK;
+    char key[96];
+    if (spec->hash && (st = st_add_meta(out, "spec_hash", spec->hash, err)))
+        return st;
+    for (size_t i = 0; i < spec->nreds && !st; i++) {
+        const fam_reduction *r = &spec->reds[i];
+        char *txt = nx_tree_print(r->point.tree);
+        snprintf(key, sizeof key, "reduction.%s", r->name);
+        st = st_add_meta(out, key, txt ? txt : r->tree_text, err);
+        free(txt);
+        if (st)
+            break;
+        char *pt = nx_point_print(&r->point);
+        snprintf(key, sizeof key, "numerics.%s", r->name);
+        st = pt ? st_add_meta(out, key, pt, err) : nx_err_set(err, NX_ENOMEM, "out of memory");
+        free(pt);
+    }
+    for (size_t i = 0; i < spec->nelems && !st; i++) {
+        const fam_elem *e = &spec->elems[i];
+        char val[256];
+        if (e->impl == FAM_ELEM_CR)
+            snprintf(val, sizeof val, "cr");
+        else
+            snprintf(val, sizeof val,
+                     "%s (%g ulp): evaluated as cr; the approximation cannot be reproduced bit for bit, a device "
+                     "running it is compared with the tolerance",
+                     e->approx ? e->approx : "approx", e->ulp);
+        snprintf(key, sizeof key, "elementwise.%s", e->name);
+        st = st_add_meta(out, key, val, err);
+    }
+    return st;
+}

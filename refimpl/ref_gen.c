@@ -1,0 +1,91 @@
+/* ref_gen.c: the inputs of a family point, generated from ref_inputs with
+ * Philox4x32-10 (numerics/nx_philox.h).  Every element is a pure function of
+ * (seed, tensor name, index); integer tensors use the draws below, float
+ * tensors the chosen distribution (under `int`, with the family's bound
+ * that keeps every reduction exact). */
+#include "ref_internal.h"
+#include "rows.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* REF_INTS: element i is lo + below(B(i, 0).w0, hi - lo + 1). */
+static void gen_ints(const ref_tensor_desc *d, uint64_t seed, uint32_t id, st_tensor *t)
+{
+    uint32_t span = (uint32_t)(d->hi - d->lo + 1), w[4];
+    for (size_t i = 0; i < t->nelem; i++) {
+        nx_philox_block(seed, id, i, 0, w);
+        long v = d->lo + (long)nx_philox_below(w[0], span);
+        st_put_bits(t, t->data, i, (uint64_t)v);
+    }
+}
+
+/* REF_DISTINCT: row r (the last dimension, width k) is the first k entries
+ * of a Fisher-Yates shuffle of lo..hi whose j-th swap partner is
+ * j + below(B(r, j).w0, span - j). */
+static nx_status gen_distinct(const ref_tensor_desc *d, uint64_t seed, uint32_t id, st_tensor *t, nx_err *err)
+{
+    size_t k = (size_t)d->shape[d->ndim - 1], rows = k ? t->nelem / k : 0;
+    size_t span = (size_t)(d->hi - d->lo + 1);
+    if (k > span)
+        return nx_err_set(err, NX_EINVAL, "tensor '%s': %zu distinct values per row from [%ld, %ld] is impossible",
+                          d->name, k, d->lo, d->hi);
+    long *perm = malloc(span * sizeof *perm);
+    if (!perm)
+        return nx_err_set(err, NX_ENOMEM, "out of memory");
+    uint32_t w[4];
+    for (size_t r = 0; r < rows; r++) {
+        for (size_t v = 0; v < span; v++)
+            perm[v] = d->lo + (long)v;
+        for (size_t j = 0; j < k; j++) {
+            nx_philox_block(seed, id, r, (uint32_t)j, w);
+            size_t s = j + nx_philox_below(w[0], (uint32_t)(span - j));
+            long tmp = perm[j];
+            perm[j] = perm[s];
+            perm[s] = tmp;
+            st_put_bits(t, t->data, r * k + j, (uint64_t)perm[j]);
+        }
+    }
+    free(perm);
+    return NX_OK;
+}
+
+nx_status ref_generate(const fam_spec *spec, const ref_gen_opts *o, st_file *out, nx_err *err)
+{
+    ref_tensor_desc *d;
+    size_t nd;
+    nx_status st = ref_inputs(spec, &d, &nd, err);
+    if (st)
+        return st;
+    for (size_t i = 0; i < nd && !st; i++) {
+        st_tensor *t;
+        if ((st = st_add_tensor(out, d[i].name, d[i].dtype, d[i].ndim, d[i].shape, &t, err)))
+            break;
+        uint32_t id = nx_philox_tensor_id(d[i].name);
+        if (d[i].kind == REF_INTS) {
+            gen_ints(&d[i], o->seed, id, t);
+            continue;
+        }
+        if (d[i].kind == REF_DISTINCT) {
+            st = gen_distinct(&d[i], o->seed, id, t, err);
+            continue;
+        }
+        nx_dist_spec ds;
+        nx_dist_spec_init(&ds, o->dist);
+        ds.specials = o->specials;
+        ds.int_max = d[i].int_max;
+        double *v = ref_alloc(t->nelem);
+        if (!v) {
+            st = nx_err_set(err, NX_ENOMEM, "out of memory for tensor '%s'", d[i].name);
+            break;
+        }
+        st = nx_philox_fill(o->seed, id, &ds, (nx_fmt)d[i].fmt, 0, t->nelem, v, o->threads, err);
+        if (!st)
+            st = rows_encode((nx_fmt)d[i].fmt, v, t->nelem, t, t->data, err);
+        if (st)
+            nx_err_prefix(err, "tensor '%s'", d[i].name);
+        free(v);
+    }
+    free(d);
+    return st;
+}

@@ -1,0 +1,135 @@
+/* ref_internal.h: what the family files of refimpl/ share: the job (spec,
+ * inputs, outputs, engine, per-thread scratch), reductions over gathered
+ * rows, correctly rounded elementwise operations, params and tensors.
+ * Not installed; only the refimpl sources include it. */
+#ifndef PARITY_REF_INTERNAL_H
+#define PARITY_REF_INTERNAL_H
+
+#include <mpfr.h>
+
+#include "nx_engine.h"
+#include "nx_mp.h"
+#include "refimpl.h"
+
+/* --- correctly rounded elementwise operations (ref_math.c) ---------------- */
+
+typedef struct ref_math {
+    nx_mp mp;
+    mpfr_t a, b, c, d;
+} ref_math;
+
+void ref_math_init(ref_math *m);
+void ref_math_clear(ref_math *m);
+
+/* One rounding of the exact result to fp32 in rne (IEEE specials: NaN in,
+ * NaN out; inf - inf, 0 * inf, 0 / 0, inf / inf are NaN; x / 0 is +-inf).
+ * Operands are any doubles (exact values). */
+double ref_f32_add(ref_math *m, double x, double y);
+double ref_f32_mul(ref_math *m, double x, double y);
+double ref_f32_div(ref_math *m, double x, double y);
+/* The exact functions, correctly rounded to fp32 (rne). */
+double ref_f32_exp(ref_math *m, double x, nx_err *err);
+double ref_f32_rsqrt(ref_math *m, double x);
+double ref_f32_silu(ref_math *m, double x, nx_err *err);
+/* Rounding of an exact double to a format. */
+double ref_round(ref_math *m, double x, nx_fmt f, nx_mode mode, int saturate);
+
+/* A decimal (or hex, "0x1p-3") param, parsed exactly and rounded once to
+ * fp32 (rne); def is used when the param is absent. */
+nx_status ref_param_f32(const fam_spec *s, const char *name, const char *def, double *out, nx_err *err);
+
+/* --- params ----------------------------------------------------------------- */
+
+/* A dimension: an integer in [1, 2^31) */
+nx_status ref_dim(const fam_spec *s, const char *name, long def, long *out, nx_err *err); /* def < 0: required */
+nx_status ref_param_bool(const fam_spec *s, const char *name, int def, int *out, nx_err *err);
+/* A format param (a NUMERICS.md name with a safetensors dtype of its own). */
+nx_status ref_param_fmt(const fam_spec *s, const char *name, nx_fmt def, nx_fmt *out, nx_err *err);
+/* A reduction the family needs; the error names the family and the reduction. */
+nx_status ref_need_red(const fam_spec *s, const char *name, const fam_reduction **out, nx_err *err);
+/* The largest precision p such that every integer of magnitude < 2^p is
+ * exact in every format the point's arithmetic uses (acc, @FMT, product,
+ * in, atom acc and frac_bits + 1). */
+int ref_point_exact_bits(const nx_point *pt);
+/* The largest R >= 1 with R^2 * factor < 2^bits, capped at 2^p of fmt. */
+long ref_int_bound(double factor, int bits, nx_fmt fmt);
+
+/* --- input descriptions (ref_common.c) ------------------------------------- */
+
+typedef struct ref_desc_list {
+    ref_tensor_desc *t;
+    size_t n, cap;
+    nx_status st;     /* sticky: the first failure */
+} ref_desc_list;
+
+/* Appends a tensor description; dims names the dimensions ("N,K"). */
+ref_tensor_desc *ref_add_float(ref_desc_list *l, const char *name, nx_fmt f, const char *dims, int ndim,
+                               const int64_t *shape, long int_max);
+ref_tensor_desc *ref_add_ints(ref_desc_list *l, const char *name, st_dtype dt, const char *dims, int ndim,
+                              const int64_t *shape, ref_kind kind, long lo, long hi);
+
+/* --- the job ------------------------------------------------------------------ */
+
+typedef nx_status (*ref_reduce_fn)(const nx_program *p, const nx_rows *in, double *y, int threads, nx_err *err);
+
+typedef struct ref_prog {
+    const fam_reduction *red;
+    size_t n;
+    int dot;
+    nx_program *p;
+} ref_prog;
+
+typedef struct ref_job {
+    const fam_spec *spec;
+    const st_file *in;
+    st_file *out;
+    int nthreads;
+    ref_reduce_fn reduce;
+    ref_math *maths;     /* one per thread */
+    ref_prog *progs;
+    size_t nprogs, progs_cap;
+} ref_job;
+
+ref_math *ref_job_math(ref_job *j); /* this OpenMP thread's scratch */
+
+/* The program of a reduction at length n (built once, cached). */
+nx_status ref_program(ref_job *j, const fam_reduction *r, size_t n, int dot, const nx_program **out,
+                      nx_err *err);
+
+/* Fills row `row` of a reduction: n values into a (and b for a dot). */
+typedef void (*ref_gather_fn)(const void *ctx, size_t row, double *a, double *b, ref_math *m);
+
+/* Evaluates reduction r at length n over `rows` rows, gathered into
+ * contiguous buffers by g (in parallel) and reduced by one engine call per
+ * buffer of up to REF_CHUNK_VALUES values; y[rows] receives the results
+ * (members of the point's out format). */
+#define REF_CHUNK_VALUES ((size_t)1 << 22)
+nx_status ref_reduce_rows(ref_job *j, const fam_reduction *r, size_t n, int dot, size_t rows, nx_fmt afmt,
+                          nx_fmt bfmt, ref_gather_fn g, const void *ctx, double *y, nx_err *err);
+/* The same over rows already contiguous (a, b: rows * n values). */
+nx_status ref_reduce_flat(ref_job *j, const fam_reduction *r, size_t n, int dot, size_t rows, nx_fmt afmt,
+                          const double *a, nx_fmt bfmt, const double *b, double *y, nx_err *err);
+
+/* Input tensors (already validated by ref_run). */
+const st_tensor *ref_tensor(ref_job *j, const char *name);
+/* Decodes a float input into a malloc'd array. */
+nx_status ref_decode(ref_job *j, const char *name, double **out, nx_err *err);
+/* Element i of an integer tensor (U8, I32, ...), sign-extended. */
+long ref_int_at(const st_tensor *t, size_t i);
+/* Adds an output tensor of format f holding values v. */
+nx_status ref_emit(ref_job *j, const char *name, nx_fmt f, int ndim, const int64_t *shape, const double *v,
+                   nx_err *err);
+double *ref_alloc(size_t count); /* count doubles (at least one) */
+
+/* --- the families ------------------------------------------------------------ */
+
+typedef struct ref_family {
+    const char *name;
+    nx_status (*inputs)(const fam_spec *s, ref_desc_list *l, nx_err *err);
+    nx_status (*run)(ref_job *j, nx_err *err);
+} ref_family;
+
+extern const ref_family ref_family_gemm, ref_family_gemv_w4a16, ref_family_moe_grouped_gemm,
+    ref_family_paged_decode_attention, ref_family_rmsnorm, ref_family_silu_and_mul;
+
+#endif

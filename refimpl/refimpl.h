@@ -1,0 +1,97 @@
+/* refimpl.h: the exact reference of each kernel family (docs/families.md)
+ * and the description of its inputs, for the generator.
+ *
+ * One file per family (gemm.c, gemv_w4a16.c, moe_grouped_gemm.c,
+ * paged_decode_attention.c, rmsnorm.c, silu_and_mul.c).  Every reduction
+ * goes through numerics/: the reduction's numerics point is expanded for its
+ * length (nx_program_build) and evaluated by an engine over rows gathered
+ * into contiguous buffers; nothing here fixes an order.  Every elementwise
+ * step is one correctly rounded operation (ref_math.c). */
+#ifndef PARITY_REFIMPL_H
+#define PARITY_REFIMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "famspec.h"
+#include "nx_philox.h"
+#include "safetensors.h"
+
+/* --- running a family ----------------------------------------------------- */
+
+typedef enum ref_engine {
+    REF_ENGINE_MPFR, /* nx_mpfr_reduce: the truth */
+    REF_ENGINE_FAST  /* nx_fast_reduce: the same bits, faster (when built) */
+} ref_engine;
+
+const char *ref_engine_name(ref_engine e);
+int ref_engine_from_name(const char *name); /* -1 if unknown */
+/* 1 if the engine is built into this binary. */
+int ref_engine_available(ref_engine e);
+/* The fastest engine built in. */
+ref_engine ref_engine_default(void);
+
+typedef struct ref_opts {
+    int threads;       /* <= 0: OpenMP's default */
+    ref_engine engine;
+} ref_opts;
+
+/* Evaluates spec's family on the input tensors of `in` (validated against
+ * ref_inputs: names, dtypes, shapes, integer ranges) and adds the output
+ * tensors to `out` (y, and residual_out for rmsnorm with residual).  Uses
+ * ref_engine_default(). */
+nx_status ref_run(const fam_spec *spec, const st_file *in, st_file *out, int threads, nx_err *err);
+nx_status ref_run_opts(const fam_spec *spec, const st_file *in, st_file *out, const ref_opts *opts,
+                       nx_err *err);
+
+/* Adds the spec's description to out's metadata: spec_hash (when the spec
+ * has one), reduction.<name> = the filled tree, numerics.<name> = the
+ * canonical point, elementwise.<name> = "cr" or the approximation and how
+ * the reference evaluates it. */
+nx_status ref_spec_meta(const fam_spec *spec, st_file *out, nx_err *err);
+
+/* The families refimpl knows, for messages and listings. */
+size_t ref_family_count(void);
+const char *ref_family_name(size_t i);
+
+/* --- inputs ----------------------------------------------------------------- */
+
+typedef enum ref_kind {
+    REF_FLOAT,    /* a number format of NUMERICS.md §1, from the chosen distribution */
+    REF_INTS,     /* integers, uniform in [lo, hi] (int4 weights, zero points,
+                     block table entries, context lengths) */
+    REF_DISTINCT  /* per row (last dimension), distinct integers in [lo, hi] (top-k ids) */
+} ref_kind;
+
+#define REF_MAX_NDIM 4
+
+typedef struct ref_tensor_desc {
+    char name[32];
+    ref_kind kind;
+    st_dtype dtype;
+    int fmt;                       /* REF_FLOAT: its nx_fmt; else -1 */
+    int ndim;
+    int64_t shape[REF_MAX_NDIM];
+    char dims[48];                 /* the shape by dimension names, "[N, K]" */
+    long lo, hi;                   /* integer kinds: the inclusive range */
+    long int_max;                  /* REF_FLOAT under `int`: the bound that keeps
+                                      every reduction of the family exact */
+} ref_tensor_desc;
+
+/* The input tensors of spec's family at its shape, in file order; *descs is
+ * malloc'd.  Errors: an unknown family, a missing or bad param. */
+nx_status ref_inputs(const fam_spec *spec, ref_tensor_desc **descs, size_t *count, nx_err *err);
+
+typedef struct ref_gen_opts {
+    uint64_t seed;
+    nx_dist dist;
+    int specials;      /* adversarial: also +-inf and NaN */
+    int threads;
+} ref_gen_opts;
+
+/* Generates every input tensor of ref_inputs into out (tensors only, no
+ * metadata).  Each element is a pure function of (seed, tensor name,
+ * index): see nx_philox.h and docs/families.md ("Inputs"). */
+nx_status ref_generate(const fam_spec *spec, const ref_gen_opts *opts, st_file *out, nx_err *err);
+
+#endif

@@ -1,0 +1,1173 @@
+/* test_refimpl.c: each reference family against an independent slow
+ * computation on small shapes.
+ *
+ * The expected outputs are computed here from docs/families.md directly:
+ * every reduction by the exact-rational oracle (tests/oracle: orc_reduce on
+ * the bit patterns, with the point given as strings; no numerics/ code),
+ * every elementwise step as an exact GMP rational rounded once by
+ * orc_round_bits, and exp, rsqrt and silu with MPFR at 300 bits (no Ziv
+ * loop, no round-to-odd: another path than refimpl/ref_math.c).  Only the
+ * inputs come from the generator.  Specs are built by hand (fam_spec), the
+ * points read from TOML text made from the same strings the oracle gets.
+ *
+ * Covered: gemm split-K with alpha/beta/bias, a chain atom, e4m3 inputs;
+ * gemv per_element vs per_group (both exact, and they differ); moe top-k
+ * with the combine order (seq vs reverse: both exact, and they differ);
+ * paged attention with GQA, a split and the log-sum-exp combine, and without
+ * a split; rmsnorm with residual; silu_and_mul; integer inputs that make
+ * every tree agree; input validation messages. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <gmp.h>
+#include <math.h>
+#include <mpfr.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "oracle/oracle.h"
+#include "point_toml.h"
+#include "ref_internal.h"
+#include "refimpl.h"
+#include "testutil.h"
+
+/* --- specs ------------------------------------------------------------------- */
+
+static void point_toml(const orc_point *p, char *buf, size_t cap)
+{
+    size_t k = (size_t)snprintf(buf, cap, "{ acc = \"%s\", rounding = \"%s\", fma = %s, tree = \"%s\"",
+                                p->acc ? p->acc : "fp32", p->rounding ? p->rounding : "rne", p->fma ? "true" : "false",
+                                p->tree ? p->tree : "seq");
+    if (p->in)
+        k += (size_t)snprintf(buf + k, cap - k, ", in = \"%s\", in_rounding = \"%s\"", p->in,
+                              p->in_rounding ? p->in_rounding : "rne");
+    if (p->product)
+        k += (size_t)snprintf(buf + k, cap - k, ", product = \"%s\"", p->product);
+    if (p->has_atom) {
+        k += (size_t)snprintf(buf + k, cap - k, ", atom = { term_round = \"%s\"",
+                              p->atom_term_round ? p->atom_term_round : "rz");
+        if (p->atom_frac_bits >= 0)
+            k += (size_t)snprintf(buf + k, cap - k, ", frac_bits = %d", p->atom_frac_bits);
+        if (p->atom_round)
+            k += (size_t)snprintf(buf + k, cap - k, ", round = \"%s\"", p->atom_round);
+        if (p->atom_acc)
+            k += (size_t)snprintf(buf + k, cap - k, ", acc = \"%s\"", p->atom_acc);
+        k += (size_t)snprintf(buf + k, cap - k, " }");
+    }
+    if (p->out)
+        k += (size_t)snprintf(buf + k, cap - k, ", out = \"%s\"", p->out);
+    if (p->out_rounding)
+        k += (size_t)snprintf(buf + k, cap - k, ", out_rounding = \"%s\"", p->out_rounding);
+    snprintf(buf + k, cap - k, ", saturate = %s }", p->saturate ? "true" : "false");
+}
+
+static void spec_init(fam_spec *s, const char *family)
+{
+    memset(s, 0, sizeof *s);
+    s->family = strdup(family);
+    s->point = strdup("test");
+    s->class_name = strdup("cpu");
+}
+
+static void param(fam_spec *s, const char *k, const char *v)
+{
+    assert_int_equal(fam_spec_set_param(s, k, v, NULL), NX_OK);
+}
+
+static void red(fam_spec *s, const char *name, const orc_point *op)
+{
+    char txt[1024];
+    point_toml(op, txt, sizeof txt);
+    nx_point pt;
+    nx_err e = {0};
+    if (pt_from_text(txt, name, &pt, &e) != NX_OK)
+        fail_msg("point %s: %s", txt, e.msg);
+    assert_int_equal(fam_spec_add_reduction(s, name, &pt, op->tree ? op->tree : "seq", NULL), NX_OK);
+}
+
+static orc_point P(const char *acc, const char *tree, const char *out)
+{
+    orc_point p;
+    memset(&p, 0, sizeof p);
+    p.acc = acc;
+    p.tree = tree;
+    p.out = out;
+    p.fma = 1;
+    p.atom_frac_bits = -1;
+    return p;
+}
+
+/* --- running ----------------------------------------------------------------- */
+
+static void gen(const fam_spec *s, nx_dist dist, uint64_t seed, st_file *in)
+{
+    st_init(in);
+    ref_gen_opts o = {seed, dist, 0, 2};
+    nx_err e = {0};
+    if (ref_generate(s, &o, in, &e) != NX_OK)
+        fail_msg("ref_generate: %s", e.msg);
+}
+
+static void run(const fam_spec *s, const st_file *in, st_file *out)
+{
+    st_init(out);
+    nx_err e = {0};
+    if (ref_run(s, in, out, 2, &e) != NX_OK)
+        fail_msg("ref_run: %s", e.msg);
+}
+
+static const st_tensor *T(const st_file *f, const char *name)
+{
+    const st_tensor *t = st_find(f, name);
+    if (!t)
+        fail_msg("no tensor '%s'", name);
+    return t;
+}
+
+static uint64_t B(const st_tensor *t, size_t i)
+{
+    return st_get_bits(t, t->data, i);
+}
+
+static long I(const st_tensor *t, size_t i)
+{
+    uint64_t b = B(t, i);
+    return t->dtype == ST_I32 ? (long)(int32_t)b : (long)b;
+}
+
+static uint64_t orc(const orc_point *p, const char *af, const char *bf, const uint64_t *a, const uint64_t *b, size_t n)
+{
+    uint64_t out = 0;
+    char e[512];
+    if (orc_reduce(p, af, bf, a, b, n, &out, e, sizeof e))
+        fail_msg("oracle: %s", e);
+    return out;
+}
+
+/* Compares tensor `name` with want[] pattern by pattern. */
+static void expect(const st_file *out, const char *name, const uint64_t *want, size_t n, const char *ctx)
+{
+    const st_tensor *t = T(out, name);
+    assert_int_equal(t->nelem, n);
+    for (size_t i = 0; i < n; i++) {
+        if (B(t, i) != want[i]) {
+            print_error("%s: %s[%zu] (%s): got 0x%llx, want 0x%llx\n", ctx, name, i, st_dtype_name(t->dtype),
+                        (unsigned long long)B(t, i), (unsigned long long)want[i]);
+            fail();
+        }
+    }
+}
+
+static size_t count_diff(const st_file *x, const st_file *y, const char *name)
+{
+    const st_tensor *a = T(x, name), *b = T(y, name);
+    size_t d = 0;
+    for (size_t i = 0; i < a->nelem; i++)
+        d += B(a, i) != B(b, i);
+    return d;
+}
+
+/* --- exact values with a signed zero ---------------------------------------- */
+
+typedef struct tv {
+    mpq_t q;
+    int neg0; /* a zero's sign */
+} tv;
+
+static void tv_init(tv *x) { mpq_init(x->q); x->neg0 = 0; }
+static void tv_clear(tv *x) { mpq_clear(x->q); }
+static int tv_neg(const tv *x) { return mpq_sgn(x->q) < 0 || (mpq_sgn(x->q) == 0 && x->neg0); }
+
+static void tv_bits(tv *x, const char *fmt, uint64_t bits)
+{
+    int nz = 0;
+    int k = orc_decode(fmt, bits, x->q, &nz);
+    if (k != 0)
+        fail_msg("pattern 0x%llx of %s is not finite (%d)", (unsigned long long)bits, fmt, k);
+    x->neg0 = nz;
+}
+
+static void tv_d(tv *x, double d)
+{
+    mpq_set_d(x->q, d);
+    x->neg0 = signbit(d) != 0;
+}
+
+static uint64_t tv_round(const tv *x, const char *fmt, const char *mode, int sat)
+{
+    uint64_t b;
+    if (orc_round_bits(fmt, mode, sat, x->q, x->neg0 ? -1 : 1, &b))
+        fail_msg("orc_round_bits to %s failed", fmt);
+    return b;
+}
+
+/* x = fp32(x): rounded and decoded back */
+static void tv_f32(tv *x)
+{
+    tv_bits(x, "fp32", tv_round(x, "fp32", "rne", 0));
+}
+
+static void tv_mul(tv *r, const tv *a, const tv *b)
+{
+    int z = tv_neg(a) ^ tv_neg(b);
+    mpq_mul(r->q, a->q, b->q);
+    r->neg0 = z;
+}
+
+/* IEEE: an exact zero sum is +0 (rne) unless both operands are -0 */
+static void tv_add(tv *r, const tv *a, const tv *b)
+{
+    int z = mpq_sgn(a->q) == 0 && mpq_sgn(b->q) == 0 && a->neg0 && b->neg0;
+    mpq_add(r->q, a->q, b->q);
+    r->neg0 = z;
+}
+
+static void tv_sub(tv *r, const tv *a, const tv *b)
+{
+    tv nb;
+    tv_init(&nb);
+    mpq_neg(nb.q, b->q);
+    nb.neg0 = !b->neg0;
+    tv_add(r, a, &nb);
+    tv_clear(&nb);
+}
+
+static void tv_div(tv *r, const tv *a, const tv *b)
+{
+    assert_true(mpq_sgn(b->q) != 0);
+    int z = tv_neg(a) ^ tv_neg(b);
+    mpq_div(r->q, a->q, b->q);
+    r->neg0 = z;
+}
+
+static int tv_cmp(const tv *a, const tv *b)
+{
+    return mpq_cmp(a->q, b->q);
+}
+
+/* f(x) at 300 bits with MPFR, then rounded to fp32: exp, rsqrt, silu */
+enum { F_EXP, F_RSQRT, F_SILU };
+
+static void tv_func(tv *r, int f, const tv *x)
+{
+    if (mpq_sgn(x->q) == 0) {
+        if (f == F_EXP) {
+            mpq_set_ui(r->q, 1, 1);
+            r->neg0 = 0;
+        } else if (f == F_SILU) {
+            mpq_set_ui(r->q, 0, 1);
+            r->neg0 = x->neg0;
+        } else {
+            fail_msg("rsqrt(0) in a test");
+        }
+        return;
+    }
+    mpfr_t a, t;
+    mpfr_inits2(300, a, t, (mpfr_ptr)0);
+    mpfr_set_q(a, x->q, MPFR_RNDN); /* exact: an fp32 value */
+    switch (f) {
+    case F_EXP:
+        mpfr_exp(t, a, MPFR_RNDN);
+        break;
+    case F_RSQRT:
+        mpfr_rec_sqrt(t, a, MPFR_RNDN);
+        break;
+    default:
+        mpfr_neg(t, a, MPFR_RNDN);
+        mpfr_exp(t, t, MPFR_RNDN);
+        mpfr_add_ui(t, t, 1, MPFR_RNDN);
+        mpfr_div(t, a, t, MPFR_RNDN);
+        break;
+    }
+    assert_true(mpfr_number_p(t));
+    int neg = mpfr_signbit(t) != 0;
+    if (mpfr_zero_p(t) || mpfr_get_exp(t) < -400)
+        mpfr_set_zero(t, neg ? -1 : 1); /* below 2^-400: +-0 in fp32, and a small rational */
+    assert_true(mpfr_zero_p(t) || mpfr_get_exp(t) < 400);
+    mpfr_get_q(r->q, t);
+    r->neg0 = neg;
+    mpfr_clears(a, t, (mpfr_ptr)0);
+    tv_f32(r);
+}
+
+/* A decimal param as fp32: parsed as an exact rational, rounded once. */
+static void tv_param_f32(tv *x, const char *num, const char *den)
+{
+    mpz_t n, d;
+    mpz_init_set_str(n, num, 10);
+    mpz_init_set_str(d, den, 10);
+    mpq_set_num(x->q, n);
+    mpq_set_den(x->q, d);
+    mpq_canonicalize(x->q);
+    x->neg0 = 0;
+    mpz_clear(n);
+    mpz_clear(d);
+    tv_f32(x);
+}
+
+static uint64_t *alloc_u64(size_t n)
+{
+    uint64_t *p = calloc(n ? n : 1, sizeof *p);
+    assert_non_null(p);
+    return p;
+}
+
+/* --- gemm ----------------------------------------------------------------------- */
+
+typedef struct gemm_case {
+    const char *in, *out;
+    long M, N, K;
+    double alpha, beta;
+    int bias;
+    orc_point k;
+    nx_dist dist;
+} gemm_case;
+
+static void gemm_spec(fam_spec *s, const gemm_case *c)
+{
+    char v[64];
+    spec_init(s, "gemm");
+    snprintf(v, sizeof v, "%ld", c->M), param(s, "M", v);
+    snprintf(v, sizeof v, "%ld", c->N), param(s, "N", v);
+    snprintf(v, sizeof v, "%ld", c->K), param(s, "K", v);
+    param(s, "in", c->in);
+    param(s, "out", c->out);
+    snprintf(v, sizeof v, "%a", c->alpha), param(s, "alpha", v);
+    snprintf(v, sizeof v, "%a", c->beta), param(s, "beta", v);
+    param(s, "bias", c->bias ? "true" : "false");
+    red(s, "k", &c->k);
+}
+
+static void gemm_expect(const gemm_case *c, const st_file *in, uint64_t *want)
+{
+    const st_tensor *a = T(in, "a"), *b = T(in, "b");
+    size_t M = (size_t)c->M, N = (size_t)c->N, K = (size_t)c->K;
+    uint64_t *ar = alloc_u64(K), *br = alloc_u64(K);
+    tv acc, t, u, al, be;
+    tv_init(&acc), tv_init(&t), tv_init(&u), tv_init(&al), tv_init(&be);
+    tv_d(&al, c->alpha);
+    tv_d(&be, c->beta);
+    for (size_t m = 0; m < M; m++)
+        for (size_t n = 0; n < N; n++) {
+            for (size_t k = 0; k < K; k++) {
+                ar[k] = B(a, m * K + k);
+                br[k] = B(b, n * K + k);
+            }
+            tv_bits(&acc, "fp32", orc(&c->k, c->in, c->in, ar, br, K));
+            tv_mul(&t, &al, &acc);
+            tv_f32(&t);
+            if (c->beta != 0) {
+                tv_bits(&u, c->out, B(T(in, "c"), m * N + n));
+                tv_mul(&u, &be, &u);
+                tv_f32(&u);
+                tv_add(&t, &t, &u);
+                tv_f32(&t);
+            }
+            if (c->bias) {
+                tv_bits(&u, "fp32", B(T(in, "bias"), n));
+                tv_add(&t, &t, &u);
+                tv_f32(&t);
+            }
+            want[m * N + n] = tv_round(&t, c->out, c->k.out_rounding ? c->k.out_rounding : "rne", c->k.saturate);
+        }
+    tv_clear(&acc), tv_clear(&t), tv_clear(&u), tv_clear(&al), tv_clear(&be);
+    free(ar);
+    free(br);
+}
+
+static void gemm_check(const gemm_case *c, uint64_t seed, st_file *keep_out)
+{
+    fam_spec s;
+    st_file in, out;
+    gemm_spec(&s, c);
+    gen(&s, c->dist, seed, &in);
+    run(&s, &in, &out);
+    uint64_t *want = alloc_u64((size_t)(c->M * c->N));
+    gemm_expect(c, &in, want);
+    expect(&out, "y", want, (size_t)(c->M * c->N), c->k.tree);
+    free(want);
+    if (keep_out)
+        *keep_out = out;
+    else
+        st_free(&out);
+    st_free(&in);
+    fam_spec_free(&s);
+}
+
+static void test_gemm_splitk_epilogue(void **state)
+{
+    (void)state;
+    /* K = 37: split(4) slices of 10, 10, 10, 7 */
+    gemm_case c = {"bf16", "bf16", 3, 5, 37, 0.75, -1.5, 1, P("fp32", "split(4, seq, seq)", "fp32"), NX_DIST_NORMAL};
+    gemm_check(&c, tu_seed(11), NULL);
+    c.dist = NX_DIST_ADVERSARIAL; /* subnormals, signed zeros, cancellation */
+    c.out = "fp32";
+    gemm_check(&c, tu_seed(12), NULL);
+}
+
+static void test_gemm_atom_and_fp8(void **state)
+{
+    (void)state;
+    gemm_case c = {"fp16", "fp16", 2, 4, 50, 1.0, 0.0, 0, P("fp32", "chain(16)", "fp32"), NX_DIST_NORMAL};
+    c.k.has_atom = 1;
+    c.k.atom_frac_bits = 25;
+    c.k.atom_term_round = "rz";
+    c.k.atom_round = "rz";
+    gemm_check(&c, tu_seed(13), NULL);
+    gemm_case f8 = {"e4m3", "fp32", 3, 3, 64, 2.0, 0.0, 1, P("fp32", "split(2, pairwise, seq, align=8)", "fp32"),
+                    NX_DIST_NORMAL};
+    gemm_check(&f8, tu_seed(14), NULL);
+}
+
+/* The tree changes bits on normal inputs (both still exact against the
+ * oracle); on integer inputs every tree gives the same bits. */
+static void test_gemm_trees_matter_but_not_on_ints(void **state)
+{
+    (void)state;
+    gemm_case a = {"bf16", "fp32", 4, 8, 96, 1.0, 0.0, 0, P("bf16", "seq", "fp32"), NX_DIST_NORMAL};
+    gemm_case b = a;
+    b.k = P("bf16", "reverse(seq)", "fp32");
+    st_file ya, yb;
+    gemm_check(&a, tu_seed(15), &ya);
+    gemm_check(&b, tu_seed(15), &yb);
+    assert_true(count_diff(&ya, &yb, "y") > 0);
+    st_free(&ya);
+    st_free(&yb);
+
+    const char *trees[] = {"seq", "pairwise", "split(4, seq, halving)", "reverse(stride(8, seq, pairwise))"};
+    st_file first;
+    st_init(&first);
+    for (int i = 0; i < 4; i++) {
+        gemm_case c = {"bf16", "fp32", 3, 6, 512, 1.0, 0.0, 0, P("fp32", trees[i], "fp32"), NX_DIST_INT};
+        st_file y;
+        gemm_check(&c, tu_seed(16), &y);
+        if (i == 0)
+            first = y;
+        else {
+            assert_int_equal(count_diff(&first, &y, "y"), 0);
+            st_free(&y);
+        }
+    }
+    /* and the inputs were integers within the bound */
+    fam_spec s;
+    gemm_case c = {"bf16", "fp32", 3, 6, 512, 1.0, 0.0, 0, P("fp32", "seq", "fp32"), NX_DIST_INT};
+    gemm_spec(&s, &c);
+    st_file in;
+    gen(&s, NX_DIST_INT, tu_seed(16), &in);
+    tv x;
+    tv_init(&x);
+    for (size_t i = 0; i < T(&in, "a")->nelem; i++) {
+        tv_bits(&x, "bf16", B(T(&in, "a"), i));
+        assert_true(mpz_cmp_ui(mpq_denref(x.q), 1) == 0);
+        assert_true(mpz_cmpabs_ui(mpq_numref(x.q), 181) <= 0); /* 512 * 181^2 < 2^24 */
+    }
+    tv_clear(&x);
+    st_free(&in);
+    fam_spec_free(&s);
+    st_free(&first);
+}
+
+/* --- gemv_w4a16 ---------------------------------------------------------------------- */
+
+typedef struct gemv_case {
+    long B, N, K, G;
+    int zp, per_group;
+    orc_point k, group;
+} gemv_case;
+
+static void gemv_spec(fam_spec *s, const gemv_case *c)
+{
+    char v[32];
+    spec_init(s, "gemv_w4a16");
+    snprintf(v, sizeof v, "%ld", c->B), param(s, "B", v);
+    snprintf(v, sizeof v, "%ld", c->N), param(s, "N", v);
+    snprintf(v, sizeof v, "%ld", c->K), param(s, "K", v);
+    snprintf(v, sizeof v, "%ld", c->G), param(s, "group", v);
+    param(s, "zero_points", c->zp ? "true" : "false");
+    param(s, "scale_apply", c->per_group ? "per_group" : "per_element");
+    red(s, "k", &c->k);
+    if (c->per_group)
+        red(s, "group", &c->group);
+}
+
+static void gemv_expect(const gemv_case *c, const st_file *in, uint64_t *want)
+{
+    const st_tensor *x = T(in, "x"), *q = T(in, "qweight"), *sc = T(in, "scales");
+    const st_tensor *zt = c->zp ? T(in, "zeros") : NULL;
+    size_t Bn = (size_t)c->B, N = (size_t)c->N, K = (size_t)c->K, G = (size_t)c->G, ng = K / G;
+    uint64_t *xa = alloc_u64(K), *wb = alloc_u64(K), *u = alloc_u64(ng);
+    tv w, s, t;
+    tv_init(&w), tv_init(&s), tv_init(&t);
+    const char *kout = c->k.out ? c->k.out : "fp32";
+    for (size_t b = 0; b < Bn; b++)
+        for (size_t n = 0; n < N; n++) {
+            for (size_t k = 0; k < K; k++) {
+                size_t g = k / G;
+                long z = zt ? I(zt, n * ng + g) : 8;
+                long qz = I(q, n * K + k) - z;
+                xa[k] = B(x, b * K + k);
+                tv_bits(&s, "fp16", B(sc, n * ng + g));
+                if (!c->per_group) { /* w = fp16((q - z) * s), IEEE zero sign */
+                    mpq_set_si(w.q, qz, 1);
+                    w.neg0 = 0;
+                    tv_mul(&w, &w, &s);
+                    wb[k] = tv_round(&w, "fp16", "rne", 0);
+                } else {
+                    mpq_set_si(w.q, qz, 1);
+                    w.neg0 = 0;
+                    wb[k] = tv_round(&w, "fp16", "rne", 0);
+                }
+            }
+            if (!c->per_group) {
+                want[b * N + n] = orc(&c->k, "fp16", "fp16", xa, wb, K);
+                continue;
+            }
+            for (size_t g = 0; g < ng; g++) {
+                uint64_t p = orc(&c->group, "fp16", "fp16", xa + g * G, wb + g * G, G);
+                tv_bits(&t, c->group.out ? c->group.out : "fp32", p);
+                tv_bits(&s, "fp16", B(sc, n * ng + g));
+                tv_mul(&t, &t, &s);
+                u[g] = tv_round(&t, "fp32", "rne", 0);
+            }
+            want[b * N + n] = orc(&c->k, "fp32", NULL, u, NULL, ng);
+        }
+    (void)kout;
+    tv_clear(&w), tv_clear(&s), tv_clear(&t);
+    free(xa);
+    free(wb);
+    free(u);
+}
+
+static void gemv_check(const gemv_case *c, uint64_t seed, st_file *keep)
+{
+    fam_spec s;
+    st_file in, out;
+    gemv_spec(&s, c);
+    gen(&s, NX_DIST_NORMAL, seed, &in);
+    run(&s, &in, &out);
+    uint64_t *want = alloc_u64((size_t)(c->B * c->N));
+    gemv_expect(c, &in, want);
+    expect(&out, "y", want, (size_t)(c->B * c->N), c->per_group ? "per_group" : "per_element");
+    free(want);
+    if (keep)
+        *keep = out;
+    else
+        st_free(&out);
+    st_free(&in);
+    fam_spec_free(&s);
+}
+
+static void test_gemv_per_element_vs_per_group(void **state)
+{
+    (void)state;
+    for (int zp = 0; zp < 2; zp++) {
+        gemv_case e = {2, 24, 128, 32, zp, 0, P("fp32", "split(2, seq, halving)", "fp32"), P("fp32", "seq", NULL)};
+        gemv_case g = {2, 24, 128, 32, zp, 1, P("fp32", "split(2, seq, halving)", "fp32"), P("fp32", "seq", NULL)};
+        st_file ye, yg;
+        gemv_check(&e, tu_seed(21 + (uint64_t)zp), &ye);
+        gemv_check(&g, tu_seed(21 + (uint64_t)zp), &yg);
+        size_t d = count_diff(&ye, &yg, "y");
+        if (d == 0)
+            print_error("per_element and per_group agree on every output (zero points %d)\n", zp);
+        assert_true(d > 0);
+        st_free(&ye);
+        st_free(&yg);
+    }
+    /* the usual fp16 output */
+    gemv_case h = {1, 16, 64, 16, 1, 1, P("fp32", "seq", "fp16"), P("fp32", "pairwise", NULL)};
+    gemv_check(&h, tu_seed(23), NULL);
+}
+
+/* --- moe_grouped_gemm -------------------------------------------------------------------- */
+
+typedef struct moe_case {
+    long T, E, H, N, topk;
+    orc_point k, combine;
+} moe_case;
+
+static void moe_check(const moe_case *c, uint64_t seed, st_file *keep)
+{
+    fam_spec s;
+    char v[32];
+    spec_init(&s, "moe_grouped_gemm");
+    snprintf(v, sizeof v, "%ld", c->T), param(&s, "T", v);
+    snprintf(v, sizeof v, "%ld", c->E), param(&s, "E", v);
+    snprintf(v, sizeof v, "%ld", c->H), param(&s, "H", v);
+    snprintf(v, sizeof v, "%ld", c->N), param(&s, "N", v);
+    snprintf(v, sizeof v, "%ld", c->topk), param(&s, "topk", v);
+    red(&s, "k", &c->k);
+    red(&s, "combine", &c->combine);
+    st_file in, out;
+    gen(&s, NX_DIST_NORMAL, seed, &in);
+    run(&s, &in, &out);
+    const st_tensor *x = T(&in, "x"), *w = T(&in, "w"), *ids = T(&in, "topk_ids"), *tw = T(&in, "topk_weights");
+    size_t Tn = (size_t)c->T, N = (size_t)c->N, H = (size_t)c->H, K = (size_t)c->topk;
+    /* top-k ids: distinct experts per token */
+    for (size_t t = 0; t < Tn; t++)
+        for (size_t i = 0; i < K; i++) {
+            assert_true(I(ids, t * K + i) >= 0 && I(ids, t * K + i) < c->E);
+            for (size_t j = 0; j < i; j++)
+                assert_true(I(ids, t * K + i) != I(ids, t * K + j));
+        }
+    uint64_t *xa = alloc_u64(H), *wb = alloc_u64(H), *want = alloc_u64(Tn * N), wa[16], hb[16];
+    const char *hf = c->k.out;
+    for (size_t t = 0; t < Tn; t++)
+        for (size_t n = 0; n < N; n++) {
+            for (size_t j = 0; j < K; j++) {
+                size_t e = (size_t)I(ids, t * K + j);
+                for (size_t i = 0; i < H; i++) {
+                    xa[i] = B(x, t * H + i);
+                    wb[i] = B(w, (e * N + n) * H + i);
+                }
+                hb[j] = orc(&c->k, "bf16", "bf16", xa, wb, H);
+                wa[j] = B(tw, t * K + j);
+            }
+            want[t * N + n] = orc(&c->combine, "fp32", hf, wa, hb, K);
+        }
+    expect(&out, "y", want, Tn * N, c->combine.tree);
+    free(xa);
+    free(wb);
+    free(want);
+    if (keep)
+        *keep = out;
+    else
+        st_free(&out);
+    st_free(&in);
+    fam_spec_free(&s);
+}
+
+static void test_moe_combine_order(void **state)
+{
+    (void)state;
+    moe_case a = {6, 8, 24, 10, 4, P("fp32", "split(3, seq, seq)", "bf16"), P("bf16", "seq", "fp32")};
+    moe_case b = a;
+    b.combine = P("bf16", "reverse(seq)", "fp32");
+    st_file ya, yb;
+    moe_check(&a, tu_seed(31), &ya);
+    moe_check(&b, tu_seed(31), &yb);
+    assert_true(count_diff(&ya, &yb, "y") > 0);
+    st_free(&ya);
+    st_free(&yb);
+    moe_case c = {5, 6, 16, 7, 2, P("fp32", "pairwise", "bf16"), P("fp32", "seq", "bf16")};
+    moe_check(&c, tu_seed(32), NULL);
+}
+
+/* --- paged_decode_attention ---------------------------------------------------------------- */
+
+typedef struct attn_case {
+    long B, HQ, HKV, D, P, NP, MAXP, split;
+    orc_point qk, ssum, pv, combine;
+    const int *lens; /* B context lengths forced into the inputs */
+} attn_case;
+
+static void attn_check(const attn_case *c, uint64_t seed)
+{
+    fam_spec s;
+    char v[32];
+    spec_init(&s, "paged_decode_attention");
+    const char *names[] = {"B", "HQ", "HKV", "D", "P", "NP", "MAXP", "split"};
+    const long vals[] = {c->B, c->HQ, c->HKV, c->D, c->P, c->NP, c->MAXP, c->split};
+    for (int i = 0; i < 8; i++)
+        snprintf(v, sizeof v, "%ld", vals[i]), param(&s, names[i], v);
+    red(&s, "qk", &c->qk);
+    red(&s, "softmax_sum", &c->ssum);
+    red(&s, "pv", &c->pv);
+    if (c->split)
+        red(&s, "combine", &c->combine);
+    st_file in, out;
+    gen(&s, NX_DIST_NORMAL, seed, &in);
+    const st_tensor *cl = T(&in, "context_lens");
+    for (size_t b = 0; b < (size_t)c->B; b++)
+        st_put_bits(cl, cl->data, b, (uint64_t)(uint32_t)c->lens[b]);
+    run(&s, &in, &out);
+
+    const st_tensor *q = T(&in, "q"), *kc = T(&in, "k_cache"), *vc = T(&in, "v_cache"), *bt = T(&in, "block_table");
+    size_t HQ = (size_t)c->HQ, HKV = (size_t)c->HKV, D = (size_t)c->D, P = (size_t)c->P;
+    size_t maxl = (size_t)(c->MAXP * c->P);
+    uint64_t *want = alloc_u64((size_t)c->B * HQ * D), qa[64], kb[64];
+    uint64_t *pb = alloc_u64(maxl), *vb = alloc_u64(maxl), lb[64], ob[64][64], wb[64], tmp[64];
+    tv scale, sj[64], m[64], t, M, L, O, eight;
+    tv_init(&scale), tv_init(&t), tv_init(&M), tv_init(&L), tv_init(&O), tv_init(&eight);
+    for (int i = 0; i < 64; i++)
+        tv_init(&sj[i]), tv_init(&m[i]);
+    mpq_set_ui(eight.q, (unsigned long)D, 1);
+    tv_func(&scale, F_RSQRT, &eight); /* fp32(1/sqrt(D)), correctly rounded */
+    const char *lf = c->ssum.out ? c->ssum.out : "fp32", *of = c->pv.out ? c->pv.out : "fp32";
+    for (size_t b = 0; b < (size_t)c->B; b++)
+        for (size_t h = 0; h < HQ; h++) {
+            size_t L_ = (size_t)c->lens[b], kvh = h / (HQ / HKV), S = c->split ? (size_t)c->split : L_;
+            size_t ns = (L_ + S - 1) / S;
+            assert_true(L_ <= 64);
+            for (size_t j = 0; j < L_; j++) {
+                size_t page = (size_t)I(bt, b * (size_t)c->MAXP + j / P), slot = j % P;
+                for (size_t d = 0; d < D; d++) {
+                    qa[d] = B(q, (b * HQ + h) * D + d);
+                    kb[d] = B(kc, ((page * P + slot) * HKV + kvh) * D + d);
+                }
+                tv_bits(&t, c->qk.out ? c->qk.out : "fp32", orc(&c->qk, "bf16", "bf16", qa, kb, D));
+                tv_mul(&sj[j], &scale, &t);
+                tv_f32(&sj[j]);
+            }
+            for (size_t sp = 0; sp < ns; sp++) {
+                size_t j0 = sp * S, len = L_ - j0 < S ? L_ - j0 : S;
+                mpq_set(m[sp].q, sj[j0].q);
+                m[sp].neg0 = sj[j0].neg0;
+                for (size_t j = j0; j < j0 + len; j++)
+                    if (tv_cmp(&sj[j], &m[sp]) > 0)
+                        mpq_set(m[sp].q, sj[j].q), m[sp].neg0 = sj[j].neg0;
+                for (size_t j = j0; j < j0 + len; j++) {
+                    tv_sub(&t, &sj[j], &m[sp]);
+                    tv_f32(&t);
+                    tv_func(&t, F_EXP, &t);
+                    pb[j - j0] = tv_round(&t, "fp32", "rne", 0);
+                }
+                lb[sp] = orc(&c->ssum, "fp32", NULL, pb, NULL, len);
+                for (size_t d = 0; d < D; d++) {
+                    for (size_t j = j0; j < j0 + len; j++) {
+                        size_t page = (size_t)I(bt, b * (size_t)c->MAXP + j / P), slot = j % P;
+                        vb[j - j0] = B(vc, ((page * P + slot) * HKV + kvh) * D + d);
+                    }
+                    ob[sp][d] = orc(&c->pv, "fp32", "bf16", pb, vb, len);
+                }
+            }
+            for (size_t d = 0; d < D; d++) {
+                if (!c->split) {
+                    tv_bits(&L, lf, lb[0]);
+                    tv_bits(&O, of, ob[0][d]);
+                } else {
+                    mpq_set(M.q, m[0].q);
+                    for (size_t sp = 1; sp < ns; sp++)
+                        if (tv_cmp(&m[sp], &M) > 0)
+                            mpq_set(M.q, m[sp].q);
+                    for (size_t sp = 0; sp < ns; sp++) {
+                        tv_sub(&t, &m[sp], &M);
+                        tv_f32(&t);
+                        tv_func(&t, F_EXP, &t);
+                        wb[sp] = tv_round(&t, "fp32", "rne", 0);
+                        tmp[sp] = ob[sp][d];
+                    }
+                    tv_bits(&L, c->combine.out ? c->combine.out : "fp32", orc(&c->combine, "fp32", lf, wb, lb, ns));
+                    tv_bits(&O, c->combine.out ? c->combine.out : "fp32", orc(&c->combine, "fp32", of, wb, tmp, ns));
+                }
+                tv_div(&t, &O, &L);
+                tv_f32(&t);
+                want[(b * HQ + h) * D + d] = tv_round(&t, "bf16", "rne", 0);
+            }
+        }
+    expect(&out, "y", want, (size_t)c->B * HQ * D, c->split ? "split" : "no split");
+    tv_clear(&scale), tv_clear(&t), tv_clear(&M), tv_clear(&L), tv_clear(&O), tv_clear(&eight);
+    for (int i = 0; i < 64; i++)
+        tv_clear(&sj[i]), tv_clear(&m[i]);
+    free(want);
+    free(pb);
+    free(vb);
+    st_free(&in);
+    st_free(&out);
+    fam_spec_free(&s);
+}
+
+static void test_attention_gqa_split(void **state)
+{
+    (void)state;
+    static const int lens[] = {12, 6, 1};
+    /* GQA: 4 query heads on 2 KV heads; split 5: 12 -> 5 + 5 + 2, 6 -> 5 + 1, 1 -> 1 */
+    attn_case c = {3, 4, 2, 8, 4, 7, 3, 5, P("fp32", "pairwise", NULL), P("fp32", "seq", NULL),
+                   P("fp32", "split(2, seq, seq)", NULL), P("fp32", "seq", NULL), lens};
+    attn_check(&c, tu_seed(41));
+    c.split = 0; /* one split, no combine */
+    attn_check(&c, tu_seed(42));
+    c.split = 4;
+    c.combine = P("fp32", "reverse(seq)", NULL);
+    c.qk = P("fp32", "stride(4, seq, halving)", NULL);
+    attn_check(&c, tu_seed(43));
+}
+
+/* --- rmsnorm --------------------------------------------------------------------------- */
+
+static void rms_check(int residual, const char *in_fmt, const char *out_fmt, nx_dist dist, uint64_t seed)
+{
+    fam_spec s;
+    spec_init(&s, "rmsnorm");
+    const size_t Tn = 4, H = 48;
+    param(&s, "T", "4");
+    param(&s, "H", "48");
+    param(&s, "in", in_fmt);
+    param(&s, "out", out_fmt);
+    param(&s, "eps", "1e-5");
+    param(&s, "residual", residual ? "true" : "false");
+    orc_point sq = P("fp32", "stride(4, seq, halving)", NULL);
+    red(&s, "sumsq", &sq);
+    st_file in, out;
+    gen(&s, dist, seed, &in);
+    run(&s, &in, &out);
+    const st_tensor *x = T(&in, "x"), *w = T(&in, "weight"), *r = residual ? T(&in, "residual") : NULL;
+    uint64_t *xp = alloc_u64(Tn * H), *want = alloc_u64(Tn * H);
+    tv a, b, eps, ms, rs, hh;
+    tv_init(&a), tv_init(&b), tv_init(&eps), tv_init(&ms), tv_init(&rs), tv_init(&hh);
+    tv_param_f32(&eps, "1", "100000");
+    mpq_set_ui(hh.q, H, 1);
+    for (size_t i = 0; i < Tn * H; i++) {
+        if (!r) {
+            xp[i] = B(x, i);
+            continue;
+        }
+        tv_bits(&a, in_fmt, B(x, i));
+        tv_bits(&b, in_fmt, B(r, i));
+        tv_add(&a, &a, &b);
+        xp[i] = tv_round(&a, in_fmt, "rne", 0);
+    }
+    if (r)
+        expect(&out, "residual_out", xp, Tn * H, "residual_out");
+    for (size_t t = 0; t < Tn; t++) {
+        tv_bits(&ms, "fp32", orc(&sq, in_fmt, in_fmt, xp + t * H, xp + t * H, H));
+        tv_div(&ms, &ms, &hh);
+        tv_f32(&ms);
+        tv_add(&ms, &ms, &eps);
+        tv_f32(&ms);
+        tv_func(&rs, F_RSQRT, &ms);
+        for (size_t h = 0; h < H; h++) {
+            tv_bits(&a, in_fmt, xp[t * H + h]);
+            tv_mul(&a, &a, &rs);
+            tv_f32(&a);
+            tv_bits(&b, in_fmt, B(w, h));
+            tv_mul(&a, &a, &b);
+            tv_f32(&a);
+            want[t * H + h] = tv_round(&a, out_fmt, "rne", 0);
+        }
+    }
+    expect(&out, "y", want, Tn * H, residual ? "with residual" : "no residual");
+    assert_string_equal(out.tensors[0].name, "y");
+    tv_clear(&a), tv_clear(&b), tv_clear(&eps), tv_clear(&ms), tv_clear(&rs), tv_clear(&hh);
+    free(xp);
+    free(want);
+    st_free(&in);
+    st_free(&out);
+    fam_spec_free(&s);
+}
+
+static void test_rmsnorm_residual(void **state)
+{
+    (void)state;
+    rms_check(1, "bf16", "bf16", NX_DIST_NORMAL, tu_seed(51));
+    rms_check(1, "fp16", "fp32", NX_DIST_ADVERSARIAL, tu_seed(52));
+    rms_check(0, "bf16", "fp16", NX_DIST_NORMAL, tu_seed(53));
+}
+
+/* --- silu_and_mul ------------------------------------------------------------------------ */
+
+static void silu_check(const char *in_fmt, const char *out_fmt, nx_dist dist, uint64_t seed)
+{
+    fam_spec s;
+    spec_init(&s, "silu_and_mul");
+    const size_t Tn = 3, H = 40;
+    param(&s, "T", "3");
+    param(&s, "H", "40");
+    param(&s, "in", in_fmt);
+    param(&s, "out", out_fmt);
+    st_file in, out;
+    gen(&s, dist, seed, &in);
+    run(&s, &in, &out);
+    const st_tensor *x = T(&in, "x");
+    uint64_t *want = alloc_u64(Tn * H);
+    tv g, u;
+    tv_init(&g), tv_init(&u);
+    for (size_t t = 0; t < Tn; t++)
+        for (size_t h = 0; h < H; h++) {
+            tv_bits(&g, in_fmt, B(x, t * 2 * H + h));
+            tv_bits(&u, in_fmt, B(x, t * 2 * H + H + h));
+            tv_func(&g, F_SILU, &g);
+            tv_mul(&g, &g, &u);
+            tv_f32(&g);
+            want[t * H + h] = tv_round(&g, out_fmt, "rne", 0);
+        }
+    expect(&out, "y", want, Tn * H, in_fmt);
+    tv_clear(&g), tv_clear(&u);
+    free(want);
+    st_free(&in);
+    st_free(&out);
+    fam_spec_free(&s);
+}
+
+static void test_silu_and_mul(void **state)
+{
+    (void)state;
+    silu_check("bf16", "bf16", NX_DIST_NORMAL, tu_seed(61));
+    silu_check("fp16", "fp32", NX_DIST_ADVERSARIAL, tu_seed(62));
+    silu_check("fp32", "fp32", NX_DIST_ADVERSARIAL, tu_seed(63));
+}
+
+/* --- elementwise functions, directly ------------------------------------------------------ */
+
+static double f32_of_bits(uint64_t b)
+{
+    uint32_t u = (uint32_t)b;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return (double)f;
+}
+
+static double want_func(int f, double x)
+{
+    tv a, r;
+    tv_init(&a), tv_init(&r);
+    tv_d(&a, x);
+    tv_func(&r, f, &a);
+    double w = f32_of_bits(tv_round(&r, "fp32", "rne", 0));
+    tv_clear(&a), tv_clear(&r);
+    return w;
+}
+
+/* exp, rsqrt, silu and division against MPFR at 300 bits and exact
+ * rationals, on random fp32 arguments and on the edges: subnormal and
+ * overflowing exp, silu's cut-offs, division into the subnormals. */
+static void test_elementwise_cr(void **state)
+{
+    (void)state;
+    ref_math m;
+    ref_math_init(&m);
+    nx_err e = {0};
+    uint64_t rs = tu_seed(71);
+    char ctx[96];
+    for (int i = 0; i < 6000; i++) {
+        double x;
+        int kind = i % 6;
+        uint32_t r32 = (uint32_t)tu_rand64(&rs);
+        float f;
+        if (kind == 0) { /* exp near under/overflow and everywhere in between */
+            x = -110.0 + 200.0 * (double)(r32 >> 8) / 16777216.0;
+        } else if (kind == 1) { /* any finite positive fp32 for rsqrt */
+            r32 &= 0x7fffffffu;
+            if ((r32 >> 23) == 0xff)
+                r32 = 0x3f800000u;
+            memcpy(&f, &r32, sizeof f);
+            x = f;
+        } else if (kind == 2) { /* silu around its cut-offs */
+            x = -120.0 + 160.0 * (double)(r32 >> 8) / 16777216.0;
+        } else if (kind == 3) { /* small arguments */
+            x = ldexp((double)(r32 >> 8), -24 - (int)(r32 & 31));
+            if (r32 & 0x80)
+                x = -x;
+        } else {
+            x = 0;
+        }
+        x = (double)(float)x; /* an fp32 argument */
+        if (kind <= 3) {
+            if (kind != 1) {
+                double got = ref_f32_exp(&m, x, &e), want;
+                snprintf(ctx, sizeof ctx, "exp(%a)", x);
+                if (x < 88.5)
+                    assert_double_bits_eq_ctx(got, want_func(F_EXP, x), ctx);
+                else if (x > 88.73) /* beyond log((2 - 2^-24) 2^127) = 88.7228...: inf in rne */
+                    assert_double_bits_eq_ctx(got, INFINITY, ctx);
+                got = ref_f32_silu(&m, x, &e), want = want_func(F_SILU, x);
+                snprintf(ctx, sizeof ctx, "silu(%a)", x);
+                assert_double_bits_eq_ctx(got, want, ctx);
+            }
+            if (x > 0) {
+                snprintf(ctx, sizeof ctx, "rsqrt(%a)", x);
+                assert_double_bits_eq_ctx(ref_f32_rsqrt(&m, x), want_func(F_RSQRT, x), ctx);
+            }
+        } else { /* division of fp32 values, results down to the subnormals */
+            uint32_t a32 = (uint32_t)tu_rand64(&rs) & 0x7f7fffffu, b32 = (uint32_t)tu_rand64(&rs) & 0x7f7fffffu;
+            float fa, fb;
+            memcpy(&fa, &a32, sizeof fa);
+            memcpy(&fb, &b32, sizeof fb);
+            if (fb == 0)
+                continue;
+            tv a, b, q;
+            tv_init(&a), tv_init(&b), tv_init(&q);
+            tv_d(&a, fa), tv_d(&b, kind == 5 ? -(double)fb : fb);
+            tv_div(&q, &a, &b);
+            double want = f32_of_bits(tv_round(&q, "fp32", "rne", 0));
+            double got = ref_f32_div(&m, fa, kind == 5 ? -(double)fb : fb);
+            if (isinf(want) || isinf(got))
+                assert_true(isinf(want) && isinf(got) && signbit(want) == signbit(got));
+            else {
+                snprintf(ctx, sizeof ctx, "%a / %a", (double)fa, (double)fb);
+                assert_double_bits_eq_ctx(got, want, ctx);
+            }
+            tv_clear(&a), tv_clear(&b), tv_clear(&q);
+        }
+    }
+    assert_int_equal(e.code, NX_OK);
+    /* specials */
+    assert_double_bits_eq(ref_f32_exp(&m, -INFINITY, &e), 0.0);
+    assert_double_bits_eq(ref_f32_exp(&m, 0.0, &e), 1.0);
+    assert_double_bits_eq(ref_f32_rsqrt(&m, -0.0), -INFINITY);
+    assert_true(isnan(ref_f32_rsqrt(&m, -1.0)));
+    assert_double_bits_eq(ref_f32_silu(&m, -0.0, &e), -0.0);
+    assert_double_bits_eq(ref_f32_silu(&m, -1000.0, &e), -0.0);
+    assert_double_bits_eq(ref_f32_silu(&m, 0x1p100, &e), 0x1p100);
+    assert_double_bits_eq(ref_f32_div(&m, 1.0, -0.0), -INFINITY);
+    ref_math_clear(&m);
+}
+
+/* Decimal params: parsed exactly, rounded once to fp32. */
+static void test_param_f32(void **state)
+{
+    (void)state;
+    const char *txt[][3] = {{"1e-6", "1", "1000000"}, {"0.1", "1", "10"}, {"1e-5", "1", "100000"},
+                            {"0.7", "7", "10"}, {"1e-45", "1", "1000000000000000000000000000000000000000000000"}};
+    for (size_t i = 0; i < sizeof txt / sizeof txt[0]; i++) {
+        fam_spec s;
+        spec_init(&s, "rmsnorm");
+        param(&s, "eps", txt[i][0]);
+        double got;
+        assert_int_equal(ref_param_f32(&s, "eps", "0", &got, NULL), NX_OK);
+        tv w;
+        tv_init(&w);
+        tv_param_f32(&w, txt[i][1], txt[i][2]);
+        uint64_t wb = tv_round(&w, "fp32", "rne", 0);
+        assert_double_bits_eq_ctx(got, f32_of_bits(wb), txt[i][0]);
+        tv_clear(&w);
+        fam_spec_free(&s);
+    }
+    fam_spec s;
+    spec_init(&s, "rmsnorm");
+    double v;
+    assert_int_equal(ref_param_f32(&s, "eps", "0x1p-3", &v, NULL), NX_OK);
+    assert_double_bits_eq(v, 0.125);
+    /* just above the tie 1 + 2^-24, by far less than 2^-256: round-to-odd keeps the sticky bit */
+    param(&s, "eps", "1.000000059604644775390625" "00000000000000000000000000000000000000000000000000"
+                     "00000000000000000000000000000000000000000000000000001");
+    assert_int_equal(ref_param_f32(&s, "eps", "0", &v, NULL), NX_OK);
+    assert_double_bits_eq(v, 0x1.000002p+0);
+    param(&s, "eps", "-1.000000059604644775390625");
+    assert_int_equal(ref_param_f32(&s, "eps", "0", &v, NULL), NX_OK);
+    assert_double_bits_eq(v, -1.0); /* the tie itself: to even */
+    param(&s, "eps", "1e-6x");
+    nx_err e = {0};
+    assert_int_equal(ref_param_f32(&s, "eps", "0", &v, &e), NX_EINVAL);
+    assert_non_null(strstr(e.msg, "'1e-6x' is not a finite number"));
+    param(&s, "eps", "1e39");
+    assert_int_equal(ref_param_f32(&s, "eps", "0", &v, &e), NX_EINVAL);
+    fam_spec_free(&s);
+}
+
+/* --- validation -------------------------------------------------------------------------- */
+
+static void expect_fail(const fam_spec *s, const st_file *in, const char *needle)
+{
+    st_file out;
+    st_init(&out);
+    nx_err e = {0};
+    assert_int_not_equal(ref_run(s, in, &out, 1, &e), NX_OK);
+    if (!strstr(e.msg, needle))
+        fail_msg("message '%s' does not say '%s'", e.msg, needle);
+    st_free(&out);
+}
+
+static void test_validation(void **state)
+{
+    (void)state;
+    gemm_case c = {"bf16", "bf16", 3, 5, 37, 1.0, 0.0, 0, P("fp32", "seq", "fp32"), NX_DIST_NORMAL};
+    fam_spec s;
+    gemm_spec(&s, &c);
+    st_file in;
+    gen(&s, NX_DIST_NORMAL, 1, &in);
+    /* a file without b, and one with b of the wrong shape and dtype */
+    st_file bad;
+    st_init(&bad);
+    const st_tensor *a = T(&in, "a");
+    st_tensor *t;
+    assert_int_equal(st_add_tensor(&bad, "a", a->dtype, 2, a->shape, &t, NULL), NX_OK);
+    expect_fail(&s, &bad, "missing input tensor 'b' (expected BF16 [N, K] = [5, 37])");
+    assert_int_equal(st_add_tensor(&bad, "b", ST_BF16, 2, (int64_t[]){5, 36}, &t, NULL), NX_OK);
+    expect_fail(&s, &bad, "input tensor 'b' has shape [5, 36]; expected [N, K] = [5, 37]");
+    st_free(&bad);
+    st_init(&bad);
+    assert_int_equal(st_add_tensor(&bad, "a", ST_F16, 2, a->shape, &t, NULL), NX_OK);
+    expect_fail(&s, &bad, "input tensor 'a' has dtype F16; expected BF16 [M, K] = [3, 37]");
+    assert_int_equal(st_add_tensor(&bad, "junk", ST_F16, 1, (int64_t[]){1}, &t, NULL), NX_OK);
+    expect_fail(&s, &bad, "unexpected input tensor 'junk'");
+    st_free(&bad);
+    st_free(&in);
+    fam_spec_free(&s);
+
+    /* the k reduction of gemm must end in fp32 */
+    gemm_spec(&s, &c);
+    gen(&s, NX_DIST_NORMAL, 1, &in);
+    fam_spec_free(&s);
+    c.k = P("fp32", "seq", "bf16");
+    gemm_spec(&s, &c);
+    expect_fail(&s, &in, "reduction 'k' has out = bf16");
+    st_free(&in);
+    fam_spec_free(&s);
+
+    /* int4 weights out of range */
+    gemv_case g = {1, 4, 32, 16, 1, 0, P("fp32", "seq", "fp16"), P("fp32", "seq", NULL)};
+    gemv_spec(&s, &g);
+    gen(&s, NX_DIST_NORMAL, 1, &in);
+    const st_tensor *q = T(&in, "qweight");
+    st_put_bits(q, q->data, 5, 16);
+    expect_fail(&s, &in, "input tensor 'qweight': element 5 is 16, outside [0, 15]");
+    st_free(&in);
+    fam_spec_free(&s);
+
+    /* missing reduction, missing dimension, unknown family */
+    spec_init(&s, "rmsnorm");
+    param(&s, "T", "2");
+    param(&s, "H", "8");
+    st_init(&in);
+    expect_fail(&s, &in, "declares no numerics for reduction 'sumsq'");
+    fam_spec_free(&s);
+    spec_init(&s, "rmsnorm");
+    param(&s, "T", "2");
+    expect_fail(&s, &in, "dimension 'H' has no value");
+    fam_spec_free(&s);
+    spec_init(&s, "conv2d");
+    expect_fail(&s, &in, "family 'conv2d' has no reference implementation");
+    fam_spec_free(&s);
+}
+
+/* Descriptions of the inputs, as the generator and devices see them. */
+static void test_inputs_description(void **state)
+{
+    (void)state;
+    fam_spec s;
+    spec_init(&s, "paged_decode_attention");
+    const char *kv[][2] = {{"B", "2"}, {"HQ", "8"}, {"HKV", "2"}, {"D", "16"}, {"P", "4"}, {"NP", "9"}, {"MAXP", "5"}};
+    for (int i = 0; i < 7; i++)
+        param(&s, kv[i][0], kv[i][1]);
+    orc_point p = P("fp32", "seq", NULL);
+    red(&s, "qk", &p);
+    red(&s, "softmax_sum", &p);
+    red(&s, "pv", &p);
+    ref_tensor_desc *d;
+    size_t n;
+    assert_int_equal(ref_inputs(&s, &d, &n, NULL), NX_OK);
+    assert_int_equal(n, 5);
+    assert_string_equal(d[1].name, "k_cache");
+    assert_string_equal(d[1].dims, "[NP, P, HKV, D]");
+    assert_int_equal(d[1].shape[0], 9);
+    assert_int_equal(d[1].shape[3], 16);
+    assert_int_equal(d[3].kind, REF_INTS);
+    assert_int_equal(d[3].hi, 8);
+    assert_int_equal(d[4].lo, 1);
+    assert_int_equal(d[4].hi, 20);
+    free(d);
+    fam_spec_free(&s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gemm_splitk_epilogue),
+        cmocka_unit_test(test_gemm_atom_and_fp8),
+        cmocka_unit_test(test_gemm_trees_matter_but_not_on_ints),
+        cmocka_unit_test(test_gemv_per_element_vs_per_group),
+        cmocka_unit_test(test_moe_combine_order),
+        cmocka_unit_test(test_attention_gqa_split),
+        cmocka_unit_test(test_rmsnorm_residual),
+        cmocka_unit_test(test_silu_and_mul),
+        cmocka_unit_test(test_elementwise_cr),
+        cmocka_unit_test(test_param_f32),
+        cmocka_unit_test(test_validation),
+        cmocka_unit_test(test_inputs_description),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
