@@ -21,14 +21,10 @@
 
 #include "npy.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "trace.h"
 
@@ -142,16 +138,17 @@ static nx_status parse_string(hdr *h, char *out, size_t cap)
     if (h->p >= h->n || (h->s[h->p] != '\'' && h->s[h->p] != '"'))
         return expected(h, "a string");
     uint8_t q = h->s[h->p];
-    size_t start = ++h->p, k = 0;
-    for (;; h->p++) {
-        if (h->p >= h->n)
-            return nx_err_set(h->err, NX_EINVAL, "%s: byte %llu: the string "
-                              "begun at byte %llu is not closed", h->who,
-                              AT(h),
-                              (unsigned long long)(h->base + start - 1));
+    size_t open = h->p++;
+    const uint8_t *close = memchr(h->s + h->p, q, h->n - h->p);
+    if (!close)
+        return nx_err_set(h->err, NX_EINVAL, "%s: byte %llu: the string "
+                          "begun here is not closed before the header ends "
+                          "at byte %llu", h->who,
+                          (unsigned long long)(h->base + open),
+                          (unsigned long long)(h->base + h->n));
+    size_t end = (size_t)(close - h->s), k = 0;
+    for (; h->p < end; h->p++) {
         uint8_t c = h->s[h->p];
-        if (c == q)
-            break;
         if (c < 0x20 || c > 0x7e || c == '\\')
             return nx_err_set(h->err, NX_EINVAL, "%s: byte %llu: byte 0x%02x "
                               "in a string (only printable ASCII without "
@@ -159,12 +156,12 @@ static nx_status parse_string(hdr *h, char *out, size_t cap)
         if (k + 1 >= cap)
             return nx_err_set(h->err, NX_EINVAL, "%s: byte %llu: string "
                               "longer than %zu characters", h->who,
-                              (unsigned long long)(h->base + start),
+                              (unsigned long long)(h->base + open + 1),
                               cap - 1);
         out[k++] = (char)c;
     }
     out[k] = 0;
-    h->p++;
+    h->p = end + 1;
     return NX_OK;
 }
 
@@ -499,51 +496,12 @@ nx_status npy_read(const char *path, const char *hint, npy_array *out,
                    nx_err *err)
 {
     npy_init(out);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return nx_err_set(err, NX_EIO, "%s: cannot open: %s", path,
-                          strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        close(fd);
-        return nx_err_set(err, NX_EIO, "%s: cannot stat: %s", path,
-                          strerror(e));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return nx_err_set(err, NX_EIO, "%s: not a regular file", path);
-    }
-    if ((uintmax_t)st.st_size > SIZE_MAX - 1) {
-        close(fd);
-        return nx_err_set(err, NX_ENOMEM, "%s: %lld bytes do not fit in memory",
-                          path, (long long)st.st_size);
-    }
-    size_t size = (size_t)st.st_size;
-    uint8_t *buf = malloc(size ? size : 1);
-    if (!buf) {
-        close(fd);
-        return nx_err_set(err, NX_ENOMEM, "%s: cannot allocate %zu bytes",
-                          path, size);
-    }
-    size_t got = 0;
-    while (got < size) {
-        ssize_t r = read(fd, buf + got, size - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0) {
-            int e = r < 0 ? errno : 0;
-            close(fd);
-            free(buf);
-            return nx_err_set(err, NX_EIO, "%s: byte %zu: %s", path, got,
-                              r < 0 ? strerror(e)
-                                    : "the file ended early (changed while "
-                                      "reading?)");
-        }
-        got += (size_t)r;
-    }
-    close(fd);
-    nx_status rc = npy_parse(path, buf, size, hint, out, err);
+    uint8_t *buf;
+    size_t size;
+    nx_status rc = st_read_bytes(path, &buf, &size, err);
+    if (rc)
+        return rc;
+    rc = npy_parse(path, buf, size, hint, out, err);
     if (rc) {
         free(buf);
         return rc;

@@ -569,6 +569,12 @@ out:
     return rc;
 }
 
+nx_status st_read_bytes(const char *path, uint8_t **out, size_t *len,
+                        nx_err *err)
+{
+    return read_whole(path, out, len, err);
+}
+
 nx_status st_read(const char *path, st_file *out, nx_err *err)
 {
     st_init(out);

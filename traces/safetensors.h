@@ -98,6 +98,12 @@ void st_free(st_file *f);
  * failure *out is left empty).  See safetensors.c for the checks. */
 nx_status st_read(const char *path, st_file *out, nx_err *err);
 
+/* The whole regular file at path in a malloc'd buffer (*len bytes; the
+ * caller frees *out).  Errors name the file (and the byte where a short read
+ * stopped).  Shared with the .npy reader. */
+nx_status st_read_bytes(const char *path, uint8_t **out, size_t *len,
+                        nx_err *err);
+
 /* NULL when no tensor has that name. */
 const st_tensor *st_find(const st_file *f, const char *name);
 /* The value of a "__metadata__" key, or NULL. */

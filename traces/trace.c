@@ -156,147 +156,125 @@ static size_t count_items(const char *s)
     return n;
 }
 
-nx_status trace_parse_shape(const char *s, trace_dim **dims, size_t *n,
-                            nx_err *err)
-{
-    char q[CLIP_CAP];
-    *dims = NULL;
-    *n = 0;
-    if (!*s)
-        return nx_err_set(err, NX_EINVAL, "'': a shape needs at least one "
-                          "dimension (NAME=VALUE)");
-    size_t cap = count_items(s);
-    trace_dim *d = calloc(cap, sizeof *d);
-    if (!d)
-        return nx_err_set(err, NX_ENOMEM, "shape: out of memory");
-    size_t cnt = 0, p = 0;
-    nx_status rc = NX_OK;
-    for (;;) {
-        size_t start = p;
-        if (!scan_ident(s, &p)) {
-            rc = nx_err_set(err, NX_EINVAL, "%s: column %zu: expected a "
-                            "dimension name ([A-Za-z_][A-Za-z0-9_]*, at most "
-                            "128 characters)", clip(q, s), start + 1);
-            goto fail;
-        }
-        size_t nlen = p - start;
-        for (size_t i = 0; i < cnt; i++)
-            if (strlen(d[i].name) == nlen &&
-                memcmp(d[i].name, s + start, nlen) == 0) {
-                rc = nx_err_set(err, NX_EINVAL, "%s: column %zu: dimension "
-                                "'%s' appears twice", clip(q, s), start + 1,
-                                d[i].name);
-                goto fail;
-            }
-        if (s[p] != '=') {
-            rc = nx_err_set(err, NX_EINVAL, "%s: column %zu: expected '=' "
-                            "after the dimension name", clip(q, s), p + 1);
-            goto fail;
-        }
-        p++;
-        uint64_t v;
-        size_t vcol = p + 1;
-        uint_rc u = parse_uint(s, &p, (uint64_t)INT64_MAX, &v);
-        if (u != UINT_OK) {
-            rc = uint_error(err, u, s, vcol, (uint64_t)INT64_MAX);
-            goto fail;
-        }
-        d[cnt].name = strndup(s + start, nlen);
-        if (!d[cnt].name) {
-            rc = nx_err_set(err, NX_ENOMEM, "shape: out of memory");
-            goto fail;
-        }
-        d[cnt++].value = (int64_t)v;
-        if (s[p] == 0)
-            break;
-        if (s[p] != ',') {
-            rc = nx_err_set(err, NX_EINVAL, "%s: column %zu: expected ',' or "
-                            "the end after a dimension", clip(q, s), p + 1);
-            goto fail;
-        }
-        p++;
-    }
-    *dims = d;
-    *n = cnt;
-    return NX_OK;
-fail:
-    free_dims(d, cnt);
-    return rc;
-}
-
 static bool is_value_char(char c)
 {
     return (unsigned char)c >= 0x21 && (unsigned char)c <= 0x7e && c != ',' &&
            c != '=';
 }
 
-nx_status trace_parse_params(const char *s, trace_param **params, size_t *n,
-                             nx_err *err)
+/* NAME=VALUE,NAME=VALUE... with distinct names: the shape (what =
+ * "dimension", values uints <= INT64_MAX) and the params (what = "param",
+ * values 1..256 characters of is_value_char).  s is not empty. */
+static nx_status parse_kv(const char *s, const char *what, bool numeric,
+                          trace_param **out, size_t *n, nx_err *err)
 {
     char q[CLIP_CAP];
-    *params = NULL;
-    *n = 0;
-    if (!*s)
-        return NX_OK;
     size_t cap = count_items(s);
     trace_param *d = calloc(cap, sizeof *d);
     if (!d)
-        return nx_err_set(err, NX_ENOMEM, "params: out of memory");
+        return nx_err_set(err, NX_ENOMEM, "%ss: out of memory", what);
     size_t cnt = 0, p = 0;
     nx_status rc = NX_OK;
     for (;;) {
         size_t start = p;
         if (!scan_ident(s, &p)) {
-            rc = nx_err_set(err, NX_EINVAL, "%s: column %zu: expected a "
-                            "param name ([A-Za-z_][A-Za-z0-9_]*, at most 128 "
-                            "characters)", clip(q, s), start + 1);
+            rc = nx_err_set(err, NX_EINVAL, "%s: column %zu: expected a %s "
+                            "name ([A-Za-z_][A-Za-z0-9_]*, at most 128 "
+                            "characters)", clip(q, s), start + 1, what);
             goto fail;
         }
         size_t nlen = p - start;
         for (size_t i = 0; i < cnt; i++)
             if (strlen(d[i].name) == nlen &&
                 memcmp(d[i].name, s + start, nlen) == 0) {
-                rc = nx_err_set(err, NX_EINVAL, "%s: column %zu: param '%s' "
-                                "appears twice", clip(q, s), start + 1,
+                rc = nx_err_set(err, NX_EINVAL, "%s: column %zu: %s '%s' "
+                                "appears twice", clip(q, s), start + 1, what,
                                 d[i].name);
                 goto fail;
             }
         if (s[p] != '=') {
             rc = nx_err_set(err, NX_EINVAL, "%s: column %zu: expected '=' "
-                            "after the param name", clip(q, s), p + 1);
+                            "after the %s name", clip(q, s), p + 1, what);
             goto fail;
         }
         size_t vstart = ++p;
-        while (is_value_char(s[p]))
-            p++;
-        if (p == vstart || p - vstart > 256) {
-            rc = nx_err_set(err, NX_EINVAL, "%s: column %zu: expected a value "
-                            "of 1 to 256 printable characters other than ',' "
-                            "'=' and space", clip(q, s), vstart + 1);
-            goto fail;
+        if (numeric) {
+            uint64_t v;
+            uint_rc u = parse_uint(s, &p, (uint64_t)INT64_MAX, &v);
+            if (u != UINT_OK) {
+                rc = uint_error(err, u, s, vstart + 1, (uint64_t)INT64_MAX);
+                goto fail;
+            }
+        } else {
+            while (is_value_char(s[p]))
+                p++;
+            if (p == vstart || p - vstart > 256) {
+                rc = nx_err_set(err, NX_EINVAL, "%s: column %zu: expected a "
+                                "value of 1 to 256 printable characters other "
+                                "than ',' '=' and space", clip(q, s),
+                                vstart + 1);
+                goto fail;
+            }
         }
         d[cnt].name = strndup(s + start, nlen);
         d[cnt].value = strndup(s + vstart, p - vstart);
         cnt++;
         if (!d[cnt - 1].name || !d[cnt - 1].value) {
-            rc = nx_err_set(err, NX_ENOMEM, "params: out of memory");
+            rc = nx_err_set(err, NX_ENOMEM, "%ss: out of memory", what);
             goto fail;
         }
         if (s[p] == 0)
             break;
         if (s[p] != ',') {
             rc = nx_err_set(err, NX_EINVAL, "%s: column %zu: expected ',' or "
-                            "the end after a param value", clip(q, s), p + 1);
+                            "the end after a %s", clip(q, s), p + 1, what);
             goto fail;
         }
         p++;
     }
-    *params = d;
+    *out = d;
     *n = cnt;
     return NX_OK;
 fail:
     free_params(d, cnt);
     return rc;
+}
+
+nx_status trace_parse_shape(const char *s, trace_dim **dims, size_t *n,
+                            nx_err *err)
+{
+    *dims = NULL;
+    *n = 0;
+    if (!*s)
+        return nx_err_set(err, NX_EINVAL, "'': a shape needs at least one "
+                          "dimension (NAME=VALUE)");
+    trace_param *kv;
+    size_t cnt;
+    nx_status rc = parse_kv(s, "dimension", true, &kv, &cnt, err);
+    if (rc)
+        return rc;
+    trace_dim *d = calloc(cnt, sizeof *d);
+    if (!d) {
+        free_params(kv, cnt);
+        return nx_err_set(err, NX_ENOMEM, "dimensions: out of memory");
+    }
+    for (size_t i = 0; i < cnt; i++) {
+        d[i].name = kv[i].name;  /* moved */
+        d[i].value = (int64_t)strtoll(kv[i].value, NULL, 10); /* checked */
+        free(kv[i].value);
+    }
+    free(kv);
+    *dims = d;
+    *n = cnt;
+    return NX_OK;
+}
+
+nx_status trace_parse_params(const char *s, trace_param **params, size_t *n,
+                             nx_err *err)
+{
+    *params = NULL;
+    *n = 0;
+    return *s ? parse_kv(s, "param", false, params, n, err) : NX_OK;
 }
 
 /* ---- batch ---------------------------------------------------------------- */
@@ -414,16 +392,36 @@ nx_status trace_parse_batch(const char *s, trace_batch_kind *kind,
                 goto out;
             }
     } else {
-        /* Sorted by row then column: a duplicate sits next to its first
-         * occurrence, and the later column is the one reported. */
-        qsort(at, cnt, sizeof *at, by_row);
-        for (size_t i = 1; i < cnt; i++)
-            if (at[i].row == at[i - 1].row) {
-                rc = nx_err_set(err, NX_EINVAL, "%s: column %zu: row %lld "
-                                "appears twice", clip(q, s), at[i].col,
-                                (long long)at[i].row);
-                goto out;
+        /* The usual perm= is dense (a permutation of 0..n-1): one bit per
+         * row finds the second occurrence in one pass.  Sparse rows are
+         * sorted by row then column instead, so a duplicate sits next to
+         * its first occurrence; either way the later column is reported. */
+        int64_t max = 0;
+        for (size_t i = 0; i < cnt; i++)
+            max = at[i].row > max ? at[i].row : max;
+        uint8_t *seen = (uint64_t)max < 8 * (uint64_t)cnt + 1024
+                            ? calloc((size_t)max / 8 + 1, 1) : NULL;
+        size_t dup = cnt;
+        if (seen) {
+            for (size_t i = 0; i < cnt && dup == cnt; i++) {
+                size_t r = (size_t)at[i].row;
+                if (seen[r / 8] & (1u << (r % 8)))
+                    dup = i;
+                seen[r / 8] |= (uint8_t)(1u << (r % 8));
             }
+            free(seen);
+        } else {
+            qsort(at, cnt, sizeof *at, by_row);
+            for (size_t i = 1; i < cnt && dup == cnt; i++)
+                if (at[i].row == at[i - 1].row)
+                    dup = i;
+        }
+        if (dup < cnt) {
+            rc = nx_err_set(err, NX_EINVAL, "%s: column %zu: row %lld appears "
+                            "twice", clip(q, s), at[dup].col,
+                            (long long)at[dup].row);
+            goto out;
+        }
     }
 out:
     free(at);

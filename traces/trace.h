@@ -21,9 +21,9 @@
 /* The value of "parity.trace" this library writes and the only one it
  * reads. */
 #define TRACE_FORMAT_VERSION 1
-/* A batch expands to at most this many rows: a guard against
- * "rows=0..99999999999" allocating gigabytes. */
-#define TRACE_MAX_BATCH_ROWS (1u << 24)
+/* A batch expands to at most this many rows (16 sequences of 65536 tokens):
+ * a guard against "rows=0..99999999999" allocating gigabytes. */
+#define TRACE_MAX_BATCH_ROWS (1u << 20)
 /* Prefix of input tensors ("in.a") and of extension metadata keys
  * ("x.note"). */
 #define TRACE_INPUT_PREFIX "in."
