@@ -54,8 +54,10 @@ typedef struct fam_spec {
     fam_elem *elems;
     size_t nelems;
     fam_tolerance tol;
-    char *hash;        /* SHA-256 over every reduction's expanded program and
-                          the elementwise choices: equal hashes, equal bits */
+    char *hash;        /* SHA-256 over every reduction's filled point (its
+                          canonical text), the elementwise choices and the
+                          bit-changing params (docs/registry.md): equal
+                          hashes, equal bits */
 } fam_spec;
 
 void fam_spec_free(fam_spec *s);

@@ -345,7 +345,7 @@ nx_status reg_load(const char *dir, reg_registry **out, nx_err *err)
         nnames++;
     }
     closedir(d);
-    if (!st)
+    if (!st && nnames)
         qsort(names, nnames, sizeof *names, cmp_str);
     for (size_t i = 0; !st && i < nnames; i++) {
         char *cdir = path_join(r->dir, names[i]);

@@ -825,7 +825,8 @@ size_t reg_lint(const reg_registry *r, char **report)
         lint_view(&L, &v);
         rv_free(&v);
     }
-    qsort(L.v, L.n, sizeof *L.v, cmp_finding);
+    if (L.n)
+        qsort(L.v, L.n, sizeof *L.v, cmp_finding);
     nx_sbuf b = {0};
     size_t errors = 0;
     for (size_t i = 0; i < L.n; i++) {
