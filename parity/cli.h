@@ -32,5 +32,7 @@ int cmd_tree(int argc, char **argv);
 int cmd_atoms(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_registry(int argc, char **argv);
+int cmd_gen(int argc, char **argv);
+int cmd_ref(int argc, char **argv);
 
 #endif

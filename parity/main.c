@@ -18,6 +18,8 @@ static const char usage[] =
     "  atoms      list the tensor-core atom presets\n"
     "  inspect    print the metadata, tensors and values of a safetensors file\n"
     "  registry   lint, list, show and compare the family registry (kernels/)\n"
+    "  gen        generate the inputs of a family point (seeded, identical on every class)\n"
+    "  ref        evaluate the exact reference of a family point on an input file\n"
     "\n"
     "Run `parity <command> --help` for the options of a command.\n"
     "\n"
@@ -109,6 +111,10 @@ int main(int argc, char **argv)
         return cmd_inspect(argc - 1, argv + 1);
     if (!strcmp(cmd, "registry"))
         return cmd_registry(argc - 1, argv + 1);
+    if (!strcmp(cmd, "gen"))
+        return cmd_gen(argc - 1, argv + 1);
+    if (!strcmp(cmd, "ref"))
+        return cmd_ref(argc - 1, argv + 1);
     fprintf(stderr, "parity: unknown command '%s'\n\n%s", cmd, usage);
     return EXIT_INPUT;
 }
