@@ -30,4 +30,18 @@ void nx_mpfr_row_free(nx_mpfr_row *r);
 double nx_mpfr_row_eval(nx_mpfr_row *r, const nx_program *p, nx_fmt a_fmt, const double *a,
                         nx_fmt b_fmt, const double *b);
 
+/* The fast engine (nx_engine_fast.c): the same bits as nx_mpfr_reduce, by
+ * hardware arithmetic where it is exactly the declared operation (fp32 and
+ * fp64 rne: fmaf/fma and float/double adds), error-free transformations and
+ * integer rounding (nx_round_fast.h) elsewhere, and int64 fixed point for
+ * atoms.  A row it cannot do exactly (fp64 products that underflow, atoms
+ * wider than 64 bits, ...) is handed to nx_mpfr_row_eval, never
+ * approximated.  Same signature and threading as nx_mpfr_reduce. */
+nx_status nx_fast_reduce(const nx_program *p, const nx_rows *in, double *y, int threads,
+                         nx_err *err);
+
+/* The same; *mpfr_rows (if not NULL) receives how many rows went to MPFR. */
+nx_status nx_fast_reduce_ex(const nx_program *p, const nx_rows *in, double *y, int threads,
+                            size_t *mpfr_rows, nx_err *err);
+
 #endif

@@ -1,0 +1,1007 @@
+/* nx_engine_fast.c: the fast engine.  It runs the same expanded program
+ * (nx_program) as the MPFR engine, op by op in the same order, and gives
+ * the same bits; only the way one rounded operation is done differs.
+ *
+ * How one operation is done:
+ *  - fp32 rne with float operands: float add, or fmaf (the declared step is
+ *    one rounding of the exact a·b + s to binary32, which is what IEEE fma
+ *    computes, subnormals, overflow and signed zeros included);
+ *  - fp64 rne: double add / fma, for the same reason;
+ *  - anything else: r = RN64(x + y) in hardware; when r's bits below the
+ *    format's precision are neither 0 nor exactly half, no grid point or
+ *    midpoint of the format lies between r and the exact value, so rounding
+ *    r with an integer mask (CPFloat-style) is rounding the exact value.
+ *    Otherwise (and near underflow, overflow, NaN, inf, zero) TwoSum gives
+ *    the exact value as hi + lo and nx_round_fast rounds it.  A product of
+ *    two non-fp64 values is exact in binary64, so a fused step is that add;
+ *    with an fp64 operand the exact a·b + c is TwoProd plus an exact
+ *    three-term sum, rounded once;
+ *  - atoms (§5): exact products, the largest exponent E, every addend cut
+ *    to a multiple of 2^(E-F) and summed in an int64 (F + 1 + log2(N + 1) <
+ *    62), one final rounding; without frac_bits the addends are summed
+ *    exactly in nx_exact's superaccumulator.
+ * Anything it cannot do exactly marks the row, and the row is recomputed by
+ * nx_mpfr_row_eval: never a guess.
+ *
+ * Speed: rows are evaluated B = 8 at a time, operation by operation, so
+ * every step of a declared chain has 8 independent chains next to it (no
+ * reassociation: each row keeps its order); consecutive steps
+ * s = step(s, t_i) of a chain run as one tight loop (a "run") with the
+ * accumulator in registers; operation results live in slots reused once
+ * consumed.  The block evaluator is compiled twice, once for FMA hardware
+ * (chosen at run time on x86-64), so fmaf/fma are single instructions there
+ * and library calls elsewhere: the same bits either way. */
+#include "nx_engine.h"
+#include "nx_exact.h"
+#include "nx_mp.h"
+#include "nx_round_fast.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FX_B 8
+#define SIGNB 0x8000000000000000ull
+#define ABSM 0x7fffffffffffffffull
+#define INFB 0x7ff0000000000000ull
+
+/* ---------------------------------------------------------------------- */
+/* One rounding. */
+
+typedef struct fx_fmt {
+    nx_rfmt rf;
+    uint64_t mask, half; /* binary64 significand bits below the format's precision */
+    uint64_t eb_fast;    /* smallest biased binary64 exponent for the bit trick; 0x800: never */
+} fx_fmt;
+
+static void fx_fmt_init(fx_fmt *F, nx_fmt f)
+{
+    nx_rfmt_init(&F->rf, f);
+    int sh = 53 - F->rf.p;
+    if (sh >= 1 && F->rf.is_signed && F->rf.has_zero) {
+        F->mask = (1ull << sh) - 1;
+        F->half = 1ull << (sh - 1);
+        F->eb_fast = (uint64_t)(F->rf.emin + 1023);
+    } else {
+        F->mask = F->half = 0;
+        F->eb_fast = 0x800;
+    }
+}
+
+static inline uint64_t bits(double x) { return nx_rf_bits(x); }
+static inline double dbl(uint64_t u) { return nx_rf_from_bits(u); }
+
+/* The mask rounding of |x| (bits a, sign from u) in mode m. */
+static inline uint64_t mask_round(uint64_t a, uint64_t u, const fx_fmt *F, nx_mode m, int exact)
+{
+    switch (m) {
+    case NX_RNE:
+        /* exact x: a tie looks at the last kept bit; an inexact r is never a tie */
+        return exact ? (a + F->half - 1 + ((a >> __builtin_ctzll(F->half << 1)) & 1)) & ~F->mask
+                     : (a + F->half) & ~F->mask;
+    case NX_RNA: return (a + F->half) & ~F->mask;
+    case NX_RZ: return a & ~F->mask;
+    case NX_RU: return (u >> 63) ? a & ~F->mask : (a + F->mask) & ~F->mask;
+    default: return (u >> 63) ? (a + F->mask) & ~F->mask : a & ~F->mask;
+    }
+}
+
+/* round(x) for an exact double x. */
+static inline double fround(double x, const fx_fmt *F, nx_mode m, int saturate)
+{
+    uint64_t u = bits(x), a = u & ABSM, eb = a >> 52;
+    if (eb >= F->eb_fast && eb < 0x7ff) {
+        uint64_t ra = mask_round(a, u, F, m, 1);
+        if (ra <= F->rf.maxbits)
+            return dbl(ra | (u & SIGNB));
+    }
+    return nx_rf_round(x, &F->rf, m, saturate);
+}
+
+/* IEEE result of an addition involving a NaN or an infinity (nx_mp.c). */
+static double special_add(double x, double y, const fx_fmt *F)
+{
+    double s = x + y;
+    if (isnan(s))
+        return NAN;
+    return nx_round_inf(s < 0, F->rf.fmt, 0);
+}
+
+/* round(x + y), the general way: TwoSum and integer rounding. */
+static double gadd_slow(double x, double y, const fx_fmt *F, nx_mode m)
+{
+    if (!isfinite(x) || !isfinite(y))
+        return special_add(x, y, F);
+    double s = x + y;
+    if (!isfinite(s)) /* |x + y| >= max double + ulp/2: beyond every format */
+        return nx_round_overflow(signbit(s) != 0, F->rf.fmt, m, 0);
+    if (s == 0) {
+        /* exact zero: IEEE's sign rule, which the hardware applied for rne */
+        if (m == NX_RD && !(bits(x) == 0 && bits(y) == 0))
+            s = -0.0;
+        return nx_rf_round(s, &F->rf, m, 0);
+    }
+    double bb = s - x;
+    double e = (x - (s - bb)) + (y - bb);
+    return nx_rf_round_dd(s, e, &F->rf, m, 0);
+}
+
+/* round(x + y) to a format of fewer than 53 bits, or any format. */
+static inline double gadd(double x, double y, const fx_fmt *F, nx_mode m)
+{
+    double r = x + y;
+    uint64_t u = bits(r), a = u & ABSM, eb = a >> 52, low = a & F->mask;
+    if (eb >= F->eb_fast && eb < 0x7ff && low != 0 && low != F->half) {
+        uint64_t ra = mask_round(a, u, F, m, 0);
+        if (ra <= F->rf.maxbits)
+            return dbl(ra | (u & SIGNB));
+    }
+    return gadd_slow(x, y, F, m);
+}
+
+/* Exact TwoProd of finite nonzero a, b; 0 if it cannot be exact (underflow
+ * of the error term, or overflow). */
+static inline int two_prod(double a, double b, double *p, double *e)
+{
+    *p = a * b;
+    double ap = fabs(*p);
+    if (!(ap >= 0x1p-968 && ap <= 0x1p+1020))
+        return 0;
+    *e = fma(a, b, -*p);
+    return 1;
+}
+
+/* The exact a·b + c (c may be 0) in the superaccumulator, rounded once:
+ * the way out for fp64 operands whose TwoProd would underflow or overflow.
+ * Its zero rule is IEEE's for x + y, as nx_mp_add's. */
+static double xacc_fma(nx_xacc *x, double a, double b, double c, const fx_fmt *F, nx_mode m)
+{
+    nx_xacc_init(x);
+    nx_xacc_add_prod(x, a, b);
+    nx_xacc_add(x, c);
+    return nx_xacc_round(x, F->rf.fmt, m, 0);
+}
+
+/* round(a·b) with one rounding, fp64 operands allowed. */
+static double gmul(double a, double b, const fx_fmt *F, nx_mode m, int prod_exact, nx_xacc *x)
+{
+    if (prod_exact || !isfinite(a) || !isfinite(b) || a == 0 || b == 0)
+        return fround(a * b, F, m, 0); /* exact, or IEEE's special product */
+    if (F->rf.fmt == NX_FP64 && m == NX_RNE)
+        return a * b;
+    double p, e;
+    if (!two_prod(a, b, &p, &e))
+        return xacc_fma(x, a, b, 0.0, F, m); /* a nonzero product: the 0 changes nothing */
+    return nx_rf_round_dd(p, e, &F->rf, m, 0);
+}
+
+static inline void two_sum(double x, double y, double *s, double *e)
+{
+    *s = x + y;
+    double bb = *s - x;
+    *e = (x - (*s - bb)) + (y - bb);
+}
+
+static inline int lg_or_min(double x)
+{
+    return x == 0 ? -100000 : nx_rf_lg(x);
+}
+
+/* round(a·b + c) with one rounding where a·b may not be exact in binary64
+ * (an fp64 operand): TwoProd, then the exact three-term sum p + e + c
+ * normalised into hi + mid + lo and rounded once. */
+static double gfma3(double a, double b, double c, const fx_fmt *F, nx_mode m, nx_xacc *x)
+{
+    if (!isfinite(a) || !isfinite(b))
+        return special_add(a * b, c, F);
+    if (!isfinite(c))
+        return special_add(c, 0.0, F);
+    if (a == 0 || b == 0)
+        return gadd(a * b, c, F, m); /* an exact signed zero product */
+    if (F->rf.fmt == NX_FP64 && m == NX_RNE)
+        return fma(a, b, c);
+    double p, e;
+    if (!two_prod(a, b, &p, &e) || !(fabs(c) <= 0x1p+1020))
+        return xacc_fma(x, a, b, c, F, m);
+    double s, t, u, w, s2, u2, u3, w2;
+    two_sum(p, c, &s, &t);
+    two_sum(t, e, &u, &w);
+    two_sum(s, u, &s2, &u2);
+    two_sum(u2, w, &u3, &w2);
+    if (s2 == 0 && u3 == 0 && w2 == 0) /* p + e = -c: a cancellation */
+        return nx_rf_round(m == NX_RD ? -0.0 : 0.0, &F->rf, m, 0);
+    /* the normalisation nx_rf_round_ddd needs; checked, never assumed */
+    if (s2 == 0 || (u3 != 0 && lg_or_min(u3) > nx_rf_lg(s2) - 51) ||
+        (w2 != 0 && (u3 == 0 || lg_or_min(w2) > lg_or_min(u3) - 53)))
+        return xacc_fma(x, a, b, c, F, m);
+    return nx_rf_round_ddd(s2, u3, w2, &F->rf, m, 0);
+}
+
+/* ---------------------------------------------------------------------- */
+/* The plan: the program's operations grouped into steps, with slots. */
+
+enum { O_SLOT, O_VAL, O_PROD };          /* operand: an op result, a value term, a product term */
+enum { S_ZERO, S_LEAF, S_ADD, S_FMA, S_RUN, S_ATOM };
+enum { A_F32, A_F64, A_GEN, A_ID };      /* how the rounding is done */
+
+typedef struct fx_step {
+    uint8_t kind, cls, mode, fmt, pfmt, xk, yk, fused; /* fused: a run of fma steps */
+    int32_t x, y;     /* slot or term index per xk, yk */
+    int32_t dst;      /* result slot */
+    int32_t n;        /* run: steps; atom: group size */
+    int32_t toff;     /* run: offset in tidx, or -1 when the terms are y, y+1, ... */
+    int32_t op;       /* the program operation (the last one of a run) */
+} fx_step;
+
+typedef struct fx_plan {
+    const nx_program *p;
+    fx_fmt fmt[NX_NFORMATS];
+    int dot, prod_exact, narrow_a, in_round;
+    nx_fmt vfmt_a;   /* format the value terms are members of */
+    fx_step *steps;
+    size_t nsteps;
+    int32_t *tidx;   /* run term lists */
+    size_t ntidx;
+    int32_t *gsrc;   /* atom sources: term (>= 0) or slot -(s+1) */
+    int nslots, maxg, result_slot;
+    int atom_fixed;  /* atoms fit the int64 fixed point */
+} fx_plan;
+
+static void plan_free(fx_plan *pl)
+{
+    free(pl->steps);
+    free(pl->tidx);
+    free(pl->gsrc);
+}
+
+/* Format an operand's value is a member of. */
+static nx_fmt opnd_fmt(const fx_plan *pl, int kind, int32_t src, int pfmt)
+{
+    if (kind == O_SLOT)
+        return (nx_fmt)pl->p->ops[NX_SRC_OP(src)].fmt;
+    if (kind == O_VAL)
+        return pl->vfmt_a;
+    return (nx_fmt)pfmt;
+}
+
+static int is_float_fmt(nx_fmt f) { return f != NX_FP64; }
+
+static nx_status plan_build(fx_plan *pl, const nx_program *p, const nx_rows *in, nx_err *err)
+{
+    memset(pl, 0, sizeof *pl);
+    pl->p = p;
+    for (int f = 0; f < NX_NFORMATS; f++)
+        fx_fmt_init(&pl->fmt[f], (nx_fmt)f);
+    pl->dot = p->dot;
+    /* values stay members of their storage format through an fp64 `in` */
+    pl->in_round = p->in >= 0 && p->in != NX_FP64;
+    pl->narrow_a = pl->in_round || in->a_fmt != NX_FP64;
+    int narrow_b = !p->dot || pl->in_round || in->b_fmt != NX_FP64;
+    pl->prod_exact = pl->narrow_a && narrow_b;
+    pl->vfmt_a = pl->in_round ? (nx_fmt)p->in : in->a_fmt;
+
+    size_t nops = p->nops;
+    int32_t *uses = calloc(nops ? nops : 1, sizeof *uses);
+    int32_t *last = malloc((nops ? nops : 1) * sizeof *last);   /* last consuming step */
+    int32_t *slot = malloc((nops ? nops : 1) * sizeof *slot);
+    pl->steps = malloc((nops ? nops : 1) * sizeof *pl->steps);
+    pl->tidx = malloc((nops ? nops : 1) * sizeof *pl->tidx);
+    pl->gsrc = malloc((p->ngsrc ? p->ngsrc : 1) * sizeof *pl->gsrc);
+    int32_t *freel = malloc((nops + 1) * sizeof *freel);
+    if (!uses || !last || !slot || !pl->steps || !pl->tidx || !pl->gsrc || !freel) {
+        free(uses);
+        free(last);
+        free(slot);
+        free(freel);
+        plan_free(pl);
+        return nx_err_set(err, NX_ENOMEM, "out of memory planning the fast engine");
+    }
+    for (size_t i = 0; i < nops; i++) {
+        const nx_op *op = &p->ops[i];
+        if (op->kind == NX_OP_ZERO)
+            continue;
+        if (!NX_SRC_IS_TERM(op->x))
+            uses[NX_SRC_OP(op->x)]++;
+        if (op->kind == NX_OP_ADD && !NX_SRC_IS_TERM(op->y))
+            uses[NX_SRC_OP(op->y)]++;
+        if (op->kind == NX_OP_ATOM) {
+            for (int32_t g = 0; g < op->gn; g++)
+                if (!NX_SRC_IS_TERM(p->gsrc[op->y + g]))
+                    uses[NX_SRC_OP(p->gsrc[op->y + g])]++;
+            if (op->gn > pl->maxg)
+                pl->maxg = op->gn;
+        }
+    }
+    uses[NX_SRC_OP(p->result)]++;
+
+    /* Steps. */
+    size_t ns = 0;
+    for (size_t i = 0; i < nops; i++) {
+        const nx_op *op = &p->ops[i];
+        fx_step st;
+        memset(&st, 0, sizeof st);
+        st.mode = op->mode;
+        st.fmt = op->fmt;
+        st.pfmt = op->pfmt;
+        st.op = (int32_t)i;
+        st.toff = -1;
+        nx_fmt f = (nx_fmt)op->fmt;
+        int rne = op->mode == NX_RNE;
+        switch (op->kind) {
+        case NX_OP_ZERO:
+            st.kind = S_ZERO;
+            break;
+        case NX_OP_LEAF: {
+            st.kind = S_LEAF;
+            st.xk = NX_SRC_IS_TERM(op->x) ? (p->dot ? O_PROD : O_VAL) : O_SLOT;
+            st.x = op->x;
+            nx_fmt vf = opnd_fmt(pl, st.xk, op->x, op->pfmt);
+            st.cls = (st.xk != O_PROD && (vf == f || f == NX_FP64)) ? A_ID : A_GEN;
+            break;
+        }
+        case NX_OP_ADD: {
+            st.xk = NX_SRC_IS_TERM(op->x) ? (p->dot ? O_PROD : O_VAL) : O_SLOT;
+            st.x = op->x;
+            st.y = op->y;
+            if (op->fma) {
+                st.kind = S_FMA;
+                st.yk = O_PROD;
+                int cf = is_float_fmt(opnd_fmt(pl, st.xk, op->x, op->pfmt));
+                st.cls = f == NX_FP64 && rne ? A_F64
+                       : f == NX_FP32 && rne && pl->prod_exact && cf && st.xk == O_SLOT ? A_F32
+                                                                                        : A_GEN;
+            } else {
+                st.kind = S_ADD;
+                st.yk = NX_SRC_IS_TERM(op->y) ? (p->dot ? O_PROD : O_VAL) : O_SLOT;
+                int xf = is_float_fmt(opnd_fmt(pl, st.xk, op->x, op->pfmt));
+                int yf = is_float_fmt(opnd_fmt(pl, st.yk, op->y, op->pfmt));
+                if (st.xk == O_VAL && !pl->narrow_a)
+                    xf = 0;
+                if (st.yk == O_VAL && !pl->narrow_a)
+                    yf = 0;
+                st.cls = f == NX_FP64 && rne ? A_F64 : f == NX_FP32 && rne && xf && yf ? A_F32 : A_GEN;
+            }
+            /* A run: this op continues the previous op's chain. */
+            if (ns > 0 && NX_SRC_IS_TERM(op->y) && st.xk == O_SLOT && NX_SRC_OP(op->x) == (int32_t)i - 1 &&
+                uses[i - 1] == 1) {
+                fx_step *pv = &pl->steps[ns - 1];
+                int same = pv->fmt == st.fmt && pv->mode == st.mode && pv->pfmt == st.pfmt;
+                int runnable = st.kind == S_ADD || pl->prod_exact || st.cls == A_F64;
+                if (pv->kind == S_RUN && pv->op == (int32_t)i - 1 && same && pv->cls == st.cls &&
+                    pv->fused == (st.kind == S_FMA) && pv->yk == st.yk) {
+                    /* extend the run */
+                    pl->tidx[pv->toff + pv->n] = op->y;
+                    pv->n++;
+                    pl->ntidx++;
+                    pv->op = (int32_t)i;
+                    continue;
+                }
+                if ((pv->kind == S_ADD || pv->kind == S_FMA) && pv->op == (int32_t)i - 1 && same &&
+                    pv->cls == st.cls && pv->kind == st.kind && pv->yk == st.yk && runnable &&
+                    NX_SRC_IS_TERM(pv->y) && pv->xk == O_SLOT) {
+                    /* turn the previous step into a run of two */
+                    pv->fused = pv->kind == S_FMA;
+                    pv->kind = S_RUN;
+                    pv->toff = (int32_t)pl->ntidx;
+                    pl->tidx[pl->ntidx++] = pv->y;
+                    pl->tidx[pl->ntidx++] = op->y;
+                    pv->n = 2;
+                    pv->op = (int32_t)i;
+                    continue;
+                }
+            }
+            break;
+        }
+        default: /* NX_OP_ATOM */
+            st.kind = S_ATOM;
+            st.xk = NX_SRC_IS_TERM(op->x) ? (p->dot ? O_PROD : O_VAL) : O_SLOT;
+            st.x = op->x;
+            st.y = op->y;
+            st.n = op->gn;
+            break;
+        }
+        pl->steps[ns++] = st;
+    }
+    pl->nsteps = ns;
+
+    /* Slots: an op's result lives from its step to its last consumer's. */
+    for (size_t i = 0; i < nops; i++)
+        last[i] = -1;
+    for (size_t k = 0; k < ns; k++) {
+        fx_step *st = &pl->steps[k];
+        const nx_op *op0;
+        if (st->kind == S_RUN) {
+            /* the run reads its start value: the x of its first op */
+            int32_t first = st->op - st->n + 1;
+            op0 = &p->ops[first];
+            last[NX_SRC_OP(op0->x)] = (int32_t)k;
+            continue;
+        }
+        const nx_op *op = &p->ops[st->op];
+        if (op->kind == NX_OP_ZERO)
+            continue;
+        if (!NX_SRC_IS_TERM(op->x))
+            last[NX_SRC_OP(op->x)] = (int32_t)k;
+        if (op->kind == NX_OP_ADD && !NX_SRC_IS_TERM(op->y))
+            last[NX_SRC_OP(op->y)] = (int32_t)k;
+        if (op->kind == NX_OP_ATOM)
+            for (int32_t g = 0; g < op->gn; g++)
+                if (!NX_SRC_IS_TERM(p->gsrc[op->y + g]))
+                    last[NX_SRC_OP(p->gsrc[op->y + g])] = (int32_t)k;
+    }
+    last[NX_SRC_OP(p->result)] = (int32_t)ns; /* read after the last step */
+    int nfree = 0, nslots = 0;
+    /* Per step: free the slots whose last reader is this step, then allocate
+     * the result's slot (a step reads all its operands before it writes). */
+    int32_t *dying = malloc((ns + 1) * sizeof *dying); /* head of a list per step */
+    int32_t *next = malloc((nops ? nops : 1) * sizeof *next);
+    if (!dying || !next) {
+        free(dying);
+        free(next);
+        free(uses);
+        free(last);
+        free(slot);
+        free(freel);
+        plan_free(pl);
+        return nx_err_set(err, NX_ENOMEM, "out of memory planning the fast engine");
+    }
+    for (size_t k = 0; k <= ns; k++)
+        dying[k] = -1;
+    for (size_t i = 0; i < nops; i++)
+        if (last[i] >= 0) {
+            next[i] = dying[last[i]];
+            dying[last[i]] = (int32_t)i;
+        }
+    for (size_t k = 0; k < ns; k++) {
+        fx_step *st = &pl->steps[k];
+        for (int32_t i = dying[k]; i >= 0; i = next[i])
+            freel[nfree++] = slot[i];
+        int32_t s = nfree ? freel[--nfree] : nslots++;
+        slot[st->op] = s;
+        st->dst = s;
+    }
+    /* Operands to slots. */
+    for (size_t k = 0; k < ns; k++) {
+        fx_step *st = &pl->steps[k];
+        const nx_op *op = &p->ops[st->kind == S_RUN ? st->op - st->n + 1 : st->op];
+        if (st->kind == S_ZERO)
+            continue;
+        if (st->xk == O_SLOT)
+            st->x = slot[NX_SRC_OP(op->x)];
+        if (st->kind == S_ADD && st->yk == O_SLOT)
+            st->y = slot[NX_SRC_OP(op->y)];
+        if (st->kind == S_ATOM) {
+            st->y = op->y;
+            for (int32_t g = 0; g < op->gn; g++) {
+                int32_t s = p->gsrc[op->y + g];
+                pl->gsrc[op->y + g] = NX_SRC_IS_TERM(s) ? s : -slot[NX_SRC_OP(s)] - 1;
+            }
+        }
+        if (st->kind == S_RUN) {
+            /* contiguous term lists need no index loads */
+            int contig = 1;
+            for (int32_t j = 1; j < st->n && contig; j++)
+                contig = pl->tidx[st->toff + j] == pl->tidx[st->toff] + j;
+            st->y = pl->tidx[st->toff];
+            if (contig)
+                st->toff = -1;
+        }
+    }
+    pl->result_slot = slot[NX_SRC_OP(p->result)];
+    pl->nslots = nslots ? nslots : 1;
+    /* (maxg + 1) cut addends of at most 2^(F+1) units each must stay below
+     * 2^61 in an int64 */
+    int F = p->atom_frac_bits, lgn = 0;
+    while ((1ll << lgn) < (long long)pl->maxg + 1)
+        lgn++;
+    pl->atom_fixed = F >= 0 && F + 1 + lgn <= 60;
+    free(dying);
+    free(next);
+    free(uses);
+    free(last);
+    free(slot);
+    free(freel);
+    return NX_OK;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Evaluation of a block of rows. */
+
+typedef struct fx_blk {
+    const double *A[FX_B], *Bv[FX_B]; /* row k's inputs (after `in` rounding) */
+    int nb;
+    double *vals;                     /* slot s, row k: vals[s * FX_B + k] */
+    int bail[FX_B];                   /* row k must be redone by MPFR */
+    double *ahi, *alo;                /* atom addends: (ahi + alo)·2^asc */
+    int *asc;
+    nx_xacc *xacc;
+} fx_blk;
+
+/* value(t) of an operand for row k (products rounded to pfmt in mode m). */
+static inline double opnd(const fx_plan *pl, fx_blk *b, int kind, int32_t v, int k, int pfmt,
+                          nx_mode m)
+{
+    if (kind == O_SLOT)
+        return b->vals[(size_t)v * FX_B + (size_t)k];
+    if (kind == O_VAL)
+        return b->A[k][v];
+    return gmul(b->A[k][v], b->Bv[k][v], &pl->fmt[pfmt], m, pl->prod_exact, b->xacc);
+}
+
+static inline double do_add(const fx_plan *pl, int cls, double x, double y, const fx_fmt *F,
+                            nx_mode m)
+{
+    (void)pl;
+    switch (cls) {
+    case A_F32: return (double)((float)x + (float)y);
+    case A_F64: return x + y;
+    default: return gadd(x, y, F, m);
+    }
+}
+
+static inline double do_fma(const fx_plan *pl, int cls, double a, double b, double c,
+                            const fx_fmt *F, nx_mode m, nx_xacc *x)
+{
+    switch (cls) {
+    case A_F32: return (double)fmaf((float)a, (float)b, (float)c);
+    case A_F64: return fma(a, b, c);
+    default:
+        if (pl->prod_exact)
+            return gadd(a * b, c, F, m);
+        return gfma3(a, b, c, F, m, x);
+    }
+}
+
+/* A run of `n` chain steps over row k's terms, for every row of the block.
+ * STEP(s, t) is one step; the accumulator stays in registers. */
+#define RUN_LOOP(TYPE, LOAD, STORE, STEP)                                                         \
+    do {                                                                                           \
+        TYPE s_[FX_B];                                                                             \
+        for (int k = 0; k < FX_B; k++)                                                             \
+            s_[k] = (TYPE)(k < nb ? LOAD(k) : 0);                                                  \
+        if (nb == FX_B) {                                                                          \
+            for (int32_t j = 0; j < n; j++) {                                                      \
+                int32_t t = idx ? idx[j] : t0 + j;                                                 \
+                for (int k = 0; k < FX_B; k++)                                                     \
+                    s_[k] = STEP(s_[k], t, k);                                                     \
+            }                                                                                      \
+        } else {                                                                                   \
+            for (int32_t j = 0; j < n; j++) {                                                      \
+                int32_t t = idx ? idx[j] : t0 + j;                                                 \
+                for (int k = 0; k < nb; k++)                                                       \
+                    s_[k] = STEP(s_[k], t, k);                                                     \
+            }                                                                                      \
+        }                                                                                          \
+        for (int k = 0; k < nb; k++)                                                               \
+            STORE(k, s_[k]);                                                                       \
+    } while (0)
+
+#define LOAD_X(k) vals[(size_t)st->x * FX_B + (size_t)(k)]
+#define STORE_D(k, v) vals[(size_t)st->dst * FX_B + (size_t)(k)] = (double)(v)
+#define ST_FMAF(s, t, k) fmaf((float)A[k][t], (float)Bv[k][t], (s))
+#define ST_FMA64(s, t, k) fma(A[k][t], Bv[k][t], (s))
+#define ST_ADDF_VAL(s, t, k) ((s) + (float)A[k][t])
+#define ST_ADD64_VAL(s, t, k) ((s) + A[k][t])
+#define ST_ADD64_PROD(s, t, k) ((s) + A[k][t] * Bv[k][t])
+#define ST_GFMA(s, t, k) gadd(A[k][t] * Bv[k][t], (s), F, MODE)
+#define ST_GADD_VAL(s, t, k) gadd((s), A[k][t], F, MODE)
+
+static inline __attribute__((always_inline)) void run_step(const fx_plan *pl, fx_blk *b,
+                                                          const fx_step *st)
+{
+    const int nb = b->nb;
+    const int32_t n = st->n, t0 = st->y;
+    const int32_t *idx = st->toff >= 0 ? pl->tidx + st->toff : NULL;
+    const double *const *A = b->A;
+    const double *const *Bv = b->Bv;
+    double *vals = b->vals;
+    const fx_fmt *F = &pl->fmt[st->fmt];
+    nx_mode m = (nx_mode)st->mode;
+    if (st->fused) {
+        if (st->cls == A_F32) {
+            RUN_LOOP(float, LOAD_X, STORE_D, ST_FMAF);
+            return;
+        }
+        if (st->cls == A_F64) {
+            RUN_LOOP(double, LOAD_X, STORE_D, ST_FMA64);
+            return;
+        }
+        /* prod_exact: a fused step is round(a·b + s) with a·b exact */
+        switch (m) {
+#define MODE NX_RNE
+        case NX_RNE: RUN_LOOP(double, LOAD_X, STORE_D, ST_GFMA); return;
+#undef MODE
+#define MODE NX_RNA
+        case NX_RNA: RUN_LOOP(double, LOAD_X, STORE_D, ST_GFMA); return;
+#undef MODE
+#define MODE NX_RZ
+        case NX_RZ: RUN_LOOP(double, LOAD_X, STORE_D, ST_GFMA); return;
+#undef MODE
+#define MODE NX_RU
+        case NX_RU: RUN_LOOP(double, LOAD_X, STORE_D, ST_GFMA); return;
+#undef MODE
+#define MODE NX_RD
+        default: RUN_LOOP(double, LOAD_X, STORE_D, ST_GFMA); return;
+#undef MODE
+        }
+    }
+    if (st->yk == O_VAL) {
+        if (st->cls == A_F32) {
+            RUN_LOOP(float, LOAD_X, STORE_D, ST_ADDF_VAL);
+            return;
+        }
+        if (st->cls == A_F64) {
+            RUN_LOOP(double, LOAD_X, STORE_D, ST_ADD64_VAL);
+            return;
+        }
+        switch (m) {
+#define MODE NX_RNE
+        case NX_RNE: RUN_LOOP(double, LOAD_X, STORE_D, ST_GADD_VAL); return;
+#undef MODE
+#define MODE NX_RNA
+        case NX_RNA: RUN_LOOP(double, LOAD_X, STORE_D, ST_GADD_VAL); return;
+#undef MODE
+#define MODE NX_RZ
+        case NX_RZ: RUN_LOOP(double, LOAD_X, STORE_D, ST_GADD_VAL); return;
+#undef MODE
+#define MODE NX_RU
+        case NX_RU: RUN_LOOP(double, LOAD_X, STORE_D, ST_GADD_VAL); return;
+#undef MODE
+#define MODE NX_RD
+        default: RUN_LOOP(double, LOAD_X, STORE_D, ST_GADD_VAL); return;
+#undef MODE
+        }
+    }
+    /* product terms rounded to pfmt, then added */
+    if (st->cls == A_F64 && st->pfmt == NX_FP64) {
+        RUN_LOOP(double, LOAD_X, STORE_D, ST_ADD64_PROD);
+        return;
+    }
+    for (int k = 0; k < nb; k++) {
+        double s = vals[(size_t)st->x * FX_B + (size_t)k];
+        for (int32_t j = 0; j < n; j++) {
+            int32_t t = idx ? idx[j] : t0 + j;
+            double v = opnd(pl, b, O_PROD, t, k, st->pfmt, m);
+            s = do_add(pl, st->cls, s, v, F, m);
+        }
+        vals[(size_t)st->dst * FX_B + (size_t)k] = s;
+    }
+}
+
+/* Cuts |x| = M·2^k at 2^q in mode m (the value's sign neg); R < 2^62. */
+static inline uint64_t cut_mag(uint64_t a, int neg, int q, nx_mode m)
+{
+    int ex = (int)(a >> 52);
+    uint64_t M = ex ? (a & ((1ull << 52) - 1)) | (1ull << 52) : a;
+    int k = ex ? ex - 1075 : -1074;
+    int s = q - k;
+    if (s <= 0)
+        return M << -s;
+    uint64_t R;
+    int rbit, st;
+    if (s < 64) {
+        uint64_t half = 1ull << (s - 1);
+        R = M >> s;
+        rbit = (M & half) != 0;
+        st = (M & (half - 1)) != 0;
+    } else {
+        R = 0;
+        rbit = 0;
+        st = 1;
+    }
+    switch (m) {
+    case NX_RZ: return R;
+    case NX_RNE: return R + (uint64_t)(rbit && (st || (R & 1)));
+    case NX_RNA: return R + (uint64_t)rbit;
+    case NX_RU: return R + (uint64_t)(!neg && (rbit || st));
+    default: return R + (uint64_t)(neg && (rbit || st));
+    }
+}
+
+/* One atom (§5) for row k. */
+static double atom_row(const fx_plan *pl, fx_blk *b, const fx_step *st, int k)
+{
+    const nx_program *p = pl->p;
+    const fx_fmt *F = &pl->fmt[st->fmt];
+    nx_mode m = (nx_mode)st->mode;
+    int gn = st->n, cnt = gn + 1;
+    double *hi = b->ahi, *lo = b->alo;
+    int *sc = b->asc;
+    int dd = 0;     /* some addend is a double-double (an fp64 product) */
+    int scaled = 0; /* some addend is (hi + lo)·2^sc, sc != 0 */
+    memset(sc, 0, (size_t)(gn + 1) * sizeof *sc);
+    hi[0] = opnd(pl, b, st->xk, st->x, k, NX_FP64, NX_RNE);
+    lo[0] = 0;
+    if (st->xk == O_PROD && !pl->prod_exact) {
+        b->bail[k] = 1; /* an atom's accumulator is never a term in the programs built */
+        return 0;
+    }
+    for (int g = 0; g < gn; g++) {
+        int32_t s = pl->gsrc[st->y + g];
+        double h, l = 0;
+        if (s < 0) {
+            h = b->vals[(size_t)(-s - 1) * FX_B + (size_t)k];
+        } else if (!p->dot) {
+            h = b->A[k][s];
+        } else {
+            double av = b->A[k][s], bv = b->Bv[k][s];
+            h = av * bv;
+            if (!pl->prod_exact && isfinite(av) && isfinite(bv) && av != 0 && bv != 0) {
+                if (!two_prod(av, bv, &h, &l)) {
+                    /* beyond TwoProd's range: (ma·mb)·2^(ea+eb), ma·mb split exactly */
+                    int ea, eb;
+                    double ma = frexp(av, &ea), mb = frexp(bv, &eb);
+                    h = ma * mb;
+                    l = fma(ma, mb, -h);
+                    sc[g + 1] = ea + eb;
+                    scaled = 1;
+                }
+                dd = 1;
+            }
+        }
+        hi[g + 1] = h;
+        lo[g + 1] = l;
+    }
+    /* specials, zero signs, the largest exponent */
+    int nan = 0, pinf = 0, ninf = 0, allneg0 = 1, any = 0, E = 0;
+    for (int i = 0; i < cnt; i++) {
+        uint64_t u = bits(hi[i]), a = u & ABSM;
+        if (u != SIGNB)
+            allneg0 = 0;
+        if (a >= INFB) {
+            if (a > INFB)
+                nan = 1;
+            else if (u >> 63)
+                ninf = 1;
+            else
+                pinf = 1;
+            continue;
+        }
+        if (a == 0)
+            continue;
+        int e = dd ? nx_rf_lg_dd(hi[i], lo[i]) + sc[i] : (a >> 52) ? (int)(a >> 52) - 1023 : nx_rf_lg(hi[i]);
+        if (!any || e > E)
+            E = e;
+        any = 1;
+    }
+    if (nan || (pinf && ninf))
+        return NAN;
+    if (pinf || ninf)
+        return nx_round_inf(ninf, F->rf.fmt, 0);
+    if (!any)
+        return nx_rf_round(allneg0 ? -0.0 : 0.0, &F->rf, m, 0);
+    int Fb = p->atom_frac_bits;
+    nx_mode tr = p->atom_term_round;
+    if (pl->atom_fixed) {
+        int q = E - Fb;
+        int64_t sum = 0;
+        for (int i = 0; i < cnt; i++) {
+            uint64_t u = bits(hi[i]), a = u & ABSM;
+            if (a == 0)
+                continue;
+            if (dd) {
+                sum += nx_rf_cut(hi[i], lo[i], q - sc[i], tr);
+                continue;
+            }
+            uint64_t R = cut_mag(a, (int)(u >> 63), q, tr);
+            sum += (u >> 63) ? -(int64_t)R : (int64_t)R;
+        }
+        if (sum == 0)
+            return nx_rf_round(allneg0 ? -0.0 : 0.0, &F->rf, m, 0);
+        return nx_rf_round_scaled(sum < 0, sum < 0 ? (uint64_t)-sum : (uint64_t)sum, q, 0, &F->rf, m, 0);
+    }
+    if (Fb >= 0) {
+        /* frac_bits too wide for 64 bits: rare, MPFR does it */
+        b->bail[k] = 1;
+        return 0;
+    }
+    /* no frac_bits: the exact sum */
+    nx_xacc *x = b->xacc;
+    nx_xacc_init(x);
+    for (int i = 0; i < cnt; i++) {
+        if (scaled && sc[i]) {
+            nx_xacc_add_scaled(x, hi[i], sc[i]);
+            if (lo[i] != 0)
+                nx_xacc_add_scaled(x, lo[i], sc[i]);
+            continue;
+        }
+        nx_xacc_add(x, hi[i]);
+        if (lo[i] != 0)
+            nx_xacc_add(x, lo[i]);
+    }
+    if (nx_xacc_sign(x) == 0)
+        return nx_rf_round(allneg0 ? -0.0 : 0.0, &F->rf, m, 0);
+    return nx_xacc_round(x, F->rf.fmt, m, 0);
+}
+
+static inline __attribute__((always_inline)) void exec_block(const fx_plan *pl, fx_blk *b)
+{
+    const int nb = b->nb;
+    double *vals = b->vals;
+    for (size_t si = 0; si < pl->nsteps; si++) {
+        const fx_step *st = &pl->steps[si];
+        const fx_fmt *F = &pl->fmt[st->fmt];
+        nx_mode m = (nx_mode)st->mode;
+        double *dst = vals + (size_t)st->dst * FX_B;
+        switch (st->kind) {
+        case S_ZERO:
+            for (int k = 0; k < FX_B; k++)
+                dst[k] = 0.0;
+            break;
+        case S_LEAF:
+            for (int k = 0; k < nb; k++) {
+                double v = opnd(pl, b, st->xk, st->x, k, st->pfmt, m);
+                dst[k] = st->cls == A_ID ? v : fround(v, F, m, 0);
+            }
+            break;
+        case S_ADD:
+            for (int k = 0; k < nb; k++) {
+                double x = opnd(pl, b, st->xk, st->x, k, st->pfmt, m);
+                double y = opnd(pl, b, st->yk, st->y, k, st->pfmt, m);
+                dst[k] = do_add(pl, st->cls, x, y, F, m);
+            }
+            break;
+        case S_FMA:
+            for (int k = 0; k < nb; k++) {
+                double c = opnd(pl, b, st->xk, st->x, k, st->pfmt, m);
+                dst[k] = do_fma(pl, st->cls, b->A[k][st->y], b->Bv[k][st->y], c, F, m, b->xacc);
+            }
+            break;
+        case S_RUN:
+            run_step(pl, b, st);
+            break;
+        default:
+            for (int k = 0; k < nb; k++) {
+                double v = atom_row(pl, b, st, k);
+                dst[k] = v; /* written after the row's reads: slots may be shared */
+            }
+            break;
+        }
+    }
+}
+
+static void exec_block_plain(const fx_plan *pl, fx_blk *b)
+{
+    exec_block(pl, b);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define FX_FMA_CLONE 1
+__attribute__((target("fma"))) static void exec_block_fma(const fx_plan *pl, fx_blk *b)
+{
+    exec_block(pl, b);
+}
+#endif
+
+/* ---------------------------------------------------------------------- */
+
+typedef struct fx_scratch {
+    double *vals, *ain, *bin, *ahi, *alo;
+    int *asc;
+    nx_xacc xacc;
+    nx_mpfr_row *mrow;
+} fx_scratch;
+
+static void scratch_free(fx_scratch *s)
+{
+    free(s->vals);
+    free(s->ain);
+    free(s->bin);
+    free(s->ahi);
+    free(s->alo);
+    free(s->asc);
+    nx_mpfr_row_free(s->mrow);
+}
+
+static int scratch_init(fx_scratch *s, const fx_plan *pl)
+{
+    memset(s, 0, sizeof *s);
+    size_t n = pl->p->n ? pl->p->n : 1;
+    s->vals = malloc((size_t)pl->nslots * FX_B * sizeof *s->vals);
+    s->ahi = malloc((size_t)(pl->maxg + 1) * sizeof *s->ahi);
+    s->alo = malloc((size_t)(pl->maxg + 1) * sizeof *s->alo);
+    s->asc = malloc((size_t)(pl->maxg + 1) * sizeof *s->asc);
+    if (pl->in_round) {
+        s->ain = malloc(FX_B * n * sizeof *s->ain);
+        s->bin = pl->dot ? malloc(FX_B * n * sizeof *s->bin) : NULL;
+    }
+    if (!s->vals || !s->ahi || !s->alo || !s->asc || (pl->in_round && (!s->ain || (pl->dot && !s->bin)))) {
+        scratch_free(s);
+        return -1;
+    }
+    return 0;
+}
+
+nx_status nx_fast_reduce_ex(const nx_program *p, const nx_rows *in, double *y, int threads,
+                            size_t *mpfr_rows, nx_err *err)
+{
+    fx_plan pl;
+    nx_status st = plan_build(&pl, p, in, err);
+    if (st)
+        return st;
+    size_t n = p->n, rows = in->rows;
+    size_t nblocks = (rows + FX_B - 1) / FX_B;
+    int failed = 0;
+    size_t redone = 0;
+    void (*exec)(const fx_plan *, fx_blk *) = exec_block_plain;
+#ifdef FX_FMA_CLONE
+    if (__builtin_cpu_supports("fma"))
+        exec = exec_block_fma;
+#endif
+    const fx_fmt *fin = pl.in_round ? &pl.fmt[p->in] : NULL;
+    const fx_fmt *fout = &pl.fmt[p->out];
+#pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads()) if (nblocks > 1) \
+    reduction(+ : redone)
+    {
+        fx_scratch sc;
+        int ok = scratch_init(&sc, &pl) == 0;
+        if (!ok) {
+#pragma omp atomic write
+            failed = 1;
+        }
+#pragma omp for schedule(dynamic, 1)
+        for (size_t blk = 0; blk < nblocks; blk++) {
+            if (!ok)
+                continue;
+            fx_blk b;
+            memset(&b, 0, sizeof b);
+            size_t r0 = blk * FX_B;
+            b.nb = (int)(rows - r0 < FX_B ? rows - r0 : FX_B);
+            b.vals = sc.vals;
+            b.ahi = sc.ahi;
+            b.alo = sc.alo;
+            b.asc = sc.asc;
+            b.xacc = &sc.xacc;
+            for (int k = 0; k < FX_B; k++) {
+                size_t r = r0 + (size_t)(k < b.nb ? k : 0);
+                const double *ar = in->a + r * n, *br = in->b ? in->b + r * n : ar;
+                if (fin && k < b.nb) {
+                    double *ai = sc.ain + (size_t)k * n, *bi = p->dot ? sc.bin + (size_t)k * n : NULL;
+                    for (size_t i = 0; i < n; i++)
+                        ai[i] = fround(ar[i], fin, p->in_rounding, 0);
+                    if (bi)
+                        for (size_t i = 0; i < n; i++)
+                            bi[i] = fround(br[i], fin, p->in_rounding, 0);
+                    ar = ai;
+                    br = bi ? bi : ai;
+                }
+                b.A[k] = ar;
+                b.Bv[k] = br;
+            }
+            exec(&pl, &b);
+            for (int k = 0; k < b.nb; k++) {
+                size_t r = r0 + (size_t)k;
+                if (b.bail[k]) {
+                    if (!sc.mrow && !(sc.mrow = nx_mpfr_row_new(p))) {
+#pragma omp atomic write
+                        failed = 1;
+                        continue;
+                    }
+                    y[r] = nx_mpfr_row_eval(sc.mrow, p, in->a_fmt, in->a + r * n, in->b_fmt,
+                                            in->b ? in->b + r * n : NULL);
+                    redone++;
+                    continue;
+                }
+                double v = sc.vals[(size_t)pl.result_slot * FX_B + (size_t)k];
+                y[r] = fround(v, fout, p->out_rounding, p->saturate);
+            }
+        }
+        if (sc.mrow)
+            mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE);
+        if (ok)
+            scratch_free(&sc);
+    }
+    plan_free(&pl);
+    if (mpfr_rows)
+        *mpfr_rows = redone;
+    if (failed)
+        return nx_err_set(err, NX_ENOMEM, "out of memory for the fast engine's scratch");
+    return NX_OK;
+}
+
+nx_status nx_fast_reduce(const nx_program *p, const nx_rows *in, double *y, int threads,
+                         nx_err *err)
+{
+    return nx_fast_reduce_ex(p, in, y, threads, NULL, err);
+}

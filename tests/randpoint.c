@@ -1,0 +1,212 @@
+/* randpoint.c: random numerics points and inputs (see randpoint.h).  Moved
+ * out of test_oracle.c unchanged, so the oracle comparison draws the same
+ * cases from the same seeds as before. */
+#include "randpoint.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Generated trees are at most three levels deep, far below the buffers. */
+#pragma GCC diagnostic ignored "-Wformat-truncation"
+
+static uint64_t rng_state;
+
+void rp_seed(uint64_t seed)
+{
+    rng_state = seed;
+}
+
+uint64_t rp_rand(void)
+{
+    /* splitmix64: small, good enough, reproducible */
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+int rp_below(int n) { return (int)(rp_rand() % (uint64_t)n); }
+
+static const char *const fmts[] = {"fp64", "fp32", "tf32", "fp16", "bf16", "e5m2", "e4m3",
+                                   "e3m2", "e2m3", "e2m1", "e8m0", "e8m13"};
+/* Formats as inputs: every format with a storage of its own (tf32/e8m13 come
+ * through `in`). */
+static const char *const in_fmts[] = {"fp64", "fp32", "fp16", "bf16", "e5m2", "e4m3",
+                                      "e3m2", "e2m3", "e2m1", "e8m0"};
+/* Accumulator formats: signed, with zero. */
+static const char *const acc_fmts[] = {"fp64", "fp32", "tf32", "fp16", "bf16", "e8m13",
+                                       "e5m2", "e4m3", "e3m2", "e2m3", "e2m1"};
+static const char *const modes[] = {"rne", "rna", "rz", "ru", "rd"};
+
+#define PICK(a) (a[rp_below((int)(sizeof a / sizeof a[0]))])
+
+/* Accumulators mostly wide (interesting bits), sometimes narrow. */
+static const char *pick_acc(void)
+{
+    int r = rp_below(10);
+    if (r < 4) return "fp32";
+    if (r < 6) return "bf16";
+    if (r < 7) return "fp16";
+    return PICK(acc_fmts);
+}
+
+static void gen_tree(char *buf, size_t cap, int depth, int has_atom)
+{
+    int k = rp_below(depth > 2 ? 4 : 10);
+    char t[512], c[512];
+    switch (k) {
+    case 0: snprintf(buf, cap, rp_below(12) ? "seq" : "atomic"); break;
+    case 1: snprintf(buf, cap, "pairwise"); break;
+    case 2: snprintf(buf, cap, "halving"); break;
+    case 3:
+        if (has_atom) snprintf(buf, cap, "chain(%d)", 1 + rp_below(9));
+        else snprintf(buf, cap, "seq");
+        break;
+    case 4: gen_tree(t, sizeof t, depth + 1, has_atom); snprintf(buf, cap, "reverse(%s)", t); break;
+    case 5: case 6:
+        gen_tree(t, sizeof t, depth + 1, has_atom);
+        gen_tree(c, sizeof c, depth + 1, has_atom);
+        if (rp_below(3) == 0) snprintf(buf, cap, "split(%d, %s, %s, align=%d)", 1 + rp_below(6), t, c, 1 + rp_below(5));
+        else snprintf(buf, cap, "split(%d,%s,%s)", 1 + rp_below(6), t, c);
+        break;
+    case 7:
+        gen_tree(t, sizeof t, depth + 1, has_atom);
+        gen_tree(c, sizeof c, depth + 1, has_atom);
+        snprintf(buf, cap, "tile(%d, %s, %s)", 1 + rp_below(7), t, c);
+        break;
+    default:
+        gen_tree(t, sizeof t, depth + 1, has_atom);
+        gen_tree(c, sizeof c, depth + 1, has_atom);
+        if (rp_below(2)) snprintf(buf, cap, "stride(%d, %s, %s, block=%d)", 1 + rp_below(5), t, c, 1 + rp_below(4));
+        else snprintf(buf, cap, "stride(%d, %s, %s)", 1 + rp_below(5), t, c);
+        break;
+    }
+    if (rp_below(8) == 0) {
+        size_t l = strlen(buf);
+        snprintf(buf + l, cap - l, "@%s", pick_acc());
+    }
+}
+
+static int storage_bits(const char *f)
+{
+    if (!strcmp(f, "fp64")) return 64;
+    if (!strcmp(f, "fp32")) return 32;
+    if (!strcmp(f, "fp16") || !strcmp(f, "bf16")) return 16;
+    if (!strcmp(f, "e3m2") || !strcmp(f, "e2m3")) return 6;
+    if (!strcmp(f, "e2m1")) return 4;
+    return 8;
+}
+
+/* A random pattern: uniform bits, or a value near a common scale (so sums
+ * cancel and carry), a signed zero, or the negation of an earlier term. */
+uint64_t rp_gen_bits(const char *f, const uint64_t *prev, size_t nprev, int scale_exp)
+{
+    int sb = storage_bits(f);
+    uint64_t mask = sb == 64 ? ~0ull : (1ull << sb) - 1;
+    int r = rp_below(16);
+    if (r == 0)
+        return rp_below(2) ? (1ull << (sb - 1)) : 0; /* ±0 */
+    if (r <= 2 && nprev)
+        return prev[rp_below((int)nprev)] ^ (1ull << (sb - 1)); /* exact cancellation */
+    if (sb >= 32 && r <= 12) {
+        /* a value near 2^scale_exp, random mantissa; occasionally subnormal */
+        double v = ldexp(1.0 + (double)(rp_rand() >> 11) * 0x1p-53, scale_exp + rp_below(6) - 3);
+        if (rp_below(20) == 0)
+            v = ldexp((double)(rp_rand() >> 40), sb == 64 ? -1074 : -149);
+        if (rp_below(2))
+            v = -v;
+        if (sb == 64) {
+            uint64_t b;
+            memcpy(&b, &v, 8);
+            return b;
+        }
+        float fv = (float)v; /* rounding here only picks the input; it is exact afterwards */
+        uint32_t b;
+        memcpy(&b, &fv, 4);
+        return b;
+    }
+    uint64_t b = rp_rand() & mask;
+    if (sb >= 32 && rp_below(4)) { /* avoid too many NaN/inf for wide formats */
+        int eb = sb == 64 ? 11 : 8, mb = sb == 64 ? 52 : 23;
+        uint64_t e = (b >> mb) & ((1ull << eb) - 1);
+        if (e == (1ull << eb) - 1)
+            b &= ~(1ull << mb);
+    }
+    return b;
+}
+
+void rp_case_make(rp_case *c)
+{
+    memset(c, 0, sizeof *c);
+    orc_point *p = &c->op;
+    p->acc = pick_acc();
+    p->rounding = rp_below(2) ? "rne" : PICK(modes);
+    p->fma = rp_below(4) != 0;
+    p->atom_frac_bits = -1;
+    if (rp_below(6) == 0) { p->in = PICK(fmts); if (!strcmp(p->in, "e8m0")) p->in = "tf32"; p->in_rounding = PICK(modes); }
+    if (rp_below(6) == 0) p->product = PICK(acc_fmts);
+    p->has_atom = rp_below(3) == 0;
+    if (p->has_atom) {
+        p->atom_frac_bits = rp_below(4) ? rp_below(30) : -1;
+        if (rp_below(3) == 0) p->atom_term_round = PICK(modes);
+        if (rp_below(3) == 0) p->atom_round = PICK(modes);
+        if (rp_below(3) == 0) p->atom_acc = rp_below(2) ? "e8m13" : pick_acc();
+    }
+    if (rp_below(3) == 0) p->out = rp_below(4) ? pick_acc() : PICK(fmts);
+    if (rp_below(4) == 0) p->out_rounding = PICK(modes);
+    p->saturate = rp_below(5) == 0;
+    gen_tree(c->tree, sizeof c->tree, 0, p->has_atom);
+    if (p->has_atom && rp_below(2)) /* make chains common when there is an atom */
+        snprintf(c->tree, sizeof c->tree, rp_below(2) ? "chain(%d)" : "split(%d, chain(4), seq)", 1 + rp_below(8));
+    p->tree = c->tree;
+
+    char *s = c->toml;
+    size_t cap = sizeof c->toml, l = 0;
+    l += (size_t)snprintf(s + l, cap - l, "{ acc = \"%s\", rounding = \"%s\", fma = %s, tree = \"%s\"", p->acc,
+                          p->rounding, p->fma ? "true" : "false", p->tree);
+    if (p->in)
+        l += (size_t)snprintf(s + l, cap - l, ", in = \"%s\", in_rounding = \"%s\"", p->in, p->in_rounding);
+    if (p->product)
+        l += (size_t)snprintf(s + l, cap - l, ", product = \"%s\"", p->product);
+    if (p->has_atom) {
+        l += (size_t)snprintf(s + l, cap - l, ", atom = { term_round = \"%s\"",
+                              p->atom_term_round ? p->atom_term_round : "rz");
+        if (p->atom_frac_bits >= 0)
+            l += (size_t)snprintf(s + l, cap - l, ", frac_bits = %d", p->atom_frac_bits);
+        if (p->atom_round)
+            l += (size_t)snprintf(s + l, cap - l, ", round = \"%s\"", p->atom_round);
+        if (p->atom_acc)
+            l += (size_t)snprintf(s + l, cap - l, ", acc = \"%s\"", p->atom_acc);
+        l += (size_t)snprintf(s + l, cap - l, " }");
+    }
+    if (p->out)
+        l += (size_t)snprintf(s + l, cap - l, ", out = \"%s\"", p->out);
+    if (p->out_rounding)
+        l += (size_t)snprintf(s + l, cap - l, ", out_rounding = \"%s\"", p->out_rounding);
+    snprintf(s + l, cap - l, ", saturate = %s }", p->saturate ? "true" : "false");
+
+    c->dot = rp_below(3) != 0;
+    c->in_fmt = PICK(in_fmts);
+    c->b_fmt = rp_below(4) == 0 ? PICK(in_fmts) : c->in_fmt;
+    c->n = (size_t)rp_below(rp_below(5) == 0 ? 64 : 20);
+    int scale = rp_below(40) - 20;
+    for (size_t i = 0; i < c->n; i++) {
+        c->a[i] = rp_gen_bits(c->in_fmt, c->a, i, scale);
+        c->b[i] = rp_gen_bits(c->b_fmt, c->b, i, rp_below(10) - 5);
+    }
+}
+
+void rp_case_dump(const rp_case *c, uint64_t seed, long idx, const char *why)
+{
+    fprintf(stderr, "MISMATCH (seed %llu, case %ld): %s\n  point: %s\n  %s n=%zu a:%s%s%s\n", (unsigned long long)seed,
+            idx, why, c->toml, c->dot ? "dot" : "sum", c->n, c->in_fmt, c->dot ? " b:" : "",
+            c->dot ? c->b_fmt : "");
+    for (size_t i = 0; i < c->n; i++) {
+        fprintf(stderr, "  t%zu: a=0x%llx", i, (unsigned long long)c->a[i]);
+        if (c->dot)
+            fprintf(stderr, " b=0x%llx", (unsigned long long)c->b[i]);
+        fputc('\n', stderr);
+    }
+}
+

@@ -1,0 +1,376 @@
+/* test_fast.c: the fast engine against the MPFR engine, bit for bit.
+ *
+ *  - nx_round_fast against nx_mp_round on random doubles, double-doubles and
+ *    normalised triples, every format, mode and saturate; nx_rf_cut against
+ *    nx_mp_round_quantum;
+ *  - random points x inputs (randpoint.c: every format, tree construct,
+ *    mode, atom, in/product/out conversion, specials), 1 to 19 rows each so
+ *    full and partial blocks of 8 rows are both exercised;
+ *  - the benchmark's points and every atom preset on longer rows, where the
+ *    hot paths (runs, fixed-point atoms, hardware fmaf) are taken;
+ *  - negative controls: a comparison that must fail does.
+ * The fast engine may hand a row to MPFR; the test also checks that it does
+ * so rarely, so agreement is not bought by never running the fast code.
+ *
+ * PARITY_SEED overrides the seed, PARITY_CASES the number of random points
+ * (the 'long' CTest label runs a million). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nx_engine.h"
+#include "nx_mp.h"
+#include "nx_round_fast.h"
+#include "point_toml.h"
+#include "randpoint.h"
+#include "testutil.h"
+
+static long env_long(const char *name, long dflt)
+{
+    const char *v = getenv(name);
+    return v && *v ? strtol(v, NULL, 10) : dflt;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Rounding. */
+
+static double rand_double(uint64_t *st)
+{
+    uint64_t u = tu_rand64(st);
+    switch (u % 5) {
+    case 0: return tu_bdouble(tu_rand64(st)); /* any pattern: NaN, inf, subnormal */
+    case 1: return ldexp((double)(tu_rand64(st) >> 11), tu_rand_range(st, -1180, 1000));
+    default: {
+        double v = ldexp((double)(tu_rand64(st) >> (11 + tu_rand64(st) % 50)), tu_rand_range(st, -220, 200));
+        return (u >> 40) & 1 ? -v : v;
+    }
+    }
+}
+
+static void test_round_fast(void **state)
+{
+    (void)state;
+    uint64_t seed = tu_seed(0x0f5a57), st = seed;
+    nx_mp mp;
+    nx_mp_init(&mp);
+    mpfr_t x, q;
+    mpfr_init2(x, 400);
+    mpfr_init2(q, 64);
+    long bad = 0;
+    for (long it = 0; it < 400000 && bad < 5; it++) {
+        nx_fmt f = (nx_fmt)(tu_rand64(&st) % NX_NFORMATS);
+        nx_mode m = (nx_mode)(tu_rand64(&st) % NX_NMODES);
+        int sat = tu_rand64(&st) % 4 == 0;
+        nx_rfmt rf;
+        nx_rfmt_init(&rf, f);
+        double v = rand_double(&st), lo = 0, lo2 = 0;
+        int kind = (int)(tu_rand64(&st) % 3);
+        if (kind && isfinite(v) && fabs(v) > 0x1p-900 && fabs(v) < 0x1p900) {
+            int lg = nx_rf_lg(v);
+            /* lo: anywhere up to 4 ulp(hi), often exactly half an ulp or a
+             * small multiple of the format's half quantum */
+            switch (tu_rand64(&st) % 4) {
+            case 0: lo = ldexp(1.0, lg - 53); break;
+            case 1: lo = ldexp((double)(tu_rand64(&st) % 64), lg - 56); break;
+            default: lo = ldexp((double)(tu_rand64(&st) >> 11), lg - 53 - 53 - (int)(tu_rand64(&st) % 80)); break;
+            }
+            if (tu_rand64(&st) & 1)
+                lo = -lo;
+            if (kind == 2 && lo != 0) {
+                lo2 = ldexp((double)(tu_rand64(&st) >> 12), nx_rf_lg(lo) - 53 - 52 - (int)(tu_rand64(&st) % 20));
+                if (tu_rand64(&st) & 1)
+                    lo2 = -lo2;
+            }
+        }
+        double got, want;
+        if (lo == 0) {
+            got = nx_rf_round(v, &rf, m, sat);
+            want = nx_mp_round_d(&mp, v, f, m, sat);
+        } else {
+            got = kind == 2 ? nx_rf_round_ddd(v, lo, lo2, &rf, m, sat) : nx_rf_round_dd(v, lo, &rf, m, sat);
+            mpfr_set_d(x, v, MPFR_RNDN);
+            mpfr_add_d(x, x, lo, MPFR_RNDN); /* exact at 400 bits */
+            mpfr_add_d(x, x, lo2, MPFR_RNDN);
+            want = nx_mp_round(&mp, x, f, m, sat);
+        }
+        if (!tu_same_double(got, want)) {
+            char ctx[256];
+            snprintf(ctx, sizeof ctx, "seed %llu it %ld: %s %s sat=%d of %a + %a + %a",
+                     (unsigned long long)seed, it, nx_format(f)->name, nx_mode_name(m), sat, v, lo, lo2);
+            tu_print_double_mismatch(ctx, got, want);
+            bad++;
+        }
+        /* the atom cut: a quantum around the value's bits */
+        if (isfinite(v) && v != 0 && fabs(v) > 0x1p-900 && fabs(v) < 0x1p900) {
+            int qq = nx_rf_lg(v) - (int)(tu_rand64(&st) % 60);
+            int64_t c = nx_rf_cut(v, lo, qq, m);
+            mpfr_set_d(x, v, MPFR_RNDN);
+            mpfr_add_d(x, x, lo, MPFR_RNDN);
+            nx_mp_round_quantum(q, x, qq, m);
+            mpfr_div_2si(q, q, qq, MPFR_RNDN);
+            if (mpfr_cmp_si(q, (long)c) != 0) {
+                print_error("seed %llu it %ld: cut of %a + %a at 2^%d (%s): got %lld\n",
+                            (unsigned long long)seed, it, v, lo, qq, nx_mode_name(m), (long long)c);
+                bad++;
+            }
+        }
+    }
+    mpfr_clear(x);
+    mpfr_clear(q);
+    nx_mp_clear(&mp);
+    assert_int_equal(bad, 0);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Engines. */
+
+/* Encodes an engine result in the out format; -1 if it has no encoding. */
+static int enc(nx_fmt f, double v, uint64_t *bits)
+{
+    return nx_encode(f, v, bits, NULL) == NX_OK ? 0 : -1;
+}
+
+typedef struct cmp_stats {
+    long rows, mismatches, mpfr_rows;
+} cmp_stats;
+
+/* Runs both engines over rows x n inputs; reports each differing row. */
+static void compare(const nx_program *prog, nx_fmt fa, const double *a, nx_fmt fb, const double *b,
+                    size_t rows, int threads, cmp_stats *cs, const char *what)
+{
+    double *ym = malloc(rows * sizeof *ym), *yf = malloc(rows * sizeof *yf);
+    assert_non_null(ym);
+    assert_non_null(yf);
+    nx_rows in = {rows, fa, a, fb, b};
+    nx_err err = {0};
+    size_t redone = 0;
+    assert_int_equal(nx_mpfr_reduce(prog, &in, ym, threads, &err), NX_OK);
+    assert_int_equal(nx_fast_reduce_ex(prog, &in, yf, threads, &redone, &err), NX_OK);
+    cs->rows += (long)rows;
+    cs->mpfr_rows += (long)redone;
+    for (size_t r = 0; r < rows; r++) {
+        uint64_t bm = 0, bf = 0;
+        int em = enc(prog->out, ym[r], &bm), ef = enc(prog->out, yf[r], &bf);
+        if (em == ef && bm == bf && (em != 0 || tu_same_double(ym[r], yf[r])))
+            continue;
+        if (cs->mismatches++ < 5)
+            fprintf(stderr, "MISMATCH %s row %zu: mpfr %a (pattern 0x%llx%s), fast %a (pattern 0x%llx%s)\n", what, r,
+                    ym[r], (unsigned long long)bm, em ? ", none" : "", yf[r], (unsigned long long)bf,
+                    ef ? ", none" : "");
+    }
+    free(ym);
+    free(yf);
+}
+
+static void random_points(long count, uint64_t seed)
+{
+    rp_seed(seed);
+    cmp_stats cs = {0};
+    long cases = 0;
+    for (long idx = 0; idx < count && cs.mismatches == 0; idx++) {
+        rp_case c;
+        rp_case_make(&c);
+        nx_err err = {0};
+        nx_point pt;
+        if (pt_from_text(c.toml, "point", &pt, &err)) {
+            rp_case_dump(&c, seed, idx, err.msg);
+            fail();
+        }
+        nx_program *prog;
+        if (nx_program_build(&pt, c.n, c.dot, &prog, &err)) {
+            rp_case_dump(&c, seed, idx, err.msg);
+            fail();
+        }
+        /* more rows: the case's row first, then fresh rows of the same kind */
+        size_t rows = 1 + (size_t)rp_below(rp_below(4) == 0 ? 19 : 3);
+        size_t n = c.n;
+        double *a = malloc((rows * n + 1) * sizeof *a), *b = malloc((rows * n + 1) * sizeof *b);
+        assert_non_null(a);
+        assert_non_null(b);
+        nx_fmt fa = (nx_fmt)nx_fmt_from_name(c.in_fmt), fb = (nx_fmt)nx_fmt_from_name(c.b_fmt);
+        int scale = rp_below(40) - 20;
+        for (size_t r = 0; r < rows; r++) {
+            uint64_t ab[RP_MAX_N], bb[RP_MAX_N];
+            for (size_t i = 0; i < n; i++) {
+                ab[i] = r == 0 ? c.a[i] : rp_gen_bits(c.in_fmt, ab, i, scale);
+                bb[i] = r == 0 ? c.b[i] : rp_gen_bits(c.b_fmt, bb, i, rp_below(10) - 5);
+                a[r * n + i] = nx_decode(fa, ab[i], NULL);
+                b[r * n + i] = nx_decode(fb, bb[i], NULL);
+            }
+        }
+        long before = cs.mismatches;
+        compare(prog, fa, a, fb, c.dot ? b : NULL, rows, 1, &cs, "random point");
+        if (cs.mismatches != before) {
+            char why[64];
+            snprintf(why, sizeof why, "fast != mpfr (%zu rows; row 0 is below)", rows);
+            rp_case_dump(&c, seed, idx, why);
+        }
+        cases++;
+        free(a);
+        free(b);
+        nx_program_free(prog);
+        nx_point_free(&pt);
+    }
+    fprintf(stderr, "fast vs mpfr: seed %llu, %ld points, %ld rows, %ld mismatches, %ld rows handed to MPFR\n",
+            (unsigned long long)seed, cases, cs.rows, cs.mismatches, cs.mpfr_rows);
+    assert_int_equal(cs.mismatches, 0);
+    /* fp64 products that underflow and atoms wider than 64 bits are rare */
+    assert_true(cs.mpfr_rows * 50 < cs.rows);
+}
+
+static void test_random_points(void **state)
+{
+    (void)state;
+    random_points(env_long("PARITY_CASES", 20000), tu_seed(20261203));
+}
+
+/* ---------------------------------------------------------------------- */
+/* Longer rows through the hot paths. */
+
+/* Random values of format f, roughly normal, with zeros, sometimes wide
+ * exponents; patterns decoded, so every value is a member. */
+static void fill(nx_fmt f, double *v, size_t count, uint64_t *st, int wide)
+{
+    for (size_t i = 0; i < count; i++) {
+        double x = 0;
+        for (int k = 0; k < 4; k++)
+            x += (double)(tu_rand64(st) >> 11) * 0x1p-53;
+        x = (x - 2) * 1.7;
+        if (wide)
+            x = ldexp(x, tu_rand_range(st, -30, 30));
+        if (tu_rand64(st) % 32 == 0)
+            x = tu_rand64(st) & 1 ? -0.0 : 0.0;
+        v[i] = nx_round_fast(x, f, NX_RNE, 1);
+    }
+}
+
+static const char *const shape_points[] = {
+    "{ acc = \"fp32\", tree = \"seq\" }",
+    "{ acc = \"fp32\", tree = \"split(8, seq, pairwise)\" }",
+    "{ acc = \"fp32\", tree = \"stride(32, seq, halving, block=8)\" }",
+    "{ acc = \"fp32\", tree = \"chain(16)\", atom = \"sm90.wgmma.bf16\" }",
+    "{ acc = \"bf16\", tree = \"seq\" }",
+    "{ acc = \"bf16\", tree = \"split(8, seq, pairwise)\" }",
+    "{ acc = \"bf16\", tree = \"stride(32, seq, halving, block=8)\" }",
+    "{ acc = \"bf16\", tree = \"chain(16)\", atom = { frac_bits = 25, round = \"rz\" } }",
+    "{ acc = \"e8m13\", rounding = \"rz\", tree = \"seq\", out = \"fp32\" }",
+    "{ acc = \"e8m13\", rounding = \"rz\", tree = \"split(8, seq, pairwise)\", out = \"fp32\" }",
+    "{ acc = \"e8m13\", rounding = \"rz\", tree = \"stride(32, seq, halving, block=8)\", out = \"fp32\" }",
+    "{ acc = \"fp32\", tree = \"chain(16)\", atom = { frac_bits = 13, term_round = \"rz\", round = \"rz\", acc = \"e8m13\" } }",
+    "{ acc = \"fp32\", tree = \"chain(32)\", atom = \"sm90.wgmma.fp8\", out = \"bf16\" }",
+    "{ acc = \"fp32\", fma = false, tree = \"seq\" }",
+    "{ acc = \"fp32\", product = \"bf16\", tree = \"split(4, seq, seq)\", out = \"bf16\" }",
+    "{ acc = \"fp32\", in = \"tf32\", in_rounding = \"rz\", tree = \"chain(8)\", atom = \"sm90.wgmma.tf32\" }",
+    "{ acc = \"fp64\", tree = \"seq\", out = \"fp32\" }",
+    "{ acc = \"fp64\", rounding = \"rz\", tree = \"pairwise\" }",
+    "{ acc = \"fp16\", rounding = \"rna\", tree = \"tile(64, seq, pairwise)\" }",
+    "{ acc = \"fp32\", rounding = \"ru\", tree = \"reverse(seq)\" }",
+    "{ acc = \"fp32\", rounding = \"rd\", tree = \"split(3, seq@fp64, seq)\" }",
+    "{ acc = \"fp32\", tree = \"split(4, chain(4), seq)\", atom = { term_round = \"rne\" } }",
+    "{ acc = \"fp32\", tree = \"seq@bf16\", out = \"e4m3\", saturate = true }",
+    "{ acc = \"e5m2\", rounding = \"rd\", tree = \"halving\" }",
+};
+
+static void test_shapes(void **state)
+{
+    (void)state;
+    uint64_t seed = tu_seed(0x5eed5), st = seed;
+    static const nx_fmt in_fmts[] = {NX_FP32, NX_BF16, NX_E4M3, NX_FP64, NX_FP16};
+    cmp_stats cs = {0};
+    for (size_t pi = 0; pi < sizeof shape_points / sizeof shape_points[0]; pi++) {
+        for (size_t fi = 0; fi < sizeof in_fmts / sizeof in_fmts[0]; fi++) {
+            for (int dot = 0; dot < 2; dot++) {
+                nx_err err = {0};
+                nx_point pt;
+                assert_int_equal(pt_from_text(shape_points[pi], "point", &pt, &err), NX_OK);
+                size_t n = 37 + (size_t)tu_rand_range(&st, 0, 600), rows = 9 + (size_t)tu_rand_range(&st, 0, 12);
+                nx_program *prog;
+                assert_int_equal(nx_program_build(&pt, n, dot, &prog, &err), NX_OK);
+                double *a = malloc(rows * n * sizeof *a), *b = malloc(rows * n * sizeof *b);
+                assert_non_null(a);
+                assert_non_null(b);
+                int wide = (int)(fi + (size_t)dot) % 2;
+                fill(in_fmts[fi], a, rows * n, &st, wide);
+                fill(in_fmts[fi], b, rows * n, &st, 0);
+                char what[256];
+                snprintf(what, sizeof what, "%s %s %s n=%zu (seed %llu)", shape_points[pi], nx_format(in_fmts[fi])->name,
+                         dot ? "dot" : "sum", n, (unsigned long long)seed);
+                long before = cs.mismatches;
+                compare(prog, in_fmts[fi], a, in_fmts[fi], dot ? b : NULL, rows, 2, &cs, what);
+                if (cs.mismatches != before)
+                    fprintf(stderr, "  in %s\n", what);
+                free(a);
+                free(b);
+                nx_program_free(prog);
+                nx_point_free(&pt);
+            }
+        }
+    }
+    fprintf(stderr, "fast vs mpfr on long rows: %ld rows, %ld mismatches, %ld rows handed to MPFR\n", cs.rows,
+            cs.mismatches, cs.mpfr_rows);
+    assert_int_equal(cs.mismatches, 0);
+    assert_true(cs.mpfr_rows * 100 < cs.rows);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Negative controls: the comparison above can fail. */
+
+static void test_negative_control(void **state)
+{
+    (void)state;
+    /* Two points that differ only in rounding mode give different bits on
+     * ordinary data: a check that compared nothing would not notice. */
+    uint64_t st = 99;
+    size_t rows = 16, n = 300;
+    double *a = malloc(rows * n * sizeof *a), *b = malloc(rows * n * sizeof *b);
+    double ya[16], yb[16];
+    assert_non_null(a);
+    assert_non_null(b);
+    fill(NX_FP32, a, rows * n, &st, 0);
+    fill(NX_FP32, b, rows * n, &st, 0);
+    nx_err err = {0};
+    nx_point p1, p2;
+    nx_program *g1, *g2;
+    assert_int_equal(pt_from_text("{ acc = \"bf16\", rounding = \"rne\" }", "p", &p1, &err), NX_OK);
+    assert_int_equal(pt_from_text("{ acc = \"bf16\", rounding = \"rz\" }", "p", &p2, &err), NX_OK);
+    assert_int_equal(nx_program_build(&p1, n, 1, &g1, &err), NX_OK);
+    assert_int_equal(nx_program_build(&p2, n, 1, &g2, &err), NX_OK);
+    nx_rows in = {rows, NX_FP32, a, NX_FP32, b};
+    assert_int_equal(nx_fast_reduce(g1, &in, ya, 1, &err), NX_OK);
+    assert_int_equal(nx_mpfr_reduce(g2, &in, yb, 1, &err), NX_OK);
+    int differ = 0;
+    for (size_t r = 0; r < rows; r++)
+        differ += !tu_same_double(ya[r], yb[r]);
+    assert_true(differ > 0);
+    /* and a flipped last bit is seen by the pattern comparison */
+    cmp_stats cs = {0};
+    uint64_t p0 = 0, p1b = 0;
+    assert_int_equal(enc(NX_BF16, ya[0], &p0), 0);
+    assert_int_equal(nx_encode(NX_BF16, nx_decode(NX_BF16, p0 ^ 1, NULL), &p1b, NULL), NX_OK);
+    assert_true(p0 != p1b);
+    (void)cs;
+    nx_program_free(g1);
+    nx_program_free(g2);
+    nx_point_free(&p1);
+    nx_point_free(&p2);
+    free(a);
+    free(b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_round_fast),
+        cmocka_unit_test(test_negative_control),
+        cmocka_unit_test(test_shapes),
+        cmocka_unit_test(test_random_points),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
