@@ -9,10 +9,15 @@
  *             rounded value reaches hi, the largest member below hi instead.
  *   int       w = B(i, 0); v = below(w0, 2 * int_max + 1) - int_max.
  *   normal    w = B(i >> 1, 0); u1 = (u53(w0, w1) * 2^53 + 1) * 2^-53 in
- *             (0, 1]; u2 = u53(w2, w3); R = RN(sqrt(-2 * RN(log(u1))));
- *             v = RN(R * RN(cospi(2 * u2))) for even i, sinpi for odd i.
- *             log, cospi and sinpi are MPFR's (correctly rounded); sqrt and
- *             * are IEEE operations.  Nothing depends on the platform libm.
+ *             (0, 1]; k2 = u53(w2, w3) * 2^53; R = sqrt(-2 * nx_philox_log(u1))
+ *             (+0 when u1 = 1); v = R * c for even i, R * s for odd i, where
+ *             (s, c) = nx_philox_sincospi(k2): sin and cos of pi * k2 * 2^-52.
+ *             nx_philox_log and nx_philox_sincospi are defined below as a
+ *             fixed sequence of IEEE binary64 operations (exact argument
+ *             reduction, Horner on coefficients given as hex literals); with
+ *             sqrt and * (IEEE, correctly rounded) nothing depends on a libm,
+ *             and a CUDA port gets the same bits when it does not contract
+ *             a * b + c (nvcc -fmad=false, or __dmul_rn / __dadd_rn).
  *   adversarial: c = below(B(i >> 1, 1).w0, 100) picks the category of the
  *             pair {2j, 2j + 1}:
  *             c < 30   cancellation: both elements have the magnitude
@@ -30,7 +35,7 @@
  *             exponents; the sign is w3 & 1 (1: negative).  Categories other
  *             than cancellation read B(i, 2). */
 #include "nx_philox.h"
-#include "nx_mp.h"
+#include "nx_round_fast.h"
 
 #include <math.h>
 #include <omp.h>
@@ -117,29 +122,89 @@ void nx_dist_spec_init(nx_dist_spec *d, nx_dist dist)
     d->int_max = 8;
 }
 
-/* Per-thread scratch. */
+/* The target format's rounding parameters. */
 typedef struct gen_state {
-    nx_mp mp;
-    mpfr_t x, y;
+    nx_rfmt rf;
 } gen_state;
-
-static void state_init(gen_state *g)
-{
-    nx_mp_init(&g->mp);
-    mpfr_init2(g->x, 53);
-    mpfr_init2(g->y, 53);
-}
-
-static void state_clear(gen_state *g)
-{
-    mpfr_clear(g->x);
-    mpfr_clear(g->y);
-    nx_mp_clear(&g->mp);
-}
 
 static double rne(gen_state *g, double v, nx_fmt f)
 {
-    return nx_mp_round_d(&g->mp, v, f, NX_RNE, 0);
+    (void)f;
+    return nx_rf_round(v, &g->rf, NX_RNE, 0);
+}
+
+/* --- the deterministic elementary functions of `normal` ------------------- */
+
+/* 1/(2k+1), k = 0..11, correctly rounded: log(m) = 2 atanh(s) = 2 s sum z^k/(2k+1) */
+static const double log_c[12] = {
+    0x1p+0,               0x1.5555555555555p-2, 0x1.999999999999ap-3, 0x1.2492492492492p-3,
+    0x1.c71c71c71c71cp-4, 0x1.745d1745d1746p-4, 0x1.3b13b13b13b14p-4, 0x1.1111111111111p-4,
+    0x1.e1e1e1e1e1e1ep-5, 0x1.af286bca1af28p-5, 0x1.8618618618618p-5, 0x1.642c8590b2164p-5,
+};
+/* (-1)^k/(2k+1)! and (-1)^k/(2k)!, k = 0..10, correctly rounded */
+static const double sin_c[11] = {
+    0x1p+0,                -0x1.5555555555555p-3, 0x1.1111111111111p-7,  -0x1.a01a01a01a01ap-13,
+    0x1.71de3a556c734p-19, -0x1.ae64567f544e4p-26, 0x1.6124613a86d09p-33, -0x1.ae7f3e733b81fp-41,
+    0x1.952c77030ad4ap-49, -0x1.2f49b46814157p-57, 0x1.71b8ef6dcf572p-66,
+};
+static const double cos_c[11] = {
+    0x1p+0,                -0x1p-1,               0x1.5555555555555p-5,  -0x1.6c16c16c16c17p-10,
+    0x1.a01a01a01a01ap-16, -0x1.27e4fb7789f5cp-22, 0x1.1eed8eff8d898p-29, -0x1.93974a8c07c9dp-37,
+    0x1.ae7f3e733b81fp-45, -0x1.6827863b97d97p-53, 0x1.e542ba4020225p-62,
+};
+#define PHILOX_PI 0x1.921fb54442d18p+1
+#define PHILOX_LN2_HI 0x1.62e42fefa39efp-1
+#define PHILOX_LN2_LO 0x1.abc9e3b39803fp-56
+#define PHILOX_SQRT2 0x1.6a09e667f3bcdp+0
+
+double nx_philox_log(double u)
+{
+    uint64_t b;
+    memcpy(&b, &u, sizeof b);
+    int e = (int)((b >> 52) & 0x7ff) - 1023;
+    b = (b & 0x000fffffffffffffull) | 0x3ff0000000000000ull;
+    double m;
+    memcpy(&m, &b, sizeof m); /* u = m 2^e, m in [1, 2) */
+    if (m > PHILOX_SQRT2) {
+        m = 0.5 * m; /* exact */
+        e += 1;
+    }
+    double f = m - 1.0; /* exact (Sterbenz) */
+    double s = f / (2.0 + f);
+    double z = s * s;
+    double p = log_c[11];
+    for (int k = 10; k >= 0; k--)
+        p = p * z + log_c[k];
+    double r = (2.0 * s) * p;
+    return (double)e * PHILOX_LN2_HI + ((double)e * PHILOX_LN2_LO + r);
+}
+
+void nx_philox_sincospi(uint64_t k, double *sn, double *cs)
+{
+    unsigned q = (unsigned)(k >> 51) & 3u;            /* quadrant of pi * k 2^-52 */
+    uint64_t r = k & ((1ull << 51) - 1);              /* the rest, r 2^-52 in [0, 1/2) */
+    int swap = r > (1ull << 50);                      /* beyond 1/4: use 1/2 - r */
+    if (swap)
+        r = (1ull << 51) - r;
+    double x = ((double)r * 0x1p-52) * PHILOX_PI;    /* (double)r and the scaling are exact */
+    double z = x * x;
+    double ps = sin_c[10], pc = cos_c[10];
+    for (int i = 9; i >= 0; i--) {
+        ps = ps * z + sin_c[i];
+        pc = pc * z + cos_c[i];
+    }
+    double s0 = x * ps, c0 = pc;
+    if (swap) {
+        double t = s0;
+        s0 = c0;
+        c0 = t;
+    }
+    switch (q) {
+    case 0: *sn = s0; *cs = c0; break;
+    case 1: *sn = c0; *cs = -s0; break;
+    case 2: *sn = -s0; *cs = -c0; break;
+    default: *sn = -c0; *cs = s0; break;
+    }
 }
 
 /* Uniform [lo, hi) from two words, in the format. */
@@ -151,7 +216,7 @@ static double uniform(gen_state *g, const nx_dist_spec *d, nx_fmt f, uint32_t a,
     double v = d->lo + p;
     double r = rne(g, v, f);
     if (r >= d->hi)
-        r = nx_mp_round_d(&g->mp, nextafter(d->hi, -INFINITY), f, NX_RD, 0);
+        r = nx_rf_round(nextafter(d->hi, -INFINITY), &g->rf, NX_RD, 0);
     return r;
 }
 
@@ -215,26 +280,27 @@ static double adversarial(gen_state *g, uint64_t seed, uint32_t tensor, const nx
     return uniform(g, &u, f, w[0], w[2]);
 }
 
-/* RN(log u1) and u2 of a normal pair. */
-static double normal_radius(gen_state *g, const uint32_t w[4])
+/* The pair's values before the format rounding: v[0] (even), v[1] (odd). */
+static void normal_pair(const uint32_t w[4], double v[2])
 {
-    uint64_t k = ((uint64_t)(w[0] >> 5) << 26) | (w[1] >> 6);
-    double u1 = ldexp((double)(k + 1), -53); /* exact: k + 1 <= 2^53 */
-    mpfr_set_d(g->x, u1, MPFR_RNDN);
-    mpfr_log(g->y, g->x, MPFR_RNDN);
-    double l = mpfr_get_d(g->y, MPFR_RNDN); /* exact: 53 bits, normal range */
-    return sqrt(-2.0 * l);
+    uint64_t k1 = ((uint64_t)(w[0] >> 5) << 26) | (w[1] >> 6);
+    uint64_t k2 = ((uint64_t)(w[2] >> 5) << 26) | (w[3] >> 6);
+    double u1 = (double)(k1 + 1) * 0x1p-53; /* exact: k1 + 1 <= 2^53 */
+    double t = -2.0 * nx_philox_log(u1);
+    double r = t > 0 ? sqrt(t) : 0.0;
+    double sn, cs;
+    nx_philox_sincospi(k2, &sn, &cs);
+    v[0] = r * cs;
+    v[1] = r * sn;
 }
 
-static double normal_angle(gen_state *g, const uint32_t w[4], int odd)
+double nx_philox_normal(uint64_t seed, uint32_t tensor, uint64_t i)
 {
-    double t = 2.0 * nx_philox_u53(w[2], w[3]);
-    mpfr_set_d(g->x, t, MPFR_RNDN);
-    if (odd)
-        mpfr_sinpi(g->y, g->x, MPFR_RNDN);
-    else
-        mpfr_cospi(g->y, g->x, MPFR_RNDN);
-    return mpfr_get_d(g->y, MPFR_RNDN);
+    uint32_t w[4];
+    double v[2];
+    nx_philox_block(seed, tensor, i >> 1, 0, w);
+    normal_pair(w, v);
+    return v[i & 1u];
 }
 
 static void fill_range(gen_state *g, uint64_t seed, uint32_t tensor, const nx_dist_spec *d, nx_fmt f,
@@ -247,12 +313,13 @@ static void fill_range(gen_state *g, uint64_t seed, uint32_t tensor, const nx_di
         uint64_t i = first + k;
         switch (d->dist) {
         case NX_DIST_NORMAL: {
+            double v[2];
             nx_philox_block(seed, tensor, i >> 1, 0, w);
-            double r = normal_radius(g, w);
-            out[k] = rne(g, r * normal_angle(g, w, (int)(i & 1u)), f);
+            normal_pair(w, v);
+            out[k] = rne(g, v[i & 1u], f);
             k++;
             if (!(i & 1u) && k < count) { /* the pair's odd element shares the block */
-                out[k] = rne(g, r * normal_angle(g, w, 1), f);
+                out[k] = rne(g, v[1], f);
                 k++;
             }
             continue;
@@ -299,14 +366,12 @@ nx_status nx_philox_fill(uint64_t seed, uint32_t tensor, const nx_dist_spec *d, 
 #pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads()) if (nchunks > 1)
     {
         gen_state g;
-        state_init(&g);
+        nx_rfmt_init(&g.rf, fmt);
 #pragma omp for schedule(dynamic, 1)
         for (size_t c = 0; c < nchunks; c++) {
             size_t lo = c * chunk, n = count - lo < chunk ? count - lo : chunk;
             fill_range(&g, seed, tensor, d, fmt, first + lo, n, out + lo);
         }
-        state_clear(&g);
-        mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE);
     }
     return NX_OK;
 }

@@ -9,11 +9,12 @@
  * one element (two for `normal`, which pairs elements 2j and 2j+1).
  *
  * Distributions give an exact double, then round it to the tensor's format
- * in rne (NUMERICS.md §2).  Only integer arithmetic, IEEE basic operations
- * (+, *, sqrt: correctly rounded by definition) and, for `normal`, MPFR's
- * correctly rounded log and cospi/sinpi are used, so no result depends on
- * the platform's libm.  The exact definitions are in nx_philox.c and in
- * docs/families.md ("Inputs"). */
+ * in rne (NUMERICS.md §2).  Only integer arithmetic and IEEE basic
+ * operations (+, -, *, /, sqrt: correctly rounded by definition) in a fixed
+ * order are used (the log and sin/cos of `normal` are polynomials written
+ * out below), so no result depends on the platform's libm, and a GPU port
+ * that does not contract a * b + c reproduces every bit.  The exact
+ * definitions are in nx_philox.c and in docs/families.md ("Inputs"). */
 #ifndef NX_PHILOX_H
 #define NX_PHILOX_H
 
@@ -63,6 +64,17 @@ typedef struct nx_dist_spec {
     long int_max;   /* int: >= 0, and every integer up to it exact in the format */
     int specials;   /* adversarial: also +-inf and NaN */
 } nx_dist_spec;
+
+/* The elementary functions of `normal`, as fixed IEEE binary64 operation
+ * sequences (not correctly rounded, but the same bits everywhere; within a
+ * few ulps of the exact functions):
+ * nx_philox_log(u): log u for a positive normal double u;
+ * nx_philox_sincospi(k, s, c): sin and cos of pi * k * 2^-52, k < 2^53. */
+double nx_philox_log(double u);
+void nx_philox_sincospi(uint64_t k, double *s, double *c);
+
+/* Element i of `normal` before the format rounding (a double). */
+double nx_philox_normal(uint64_t seed, uint32_t tensor, uint64_t i);
 
 /* The defaults: uniform [-1, 1), int_max 8, no specials. */
 void nx_dist_spec_init(nx_dist_spec *d, nx_dist dist);

@@ -60,7 +60,7 @@ int ref_engine_from_name(const char *name)
 
 int ref_engine_available(ref_engine e)
 {
-    return e == REF_ENGINE_MPFR;
+    return e == REF_ENGINE_MPFR || e == REF_ENGINE_FAST;
 }
 
 ref_engine ref_engine_default(void)
@@ -478,7 +478,7 @@ nx_status ref_run_opts(const fam_spec *spec, const st_file *in, st_file *out, co
     j.in = in;
     j.out = out;
     j.nthreads = opts->threads > 0 ? opts->threads : omp_get_max_threads();
-    j.reduce = nx_mpfr_reduce;
+    j.reduce = opts->engine == REF_ENGINE_FAST ? nx_fast_reduce : nx_mpfr_reduce;
     j.maths = malloc((size_t)j.nthreads * sizeof *j.maths);
     if (!j.maths)
         return nx_err_set(err, NX_ENOMEM, "out of memory");

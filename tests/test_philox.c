@@ -4,7 +4,7 @@
  * file of the Random123 distribution (D. E. Shaw Research; reproduced in
  * DEShawResearch/fs123 core123/ut/ut_philox.cpp); purity (an element does
  * not depend on which range, slice or thread count produced it); the normal
- * distribution recomputed from its definition with MPFR at high precision;
+ * normal's log and sin/cos within a few ulps of MPFR, its first values pinned;
  * the properties of each distribution. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -143,50 +143,99 @@ static void test_purity(void **state)
     free(part);
 }
 
-/* normal, recomputed from the definition in nx_philox.c with MPFR at 200
- * bits, each step rounded to binary64 by MPFR (not by the code under test). */
-static double normal_ref(uint64_t seed, uint32_t id, uint64_t i)
+/* ulps of binary64 between got and the exact value x (an MPFR number). */
+static double ulp_err(double got, mpfr_srcptr x)
 {
-    uint32_t w[4];
-    nx_philox_block(seed, id, i >> 1, 0, w);
-    mpfr_t u1, u2, t, r;
-    mpfr_inits2(200, u1, u2, t, r, (mpfr_ptr)0);
-    uint64_t k1 = ((uint64_t)(w[0] >> 5) << 26) | (w[1] >> 6);
-    uint64_t k2 = ((uint64_t)(w[2] >> 5) << 26) | (w[3] >> 6);
-    mpfr_set_ui(u1, (unsigned long)(k1 + 1), MPFR_RNDN);
-    mpfr_div_2ui(u1, u1, 53, MPFR_RNDN);
-    mpfr_set_ui(u2, (unsigned long)k2, MPFR_RNDN);
-    mpfr_div_2ui(u2, u2, 52, MPFR_RNDN); /* 2 * u2 */
-    mpfr_log(t, u1, MPFR_RNDN);
-    double l = mpfr_get_d(t, MPFR_RNDN); /* RN(log u1), 200 -> 53 bits: transcendental, no tie */
-    mpfr_set_d(t, -2.0 * l, MPFR_RNDN);
-    mpfr_sqrt(t, t, MPFR_RNDN);
-    double R = mpfr_get_d(t, MPFR_RNDN);
-    if (i & 1)
-        mpfr_sinpi(r, u2, MPFR_RNDN);
-    else
-        mpfr_cospi(r, u2, MPFR_RNDN);
-    double c = mpfr_get_d(r, MPFR_RNDN);
-    mpfr_set_d(t, R, MPFR_RNDN);
-    mpfr_mul_d(t, t, c, MPFR_RNDN); /* exact at 200 bits */
-    double z = mpfr_get_d(t, MPFR_RNDN);
-    mpfr_clears(u1, u2, t, r, (mpfr_ptr)0);
-    return z;
+    mpfr_t d;
+    mpfr_init2(d, 300);
+    mpfr_sub_d(d, x, got, MPFR_RNDN);
+    mpfr_abs(d, d, MPFR_RNDN);
+    long e = mpfr_get_exp(x); /* |x| in [2^(e-1), 2^e): ulp 2^(e-53) */
+    mpfr_mul_2si(d, d, 53 - e, MPFR_RNDN);
+    double r = mpfr_get_d(d, MPFR_RNDN);
+    mpfr_clear(d);
+    return r;
 }
 
+/* The elementary functions of `normal` are a few ulps from the exact ones
+ * (MPFR at 300 bits), over the arguments the generator feeds them. */
+static void test_normal_functions(void **state)
+{
+    (void)state;
+    uint64_t rs = tu_seed(2);
+    mpfr_t x, y;
+    mpfr_inits2(300, x, y, (mpfr_ptr)0);
+    double worst_log = 0, worst_sc = 0;
+    for (int i = 0; i < 20000; i++) {
+        uint64_t k = tu_rand64(&rs) >> 11; /* 53 bits */
+        if (i < 64)
+            k = (uint64_t)i << (i % 2 ? 0 : 45); /* near 0, near quadrant edges */
+        if (i >= 64 && i < 128)
+            k = ((1ull << 53) - 1) - (uint64_t)(i - 64);
+        double u = (double)(k + 1) * 0x1p-53;
+        if (u != 1.0) {
+            mpfr_set_d(x, u, MPFR_RNDN);
+            mpfr_log(y, x, MPFR_RNDN);
+            double e = ulp_err(nx_philox_log(u), y);
+            if (e > worst_log)
+                worst_log = e;
+        }
+        double sn, cs;
+        nx_philox_sincospi(k, &sn, &cs);
+        mpfr_set_ui(x, (unsigned long)k, MPFR_RNDN);
+        mpfr_div_2ui(x, x, 52, MPFR_RNDN);
+        mpfr_sinpi(y, x, MPFR_RNDN);
+        if (!mpfr_zero_p(y)) {
+            double e = ulp_err(sn, y);
+            if (e > worst_sc)
+                worst_sc = e;
+        } else {
+            assert_true(sn == 0);
+        }
+        mpfr_cospi(y, x, MPFR_RNDN);
+        if (!mpfr_zero_p(y)) {
+            double e = ulp_err(cs, y);
+            if (e > worst_sc)
+                worst_sc = e;
+        }
+    }
+    mpfr_clears(x, y, (mpfr_ptr)0);
+    if (worst_log > 4 || worst_sc > 4)
+        print_error("worst errors: log %g ulp, sincospi %g ulp\n", worst_log, worst_sc);
+    assert_true(worst_log <= 4);
+    assert_true(worst_sc <= 4);
+    /* exact points */
+    double sn, cs;
+    nx_philox_sincospi(0, &sn, &cs);
+    assert_double_bits_eq(sn, 0.0);
+    assert_double_bits_eq(cs, 1.0);
+    nx_philox_sincospi(1ull << 51, &sn, &cs); /* pi/2 */
+    assert_double_bits_eq(sn, 1.0);
+    assert_double_bits_eq(cs, -0.0);
+    assert_double_bits_eq(nx_philox_log(1.0), 0.0);
+}
+
+/* The values the generator writes are the definition's (nx_philox_normal,
+ * rounded), and the first ones are pinned: any class or port must
+ * reproduce these bits (seed 1, tensor id 3). */
 static void test_normal_definition(void **state)
 {
     (void)state;
+    static const double pinned[8] = {
+        0x1.fbde8c52d8008p-1,  -0x1.01cbf5338efd4p-1, -0x1.6ebee4508502dp+0, 0x1.2d1076ff0396fp-2,
+        0x1.10e94f4b79b14p-2,  0x1.e3a90198c16a7p-3,  0x1.471baea8e9ee6p+1,  0x1.19f53ffc7dd6bp+0,
+    };
     enum { N = 2000 };
     double v[N];
     nx_dist_spec d;
     nx_dist_spec_init(&d, NX_DIST_NORMAL);
-    fill(&d, NX_FP64, tu_seed(1), 3, 0, N, v, 1);
-    for (size_t i = 0; i < N; i++) {
-        double want = normal_ref(tu_seed(1), 3, i);
-        if (!tu_same_double(v[i], want))
-            tu_print_double_mismatch("normal element", v[i], want);
-        assert_true(tu_same_double(v[i], want));
+    fill(&d, NX_FP64, 1, 3, 0, N, v, 1);
+    for (size_t i = 0; i < N; i++)
+        assert_double_bits_eq(v[i], nx_philox_normal(1, 3, i));
+    for (size_t i = 0; i < 8; i++) {
+        if (!tu_same_double(v[i], pinned[i]))
+            print_error("normal %zu: %a, pinned %a\n", i, v[i], pinned[i]);
+        assert_true(tu_same_double(v[i], pinned[i]));
     }
 }
 
@@ -367,7 +416,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kat),          cmocka_unit_test(test_block_layout),
         cmocka_unit_test(test_helpers),      cmocka_unit_test(test_purity),
-        cmocka_unit_test(test_normal_definition), cmocka_unit_test(test_normal_moments),
+        cmocka_unit_test(test_normal_functions), cmocka_unit_test(test_normal_definition),
+        cmocka_unit_test(test_normal_moments),
         cmocka_unit_test(test_uniform),      cmocka_unit_test(test_int),
         cmocka_unit_test(test_adversarial),  cmocka_unit_test(test_errors),
     };

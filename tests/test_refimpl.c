@@ -112,12 +112,28 @@ static void gen(const fam_spec *s, nx_dist dist, uint64_t seed, st_file *in)
         fail_msg("ref_generate: %s", e.msg);
 }
 
+/* Runs the reference with the fast engine (the default) and with MPFR; the
+ * two must agree bit for bit before either is compared with the oracle. */
 static void run(const fam_spec *s, const st_file *in, st_file *out)
 {
     st_init(out);
     nx_err e = {0};
     if (ref_run(s, in, out, 2, &e) != NX_OK)
         fail_msg("ref_run: %s", e.msg);
+    st_file m;
+    st_init(&m);
+    ref_opts o = {1, REF_ENGINE_MPFR};
+    if (ref_run_opts(s, in, &m, &o, &e) != NX_OK)
+        fail_msg("ref_run_opts(mpfr): %s", e.msg);
+    assert_int_equal(m.ntensors, out->ntensors);
+    for (size_t i = 0; i < m.ntensors; i++) {
+        assert_string_equal(m.tensors[i].name, out->tensors[i].name);
+        assert_int_equal(m.tensors[i].nbytes, out->tensors[i].nbytes);
+        if (memcmp(m.tensors[i].data, out->tensors[i].data, m.tensors[i].nbytes) != 0)
+            fail_msg("%s.%s: '%s' differs between the default engine (%s) and mpfr", s->family, s->point,
+                     m.tensors[i].name, ref_engine_name(ref_engine_default()));
+    }
+    st_free(&m);
 }
 
 static const st_tensor *T(const st_file *f, const char *name)
