@@ -518,6 +518,13 @@ nx_status ref_spec_meta(const fam_spec *spec, st_file *out, nx_err *err)
         snprintf(key, sizeof key, "numerics.%s", r->name);
         st = pt ? st_add_meta(out, key, pt, err) : nx_err_set(err, NX_ENOMEM, "out of memory");
         free(pt);
+        if (!st && nx_tree_uses(r->point.tree, NX_T_ATOMIC)) {
+            snprintf(key, sizeof key, "nondeterministic.%s", r->name);
+            st = st_add_meta(out, key,
+                             "the tree uses 'atomic' (no defined order): evaluated in seq order, one admissible "
+                             "order, not a bit-exact reference",
+                             err);
+        }
     }
     for (size_t i = 0; i < spec->nelems && !st; i++) {
         const fam_elem *e = &spec->elems[i];

@@ -47,7 +47,8 @@ nx_status ref_run_opts(const fam_spec *spec, const st_file *in, st_file *out, co
 /* Adds the spec's description to out's metadata: spec_hash (when the spec
  * has one), reduction.<name> = the filled tree, numerics.<name> = the
  * canonical point, elementwise.<name> = "cr" or the approximation and how
- * the reference evaluates it. */
+ * the reference evaluates it, nondeterministic.<name> for a tree that uses
+ * `atomic` (evaluated in seq order). */
 nx_status ref_spec_meta(const fam_spec *spec, st_file *out, nx_err *err);
 
 /* The families refimpl knows, for messages and listings. */

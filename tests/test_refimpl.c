@@ -1140,6 +1140,29 @@ static void test_validation(void **state)
     fam_spec_free(&s);
 }
 
+/* The metadata a reference carries about its spec. */
+static void test_spec_meta(void **state)
+{
+    (void)state;
+    fam_spec s;
+    spec_init(&s, "gemm");
+    orc_point k = P("fp32", "split(2, seq, atomic)", "fp32");
+    red(&s, "k", &k);
+    assert_int_equal(fam_spec_add_elem(&s, "exp", FAM_ELEM_APPROX, "ex2.approx.ftz.f32", 2, NULL), NX_OK);
+    s.hash = strdup("abc123");
+    st_file out;
+    st_init(&out);
+    assert_int_equal(ref_spec_meta(&s, &out, NULL), NX_OK);
+    assert_string_equal(st_get_meta(&out, "spec_hash"), "abc123");
+    assert_string_equal(st_get_meta(&out, "reduction.k"), "split(2, seq, atomic)");
+    assert_non_null(strstr(st_get_meta(&out, "numerics.k"), "tree = \"split(2, seq, atomic)\""));
+    assert_non_null(strstr(st_get_meta(&out, "nondeterministic.k"), "evaluated in seq order"));
+    assert_non_null(strstr(st_get_meta(&out, "elementwise.exp"), "ex2.approx.ftz.f32 (2 ulp): evaluated as cr"));
+    st_free(&out);
+    fam_spec_free(&s);
+}
+
+
 /* Descriptions of the inputs, as the generator and devices see them. */
 static void test_inputs_description(void **state)
 {
@@ -1184,6 +1207,7 @@ int main(void)
         cmocka_unit_test(test_param_f32),
         cmocka_unit_test(test_validation),
         cmocka_unit_test(test_inputs_description),
+        cmocka_unit_test(test_spec_meta),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
