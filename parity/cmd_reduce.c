@@ -1,40 +1,64 @@
 /* cmd_reduce.c: `parity reduce`, NUMERICS.md §6: evaluates a numerics point
  * over the rows of IN and writes tensor y to OUT (atomically: a failure
- * leaves OUT as it was). */
+ * leaves OUT as it was).  Engines: mpfr (the truth), fast (bit-identical,
+ * nx_engine_fast.c) and auto (fast, then a deterministic sample of rows
+ * re-evaluated by MPFR: a difference is an internal error, exit 3, and
+ * nothing is written).  --report writes each row's exact value, error in
+ * ulps and a-priori bound (nx_bound.h) as JSON, atomically too. */
 #include "cli.h"
+#include "nx_bound.h"
 #include "nx_engine.h"
 #include "point_toml.h"
 #include "rows.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <jansson.h>
+#include <math.h>
+#include <mpfr.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static const char reduce_usage[] =
     "usage: parity reduce --numerics POINT --in IN.safetensors --out OUT.safetensors\n"
-    "                     [--engine mpfr] [--threads N]\n"
+    "                     [--engine auto|fast|mpfr] [--check K] [--report FILE.json]\n"
+    "                     [--threads N]\n"
     "\n"
     "Evaluates the numerics point POINT (an inline TOML table, NUMERICS.md §3)\n"
     "over every row of IN: tensor 'a' of shape [rows, n] and, for a dot product,\n"
     "tensor 'b' of the same shape, in any dtype of NUMERICS.md §1.  Row r's terms\n"
     "are a[r,i]*b[r,i] (or a[r,i]).  OUT receives tensor 'y' of shape [rows] in the\n"
     "point's `out` format (tf32 and e8m13 are stored as F32), with the canonical\n"
-    "point and its hash in __metadata__.\n"
+    "point and its hash in __metadata__.  Every engine gives the same bits.\n"
     "\n"
     "example:\n"
     "  parity reduce --numerics '{ acc = \"fp32\", tree = \"split(4, seq, pairwise)\" }' \\\n"
-    "                --in in.safetensors --out y.safetensors\n"
+    "                --in in.safetensors --out y.safetensors --report y.json\n"
     "\n"
     "options:\n"
     "  --numerics P   the numerics point (required)\n"
     "  --in FILE      input safetensors (required)\n"
     "  --out FILE     output safetensors (required); written to a temporary file\n"
     "                 and renamed, so a failure leaves an existing file untouched\n"
-    "  --engine E     mpfr (the exact reference; the default)\n"
+    "  --engine E     auto (the default): the fast engine, then K rows (first,\n"
+    "                   last and evenly spaced between) re-evaluated by MPFR; any\n"
+    "                   difference is an internal error (exit 3, nothing written);\n"
+    "                 fast: the fast engine alone (docs/engines.md);\n"
+    "                 mpfr: the exact reference alone (slow)\n"
+    "  --check K      rows auto re-evaluates with MPFR (default 32; all if fewer)\n"
+    "  --report FILE  also write FILE.json: per row the exact value (hex float and\n"
+    "                 decimal), the result, its error in ulps of the out format\n"
+    "                 and the a-priori error bound; a summary with the largest\n"
+    "                 error and the largest bound/observed ratio.  Atomic, like OUT\n"
     "  --threads N    rows evaluated in parallel (default: all cores)\n"
     "\n"
     "exit status: 0 success; 2 bad point, file or shape (OUT is not written);\n"
-    "3 internal error.\n";
+    "3 internal error: the engines disagreed (nothing is written), or out of memory.\n";
 
 typedef struct reduce_job {
     nx_point pt;
@@ -94,9 +118,289 @@ static double *alloc_vals(size_t count)
     return malloc((count ? count : 1) * sizeof(double));
 }
 
+/* The pattern of a result in the out format; 0 when it has none (a NaN in
+ * a format without NaN). */
+static int pattern_of(nx_fmt f, double v, uint64_t *bits)
+{
+    return nx_encode(f, v, bits, NULL) == NX_OK;
+}
+
+/* The rows auto re-evaluates: first, last, evenly spaced between. */
+static size_t sample_rows(size_t rows, size_t k, size_t *out)
+{
+    if (k >= rows) {
+        for (size_t r = 0; r < rows; r++)
+            out[r] = r;
+        return rows;
+    }
+    if (k == 1) {
+        out[0] = 0;
+        return 1;
+    }
+    for (size_t j = 0; j < k; j++)
+        out[j] = (size_t)((unsigned long long)j * (rows - 1) / (k - 1));
+    return k;
+}
+
+/* Re-evaluates the sample with MPFR and compares patterns.  Returns the
+ * number of differing rows (each reported on stderr), or -1 when out of
+ * memory. */
+static long check_sample(const nx_program *p, const nx_rows *in, const double *y, size_t k, int threads)
+{
+    size_t *rs = malloc((k ? k : 1) * sizeof *rs);
+    double *ym = malloc((k ? k : 1) * sizeof *ym);
+    if (!rs || !ym) {
+        free(rs);
+        free(ym);
+        return -1;
+    }
+    size_t m = sample_rows(in->rows, k, rs), n = p->n;
+    int failed = 0;
+#pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads()) if (m > 1)
+    {
+        nx_mpfr_row *r = nx_mpfr_row_new(p);
+        if (!r) {
+#pragma omp atomic write
+            failed = 1;
+        }
+#pragma omp for schedule(dynamic, 1)
+        for (size_t j = 0; j < m; j++)
+            if (r)
+                ym[j] = nx_mpfr_row_eval(r, p, in->a_fmt, in->a + rs[j] * n, in->b_fmt,
+                                         in->b ? in->b + rs[j] * n : NULL);
+        nx_mpfr_row_free(r);
+        mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE);
+    }
+    long bad = 0;
+    for (size_t j = 0; j < m && !failed; j++) {
+        uint64_t pf = 0, pm = 0;
+        int ef = pattern_of(p->out, y[rs[j]], &pf), em = pattern_of(p->out, ym[j], &pm);
+        if (ef == em && pf == pm && (ef || (isnan(y[rs[j]]) && isnan(ym[j]))))
+            continue;
+        if (bad++ < 10)
+            fprintf(stderr,
+                    "parity reduce: INTERNAL ERROR: the fast engine and the MPFR engine disagree on row %zu: "
+                    "fast %s 0x%llx (%a), mpfr %s 0x%llx (%a)\n",
+                    rs[j], nx_format(p->out)->name, (unsigned long long)pf, y[rs[j]], nx_format(p->out)->name,
+                    (unsigned long long)pm, ym[j]);
+    }
+    free(rs);
+    free(ym);
+    return failed ? -1 : bad;
+}
+
+/* A JSON number, or a string for a value JSON cannot hold. */
+static json_t *jnum(double v)
+{
+    if (isnan(v))
+        return json_string("nan");
+    if (isinf(v))
+        return json_string(v > 0 ? "inf" : "-inf");
+    return json_real(v);
+}
+
+static json_t *jstr_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static json_t *jstr_printf(const char *fmt, ...)
+{
+    char buf[128];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    return json_string(buf);
+}
+
+/* An MPFR number as text (fmt "%Ra" or "%.25Rg"); NaN and inf spelled out. */
+static char *mp_text(const char *fmt, mpfr_srcptr x)
+{
+    if (mpfr_nan_p(x))
+        return strdup("nan");
+    if (mpfr_inf_p(x))
+        return strdup(mpfr_signbit(x) ? "-inf" : "inf");
+    char *s = NULL;
+    if (mpfr_asprintf(&s, fmt, x) < 0)
+        return NULL;
+    char *c = strdup(s);
+    mpfr_free_str(s);
+    return c;
+}
+
+typedef struct row_text {
+    char *hex, *dec;
+} row_text;
+
+/* The report's JSON text (malloc'd). */
+static nx_status build_report(const nx_program *p, const nx_rows *in, const double *y, const char *point,
+                              const char *hash, const char *engine, int threads, char **text, nx_err *err)
+{
+    size_t rows = in->rows, n = p->n;
+    nx_bound_row *br = malloc((rows ? rows : 1) * sizeof *br);
+    row_text *rt = calloc(rows ? rows : 1, sizeof *rt);
+    if (!br || !rt) {
+        free(br);
+        free(rt);
+        return nx_err_set(err, NX_ENOMEM, "out of memory for the report of %zu rows", rows);
+    }
+    int failed = 0;
+#pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads()) if (rows > 1)
+    {
+        nx_bound *b = nx_bound_new(p);
+        mpfr_t x;
+        mpfr_init2(x, 2);
+        if (!b) {
+#pragma omp atomic write
+            failed = 1;
+        }
+#pragma omp for schedule(dynamic, 4)
+        for (size_t r = 0; r < rows; r++) {
+            if (!b)
+                continue;
+            nx_bound_eval(b, p, in->a_fmt, in->a + r * n, in->b_fmt, in->b ? in->b + r * n : NULL, y[r], &br[r], x);
+            rt[r].hex = mp_text("%Ra", x);
+            rt[r].dec = mp_text("%.25Rg", x);
+            if (!rt[r].hex || !rt[r].dec) {
+#pragma omp atomic write
+                failed = 1;
+            }
+        }
+        mpfr_clear(x);
+        nx_bound_free(b);
+        mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE);
+    }
+    nx_status st = NX_OK;
+    json_t *root = json_object(), *arr = json_array();
+    int ok = root && arr && !failed;
+    double max_ulps = 0, max_bound_ulps = 0, max_ratio = 0;
+    size_t exact_rows = 0, violations = 0;
+    for (size_t r = 0; r < rows && ok; r++) {
+        const nx_bound_row *q = &br[r];
+        uint64_t bits = 0;
+        int has = pattern_of(p->out, y[r], &bits);
+        json_t *o = json_object();
+        ok = o != NULL;
+        ok = ok && json_object_set_new(o, "row", json_integer((json_int_t)r)) == 0;
+        ok = ok && json_object_set_new(o, "exact", json_string(rt[r].hex)) == 0;
+        ok = ok && json_object_set_new(o, "exact_decimal", json_string(rt[r].dec)) == 0;
+        ok = ok && json_object_set_new(o, "result", jstr_printf("%a", y[r])) == 0;
+        ok = ok && json_object_set_new(o, "result_decimal", jstr_printf("%.17g", y[r])) == 0;
+        ok = ok && json_object_set_new(o, "result_bits", has ? jstr_printf("0x%llx", (unsigned long long)bits)
+                                                            : json_null()) == 0;
+        ok = ok && json_object_set_new(o, "error_ulps", jnum(q->error_ulps)) == 0;
+        ok = ok && json_object_set_new(o, "error", jnum(q->error)) == 0;
+        ok = ok && json_object_set_new(o, "bound_ulps", jnum(q->bound_ulps)) == 0;
+        ok = ok && json_object_set_new(o, "bound", jnum(q->bound)) == 0;
+        ok = ok && json_object_set_new(o, "ulp", jnum(q->ulp)) == 0;
+        ok = ok && json_array_append_new(arr, o) == 0;
+        if (!(q->error_ulps <= max_ulps))
+            max_ulps = q->error_ulps;
+        if (!(q->bound_ulps <= max_bound_ulps))
+            max_bound_ulps = q->bound_ulps;
+        if (q->error == 0)
+            exact_rows++;
+        else if (isfinite(q->bound) && q->bound / q->error > max_ratio)
+            max_ratio = q->bound / q->error;
+        if (!(q->error <= q->bound))
+            violations++;
+    }
+    json_t *sum = ok ? json_object() : NULL;
+    ok = ok && sum;
+    ok = ok && json_object_set_new(sum, "max_error_ulps", jnum(max_ulps)) == 0;
+    ok = ok && json_object_set_new(sum, "max_bound_ulps", jnum(max_bound_ulps)) == 0;
+    ok = ok && json_object_set_new(sum, "max_bound_over_observed", jnum(max_ratio)) == 0;
+    ok = ok && json_object_set_new(sum, "rows_exact", json_integer((json_int_t)exact_rows)) == 0;
+    ok = ok && json_object_set_new(sum, "bound_violations", json_integer((json_int_t)violations)) == 0;
+    ok = ok && json_object_set_new(root, "numerics", json_string(point)) == 0;
+    ok = ok && json_object_set_new(root, "numerics_hash", json_string(hash)) == 0;
+    ok = ok && json_object_set_new(root, "engine", json_string(engine)) == 0;
+    ok = ok && json_object_set_new(root, "out_format", json_string(nx_format(p->out)->name)) == 0;
+    ok = ok && json_object_set_new(root, "rows", json_integer((json_int_t)rows)) == 0;
+    ok = ok && json_object_set_new(root, "n", json_integer((json_int_t)n)) == 0;
+    ok = ok && json_object_set_new(root, "summary", sum) == 0;
+    sum = NULL;
+    ok = ok && json_object_set_new(root, "per_row", arr) == 0;
+    arr = NULL;
+    *text = ok ? json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17)) : NULL;
+    if (!*text)
+        st = nx_err_set(err, NX_ENOMEM, "out of memory building the report");
+    else if (violations)
+        fprintf(stderr, "parity reduce: warning: the error bound is exceeded on %zu row(s): a bug in nx_bound, "
+                        "see the report\n", violations);
+    json_decref(root);
+    json_decref(arr);
+    json_decref(sum);
+    for (size_t r = 0; r < rows; r++) {
+        free(rt[r].hex);
+        free(rt[r].dec);
+    }
+    free(rt);
+    free(br);
+    return st;
+}
+
+/* First half of an atomic write: text into a synced temporary file next to
+ * path; rename (or unlink) it later. */
+static nx_status write_temp(const char *path, const char *text, char **tmp_out, nx_err *err)
+{
+    size_t pl = strlen(path);
+    char *tmp = malloc(pl + 16);
+    if (!tmp)
+        return nx_err_set(err, NX_ENOMEM, "out of memory");
+    snprintf(tmp, pl + 16, "%s.tmp.XXXXXX", path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        nx_status st = nx_err_set(err, NX_EIO, "%s: cannot create temporary file %s: %s", path, tmp, strerror(errno));
+        free(tmp);
+        return st;
+    }
+    const char *what = "write";
+    size_t len = strlen(text), off = 0;
+    if (fchmod(fd, 0644) != 0)
+        goto fail;
+    while (off < len) {
+        ssize_t w = write(fd, text + off, len - off);
+        if (w <= 0)
+            goto fail;
+        off += (size_t)w;
+    }
+    what = "fsync";
+    if (fsync(fd) != 0)
+        goto fail;
+    what = "close";
+    if (close(fd) != 0) {
+        fd = -1;
+        goto fail;
+    }
+    *tmp_out = tmp;
+    return NX_OK;
+fail:;
+    int e = errno;
+    if (fd >= 0)
+        close(fd);
+    unlink(tmp);
+    nx_status st = nx_err_set(err, NX_EIO, "%s: %s of temporary file %s failed: %s", path, what, tmp, strerror(e));
+    free(tmp);
+    return st;
+}
+
+/* PARITY_REDUCE_FAULT_ROW=r flips the last bit of row r's fast result: the
+ * CLI tests' way to prove that auto's MPFR check catches a difference. */
+static void inject_fault(const nx_program *p, double *y, size_t rows)
+{
+    const char *f = getenv("PARITY_REDUCE_FAULT_ROW");
+    if (!f || !*f)
+        return;
+    char *end;
+    unsigned long long r = strtoull(f, &end, 10);
+    uint64_t bits;
+    if (*end || r >= rows || !pattern_of(p->out, y[r], &bits))
+        return;
+    y[r] = nx_decode(p->out, bits ^ 1, NULL);
+}
+
 int cmd_reduce(int argc, char **argv)
 {
-    const char *numerics = NULL, *inp = NULL, *outp = NULL, *engine = "mpfr", *threads_s = NULL;
+    const char *numerics = NULL, *inp = NULL, *outp = NULL, *engine = "auto", *threads_s = NULL,
+               *check_s = NULL, *reportp = NULL;
     int bad = 0;
     for (int i = 1; i < argc && !bad; i++) {
         if (cli_flag(argv, i, "--help") || cli_flag(argv, i, "-h")) {
@@ -105,7 +409,8 @@ int cmd_reduce(int argc, char **argv)
         }
         if (cli_opt(argc, argv, &i, "--numerics", &numerics, &bad) || cli_opt(argc, argv, &i, "--in", &inp, &bad) ||
             cli_opt(argc, argv, &i, "--out", &outp, &bad) || cli_opt(argc, argv, &i, "--engine", &engine, &bad) ||
-            cli_opt(argc, argv, &i, "--threads", &threads_s, &bad))
+            cli_opt(argc, argv, &i, "--threads", &threads_s, &bad) ||
+            cli_opt(argc, argv, &i, "--check", &check_s, &bad) || cli_opt(argc, argv, &i, "--report", &reportp, &bad))
             continue;
         cli_error("reduce", "unknown argument '%s' (see --help)", argv[i]);
         return EXIT_INPUT;
@@ -116,13 +421,22 @@ int cmd_reduce(int argc, char **argv)
         cli_error("reduce", "needs --numerics, --in and --out (see --help)");
         return EXIT_INPUT;
     }
-    if (strcmp(engine, "mpfr") != 0) {
-        cli_error("reduce", "--engine: unknown engine '%s' (expected mpfr)", engine);
+    int eng_auto = strcmp(engine, "auto") == 0, eng_fast = strcmp(engine, "fast") == 0,
+        eng_mpfr = strcmp(engine, "mpfr") == 0;
+    if (!eng_auto && !eng_fast && !eng_mpfr) {
+        cli_error("reduce", "--engine: unknown engine '%s' (expected auto, fast or mpfr)", engine);
         return EXIT_INPUT;
     }
     int threads = 0;
     if (threads_s && (threads = (int)cli_long("reduce", "--threads", threads_s, 1, 4096)) < 0)
         return EXIT_INPUT;
+    long check = 32;
+    if (check_s && (check = cli_long("reduce", "--check", check_s, 1, 1L << 30)) < 0)
+        return EXIT_INPUT;
+    if (check_s && !eng_auto) {
+        cli_error("reduce", "--check applies to --engine auto only");
+        return EXIT_INPUT;
+    }
 
     reduce_job j;
     memset(&j, 0, sizeof j);
@@ -132,6 +446,7 @@ int cmd_reduce(int argc, char **argv)
     nx_status st;
     int rc = EXIT_PASS;
     const st_tensor *ta, *tb;
+    char *rtext = NULL, *rtmp = NULL;
     if ((st = pt_from_text(numerics, "--numerics", &j.pt, &err)))
         goto fail;
     j.have_pt = 1;
@@ -158,8 +473,28 @@ int cmd_reduce(int argc, char **argv)
     }
     nx_rows in = {rows, (nx_fmt)rows_fmt_of_dtype(ta->dtype), j.a,
                   tb ? (nx_fmt)rows_fmt_of_dtype(tb->dtype) : NX_FP64, j.b};
-    if ((st = nx_mpfr_reduce(j.prog, &in, j.y, threads, &err)))
-        goto fail;
+    if (eng_mpfr) {
+        if ((st = nx_mpfr_reduce(j.prog, &in, j.y, threads, &err)))
+            goto fail;
+    } else {
+        if ((st = nx_fast_reduce(j.prog, &in, j.y, threads, &err)))
+            goto fail;
+        inject_fault(j.prog, j.y, rows);
+        if (eng_auto && rows > 0) {
+            long diff = check_sample(j.prog, &in, j.y, (size_t)check, threads);
+            if (diff < 0) {
+                st = nx_err_set(&err, NX_ENOMEM, "out of memory re-evaluating rows with MPFR");
+                goto fail;
+            }
+            if (diff > 0) {
+                st = nx_err_set(&err, NX_EINTERNAL,
+                                "the fast engine differs from MPFR on %ld of the %zu rows checked; %s was not "
+                                "written.  This is a bug: please report it with the point and %s",
+                                diff, (size_t)check < rows ? (size_t)check : rows, outp, inp);
+                goto fail;
+            }
+        }
+    }
 
     nx_fmt of = j.prog->out;
     int64_t shape[1] = {(int64_t)rows};
@@ -179,12 +514,33 @@ int cmd_reduce(int argc, char **argv)
         free(ptxt);
         goto fail;
     }
+    if (reportp) {
+        st = build_report(j.prog, &in, j.y, ptxt ? ptxt : "", hash, engine, threads, &rtext, &err);
+        if (!st)
+            st = write_temp(reportp, rtext, &rtmp, &err);
+        if (st) {
+            free(ptxt);
+            goto fail;
+        }
+    }
     free(ptxt);
     if ((st = st_write_atomic(outp, &j.out, &err)))
         goto fail;
+    if (rtmp && rename(rtmp, reportp) != 0) {
+        st = nx_err_set(&err, NX_EIO, "%s: cannot rename %s into place: %s (%s was written)", reportp, rtmp,
+                        strerror(errno), outp);
+        goto fail;
+    }
+    free(rtmp);
+    free(rtext);
     job_free(&j);
     return rc;
 fail:
+    if (rtmp) {
+        unlink(rtmp);
+        free(rtmp);
+    }
+    free(rtext);
     job_free(&j);
     return cli_fail("reduce", &err);
 }

@@ -103,6 +103,40 @@ done
 "$PARITY" frobnicate 2> /dev/null; [ $? -eq 2 ] || fail "unknown command: not exit 2"
 [ "$("$PARITY" tree show halving --n 8)" = "((t0+t4)+(t2+t6))+((t1+t5)+(t3+t7))" ] || fail "tree show halving"
 
+# Engines (docs/engines.md): every engine gives the same bits; auto checks
+# the fast engine against MPFR and refuses to write on a difference.
+for e in auto fast mpfr; do
+  "$PARITY" reduce --numerics '{ tree = "pairwise" }' --in "$good" --out "$T/e.safetensors" --engine $e 2> "$T/err" \
+    || fail "engine $e: exit $? ($(cat "$T/err"))"
+  got=$("$PARITY" inspect "$T/e.safetensors" | grep -o '(0x[0-9a-f]*)' | tr -d '()' | tr '\n' ' ')
+  [ "$got" = "0x3f800000 0x3f800000 " ] || fail "engine $e: y = $got"
+  "$PARITY" inspect "$T/e.safetensors" | grep -q "meta engine = $e" || fail "engine $e: not in the metadata"
+done
+"$PARITY" reduce --numerics '{}' --in "$good" --out "$T/x" --engine fast --check 4 2> /dev/null; [ $? -eq 2 ] \
+  || fail "--check without auto: not exit 2"
+# The report: per-row exact value, error in ulps and bound, and a summary.
+"$PARITY" reduce --numerics '{ tree = "seq" }' --in "$good" --out "$T/r.safetensors" --report "$T/r.json" 2> "$T/err" \
+  || fail "report: exit $? ($(cat "$T/err"))"
+for k in '"max_error_ulps"' '"max_bound_over_observed"' '"exact": "0x' '"bound_ulps"' '"bound_violations": 0' '"rows": 2'; do
+  grep -q "$k" "$T/r.json" || fail "report lacks $k"
+done
+# seq on row 1 (1, 2^24, 1, -2^24) gives +0 (each 1 is lost to 2^24) where the exact sum is 2
+grep -q '"result_bits": "0x0"' "$T/r.json" || fail "report: row 1's result"
+# Negative control: a fault injected into the fast result of row 0 (always
+# checked) is an internal error, exit 3, and nothing is written; without
+# the check (--engine fast) the same fault goes through.
+printf 'previous contents\n' > "$T/keep.safetensors"
+PARITY_REDUCE_FAULT_ROW=0 "$PARITY" reduce --numerics '{ tree = "seq" }' --in "$good" --out "$T/keep.safetensors" \
+  --report "$T/keep.json" 2> "$T/err"
+rc=$?
+[ $rc -eq 3 ] || fail "injected fault: exit $rc, want 3"
+grep -q "disagree on row 0: fast fp32 0x3f800001" "$T/err" || fail "injected fault: message '$(cat "$T/err")'"
+[ "$(cat "$T/keep.safetensors")" = "previous contents" ] || fail "injected fault: the output was modified"
+[ ! -e "$T/keep.json" ] || fail "injected fault: a report was written"
+PARITY_REDUCE_FAULT_ROW=0 "$PARITY" reduce --numerics '{ tree = "seq" }' --in "$good" --out "$T/f.safetensors" \
+  --engine fast 2> /dev/null || fail "injected fault with --engine fast: exit $?"
+ls -a "$T" | grep -q '\.tmp\.' && fail "a temporary file was left behind"
+
 if [ $fails -ne 0 ]; then
   echo "$fails failure(s)"
   exit 1
