@@ -127,13 +127,23 @@ static double gadd_slow(double x, double y, const fx_fmt *F, nx_mode m)
     return nx_rf_round_dd(s, e, &F->rf, m, 0);
 }
 
-/* round(x + y) to a format of fewer than 53 bits, or any format. */
+/* round(x + y) to a format of fewer than 53 bits, or any format.  When
+ * r's dropped bits are 0 or exactly half, r alone cannot tell: TwoSum says
+ * whether r is exact (then the mask rounding of r, ties included, is the
+ * answer) or not (the slow path). */
 static inline double gadd(double x, double y, const fx_fmt *F, nx_mode m)
 {
     double r = x + y;
     uint64_t u = bits(r), a = u & ABSM, eb = a >> 52, low = a & F->mask;
-    if (eb >= F->eb_fast && eb < 0x7ff && low != 0 && low != F->half) {
-        uint64_t ra = mask_round(a, u, F, m, 0);
+    if (eb >= F->eb_fast && eb < 0x7ff) {
+        int exact = 0;
+        if (low == 0 || low == F->half) {
+            double bb = r - x;
+            if ((x - (r - bb)) + (y - bb) != 0)
+                return gadd_slow(x, y, F, m);
+            exact = 1;
+        }
+        uint64_t ra = mask_round(a, u, F, m, exact);
         if (ra <= F->rf.maxbits)
             return dbl(ra | (u & SIGNB));
     }
@@ -496,6 +506,17 @@ static nx_status plan_build(fx_plan *pl, const nx_program *p, const nx_rows *in,
     while ((1ll << lgn) < (long long)pl->maxg + 1)
         lgn++;
     pl->atom_fixed = F >= 0 && F + 1 + lgn <= 60;
+    /* atoms the vectorised kernel takes: fused = 1 */
+    for (size_t k = 0; k < ns; k++) {
+        fx_step *st = &pl->steps[k];
+        if (st->kind != S_ATOM || !pl->atom_fixed || F > 50 || st->xk != O_SLOT ||
+            !(p->dot ? pl->prod_exact : pl->narrow_a))
+            continue;
+        int ok = 1;
+        for (int32_t g = 0; g < st->n && ok; g++)
+            ok = pl->gsrc[st->y + g] == pl->gsrc[st->y] + g && pl->gsrc[st->y] >= 0;
+        st->fused = (uint8_t)ok;
+    }
     free(dying);
     free(next);
     free(uses);
@@ -553,6 +574,16 @@ static inline double do_fma(const fx_plan *pl, int cls, double a, double b, doub
     }
 }
 
+/* A term list that jumps (stride trees) defeats the hardware prefetcher:
+ * fetch the lines a few steps ahead for every row of the block. */
+static inline void prefetch_rows(const fx_blk *b, int32_t t)
+{
+    for (int k = 0; k < FX_B; k++) {
+        __builtin_prefetch(b->A[k] + t);
+        __builtin_prefetch(b->Bv[k] + t);
+    }
+}
+
 /* A run of `n` chain steps over row k's terms, for every row of the block.
  * STEP(s, t) is one step; the accumulator stays in registers. */
 #define RUN_LOOP(TYPE, LOAD, STORE, STEP)                                                         \
@@ -563,6 +594,8 @@ static inline double do_fma(const fx_plan *pl, int cls, double a, double b, doub
         if (nb == FX_B) {                                                                          \
             for (int32_t j = 0; j < n; j++) {                                                      \
                 int32_t t = idx ? idx[j] : t0 + j;                                                 \
+                if (idx && (j & 7) == 0 && j + 16 < n)                                             \
+                    prefetch_rows(b, idx[j + 16]);                                                 \
                 for (int k = 0; k < FX_B; k++)                                                     \
                     s_[k] = STEP(s_[k], t, k);                                                     \
             }                                                                                      \
@@ -587,6 +620,189 @@ static inline double do_fma(const fx_plan *pl, int cls, double a, double b, doub
 #define ST_GFMA(s, t, k) gadd(A[k][t] * Bv[k][t], (s), F, MODE)
 #define ST_GADD_VAL(s, t, k) gadd((s), A[k][t], F, MODE)
 
+/* ---------------------------------------------------------------------- */
+/* Vectorised across the block's rows: lanes are rows, so each row keeps its
+ * own order (GCC vector extensions; AVX2 in the FMA clone). */
+
+typedef double v4d __attribute__((vector_size(32)));
+typedef int64_t v4l __attribute__((vector_size(32)));
+
+/* Internal functions only: their vector arguments never cross an ABI. */
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+static inline v4d v4d_load(const double *p)
+{
+    v4d v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline v4l v4_bits(v4d x)
+{
+    v4l u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+static inline v4d v4_dbl(v4l u)
+{
+    v4d x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+static inline v4l v4l_splat(int64_t x) { return (v4l){x, x, x, x}; }
+
+/* p[0..3] hold 4 consecutive terms of 4 rows; afterwards p[j] holds term j
+ * of the 4 rows. */
+static inline void transpose4(v4d *p)
+{
+    v4d t0 = __builtin_shufflevector(p[0], p[1], 0, 4, 2, 6);
+    v4d t1 = __builtin_shufflevector(p[0], p[1], 1, 5, 3, 7);
+    v4d t2 = __builtin_shufflevector(p[2], p[3], 0, 4, 2, 6);
+    v4d t3 = __builtin_shufflevector(p[2], p[3], 1, 5, 3, 7);
+    p[0] = __builtin_shufflevector(t0, t2, 0, 1, 4, 5);
+    p[1] = __builtin_shufflevector(t1, t3, 0, 1, 4, 5);
+    p[2] = __builtin_shufflevector(t0, t2, 2, 3, 6, 7);
+    p[3] = __builtin_shufflevector(t1, t3, 2, 3, 6, 7);
+}
+
+typedef uint64_t v4u __attribute__((vector_size(32)));
+
+/* A format's constants as vectors, built once per run. */
+typedef struct vconst {
+    v4l absm, mask, notmask, half, ebf, inf, maxb, one;
+    int sh;
+} vconst;
+
+static inline void vconst_init(vconst *C, const fx_fmt *F)
+{
+    C->absm = v4l_splat((int64_t)ABSM);
+    C->mask = v4l_splat((int64_t)F->mask);
+    C->notmask = ~C->mask;
+    C->half = v4l_splat((int64_t)F->half);
+    C->ebf = v4l_splat((int64_t)F->eb_fast);
+    C->inf = v4l_splat(0x7ff);
+    C->maxb = v4l_splat((int64_t)F->rf.maxbits);
+    C->one = v4l_splat(1);
+    C->sh = __builtin_ctzll(F->half) + 1;
+}
+
+/* gadd on 4 lanes.  TwoSum's error e tells which lanes are exact; the
+ * mask rounding is the answer wherever r's dropped bits decide (inexact r
+ * with dropped bits neither 0 nor half, or exact r: rne's formula with the
+ * last kept bit rounds ties to even and is plain rounding elsewhere).
+ * *fail marks the other lanes (and those near underflow or overflow): the
+ * caller redoes them with the scalar gadd. */
+static inline __attribute__((always_inline)) v4d vgadd(v4d s, v4d q, const vconst *C, nx_mode M, v4l *fail)
+{
+    v4d r = s + q;
+    v4d bb = r - s;
+    v4d e = (s - (r - bb)) + (q - bb);
+    v4l u = v4_bits(r), a = u & C->absm;
+    v4l eb = (v4l)((v4u)a >> 52), low = a & C->mask;
+    v4l zero = C->one - C->one;
+    v4l f = (eb < C->ebf) | (eb >= C->inf) | (((low == zero) | (low == C->half)) & (e != 0));
+    v4l ra;
+    switch (M) {
+    case NX_RNE: ra = (a + C->half - C->one + ((v4l)((v4u)a >> C->sh) & C->one)) & C->notmask; break;
+    case NX_RNA: ra = (a + C->half) & C->notmask; break;
+    case NX_RZ: ra = a & C->notmask; break;
+    case NX_RU: ra = (a + (C->mask & ~(u < zero))) & C->notmask; break;
+    default: ra = (a + (C->mask & (u < zero))) & C->notmask; break;
+    }
+    *fail = f | (ra > C->maxb);
+    return v4_dbl(ra | (u & ~C->absm));
+}
+
+static inline int v4_any(v4l f)
+{
+    v4l g = f | __builtin_shufflevector(f, f, 2, 3, 0, 1);
+    g |= __builtin_shufflevector(g, g, 1, 0, 3, 2);
+    return g[0] != 0;
+}
+
+/* A run of generic chain steps (gadd of an exact product or of a value),
+ * all 8 rows at once, 4 terms at a time. */
+static inline __attribute__((always_inline)) void run_gen_vec_m(const fx_plan *pl, fx_blk *b, const fx_step *st,
+                                                               nx_mode M)
+{
+    const fx_fmt *F = &pl->fmt[st->fmt];
+    vconst C;
+    vconst_init(&C, F);
+    const int32_t n = st->n, t0 = st->y;
+    const int32_t *idx = st->toff >= 0 ? pl->tidx + st->toff : NULL;
+    const int dot = st->fused;
+    double *vals = b->vals;
+    const double *A[FX_B], *Bv[FX_B];
+    for (int k = 0; k < FX_B; k++) {
+        A[k] = b->A[k];
+        Bv[k] = b->Bv[k];
+    }
+    v4d s0 = v4d_load(vals + (size_t)st->x * FX_B), s1 = v4d_load(vals + (size_t)st->x * FX_B + 4);
+    int32_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+        v4d q0[4], q1[4];
+        int32_t t = idx ? idx[j] : t0 + j;
+        if (idx && (j & 7) == 0 && j + 16 < n)
+            prefetch_rows(b, idx[j + 16]);
+        if (!idx || (idx[j + 1] == t + 1 && idx[j + 2] == t + 2 && idx[j + 3] == t + 3)) {
+            for (int k = 0; k < 4; k++) {
+                q0[k] = v4d_load(A[k] + t);
+                q1[k] = v4d_load(A[k + 4] + t);
+                if (dot) {
+                    q0[k] *= v4d_load(Bv[k] + t);
+                    q1[k] *= v4d_load(Bv[k + 4] + t);
+                }
+            }
+            transpose4(q0);
+            transpose4(q1);
+        } else {
+            for (int jj = 0; jj < 4; jj++) {
+                int32_t tt = idx[j + jj];
+                for (int k = 0; k < 4; k++) {
+                    q0[jj][k] = dot ? A[k][tt] * Bv[k][tt] : A[k][tt];
+                    q1[jj][k] = dot ? A[k + 4][tt] * Bv[k + 4][tt] : A[k + 4][tt];
+                }
+            }
+        }
+        for (int jj = 0; jj < 4; jj++) {
+            v4l f0, f1;
+            v4d r0 = vgadd(s0, q0[jj], &C, M, &f0), r1 = vgadd(s1, q1[jj], &C, M, &f1);
+            if (__builtin_expect(v4_any(f0 | f1), 0)) {
+                for (int l = 0; l < 4; l++) {
+                    if (f0[l])
+                        r0[l] = gadd(s0[l], q0[jj][l], F, M);
+                    if (f1[l])
+                        r1[l] = gadd(s1[l], q1[jj][l], F, M);
+                }
+            }
+            s0 = r0;
+            s1 = r1;
+        }
+    }
+    for (; j < n; j++) {
+        int32_t t = idx ? idx[j] : t0 + j;
+        for (int k = 0; k < 4; k++) {
+            s0[k] = gadd(s0[k], dot ? A[k][t] * Bv[k][t] : A[k][t], F, M);
+            s1[k] = gadd(s1[k], dot ? A[k + 4][t] * Bv[k + 4][t] : A[k + 4][t], F, M);
+        }
+    }
+    for (int k = 0; k < b->nb; k++)
+        vals[(size_t)st->dst * FX_B + (size_t)k] = k < 4 ? s0[k] : s1[k - 4];
+}
+
+static inline __attribute__((always_inline)) void run_gen_vec(const fx_plan *pl, fx_blk *b, const fx_step *st)
+{
+    switch ((nx_mode)st->mode) {
+    case NX_RNE: run_gen_vec_m(pl, b, st, NX_RNE); break;
+    case NX_RNA: run_gen_vec_m(pl, b, st, NX_RNA); break;
+    case NX_RZ: run_gen_vec_m(pl, b, st, NX_RZ); break;
+    case NX_RU: run_gen_vec_m(pl, b, st, NX_RU); break;
+    default: run_gen_vec_m(pl, b, st, NX_RD); break;
+    }
+}
+
 static inline __attribute__((always_inline)) void run_step(const fx_plan *pl, fx_blk *b,
                                                           const fx_step *st)
 {
@@ -608,6 +824,10 @@ static inline __attribute__((always_inline)) void run_step(const fx_plan *pl, fx
             return;
         }
         /* prod_exact: a fused step is round(a·b + s) with a·b exact */
+        if (F->eb_fast < 0x800) {
+            run_gen_vec(pl, b, st);
+            return;
+        }
         switch (m) {
 #define MODE NX_RNE
         case NX_RNE: RUN_LOOP(double, LOAD_X, STORE_D, ST_GFMA); return;
@@ -633,6 +853,10 @@ static inline __attribute__((always_inline)) void run_step(const fx_plan *pl, fx
         }
         if (st->cls == A_F64) {
             RUN_LOOP(double, LOAD_X, STORE_D, ST_ADD64_VAL);
+            return;
+        }
+        if (F->eb_fast < 0x800) {
+            run_gen_vec(pl, b, st);
             return;
         }
         switch (m) {
@@ -815,6 +1039,127 @@ static double atom_row(const fx_plan *pl, fx_blk *b, const fx_step *st, int k)
     return nx_xacc_round(x, F->rf.fmt, m, 0);
 }
 
+/* The common atom, vectorised along its group: every source a term, the
+ * group contiguous, products exact binary64 numbers (or narrow values),
+ * the cut fitting the int64 (plan: vec_atom).  Each addend |x| = M·2^(e-1075)
+ * is cut at 2^(E-F) by one variable shift of M by (E + 1023) + 52 - F - e,
+ * with the round bit and the sticky bits for modes other than rz. */
+static inline __attribute__((always_inline)) int64_t vcut_sum(const double *buf, int cnt, int64_t sh0, nx_mode tr)
+{
+    const v4l frac = v4l_splat((int64_t)((1ull << 52) - 1)), hid = v4l_splat((int64_t)(1ull << 52)),
+              e7ff = v4l_splat(0x7ff), one = v4l_splat(1), c63 = v4l_splat(63), vsh0 = v4l_splat(sh0);
+    v4l zero = one - one, vsum = zero;
+    int g = 0;
+    for (; g + 4 <= cnt; g += 4) {
+        v4l u = v4_bits(v4d_load(buf + g));
+        v4l e = (v4l)((v4u)u >> 52) & e7ff;
+        v4l M = (u & frac) | (hid & (e != zero));
+        v4l sh = vsh0 - e;
+        v4l big = sh > c63;
+        sh = (c63 & big) | (sh & ~big); /* M < 2^53: a shift by 63 leaves 0 */
+        v4l R = (v4l)((v4u)M >> (v4u)sh);
+        v4l neg = u < zero;
+        if (tr != NX_RZ) {
+            v4l sh1 = sh - one;
+            v4l rbit = (v4l)((v4u)M >> (v4u)sh1) & one;
+            v4l st = (M & (v4l)(((v4u)one << (v4u)sh1) - (v4u)one)) != zero; /* -1 or 0 */
+            v4l inc;
+            switch (tr) {
+            case NX_RNE: inc = rbit & ((st & one) | (R & one)); break;
+            case NX_RNA: inc = rbit; break;
+            case NX_RU: inc = (rbit | (st & one)) & ~neg; break;
+            default: inc = (rbit | (st & one)) & neg; break;
+            }
+            R += inc;
+        }
+        vsum += (R ^ neg) - neg;
+    }
+    int64_t sum = vsum[0] + vsum[1] + vsum[2] + vsum[3];
+    for (; g < cnt; g++) {
+        uint64_t u = bits(buf[g]);
+        int e = (int)((u >> 52) & 0x7ff);
+        uint64_t M = (u & ((1ull << 52) - 1)) | (e ? 1ull << 52 : 0);
+        int64_t sh = sh0 - e;
+        if (sh > 63)
+            sh = 63;
+        uint64_t R = M >> sh;
+        int neg = (int)(u >> 63);
+        if (tr != NX_RZ) {
+            int rbit = (int)((M >> (sh - 1)) & 1), st = (M & ((1ull << (sh - 1)) - 1)) != 0;
+            switch (tr) {
+            case NX_RNE: R += (uint64_t)(rbit && (st || (R & 1))); break;
+            case NX_RNA: R += (uint64_t)rbit; break;
+            case NX_RU: R += (uint64_t)(!neg && (rbit || st)); break;
+            default: R += (uint64_t)(neg && (rbit || st)); break;
+            }
+        }
+        sum += neg ? -(int64_t)R : (int64_t)R;
+    }
+    return sum;
+}
+
+static inline __attribute__((always_inline)) void atom_vec(const fx_plan *pl, fx_blk *b, const fx_step *st)
+{
+    const nx_program *p = pl->p;
+    const fx_fmt *F = &pl->fmt[st->fmt];
+    nx_mode m = (nx_mode)st->mode, tr = p->atom_term_round;
+    int gn = st->n, Fb = p->atom_frac_bits, dot = p->dot;
+    int32_t t0 = pl->gsrc[st->y];
+    double *buf = b->ahi; /* maxg + 1 (+ 3 spare) addends */
+    const v4l e7ff = v4l_splat(0x7ff);
+    for (int k = 0; k < b->nb; k++) {
+        const double *ar = b->A[k] + t0, *br = b->Bv[k] + t0;
+        buf[0] = b->vals[(size_t)st->x * FX_B + (size_t)k];
+        v4l vmax = e7ff - e7ff;
+        int g = 0;
+        for (; g + 4 <= gn; g += 4) {
+            v4d pr = v4d_load(ar + g);
+            if (dot)
+                pr *= v4d_load(br + g);
+            memcpy(buf + 1 + g, &pr, sizeof pr);
+            v4l e = (v4l)((v4u)v4_bits(pr) >> 52) & e7ff;
+            v4l gt = e > vmax;
+            vmax = (e & gt) | (vmax & ~gt);
+        }
+        int64_t emax = vmax[0] > vmax[1] ? vmax[0] : vmax[1];
+        emax = vmax[2] > emax ? vmax[2] : emax;
+        emax = vmax[3] > emax ? vmax[3] : emax;
+        for (; g < gn; g++) {
+            double pr = dot ? ar[g] * br[g] : ar[g];
+            buf[1 + g] = pr;
+            int64_t e = (int64_t)((bits(pr) >> 52) & 0x7ff);
+            emax = e > emax ? e : emax;
+        }
+        int64_t es = (int64_t)((bits(buf[0]) >> 52) & 0x7ff);
+        emax = es > emax ? es : emax;
+        if (emax == 0x7ff || emax == 0) {
+            /* NaN, inf or only zeros: the general atom */
+            b->vals[(size_t)st->dst * FX_B + (size_t)k] = atom_row(pl, b, st, k);
+            continue;
+        }
+        int64_t sum;
+        int64_t sh0 = emax + 52 - Fb;
+        switch (tr) {
+        case NX_RZ: sum = vcut_sum(buf, gn + 1, sh0, NX_RZ); break;
+        case NX_RNE: sum = vcut_sum(buf, gn + 1, sh0, NX_RNE); break;
+        case NX_RNA: sum = vcut_sum(buf, gn + 1, sh0, NX_RNA); break;
+        case NX_RU: sum = vcut_sum(buf, gn + 1, sh0, NX_RU); break;
+        default: sum = vcut_sum(buf, gn + 1, sh0, NX_RD); break;
+        }
+        double v;
+        int q = (int)emax - 1023 - Fb;
+        if (sum == 0) {
+            int allneg0 = 1;
+            for (int i = 0; i <= gn; i++)
+                allneg0 &= bits(buf[i]) == SIGNB;
+            v = nx_rf_round(allneg0 ? -0.0 : 0.0, &F->rf, m, 0);
+        } else {
+            v = nx_rf_round_scaled(sum < 0, sum < 0 ? (uint64_t)-sum : (uint64_t)sum, q, 0, &F->rf, m, 0);
+        }
+        b->vals[(size_t)st->dst * FX_B + (size_t)k] = v;
+    }
+}
+
 static inline __attribute__((always_inline)) void exec_block(const fx_plan *pl, fx_blk *b)
 {
     const int nb = b->nb;
@@ -852,6 +1197,10 @@ static inline __attribute__((always_inline)) void exec_block(const fx_plan *pl, 
             run_step(pl, b, st);
             break;
         default:
+            if (st->fused) { /* the plan's vec_atom */
+                atom_vec(pl, b, st);
+                break;
+            }
             for (int k = 0; k < nb; k++) {
                 double v = atom_row(pl, b, st, k);
                 dst[k] = v; /* written after the row's reads: slots may be shared */
@@ -868,7 +1217,7 @@ static void exec_block_plain(const fx_plan *pl, fx_blk *b)
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define FX_FMA_CLONE 1
-__attribute__((target("fma"))) static void exec_block_fma(const fx_plan *pl, fx_blk *b)
+__attribute__((target("avx2,fma"))) static void exec_block_fma(const fx_plan *pl, fx_blk *b)
 {
     exec_block(pl, b);
 }
@@ -899,7 +1248,7 @@ static int scratch_init(fx_scratch *s, const fx_plan *pl)
     memset(s, 0, sizeof *s);
     size_t n = pl->p->n ? pl->p->n : 1;
     s->vals = malloc((size_t)pl->nslots * FX_B * sizeof *s->vals);
-    s->ahi = malloc((size_t)(pl->maxg + 1) * sizeof *s->ahi);
+    s->ahi = malloc((size_t)(pl->maxg + 4) * sizeof *s->ahi);
     s->alo = malloc((size_t)(pl->maxg + 1) * sizeof *s->alo);
     s->asc = malloc((size_t)(pl->maxg + 1) * sizeof *s->asc);
     if (pl->in_round) {
@@ -926,7 +1275,7 @@ nx_status nx_fast_reduce_ex(const nx_program *p, const nx_rows *in, double *y, i
     size_t redone = 0;
     void (*exec)(const fx_plan *, fx_blk *) = exec_block_plain;
 #ifdef FX_FMA_CLONE
-    if (__builtin_cpu_supports("fma"))
+    if (__builtin_cpu_supports("fma") && __builtin_cpu_supports("avx2"))
         exec = exec_block_fma;
 #endif
     const fx_fmt *fin = pl.in_round ? &pl.fmt[p->in] : NULL;
