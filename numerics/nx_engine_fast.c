@@ -627,35 +627,37 @@ static inline void prefetch_rows(const fx_blk *b, int32_t t)
 typedef double v4d __attribute__((vector_size(32)));
 typedef int64_t v4l __attribute__((vector_size(32)));
 
-/* Internal functions only: their vector arguments never cross an ABI. */
+/* Every function taking or returning a vector is always inlined, so vectors
+ * never cross a call between the generic and the AVX2 clone (an ABI
+ * mismatch, even at -O0). */
 #pragma GCC diagnostic ignored "-Wpsabi"
 
-static inline v4d v4d_load(const double *p)
+static inline __attribute__((always_inline)) v4d v4d_load(const double *p)
 {
     v4d v;
     memcpy(&v, p, sizeof v);
     return v;
 }
 
-static inline v4l v4_bits(v4d x)
+static inline __attribute__((always_inline)) v4l v4_bits(v4d x)
 {
     v4l u;
     memcpy(&u, &x, sizeof u);
     return u;
 }
 
-static inline v4d v4_dbl(v4l u)
+static inline __attribute__((always_inline)) v4d v4_dbl(v4l u)
 {
     v4d x;
     memcpy(&x, &u, sizeof x);
     return x;
 }
 
-static inline v4l v4l_splat(int64_t x) { return (v4l){x, x, x, x}; }
+static inline __attribute__((always_inline)) v4l v4l_splat(int64_t x) { return (v4l){x, x, x, x}; }
 
 /* p[0..3] hold 4 consecutive terms of 4 rows; afterwards p[j] holds term j
  * of the 4 rows. */
-static inline void transpose4(v4d *p)
+static inline __attribute__((always_inline)) void transpose4(v4d *p)
 {
     v4d t0 = __builtin_shufflevector(p[0], p[1], 0, 4, 2, 6);
     v4d t1 = __builtin_shufflevector(p[0], p[1], 1, 5, 3, 7);
@@ -675,7 +677,7 @@ typedef struct vconst {
     int sh;
 } vconst;
 
-static inline void vconst_init(vconst *C, const fx_fmt *F)
+static inline __attribute__((always_inline)) void vconst_init(vconst *C, const fx_fmt *F)
 {
     C->absm = v4l_splat((int64_t)ABSM);
     C->mask = v4l_splat((int64_t)F->mask);
@@ -715,7 +717,7 @@ static inline __attribute__((always_inline)) v4d vgadd(v4d s, v4d q, const vcons
     return v4_dbl(ra | (u & ~C->absm));
 }
 
-static inline int v4_any(v4l f)
+static inline __attribute__((always_inline)) int v4_any(v4l f)
 {
     v4l g = f | __builtin_shufflevector(f, f, 2, 3, 0, 1);
     g |= __builtin_shufflevector(g, g, 1, 0, 3, 2);
