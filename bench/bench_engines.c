@@ -197,27 +197,29 @@ static inline __attribute__((always_inline)) float plain_row(const float *a, con
     }
 }
 
-static inline __attribute__((always_inline)) void plain_all(const plain_job *j)
+/* One row per call: the OpenMP region stays outside the clones (an outlined
+ * parallel region would not inherit the FMA target). */
+static float plain_row_generic(const float *a, const float *b, size_t n, int tree)
 {
-#pragma omp parallel for num_threads(j->threads) schedule(dynamic, 4) if (j->rows > 1)
-    for (size_t r = 0; r < j->rows; r++)
-        j->y[r] = (double)plain_row(j->a + r * j->n, j->b + r * j->n, j->n, j->tree);
+    return plain_row(a, b, n, tree);
 }
-
-static void plain_generic(const plain_job *j) { plain_all(j); }
 #if defined(__x86_64__) && defined(__GNUC__)
-__attribute__((target("fma"))) static void plain_fma(const plain_job *j) { plain_all(j); }
+__attribute__((target("fma"))) static float plain_row_fma(const float *a, const float *b, size_t n, int tree)
+{
+    return plain_row(a, b, n, tree);
+}
 #endif
 
 __attribute__((noinline)) static void method_plain(const plain_job *j)
 {
+    float (*row)(const float *, const float *, size_t, int) = plain_row_generic;
 #if defined(__x86_64__) && defined(__GNUC__)
-    if (__builtin_cpu_supports("fma")) {
-        plain_fma(j);
-        return;
-    }
+    if (__builtin_cpu_supports("fma"))
+        row = plain_row_fma;
 #endif
-    plain_generic(j);
+#pragma omp parallel for num_threads(j->threads) schedule(dynamic, 4) if (j->rows > 1)
+    for (size_t r = 0; r < j->rows; r++)
+        j->y[r] = (double)row(j->a + r * j->n, j->b + r * j->n, j->n, j->tree);
 }
 
 __attribute__((noinline)) static int method_fast(const nx_program *p, const nx_rows *in, double *y, int threads,
