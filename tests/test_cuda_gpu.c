@@ -140,6 +140,7 @@ typedef struct gcase {
     const char *bdim;          /* the batch dimension */
     const char *const *batched; /* input tensors with the batch as first dim */
     int exact;                  /* 0: the atom is assumed (measured, not bit-exact) */
+    fam_spec *neg;              /* a negative control: the same run against this other point must differ */
 } gcase;
 
 static void run_or_die(const dev_backend *b, const fam_spec *s, const st_file *in, st_file *out, dev_mode m)
@@ -191,6 +192,20 @@ static void run_case(const dev_backend *b, gcase *c, const char *trace_dir)
     if (st_find(&ref, "residual_out")) {
         bad = compare(&e1, &ref, "residual_out", NULL, 0, &mu, first, sizeof first);
         report(c->name, "tier2 residual_out", bad, mu, first, 1);
+    }
+    if (c->neg) {
+        /* a check that cannot fail proves nothing: against a point with
+         * another atom (fewer fraction bits) the same run must differ */
+        st_file ref2;
+        st_init(&ref2);
+        if (ref_run(c->neg, &in, &ref2, 0, &e))
+            die("ref_run (negative control)", &e);
+        bad = compare(&e1, &ref2, "y", NULL, 0, &mu, first, sizeof first);
+        printf("%-34s %-22s %s (%zu elements differ)\n", c->name, "tier2 negative control", bad ? "pass" : "FAIL",
+               bad);
+        if (!bad)
+            failures++;
+        st_free(&ref2);
     }
     bad = compare(&e2, &e1, "y", NULL, 0, &mu, first, sizeof first);
     report(c->name, "tier1 determinism", bad, mu, first, 1);
@@ -303,8 +318,20 @@ int main(void)
     }
     const char *cls = info.class_name, *trace_dir = getenv("PARITY_TRACE_DIR");
     gcase cs[16];
+    memset(cs, 0, sizeof cs);
     size_t n = 0;
     gemm_case(&cs[n++], cls, "gemm_chain_bf16", "bf16", "bf16", 5, 40, 200, "chain(8)", 0);
+    static fam_spec neg;
+    spec_init(&neg, "gemm", cls, "gemm_chain_bf16_frac20");
+    param(&neg, "M", "5");
+    param(&neg, "N", "40");
+    param(&neg, "K", "200");
+    param(&neg, "in", "bf16");
+    param(&neg, "out", "fp32"); /* the k result itself: no bf16 rounding to hide the difference */
+    red(&neg, "k", "{ acc = \"fp32\", tree = \"chain(8)\", atom = { frac_bits = 20, term_round = \"rz\", round = "
+                  "\"rz\", acc = \"fp32\" }, out = \"fp32\" }");
+    cs[0].neg = &neg;
+    param(&cs[0].spec, "out", "fp32");
     gemm_case(&cs[n++], cls, "gemm_split3_bf16", "bf16", "bf16", 17, 300, 1000, "split(3, chain(8), seq, align=32)",
               1);
     gemm_case(&cs[n++], cls, "gemm_split4_fp16", "fp16", "fp16", 16, 512, 4096, "split(4, chain(8), seq)", 0);
