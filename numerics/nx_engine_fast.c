@@ -232,7 +232,7 @@ static double gfma3(double a, double b, double c, const fx_fmt *F, nx_mode m, nx
 /* The plan: the program's operations grouped into steps, with slots. */
 
 enum { O_SLOT, O_VAL, O_PROD };          /* operand: an op result, a value term, a product term */
-enum { S_ZERO, S_LEAF, S_ADD, S_FMA, S_RUN, S_ATOM };
+enum { S_ZERO, S_LEAF, S_ADD, S_FMA, S_RUN, S_ATOM, S_GROUP };
 enum { A_F32, A_F64, A_GEN, A_ID };      /* how the rounding is done */
 
 typedef struct fx_step {
@@ -256,10 +256,13 @@ typedef struct fx_plan {
     int32_t *gsrc;   /* atom sources: term (>= 0) or slot -(s+1) */
     int nslots, maxg, result_slot;
     int atom_fixed;  /* atoms fit the int64 fixed point */
+    fx_step *gruns;  /* the runs of S_GROUP steps */
+    int maxgroup;    /* the largest group */
 } fx_plan;
 
 static void plan_free(fx_plan *pl)
 {
+    free(pl->gruns);
     free(pl->steps);
     free(pl->tidx);
     free(pl->gsrc);
@@ -276,6 +279,72 @@ static nx_fmt opnd_fmt(const fx_plan *pl, int kind, int32_t src, int pfmt)
 }
 
 static int is_float_fmt(nx_fmt f) { return f != NX_FP64; }
+
+/* Runs the vectorised or fmaf kernels take. */
+static int groupable(const fx_plan *pl, const fx_step *st)
+{
+    if (st->kind != S_RUN)
+        return 0;
+    if (st->cls == A_F32 && st->fused)
+        return 1;
+    return st->cls == A_GEN && pl->fmt[st->fmt].eb_fast < 0x800 && (st->fused || st->yk == O_VAL);
+}
+
+/* Independent chains side by side: a sequence ZERO z_1, RUN r_1, ZERO z_2,
+ * RUN r_2, ... where r_i starts from z_i's +0 and leaves its result in the
+ * same slot (stride lanes, split slices) becomes the ZEROs and one S_GROUP
+ * step that advances all its runs together, term j of every run before
+ * term j + 1 of any.  Each run keeps its order and reads nothing another
+ * writes; the group walks memory in order, as the plain loop does. */
+static nx_status group_runs(fx_plan *pl)
+{
+    size_t ns = pl->nsteps, w = 0, ng = 0;
+    fx_step *out = malloc((ns ? ns : 1) * sizeof *out);
+    pl->gruns = malloc((ns ? ns : 1) * sizeof *pl->gruns);
+    if (!out || !pl->gruns) {
+        free(out);
+        return NX_ENOMEM;
+    }
+    for (size_t i = 0; i < ns;) {
+        const fx_step *z = &pl->steps[i];
+        size_t cnt = 0, j = i;
+        while (j + 1 < ns) {
+            const fx_step *zz = &pl->steps[j], *rr = &pl->steps[j + 1];
+            if (zz->kind != S_ZERO || !groupable(pl, rr) || rr->xk != O_SLOT || rr->x != zz->dst ||
+                rr->dst != rr->x)
+                break;
+            if (cnt > 0) {
+                const fx_step *r0 = &pl->steps[i + 1];
+                if (rr->cls != r0->cls || rr->fused != r0->fused || rr->yk != r0->yk || rr->fmt != r0->fmt ||
+                    rr->mode != r0->mode || rr->pfmt != r0->pfmt || rr->n != r0->n)
+                    break;
+            }
+            cnt++;
+            j += 2;
+        }
+        if (cnt < 2) {
+            out[w++] = *z;
+            i++;
+            continue;
+        }
+        fx_step g = pl->steps[i + 1];
+        g.kind = S_GROUP;
+        g.y = (int32_t)ng;
+        g.n = (int32_t)cnt;
+        for (size_t k = 0; k < cnt; k++) {
+            out[w++] = pl->steps[i + 2 * k];
+            pl->gruns[ng++] = pl->steps[i + 2 * k + 1];
+        }
+        out[w++] = g;
+        if ((int)cnt > pl->maxgroup)
+            pl->maxgroup = (int)cnt;
+        i = j;
+    }
+    free(pl->steps);
+    pl->steps = out;
+    pl->nsteps = w;
+    return NX_OK;
+}
 
 static nx_status plan_build(fx_plan *pl, const nx_program *p, const nx_rows *in, nx_err *err)
 {
@@ -523,6 +592,10 @@ static nx_status plan_build(fx_plan *pl, const nx_program *p, const nx_rows *in,
     free(last);
     free(slot);
     free(freel);
+    if (group_runs(pl) != NX_OK) {
+        plan_free(pl);
+        return nx_err_set(err, NX_ENOMEM, "out of memory planning the fast engine");
+    }
     return NX_OK;
 }
 
@@ -536,6 +609,7 @@ typedef struct fx_blk {
     int bail[FX_B];                   /* row k must be redone by MPFR */
     double *ahi, *alo;                /* atom addends: (ahi + alo)·2^asc */
     int *asc;
+    double *gacc;                     /* a group's accumulators: run r, row k at r * FX_B + k */
     nx_xacc *xacc;
 } fx_blk;
 
@@ -724,6 +798,63 @@ static inline __attribute__((always_inline)) int v4_any(v4l f)
     return g[0] != 0;
 }
 
+/* Four generic chain steps of one run for the block's 8 rows (two vectors
+ * of 4 lanes): terms t..t+3 (ix NULL) or ix[0..3]. */
+static inline __attribute__((always_inline)) void gen4(const double *const *A, const double *const *Bv, int dot,
+                                                      const int32_t *ix, int32_t t, v4d *ps0, v4d *ps1,
+                                                      const vconst *C, const fx_fmt *F, nx_mode M)
+{
+    v4d q0[4], q1[4], s0 = *ps0, s1 = *ps1;
+    if (ix)
+        t = ix[0];
+    if (!ix || (ix[1] == t + 1 && ix[2] == t + 2 && ix[3] == t + 3)) {
+        for (int k = 0; k < 4; k++) {
+            q0[k] = v4d_load(A[k] + t);
+            q1[k] = v4d_load(A[k + 4] + t);
+            if (dot) {
+                q0[k] *= v4d_load(Bv[k] + t);
+                q1[k] *= v4d_load(Bv[k + 4] + t);
+            }
+        }
+        transpose4(q0);
+        transpose4(q1);
+    } else {
+        for (int jj = 0; jj < 4; jj++) {
+            int32_t tt = ix[jj];
+            for (int k = 0; k < 4; k++) {
+                q0[jj][k] = dot ? A[k][tt] * Bv[k][tt] : A[k][tt];
+                q1[jj][k] = dot ? A[k + 4][tt] * Bv[k + 4][tt] : A[k + 4][tt];
+            }
+        }
+    }
+    for (int jj = 0; jj < 4; jj++) {
+        v4l f0, f1;
+        v4d r0 = vgadd(s0, q0[jj], C, M, &f0), r1 = vgadd(s1, q1[jj], C, M, &f1);
+        if (__builtin_expect(v4_any(f0 | f1), 0)) {
+            for (int l = 0; l < 4; l++) {
+                if (f0[l])
+                    r0[l] = gadd(s0[l], q0[jj][l], F, M);
+                if (f1[l])
+                    r1[l] = gadd(s1[l], q1[jj][l], F, M);
+            }
+        }
+        s0 = r0;
+        s1 = r1;
+    }
+    *ps0 = s0;
+    *ps1 = s1;
+}
+
+/* One generic chain step for the 8 rows, scalar. */
+static inline __attribute__((always_inline)) void gen1(const double *const *A, const double *const *Bv, int dot,
+                                                      int32_t t, v4d *s0, v4d *s1, const fx_fmt *F, nx_mode M)
+{
+    for (int k = 0; k < 4; k++) {
+        (*s0)[k] = gadd((*s0)[k], dot ? A[k][t] * Bv[k][t] : A[k][t], F, M);
+        (*s1)[k] = gadd((*s1)[k], dot ? A[k + 4][t] * Bv[k + 4][t] : A[k + 4][t], F, M);
+    }
+}
+
 /* A run of generic chain steps (gadd of an exact product or of a value),
  * all 8 rows at once, 4 terms at a time. */
 static inline __attribute__((always_inline)) void run_gen_vec_m(const fx_plan *pl, fx_blk *b, const fx_step *st,
@@ -744,54 +875,107 @@ static inline __attribute__((always_inline)) void run_gen_vec_m(const fx_plan *p
     v4d s0 = v4d_load(vals + (size_t)st->x * FX_B), s1 = v4d_load(vals + (size_t)st->x * FX_B + 4);
     int32_t j = 0;
     for (; j + 4 <= n; j += 4) {
-        v4d q0[4], q1[4];
-        int32_t t = idx ? idx[j] : t0 + j;
         if (idx && (j & 7) == 0 && j + 16 < n)
             prefetch_rows(b, idx[j + 16]);
-        if (!idx || (idx[j + 1] == t + 1 && idx[j + 2] == t + 2 && idx[j + 3] == t + 3)) {
-            for (int k = 0; k < 4; k++) {
-                q0[k] = v4d_load(A[k] + t);
-                q1[k] = v4d_load(A[k + 4] + t);
-                if (dot) {
-                    q0[k] *= v4d_load(Bv[k] + t);
-                    q1[k] *= v4d_load(Bv[k + 4] + t);
-                }
-            }
-            transpose4(q0);
-            transpose4(q1);
-        } else {
-            for (int jj = 0; jj < 4; jj++) {
-                int32_t tt = idx[j + jj];
-                for (int k = 0; k < 4; k++) {
-                    q0[jj][k] = dot ? A[k][tt] * Bv[k][tt] : A[k][tt];
-                    q1[jj][k] = dot ? A[k + 4][tt] * Bv[k + 4][tt] : A[k + 4][tt];
-                }
-            }
-        }
-        for (int jj = 0; jj < 4; jj++) {
-            v4l f0, f1;
-            v4d r0 = vgadd(s0, q0[jj], &C, M, &f0), r1 = vgadd(s1, q1[jj], &C, M, &f1);
-            if (__builtin_expect(v4_any(f0 | f1), 0)) {
-                for (int l = 0; l < 4; l++) {
-                    if (f0[l])
-                        r0[l] = gadd(s0[l], q0[jj][l], F, M);
-                    if (f1[l])
-                        r1[l] = gadd(s1[l], q1[jj][l], F, M);
-                }
-            }
-            s0 = r0;
-            s1 = r1;
-        }
+        gen4(A, Bv, dot, idx ? idx + j : NULL, t0 + j, &s0, &s1, &C, F, M);
     }
-    for (; j < n; j++) {
-        int32_t t = idx ? idx[j] : t0 + j;
-        for (int k = 0; k < 4; k++) {
-            s0[k] = gadd(s0[k], dot ? A[k][t] * Bv[k][t] : A[k][t], F, M);
-            s1[k] = gadd(s1[k], dot ? A[k + 4][t] * Bv[k + 4][t] : A[k + 4][t], F, M);
-        }
-    }
+    for (; j < n; j++)
+        gen1(A, Bv, dot, idx ? idx[j] : t0 + j, &s0, &s1, F, M);
     for (int k = 0; k < b->nb; k++)
         vals[(size_t)st->dst * FX_B + (size_t)k] = k < 4 ? s0[k] : s1[k - 4];
+}
+
+/* A group of generic runs (group_runs), advanced together 4 terms at a
+ * time; each run's accumulators live in b->gacc between its chunks. */
+static inline __attribute__((always_inline)) void group_gen_m(const fx_plan *pl, fx_blk *b, const fx_step *g,
+                                                             nx_mode M)
+{
+    const fx_step *runs = pl->gruns + g->y;
+    const int R = g->n;
+    const fx_fmt *F = &pl->fmt[g->fmt];
+    vconst C;
+    vconst_init(&C, F);
+    const int32_t n = runs[0].n;
+    const int dot = g->fused;
+    double *acc = b->gacc;
+    const double *A[FX_B], *Bv[FX_B];
+    for (int k = 0; k < FX_B; k++) {
+        A[k] = b->A[k];
+        Bv[k] = b->Bv[k];
+    }
+    for (int r = 0; r < R; r++)
+        memcpy(acc + (size_t)r * FX_B, b->vals + (size_t)runs[r].x * FX_B, FX_B * sizeof *acc);
+    int32_t j = 0;
+    for (; j + 4 <= n; j += 4)
+        for (int r = 0; r < R; r++) {
+            const int32_t *idx = runs[r].toff >= 0 ? pl->tidx + runs[r].toff : NULL;
+            v4d s0 = v4d_load(acc + (size_t)r * FX_B), s1 = v4d_load(acc + (size_t)r * FX_B + 4);
+            gen4(A, Bv, dot, idx ? idx + j : NULL, runs[r].y + j, &s0, &s1, &C, F, M);
+            memcpy(acc + (size_t)r * FX_B, &s0, sizeof s0);
+            memcpy(acc + (size_t)r * FX_B + 4, &s1, sizeof s1);
+        }
+    for (; j < n; j++)
+        for (int r = 0; r < R; r++) {
+            const int32_t *idx = runs[r].toff >= 0 ? pl->tidx + runs[r].toff : NULL;
+            v4d s0 = v4d_load(acc + (size_t)r * FX_B), s1 = v4d_load(acc + (size_t)r * FX_B + 4);
+            gen1(A, Bv, dot, idx ? idx[j] : runs[r].y + j, &s0, &s1, F, M);
+            memcpy(acc + (size_t)r * FX_B, &s0, sizeof s0);
+            memcpy(acc + (size_t)r * FX_B + 4, &s1, sizeof s1);
+        }
+    for (int r = 0; r < R; r++)
+        for (int k = 0; k < b->nb; k++)
+            b->vals[(size_t)runs[r].dst * FX_B + (size_t)k] = acc[(size_t)r * FX_B + (size_t)k];
+}
+
+/* A group of fp32 rne fmaf runs, 8 terms of each run at a time. */
+static inline __attribute__((always_inline)) void group_fmaf(const fx_plan *pl, fx_blk *b, const fx_step *g)
+{
+    const fx_step *runs = pl->gruns + g->y;
+    const int R = g->n;
+    const int32_t n = runs[0].n;
+    double *acc = b->gacc;
+    const double *A[FX_B], *Bv[FX_B];
+    for (int k = 0; k < FX_B; k++) {
+        A[k] = b->A[k];
+        Bv[k] = b->Bv[k];
+    }
+    for (int r = 0; r < R; r++)
+        memcpy(acc + (size_t)r * FX_B, b->vals + (size_t)runs[r].x * FX_B, FX_B * sizeof *acc);
+    for (int32_t j0 = 0; j0 < n; j0 += 8) {
+        int32_t jn = n - j0 < 8 ? n - j0 : 8;
+        for (int r = 0; r < R; r++) {
+            const int32_t *idx = runs[r].toff >= 0 ? pl->tidx + runs[r].toff + j0 : NULL;
+            int32_t t0 = runs[r].y + j0;
+            float s[FX_B];
+            for (int k = 0; k < FX_B; k++)
+                s[k] = (float)acc[(size_t)r * FX_B + (size_t)k];
+            for (int32_t jj = 0; jj < jn; jj++) {
+                int32_t t = idx ? idx[jj] : t0 + jj;
+                for (int k = 0; k < FX_B; k++)
+                    s[k] = fmaf((float)A[k][t], (float)Bv[k][t], s[k]);
+            }
+            for (int k = 0; k < FX_B; k++)
+                acc[(size_t)r * FX_B + (size_t)k] = s[k];
+        }
+    }
+    for (int r = 0; r < R; r++)
+        for (int k = 0; k < b->nb; k++)
+            b->vals[(size_t)runs[r].dst * FX_B + (size_t)k] = acc[(size_t)r * FX_B + (size_t)k];
+}
+
+static inline __attribute__((always_inline)) void group_step(const fx_plan *pl, fx_blk *b, const fx_step *g)
+{
+    if (g->cls == A_F32) {
+        group_fmaf(pl, b, g);
+        return;
+    }
+    switch ((nx_mode)g->mode) {
+    case NX_RNE: group_gen_m(pl, b, g, NX_RNE); break;
+    case NX_RNA: group_gen_m(pl, b, g, NX_RNA); break;
+    case NX_RZ: group_gen_m(pl, b, g, NX_RZ); break;
+    case NX_RU: group_gen_m(pl, b, g, NX_RU); break;
+    default: group_gen_m(pl, b, g, NX_RD); break;
+    }
 }
 
 static inline __attribute__((always_inline)) void run_gen_vec(const fx_plan *pl, fx_blk *b, const fx_step *st)
@@ -1198,6 +1382,9 @@ static inline __attribute__((always_inline)) void exec_block(const fx_plan *pl, 
         case S_RUN:
             run_step(pl, b, st);
             break;
+        case S_GROUP:
+            group_step(pl, b, st);
+            break;
         default:
             if (st->fused) { /* the plan's vec_atom */
                 atom_vec(pl, b, st);
@@ -1228,7 +1415,7 @@ __attribute__((target("avx2,fma"))) static void exec_block_fma(const fx_plan *pl
 /* ---------------------------------------------------------------------- */
 
 typedef struct fx_scratch {
-    double *vals, *ain, *bin, *ahi, *alo;
+    double *vals, *ain, *bin, *ahi, *alo, *gacc;
     int *asc;
     nx_xacc xacc;
     nx_mpfr_row *mrow;
@@ -1242,6 +1429,7 @@ static void scratch_free(fx_scratch *s)
     free(s->ahi);
     free(s->alo);
     free(s->asc);
+    free(s->gacc);
     nx_mpfr_row_free(s->mrow);
 }
 
@@ -1253,11 +1441,12 @@ static int scratch_init(fx_scratch *s, const fx_plan *pl)
     s->ahi = malloc((size_t)(pl->maxg + 4) * sizeof *s->ahi);
     s->alo = malloc((size_t)(pl->maxg + 1) * sizeof *s->alo);
     s->asc = malloc((size_t)(pl->maxg + 1) * sizeof *s->asc);
+    s->gacc = malloc((size_t)(pl->maxgroup + 1) * FX_B * sizeof *s->gacc);
     if (pl->in_round) {
         s->ain = malloc(FX_B * n * sizeof *s->ain);
         s->bin = pl->dot ? malloc(FX_B * n * sizeof *s->bin) : NULL;
     }
-    if (!s->vals || !s->ahi || !s->alo || !s->asc || (pl->in_round && (!s->ain || (pl->dot && !s->bin)))) {
+    if (!s->vals || !s->ahi || !s->alo || !s->asc || !s->gacc || (pl->in_round && (!s->ain || (pl->dot && !s->bin)))) {
         scratch_free(s);
         return -1;
     }
@@ -1303,6 +1492,7 @@ nx_status nx_fast_reduce_ex(const nx_program *p, const nx_rows *in, double *y, i
             b.ahi = sc.ahi;
             b.alo = sc.alo;
             b.asc = sc.asc;
+            b.gacc = sc.gacc;
             b.xacc = &sc.xacc;
             for (int k = 0; k < FX_B; k++) {
                 size_t r = r0 + (size_t)(k < b.nb ? k : 0);
