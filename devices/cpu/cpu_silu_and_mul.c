@@ -1,0 +1,73 @@
+/* cpu_silu_and_mul.c: y = silu(gate) * up (docs/families.md, silu_and_mul;
+ * docs/cpu-backend.md).  No reduction.
+ *
+ *   cpu_silu_and_mul       silu correctly rounded to fp32 (cpu_silu_cr)
+ *   cpu_silu_and_mul_libm  silu = g / (1 + expf(-g)) in float with the C
+ *                          library's expf: the declared approximation
+ *                          `libm_expf_div` (2 ulp), never bit-exact against cr
+ *
+ * x [T, 2H]: gate = x[:, :H], up = x[:, H:]; y = fp32(silu(g) * u) rounded
+ * to param `out` (rne).  OpenMP runs over tokens. */
+#include "cpu_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+typedef struct silu_args {
+    long T, H;
+    nx_fmt in, out;
+} silu_args;
+
+static nx_status numerics(const fam_spec *s, silu_args *a, nx_err *err)
+{
+    nx_status st;
+    if ((st = cpu_fmt(s, "in", NX_BF16, &a->in, err)) || (st = cpu_fmt(s, "out", a->in, &a->out, err)))
+        return st;
+    if (!cpu_fmt_readable(a->in) || !cpu_fmt_writable(a->out))
+        return nx_err_set(err, NX_EUNSUPPORTED, "cpu: silu_and_mul: in = %s, out = %s not handled",
+                          nx_format(a->in)->name, nx_format(a->out)->name);
+    return NX_OK;
+}
+
+static nx_status check(const fam_spec *s, const cpu_kernel *k, nx_err *err)
+{
+    silu_args a;
+    nx_status st = numerics(s, &a, err);
+    if (st)
+        return st;
+    return cpu_check_elem(s, k, "silu", k == &cpu_k_silu_libm ? "libm_expf_div" : NULL, err);
+}
+
+static nx_status run(const cpu_run *r, nx_err *err)
+{
+    const fam_spec *s = r->spec;
+    silu_args a;
+    nx_status st;
+    if ((st = numerics(s, &a, err)) || (st = cpu_dim(s, "T", -1, &a.T, err)) || (st = cpu_dim(s, "H", -1, &a.H, err)))
+        return st;
+    size_t T = (size_t)a.T, H = (size_t)a.H;
+    int libm = r->kernel == &cpu_k_silu_libm;
+    float *x = NULL, *y = malloc(T * H * sizeof *y);
+    if (!y)
+        return nx_err_set(err, NX_ENOMEM, "out of memory");
+    if ((st = cpu_decode(st_find(r->in, "x"), r->threads, &x, err)))
+        goto done;
+#pragma omp parallel for num_threads(r->threads) schedule(static)
+    for (size_t t = 0; t < T; t++) {
+        const float *gr = x + t * 2 * H, *ur = gr + H;
+        for (size_t i = 0; i < H; i++) {
+            float g = gr[i];
+            float sg = libm ? g / (1.0f + expf(-g)) : cpu_silu_cr(g);
+            y[t * H + i] = sg * ur[i];
+        }
+    }
+    st = cpu_emit(r->out, "y", a.out, 0, 2, (int64_t[]){a.T, a.H}, y, r->threads, err);
+done:
+    free(x);
+    free(y);
+    return st;
+}
+
+const cpu_kernel cpu_k_silu = {"cpu_silu_and_mul", "silu_and_mul", "silu cr", check, run};
+const cpu_kernel cpu_k_silu_libm = {"cpu_silu_and_mul_libm", "silu_and_mul",
+                                    "silu = g / (1 + expf(-g)), libm expf (approximation libm_expf_div)", check, run};
