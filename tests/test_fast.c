@@ -8,6 +8,7 @@
  *    full and partial blocks of 8 rows are both exercised;
  *  - the benchmark's points and every atom preset on longer rows, where the
  *    hot paths (runs, fixed-point atoms, hardware fmaf) are taken;
+ *  - atoms too wide for 64 bits: every row goes to MPFR, same bits;
  *  - negative controls: a comparison that must fail does.
  * The fast engine may hand a row to MPFR; the test also checks that it does
  * so rarely, so agreement is not bought by never running the fast code.
@@ -319,6 +320,34 @@ static void test_shapes(void **state)
     assert_true(cs.mpfr_rows * 100 < cs.rows);
 }
 
+/* Atoms too wide for the int64 fixed point (frac_bits 70) are handed to
+ * MPFR row by row: the way out must give the same bits, and be taken. */
+static void test_fallback(void **state)
+{
+    (void)state;
+    uint64_t st = 0xfa11;
+    size_t rows = 11, n = 100;
+    double *a = malloc(rows * n * sizeof *a), *b = malloc(rows * n * sizeof *b);
+    assert_non_null(a);
+    assert_non_null(b);
+    fill(NX_FP32, a, rows * n, &st, 1);
+    fill(NX_BF16, b, rows * n, &st, 0);
+    nx_err err = {0};
+    nx_point pt;
+    assert_int_equal(pt_from_text("{ acc = \"fp32\", tree = \"chain(8)\", atom = { frac_bits = 70 } }", "p", &pt, &err),
+                     NX_OK);
+    nx_program *prog;
+    assert_int_equal(nx_program_build(&pt, n, 1, &prog, &err), NX_OK);
+    cmp_stats cs = {0};
+    compare(prog, NX_FP32, a, NX_BF16, b, rows, 2, &cs, "frac_bits 70");
+    assert_int_equal(cs.mismatches, 0);
+    assert_int_equal(cs.mpfr_rows, (long)rows);
+    nx_program_free(prog);
+    nx_point_free(&pt);
+    free(a);
+    free(b);
+}
+
 /* ---------------------------------------------------------------------- */
 /* Negative controls: the comparison above can fail. */
 
@@ -370,6 +399,7 @@ int main(void)
         cmocka_unit_test(test_round_fast),
         cmocka_unit_test(test_negative_control),
         cmocka_unit_test(test_shapes),
+        cmocka_unit_test(test_fallback),
         cmocka_unit_test(test_random_points),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
