@@ -34,5 +34,9 @@ int cmd_inspect(int argc, char **argv);
 int cmd_registry(int argc, char **argv);
 int cmd_gen(int argc, char **argv);
 int cmd_ref(int argc, char **argv);
+int cmd_campaign(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+int cmd_transcript(int argc, char **argv);
+int cmd_tier3(int argc, char **argv);
 
 #endif

@@ -13,6 +13,11 @@ static const char usage[] =
     "A bit-parity and numerics verification harness for accelerator kernels.\n"
     "\n"
     "commands:\n"
+    "  campaign   the main job: every family point of a class, run and checked at\n"
+    "             Tier 1 and Tier 2 against the exact reference\n"
+    "  check      check traces of device runs (Tier 1 across them, Tier 2 each)\n"
+    "  transcript greedy-decoding transcript match rate of two JSONL files\n"
+    "  tier3      a metrics file against its accuracy bars\n"
     "  reduce     evaluate a numerics point over the rows of a safetensors file\n"
     "  tree       show a reduction tree's explicit bracketing and its hash\n"
     "  atoms      list the tensor-core atom presets\n"
@@ -109,6 +114,14 @@ int main(int argc, char **argv)
         return cmd_atoms(argc - 1, argv + 1);
     if (!strcmp(cmd, "inspect"))
         return cmd_inspect(argc - 1, argv + 1);
+    if (!strcmp(cmd, "campaign"))
+        return cmd_campaign(argc - 1, argv + 1);
+    if (!strcmp(cmd, "check"))
+        return cmd_check(argc - 1, argv + 1);
+    if (!strcmp(cmd, "transcript"))
+        return cmd_transcript(argc - 1, argv + 1);
+    if (!strcmp(cmd, "tier3"))
+        return cmd_tier3(argc - 1, argv + 1);
     if (!strcmp(cmd, "registry"))
         return cmd_registry(argc - 1, argv + 1);
     if (!strcmp(cmd, "gen"))

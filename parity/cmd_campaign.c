@@ -1,0 +1,276 @@
+/* cmd_campaign.c: `parity campaign`, the main job: every family point of a
+ * class, resolved from the registry, run on the class backend and checked
+ * at Tier 1 and Tier 2 against the exact reference. */
+#include "cli.h"
+#include "campaign.h"
+#include "nx_philox.h"
+#include "refimpl.h"
+#include "report.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+static const char campaign_usage[] =
+    "usage: parity campaign --class C [--kernels DIR] [--families F1,F2,...]\n"
+    "                       [--shapes small|8b-layer] [--json FILE] [--junit FILE]\n"
+    "                       [--traces DIR] [--repeats N] [--threads N] [--seed S]\n"
+    "                       [--dist normal|uniform|int|adversarial] [--engine fast|mpfr]\n"
+    "                       [--quiet]\n"
+    "\n"
+    "Runs every family point visible from class C in the registry (default\n"
+    "kernels/) on the class's backend and checks it:\n"
+    "  Tier 1, bit for bit on the device: determinism over --repeats runs, eager\n"
+    "  vs graphed (cpu: one thread vs --threads), the new vs the legacy kernel of\n"
+    "  a point, and row invariance (the last row alone, the batch reversed, the\n"
+    "  first half of the batch).  Negative controls (points whose param\n"
+    "  negative_control names a check) must fail that check.\n"
+    "  Tier 2 against the exact reference of the point (refimpl/ over numerics/):\n"
+    "  bit-exact where the device runs the reference's numerics point, else within\n"
+    "  the point's declared tolerance, said as such.\n"
+    "\n"
+    "Inputs are generated from --seed (counter-based Philox: identical on every\n"
+    "class).  Shape presets: small (seconds) and 8b-layer (one decoder layer of an\n"
+    "8B-class model: hidden 4096, intermediate 14336, 32/8 heads of dim 128,\n"
+    "context 4096, batch 16).\n"
+    "\n"
+    "options:\n"
+    "  --class C        the hardware class (required): cpu, sm80, sm89, sm90, ...\n"
+    "  --kernels DIR    the registry (default: kernels)\n"
+    "  --families LIST  only these families (comma-separated)\n"
+    "  --shapes P       shape preset (default: small)\n"
+    "  --json FILE      write the full report as JSON\n"
+    "  --junit FILE     write one JUnit testcase per point and check\n"
+    "  --traces DIR     write a trace (safetensors) of every run into DIR\n"
+    "  --repeats N      runs compared for determinism (default 3)\n"
+    "  --threads N      threads of graphed runs and of the reference (default: all)\n"
+    "  --seed S         input seed (default 1)\n"
+    "  --dist D         input distribution (default normal)\n"
+    "  --engine E       reference engine (default: fast when built, else mpfr)\n"
+    "  --quiet          no progress lines\n"
+    "\n"
+    "exit status: 0 every check passed; 1 a parity check failed; 2 usage or input\n"
+    "error (a bad registry, class or option); a backend that cannot run here (no\n"
+    "GPU) is a skip, said as such, with exit 0.\n";
+
+static int in_list(const char *list, const char *item)
+{
+    if (!list)
+        return 1;
+    size_t n = strlen(item);
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, ',');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        if (l == n && strncmp(p, item, n) == 0)
+            return 1;
+        if (!e)
+            break;
+        p = e + 1;
+    }
+    return 0;
+}
+
+static const dev_backend *backend_for(const reg_registry *reg, const char *cls)
+{
+    /* the cpu backend serves class cpu; the cuda backend the classes whose
+     * chain reaches an sm* root */
+    const char *c = cls;
+    for (int depth = 0; c && depth < 64; depth++) {
+        if (strcmp(c, "cpu") == 0)
+            return dev_cpu_backend();
+        const char *p = reg_class_parent(reg, c);
+        if (!p)
+            break;
+        c = p;
+    }
+    return strncmp(c ? c : "", "sm", 2) == 0 ? dev_cuda_backend() : NULL;
+}
+
+static double wall(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int cmd_campaign(int argc, char **argv)
+{
+    const char *cls = NULL, *kdir = "kernels", *fams = NULL, *preset = "small", *json = NULL, *junit = NULL,
+               *traces = NULL, *rep_s = NULL, *thr_s = NULL, *seed_s = NULL, *dist_s = "normal", *eng_s = NULL;
+    int bad = 0, quiet = 0;
+    for (int i = 1; i < argc && !bad; i++) {
+        if (cli_flag(argv, i, "--help") || cli_flag(argv, i, "-h")) {
+            fputs(campaign_usage, stdout);
+            return EXIT_PASS;
+        }
+        if (cli_flag(argv, i, "--quiet") || cli_flag(argv, i, "-q")) {
+            quiet = 1;
+            continue;
+        }
+        if (cli_opt(argc, argv, &i, "--class", &cls, &bad) || cli_opt(argc, argv, &i, "--kernels", &kdir, &bad) ||
+            cli_opt(argc, argv, &i, "--families", &fams, &bad) || cli_opt(argc, argv, &i, "--shapes", &preset, &bad) ||
+            cli_opt(argc, argv, &i, "--json", &json, &bad) || cli_opt(argc, argv, &i, "--junit", &junit, &bad) ||
+            cli_opt(argc, argv, &i, "--traces", &traces, &bad) || cli_opt(argc, argv, &i, "--repeats", &rep_s, &bad) ||
+            cli_opt(argc, argv, &i, "--threads", &thr_s, &bad) || cli_opt(argc, argv, &i, "--seed", &seed_s, &bad) ||
+            cli_opt(argc, argv, &i, "--dist", &dist_s, &bad) || cli_opt(argc, argv, &i, "--engine", &eng_s, &bad))
+            continue;
+        cli_error("campaign", "unknown argument '%s' (see --help)", argv[i]);
+        return EXIT_INPUT;
+    }
+    if (bad)
+        return EXIT_INPUT;
+    if (!cls) {
+        cli_error("campaign", "needs --class C (see --help)");
+        return EXIT_INPUT;
+    }
+    if (!camp_preset_known(preset)) {
+        cli_error("campaign", "--shapes: unknown preset '%s' (expected small or 8b-layer)", preset);
+        return EXIT_INPUT;
+    }
+    camp_opts o = {0};
+    o.repeats = 3;
+    o.seed = 1;
+    o.engine = (int)ref_engine_default();
+    long v;
+    if (rep_s) {
+        if ((v = cli_long("campaign", "--repeats", rep_s, 2, 1000)) < 0)
+            return EXIT_INPUT;
+        o.repeats = (int)v;
+    }
+    if (thr_s) {
+        if ((v = cli_long("campaign", "--threads", thr_s, 1, 4096)) < 0)
+            return EXIT_INPUT;
+        o.threads = (int)v;
+    }
+    if (seed_s) {
+        char *end;
+        errno = 0;
+        o.seed = strtoull(seed_s, &end, 0);
+        if (errno || end == seed_s || *end) {
+            cli_error("campaign", "--seed: '%s' is not an unsigned integer", seed_s);
+            return EXIT_INPUT;
+        }
+    }
+    if ((o.dist = nx_dist_from_name(dist_s)) < 0) {
+        cli_error("campaign", "--dist: unknown distribution '%s' (expected normal, uniform, int, adversarial)", dist_s);
+        return EXIT_INPUT;
+    }
+    if (eng_s) {
+        int e = ref_engine_from_name(eng_s);
+        if (e < 0 || !ref_engine_available((ref_engine)e)) {
+            cli_error("campaign", "--engine: '%s' is not an engine built into this binary", eng_s);
+            return EXIT_INPUT;
+        }
+        o.engine = e;
+    }
+    if (traces) {
+        if (mkdir(traces, 0777) != 0 && errno != EEXIST) {
+            cli_error("campaign", "--traces: cannot create '%s': %s", traces, strerror(errno));
+            return EXIT_INPUT;
+        }
+        o.traces = traces;
+    }
+
+    nx_err err = {0};
+    reg_registry *reg;
+    if (reg_load(kdir, &reg, &err) != NX_OK)
+        return cli_fail("campaign", &err);
+    char **ids = NULL;
+    size_t nids = 0;
+    if (reg_list_points(reg, cls, &ids, &nids, &err) != NX_OK) {
+        reg_free(reg);
+        return cli_fail("campaign", &err);
+    }
+    o.backend = backend_for(reg, cls);
+    char why[256] = "";
+    int rc = EXIT_PASS;
+    if (!o.backend) {
+        cli_error("campaign", "class '%s' has no backend in this build (known: cpu, and sm* classes through cuda)", cls);
+        rc = EXIT_INPUT;
+        goto done;
+    }
+    if (!o.backend->available(why, sizeof why)) {
+        printf("parity campaign: class %s: skipped: %s (backend %s)\n", cls, why, o.backend->name);
+        if (json || junit) {
+            report_meta m = {cls, o.backend->name, NULL, preset, o.seed, dist_s, ref_engine_name((ref_engine)o.engine),
+                             o.repeats, o.threads, 0};
+            if ((json && report_json(json, NULL, 0, &m, &err)) || (junit && report_junit(junit, NULL, 0, &m, &err)))
+                rc = cli_fail("campaign", &err);
+        }
+        goto done;
+    }
+
+    camp_result *res = calloc(nids ? nids : 1, sizeof *res);
+    if (!res) {
+        cli_error("campaign", "out of memory");
+        rc = EXIT_INTERNAL;
+        goto done;
+    }
+    size_t n = 0;
+    double t0 = wall();
+    size_t todo = 0;
+    for (size_t i = 0; i < nids; i++) {
+        char fam[128];
+        snprintf(fam, sizeof fam, "%s", ids[i]);
+        char *dot = strchr(fam, '.');
+        if (dot)
+            *dot = 0;
+        todo += in_list(fams, fam);
+    }
+    int input_error = 0;
+    for (size_t i = 0; i < nids; i++) {
+        char fam[128];
+        snprintf(fam, sizeof fam, "%s", ids[i]);
+        char *dot = strchr(fam, '.');
+        if (dot)
+            *dot = 0;
+        if (!in_list(fams, fam))
+            continue;
+        const char *shape = camp_preset_shape(preset, fam);
+        if (!quiet) {
+            fprintf(stderr, "[%zu/%zu] %s %s ...", n + 1, todo, ids[i], shape ? shape : "");
+            fflush(stderr);
+        }
+        double ts = wall();
+        nx_err perr = {0};
+        camp_run_point(reg, cls, ids[i], shape, &o, &res[n], &perr);
+        if (res[n].error)
+            input_error = 1;
+        if (!quiet)
+            fprintf(stderr, " %s (%.2f s)\n", res[n].error ? "input error" : camp_result_failed(&res[n]) ? "FAIL" : "ok",
+                    wall() - ts);
+        n++;
+    }
+    char dev[1024] = "{}";
+    if (o.backend->describe(dev, sizeof dev, &err) != NX_OK)
+        snprintf(dev, sizeof dev, "{}");
+    report_meta m = {cls, o.backend->name, dev, preset, o.seed, dist_s, ref_engine_name((ref_engine)o.engine),
+                     o.repeats, o.threads, wall() - t0};
+    report_table(stdout, res, n, &m);
+    if (json && report_json(json, res, n, &m, &err) != NX_OK)
+        rc = cli_fail("campaign", &err);
+    if (junit && report_junit(junit, res, n, &m, &err) != NX_OK)
+        rc = cli_fail("campaign", &err);
+    /* bad input is an input error, never a parity verdict */
+    if (rc == EXIT_PASS && input_error)
+        rc = EXIT_INPUT;
+    for (size_t i = 0; i < n && rc == EXIT_PASS; i++)
+        if (camp_result_failed(&res[i]))
+            rc = EXIT_PARITY;
+    if (fams && n == 0) {
+        cli_error("campaign", "--families: no point of class %s belongs to '%s'", cls, fams);
+        rc = EXIT_INPUT;
+    }
+    for (size_t i = 0; i < n; i++)
+        camp_result_free(&res[i]);
+    free(res);
+done:
+    for (size_t i = 0; i < nids; i++)
+        free(ids[i]);
+    free(ids);
+    reg_free(reg);
+    return rc;
+}

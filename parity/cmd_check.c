@@ -1,0 +1,463 @@
+/* cmd_check.c: `parity check TRACE...`: device runs recorded as traces,
+ * checked anywhere (no device needed): Tier 2 of every trace against the
+ * exact reference of its point (or of --reference), Tier 1 across traces of
+ * one point (determinism, eager vs graphed, new vs legacy, row invariance). */
+#include "cli.h"
+#include "campaign.h"
+#include "nx_philox.h"
+#include "refimpl.h"
+#include "report.h"
+#include "rows.h"
+#include "trace.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char check_usage[] =
+    "usage: parity check TRACE... [--kernels DIR] [--reference FAMILY.POINT]\n"
+    "                    [--reference-class C] [--engine fast|mpfr] [--json FILE]\n"
+    "\n"
+    "Checks traces (docs/traces.md) written by `parity campaign --traces`, by the\n"
+    "CUDA backend or by a kernel's host code through the capture API.\n"
+    "\n"
+    "Tier 2, per trace: the reference of the trace's point (resolved in the\n"
+    "registry for the trace's class and shape) is evaluated on the trace's inputs\n"
+    "(its in.* tensors, or the seed that regenerates them) and compared with its\n"
+    "outputs, row by row through the trace's batch layout.  Bit for bit when the\n"
+    "trace's point and the reference point have the same numerics hash; else\n"
+    "within the trace point's declared tolerance, said as such with what differs.\n"
+    "Tier 1, across traces of one point, class and shape: runs that differ only in\n"
+    "run index (determinism), in mode (eager vs graphed), in kernel (new vs\n"
+    "legacy) or in batch layout (row invariance) must agree bit for bit on every\n"
+    "logical row they share.\n"
+    "\n"
+    "options:\n"
+    "  --kernels DIR        the registry (default: kernels)\n"
+    "  --reference F.P      check against this point instead of the trace's own\n"
+    "  --reference-class C  the class of --reference (default: the trace's)\n"
+    "  --engine E           reference engine (default: fast when built, else mpfr)\n"
+    "  --json FILE          write the verdicts as JSON\n"
+    "\n"
+    "exit status: 0 every check passed; 1 a parity check failed; 2 usage or input\n"
+    "error: a malformed or mismatched trace (unknown family or point, wrong\n"
+    "shape or dtype, missing metadata), named with its file and field.\n";
+
+typedef struct checked {
+    trace t;
+    fam_spec spec;
+    st_file ref;           /* reference outputs, one row per logical row (or batch row with in.*) */
+    int ref_by_batch;      /* the reference was computed on the trace's own in.* inputs */
+    char id[128];
+    camp_check t2;
+    int bit_exact;
+    cmp_result cmp;
+    char *cmp_text;
+} checked;
+
+/* The trace's inputs as the family names them (in.a → a), or NULL when the
+ * trace holds none. */
+static nx_status trace_inputs(const trace *t, st_file *out, int *have, nx_err *err)
+{
+    *have = 0;
+    for (size_t i = 0; i < t->file.ntensors; i++) {
+        const st_tensor *x = &t->file.tensors[i];
+        if (!trace_tensor_is_input(x))
+            continue;
+        st_tensor *o;
+        nx_status st = st_add_tensor(out, x->name + strlen(TRACE_INPUT_PREFIX), x->dtype, x->ndim, x->shape, &o, err);
+        if (st)
+            return st;
+        memcpy(o->data, x->data, (size_t)x->nbytes);
+        *have = 1;
+    }
+    return NX_OK;
+}
+
+static size_t row_bytes(const st_tensor *t)
+{
+    return t->ndim && t->shape[0] ? (size_t)(t->nbytes / (uint64_t)t->shape[0]) : 0;
+}
+
+/* Tier 2 of one trace. */
+static nx_status check_one(const reg_registry *reg, const char *ref_point, const char *ref_class, int engine,
+                           checked *c, nx_err *err)
+{
+    trace *t = &c->t;
+    snprintf(c->id, sizeof c->id, "%s.%s", t->family, t->point);
+    char shape[512] = "";
+    size_t k = 0;
+    for (size_t i = 0; i < t->nshape && k + 64 < sizeof shape; i++)
+        k += (size_t)snprintf(shape + k, sizeof shape - k, "%s%s=%lld", i ? "," : "", t->shape[i].name,
+                              (long long)t->shape[i].value);
+    nx_status st = reg_resolve(reg, t->class_name, c->id, shape, &c->spec, err);
+    if (st) {
+        nx_err_prefix(err, "%s: metadata 'family'/'point'/'class'", t->path);
+        return st;
+    }
+    fam_spec refspec;
+    memset(&refspec, 0, sizeof refspec);
+    const fam_spec *rs = &c->spec;
+    if (ref_point) {
+        if ((st = reg_resolve(reg, ref_class ? ref_class : t->class_name, ref_point, shape, &refspec, err))) {
+            nx_err_prefix(err, "--reference");
+            return st;
+        }
+        if (strcmp(refspec.family, c->spec.family) != 0) {
+            st = nx_err_set(err, NX_EINVAL, "%s: family '%s' cannot be checked against a point of family '%s'", t->path,
+                            c->spec.family, refspec.family);
+            fam_spec_free(&refspec);
+            return st;
+        }
+        rs = &refspec;
+    }
+    /* inputs: the trace's own, or regenerated from its seed */
+    st_file in;
+    st_init(&in);
+    int have = 0;
+    if ((st = trace_inputs(t, &in, &have, err)))
+        goto out;
+    const char *bd = camp_batch_dim(rs->family);
+    if (have) {
+        /* in batch order: the reference sees the batch as its rows */
+        char nb[32];
+        snprintf(nb, sizeof nb, "%zu", t->nrows);
+        if (bd && (st = fam_spec_set_param((fam_spec *)rs, bd, nb, err)))
+            goto out;
+        c->ref_by_batch = 1;
+    } else if (t->has_seed) {
+        int d = nx_dist_from_name(t->dist);
+        if (d < 0) {
+            st = nx_err_set(err, NX_EINVAL, "%s: metadata 'dist': unknown distribution '%s'", t->path, t->dist);
+            goto out;
+        }
+        ref_gen_opts go = {t->seed, (nx_dist)d, 0, 0};
+        if ((st = ref_generate(rs, &go, &in, err)))
+            goto out;
+    }
+    ref_opts ro = {0, (ref_engine)engine};
+    st_init(&c->ref);
+    if ((st = ref_run_opts(rs, &in, &c->ref, &ro, err))) {
+        nx_err_prefix(err, "%s", t->path);
+        goto out;
+    }
+    /* every reference output must be in the trace with the batch's rows */
+    const st_tensor *main_ref = NULL, *main_got = NULL;
+    for (size_t i = 0; i < c->ref.ntensors; i++) {
+        const st_tensor *r = &c->ref.tensors[i];
+        const st_tensor *g = trace_output(t, r->name);
+        if (!g) {
+            st = nx_err_set(err, NX_EINVAL, "%s: output tensor '%s' is missing (family %s outputs it)", t->path, r->name,
+                            rs->family);
+            goto out;
+        }
+        if (g->dtype != r->dtype) {
+            st = nx_err_set(err, NX_EINVAL, "%s: output '%s' has dtype %s; the point's output is %s", t->path, r->name,
+                            st_dtype_name(g->dtype), st_dtype_name(r->dtype));
+            goto out;
+        }
+        int ok = g->ndim == r->ndim && g->ndim > 0 && (uint64_t)g->shape[0] == t->nrows;
+        for (int d = 1; ok && d < g->ndim; d++)
+            ok = g->shape[d] == r->shape[d];
+        if (!ok) {
+            char gs[128] = "", rsb[128] = "";
+            size_t a = 0, b = 0;
+            for (int d = 0; d < g->ndim; d++)
+                a += (size_t)snprintf(gs + a, sizeof gs - a, "%s%lld", d ? ", " : "", (long long)g->shape[d]);
+            for (int d = 0; d < r->ndim; d++)
+                b += (size_t)snprintf(rsb + b, sizeof rsb - b, "%s%lld", d ? ", " : "",
+                                      d == 0 ? (long long)t->nrows : (long long)r->shape[d]);
+            st = nx_err_set(err, NX_EINVAL, "%s: output '%s' has shape [%s]; its shape and batch ('%s') need [%s]",
+                            t->path, r->name, gs, t->batch, rsb);
+            goto out;
+        }
+        for (size_t j = 0; j < t->nrows && !c->ref_by_batch; j++)
+            if (t->rows[j] >= r->shape[0]) {
+                st = nx_err_set(err, NX_EINVAL, "%s: metadata 'batch': row %lld is beyond the shape's %lld rows", t->path,
+                                (long long)t->rows[j], (long long)r->shape[0]);
+                goto out;
+            }
+        if (!main_ref || strcmp(r->name, "y") == 0) {
+            main_ref = r;
+            main_got = g;
+        }
+    }
+    if (!main_ref) {
+        st = nx_err_set(err, NX_EINTERNAL, "%s: the reference produced no output", t->path);
+        goto out;
+    }
+    /* Tier 2 on the main output: reference rows picked by the batch */
+    int fmt = rows_fmt_of_dtype(main_ref->dtype);
+    size_t per_row = (size_t)(main_got->nelem / (t->nrows ? t->nrows : 1));
+    size_t n = (size_t)main_got->nelem;
+    uint64_t *g = malloc((n ? n : 1) * sizeof *g), *r = malloc((n ? n : 1) * sizeof *r);
+    if (!g || !r || fmt < 0) {
+        free(g);
+        free(r);
+        st = fmt < 0 ? nx_err_set(err, NX_EUNSUPPORTED, "%s: output dtype %s is not a number format", t->path,
+                                  st_dtype_name(main_ref->dtype))
+                     : nx_err_set(err, NX_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        size_t row = i / per_row, col = i % per_row;
+        size_t src = c->ref_by_batch ? i : (size_t)t->rows[row] * per_row + col;
+        g[i] = st_get_bits(main_got, main_got->data, i);
+        r[i] = st_get_bits(main_ref, main_ref->data, src);
+    }
+    int approx = 0;
+    for (size_t i = 0; i < c->spec.nelems; i++)
+        approx |= c->spec.elems[i].impl == FAM_ELEM_APPROX;
+    int same_point = c->spec.hash && rs->hash && strcmp(c->spec.hash, rs->hash) == 0;
+    cmp_options opt;
+    char why[1024] = "";
+    if (same_point && !approx) {
+        cmp_options_init(&opt, CMP_BITWISE);
+        c->bit_exact = 1;
+    } else {
+        if (!same_point) {
+            char *diff = NULL;
+            char a[160], b[160];
+            snprintf(a, sizeof a, "%s:%s", t->class_name, c->id);
+            snprintf(b, sizeof b, "%s:%s", ref_class ? ref_class : t->class_name, ref_point ? ref_point : c->id);
+            int parity;
+            nx_err e2;
+            if (reg_compare(reg, a, b, shape, &diff, &parity, &e2) == NX_OK && diff) {
+                char sum[600];
+                camp_compare_summary(diff, sum, sizeof sum);
+                snprintf(why, sizeof why, "the trace's point %s and the reference %s differ: %s", a, b,
+                         *sum ? sum : "in their numerics hashes");
+            } else {
+                snprintf(why, sizeof why, "the trace's point and the reference have different numerics hashes");
+            }
+            free(diff);
+        } else {
+            snprintf(why, sizeof why, "an elementwise function of the point is a declared approximation");
+        }
+        if (c->spec.tol.has_ulp || c->spec.tol.has_rtol) {
+            st = cmp_options_from_tolerance(&c->spec.tol, &opt, err);
+        } else {
+            char d[256];
+            camp_default_tolerance((nx_fmt)fmt, &opt, d, sizeof d);
+            size_t l = strlen(why);
+            snprintf(why + l, sizeof why - l, "; %s", d);
+        }
+    }
+    int64_t shp[CMP_MAX_NDIM];
+    for (int d = 0; d < main_got->ndim && d < CMP_MAX_NDIM; d++)
+        shp[d] = main_got->shape[d];
+    cmp_input ci = {(nx_fmt)fmt, n, g, r, NULL, NULL, main_got->ndim, shp};
+    if (!st)
+        st = cmp_compare(&ci, &opt, &c->cmp, err);
+    free(g);
+    free(r);
+    if (st)
+        goto out;
+    c->cmp_text = cmp_result_text(&c->cmp);
+    c->t2.verdict = c->cmp.mismatched == 0 ? CV_PASS : CV_FAIL;
+    char idx[96] = "";
+    if (c->cmp.first_mismatch != CMP_NO_INDEX) {
+        /* name the element by its logical row */
+        size_t fm = c->cmp.first_mismatch, row = fm / per_row;
+        cmp_format_index(idx, sizeof idx, fm, main_got->ndim, shp, CMP_INDEX_BRACKETS);
+        size_t l = strlen(idx);
+        if (!c->ref_by_batch)
+            snprintf(idx + l, sizeof idx - l, " (logical row %lld)", (long long)t->rows[row]);
+    }
+    if (c->bit_exact)
+        snprintf(c->t2.detail, sizeof c->t2.detail, "bit-exact%s%s%s: %zu / %zu elements of '%s' differ%s%s", *why ? " (" : "",
+                 *why ? why : "", *why ? ")" : "", c->cmp.mismatched, n, main_ref->name, *idx ? ", first at " : "", idx);
+    else
+        snprintf(c->t2.detail, sizeof c->t2.detail, "not bit-exact: %s; %s: %zu / %zu outside, max ulp %llu%s%s", why,
+                 cmp_policy_name(opt.policy), c->cmp.mismatched, n, (unsigned long long)c->cmp.max_ulp,
+                 *idx ? ", first at " : "", idx);
+    /* the other outputs, bit for bit when judged so */
+    for (size_t i = 0; i < c->ref.ntensors && c->bit_exact && c->t2.verdict == CV_PASS; i++) {
+        const st_tensor *x = &c->ref.tensors[i], *y = trace_output(t, x->name);
+        if (x == main_ref)
+            continue;
+        size_t rb = row_bytes(y);
+        for (size_t j = 0; j < t->nrows; j++) {
+            size_t src = c->ref_by_batch ? j : (size_t)t->rows[j];
+            if (memcmp(y->data + j * rb, x->data + src * rb, rb) != 0) {
+                c->t2.verdict = CV_FAIL;
+                snprintf(c->t2.detail, sizeof c->t2.detail, "output '%s' batch row %zu differs from the reference", x->name, j);
+                break;
+            }
+        }
+    }
+out:
+    st_free(&in);
+    fam_spec_free(&refspec);
+    return st;
+}
+
+/* Tier 1 between two traces of one point/class/shape: bits of every
+ * logical row they share, in every output. */
+static int tier1_pair(const trace *a, const trace *b, size_t *shared, char *where, size_t wlen)
+{
+    *shared = 0;
+    for (size_t i = 0; i < a->file.ntensors; i++) {
+        const st_tensor *x = &a->file.tensors[i];
+        if (trace_tensor_is_input(x))
+            continue;
+        const st_tensor *y = trace_output(b, x->name);
+        if (!y || y->dtype != x->dtype || row_bytes(y) != row_bytes(x))
+            continue;
+        size_t rb = row_bytes(x);
+        for (size_t ia = 0; ia < a->nrows; ia++)
+            for (size_t ib = 0; ib < b->nrows; ib++)
+                if (a->rows[ia] == b->rows[ib]) {
+                    (*shared)++;
+                    if (memcmp(x->data + ia * rb, y->data + ib * rb, rb) != 0) {
+                        snprintf(where, wlen, "output '%s', logical row %lld", x->name, (long long)a->rows[ia]);
+                        return 0;
+                    }
+                }
+    }
+    return 1;
+}
+
+int cmd_check(int argc, char **argv)
+{
+    const char *kdir = "kernels", *refp = NULL, *refc = NULL, *eng_s = NULL, *json = NULL;
+    const char **paths = calloc((size_t)argc, sizeof *paths);
+    size_t np = 0;
+    int bad = 0;
+    if (!paths)
+        return EXIT_INTERNAL;
+    for (int i = 1; i < argc && !bad; i++) {
+        if (cli_flag(argv, i, "--help") || cli_flag(argv, i, "-h")) {
+            fputs(check_usage, stdout);
+            free(paths);
+            return EXIT_PASS;
+        }
+        if (cli_opt(argc, argv, &i, "--kernels", &kdir, &bad) || cli_opt(argc, argv, &i, "--reference", &refp, &bad) ||
+            cli_opt(argc, argv, &i, "--reference-class", &refc, &bad) || cli_opt(argc, argv, &i, "--engine", &eng_s, &bad) ||
+            cli_opt(argc, argv, &i, "--json", &json, &bad))
+            continue;
+        if (argv[i][0] == '-' && argv[i][1] == '-') {
+            cli_error("check", "unknown option '%s' (see --help)", argv[i]);
+            free(paths);
+            return EXIT_INPUT;
+        }
+        paths[np++] = argv[i];
+    }
+    if (bad || np == 0) {
+        if (!bad)
+            cli_error("check", "needs at least one TRACE (see --help)");
+        free(paths);
+        return EXIT_INPUT;
+    }
+    int engine = (int)ref_engine_default();
+    if (eng_s) {
+        engine = ref_engine_from_name(eng_s);
+        if (engine < 0 || !ref_engine_available((ref_engine)engine)) {
+            cli_error("check", "--engine: '%s' is not an engine built into this binary", eng_s);
+            free(paths);
+            return EXIT_INPUT;
+        }
+    }
+    nx_err err = {0};
+    reg_registry *reg = NULL;
+    checked *cs = calloc(np, sizeof *cs);
+    int rc = EXIT_PASS;
+    if (!cs) {
+        free(paths);
+        return EXIT_INTERNAL;
+    }
+    if (reg_load(kdir, &reg, &err) != NX_OK) {
+        rc = cli_fail("check", &err);
+        goto done;
+    }
+    /* every trace is read and checked before any verdict: bad input first */
+    for (size_t i = 0; i < np; i++) {
+        trace_init(&cs[i].t);
+        st_init(&cs[i].ref);
+        if (trace_read(paths[i], &cs[i].t, &err) != NX_OK || check_one(reg, refp, refc, engine, &cs[i], &err) != NX_OK) {
+            rc = cli_fail("check", &err);
+            np = i + 1;
+            goto done;
+        }
+    }
+    size_t failed = 0, t1 = 0;
+    json_t *jroot = json_object(), *jt = json_array(), *jp = json_array();
+    printf("%-46s %-8s %-10s %s\n", "trace", "mode", "tier2", "detail");
+    for (size_t i = 0; i < np; i++) {
+        checked *c = &cs[i];
+        printf("%-46s %-8s %-10s %s\n", c->t.path, trace_mode_name(c->t.mode),
+               c->t2.verdict == CV_PASS ? (c->bit_exact ? "bits" : "tolerance") : "FAIL", c->t2.detail);
+        if (c->t2.verdict == CV_FAIL) {
+            failed++;
+            report_indent(stdout, c->cmp_text, 4);
+        }
+        json_t *o = json_object();
+        json_object_set_new(o, "trace", json_string(c->t.path));
+        json_object_set_new(o, "point", json_string(c->id));
+        json_object_set_new(o, "class", json_string(c->t.class_name));
+        json_object_set_new(o, "verdict", json_string(c->t2.verdict == CV_PASS ? "pass" : "fail"));
+        json_object_set_new(o, "bit_exact", json_boolean(c->bit_exact));
+        json_object_set_new(o, "detail", json_string(c->t2.detail));
+        json_object_set_new(o, "compare", cmp_result_json(&c->cmp));
+        json_array_append_new(jt, o);
+    }
+    /* Tier 1: pairs of traces of one point, class and shape */
+    for (size_t i = 0; i < np; i++)
+        for (size_t j = i + 1; j < np; j++) {
+            trace *a = &cs[i].t, *b = &cs[j].t;
+            if (strcmp(cs[i].id, cs[j].id) || strcmp(a->class_name, b->class_name))
+                continue;
+            int same_shape = a->nshape == b->nshape;
+            for (size_t d = 0; same_shape && d < a->nshape; d++)
+                same_shape = !strcmp(a->shape[d].name, b->shape[d].name) && a->shape[d].value == b->shape[d].value;
+            if (!same_shape)
+                continue;
+            const char *what = strcmp(a->kernel, b->kernel) ? "new_legacy"
+                               : a->mode != b->mode       ? "eager_graphed"
+                               : strcmp(a->batch, b->batch) ? "rows"
+                                                            : "determinism";
+            char where[256] = "";
+            size_t shared;
+            int same = tier1_pair(a, b, &shared, where, sizeof where);
+            if (shared == 0)
+                continue;
+            t1++;
+            printf("tier1 %-13s %s vs %s: %s%s%s\n", what, a->path, b->path, same ? "identical" : "DIFFER at ",
+                   same ? "" : where, "");
+            if (!same)
+                failed++;
+            json_t *o = json_object();
+            json_object_set_new(o, "check", json_string(what));
+            json_object_set_new(o, "a", json_string(a->path));
+            json_object_set_new(o, "b", json_string(b->path));
+            json_object_set_new(o, "verdict", json_string(same ? "pass" : "fail"));
+            json_object_set_new(o, "shared_rows", json_integer((json_int_t)shared));
+            if (!same)
+                json_object_set_new(o, "where", json_string(where));
+            json_array_append_new(jp, o);
+        }
+    printf("%zu trace(s), %zu tier-1 comparison(s): %s\n", np, t1, failed ? "FAILED" : "all passed");
+    json_object_set_new(jroot, "traces", jt);
+    json_object_set_new(jroot, "tier1", jp);
+    json_object_set_new(jroot, "failed", json_integer((json_int_t)failed));
+    if (json) {
+        char *text = json_dumps(jroot, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        if (!text || report_write_atomic(json, text, &err) != NX_OK)
+            rc = text ? cli_fail("check", &err) : EXIT_INTERNAL;
+        free(text);
+    }
+    json_decref(jroot);
+    if (rc == EXIT_PASS && failed)
+        rc = EXIT_PARITY;
+done:
+    for (size_t i = 0; i < np; i++) {
+        trace_free(&cs[i].t);
+        fam_spec_free(&cs[i].spec);
+        st_free(&cs[i].ref);
+        free(cs[i].cmp_text);
+    }
+    free(cs);
+    free(paths);
+    reg_free(reg);
+    return rc;
+}

@@ -1,0 +1,86 @@
+#!/bin/sh
+# cli_campaign.sh PARITY ST_FLIP KERNELS: the main job from the outside:
+# `parity campaign` on the cpu class (verdicts, negative controls, JSON,
+# JUnit, traces), `parity check` on its traces (a flipped bit is named, a
+# trace at another point passes within tolerance and says why, a malformed
+# trace is an input error), a class with no device, transcripts and Tier 3.
+set -u
+PARITY=$1
+FLIP=$2
+KERNELS=$3
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+"$PARITY" campaign --class cpu --kernels "$KERNELS" --shapes small --json "$T/c.json" --junit "$T/c.xml" \
+  --traces "$T/tr" > "$T/out" 2> "$T/err"
+rc=$?
+[ $rc -eq 0 ] || { fail "campaign: exit $rc, want 0"; cat "$T/out" "$T/err"; }
+grep -q '^gemm.splitk ' "$T/out" || fail "campaign: no table line for gemm.splitk"
+grep -q 'passed, 0 failed' "$T/out" || fail "campaign: summary line"
+grep -q '^\[1/' "$T/err" || fail "campaign: no progress lines on stderr"
+grep -q '"failed": 0' "$T/c.json" || fail "json: failed != 0"
+grep -q '"negative_control": true' "$T/c.json" || fail "json: no negative control"
+grep -q '<testsuite name="parity.campaign.cpu"' "$T/c.xml" || fail "junit: no testsuite"
+grep -q '<testcase classname="gemm.splitk" name="tier2"' "$T/c.xml" || fail "junit: no tier2 testcase"
+# the thread-count-dependent kernel fails eager vs graphed, as its control must
+grep -q 'gemm.splitk_threads eager_graphed \[ok(neg)\]: negative control' "$T/out" \
+  || fail "the thread-count kernel did not fail Tier 1 as a negative control"
+
+# Traces: one checks bit-exact; a flipped bit fails Tier 2 naming the element.
+tr=$(ls "$T"/tr/cpu.gemm.splitk.graphed-0.safetensors 2> /dev/null)
+[ -n "$tr" ] || fail "no trace written"
+"$PARITY" check --kernels "$KERNELS" "$tr" > "$T/o1" 2>&1 || fail "check of a good trace: exit $? ($(cat "$T/o1"))"
+grep -q 'bits ' "$T/o1" || fail "check: a good trace is not bit-exact"
+cp "$tr" "$T/flip.safetensors"
+"$FLIP" "$T/flip.safetensors" y 29 3 || fail "st_flip"
+"$PARITY" check --kernels "$KERNELS" "$T/flip.safetensors" > "$T/o2" 2>&1
+rc=$?
+[ $rc -eq 1 ] || fail "check of a flipped trace: exit $rc, want 1"
+grep -q '1 / .* elements of .y. differ, first at \[1, 5\] (logical row 1)' "$T/o2" \
+  || fail "check: the flipped element [1, 5] is not named: $(cat "$T/o2")"
+# Tier 1 across the campaign's traces of one point
+"$PARITY" check --kernels "$KERNELS" "$T"/tr/cpu.gemm.splitk.*.safetensors > "$T/o3" 2>&1 || fail "check of a point's traces"
+grep -q 'tier1 rows ' "$T/o3" || fail "check: no row-invariance comparison across traces"
+# the thread-count kernel's eager and graphed traces disagree
+"$PARITY" check --kernels "$KERNELS" "$T"/tr/cpu.gemm.splitk_threads.eager-0.safetensors \
+  "$T"/tr/cpu.gemm.splitk_threads.graphed-0.safetensors > "$T/o4" 2>&1
+[ $? -eq 1 ] || fail "check: eager vs graphed of the thread-count kernel must fail"
+grep -q 'tier1 eager_graphed .*DIFFER' "$T/o4" || fail "check: eager_graphed difference not reported"
+# another numerics point: within tolerance, not bit-exact, and why
+"$PARITY" check --kernels "$KERNELS" "$tr" --reference gemm.seq > "$T/o5" 2>&1 || fail "check --reference: exit $?"
+grep -q 'not bit-exact: .*split(4, stride(8, seq, pairwise), seq) vs seq' "$T/o5" \
+  || fail "check --reference: no reason given: $(cat "$T/o5")"
+
+# Bad input is an input error, never a verdict.
+printf 'not a trace' > "$T/bad.safetensors"
+"$PARITY" check --kernels "$KERNELS" "$T/bad.safetensors" 2> "$T/e1"; rc=$?
+[ $rc -eq 2 ] || fail "check of garbage: exit $rc, want 2"
+grep -q 'bad.safetensors' "$T/e1" || fail "check of garbage: file not named"
+"$PARITY" check --kernels "$KERNELS" "$T/nope.safetensors" 2> /dev/null; [ $? -eq 2 ] || fail "missing trace: not exit 2"
+"$PARITY" campaign --class nosuch --kernels "$KERNELS" > /dev/null 2>&1; [ $? -eq 2 ] || fail "unknown class: not exit 2"
+"$PARITY" campaign --class cpu --shapes huge --kernels "$KERNELS" > /dev/null 2>&1; [ $? -eq 2 ] || fail "unknown preset: not exit 2"
+
+# A class whose backend cannot run here is a skip, said as such.
+if ! command -v nvidia-smi > /dev/null 2>&1; then
+  "$PARITY" campaign --class sm90 --kernels "$KERNELS" > "$T/o6" 2>&1; rc=$?
+  [ $rc -eq 0 ] || fail "sm90 without a GPU: exit $rc, want 0"
+  grep -q 'skipped' "$T/o6" || fail "sm90 without a GPU: not said to be skipped"
+fi
+
+# Transcripts and Tier 3.
+printf '[1,2,3]\n[4,5,6]\n' > "$T/a.jsonl"
+printf '[1,2,3]\n[4,9,6]\n' > "$T/b.jsonl"
+"$PARITY" transcript "$T/a.jsonl" "$T/a.jsonl" > /dev/null || fail "transcript: identical files"
+"$PARITY" transcript "$T/a.jsonl" "$T/b.jsonl" > "$T/o7"; [ $? -eq 1 ] || fail "transcript: divergence not exit 1"
+"$PARITY" transcript "$T/a.jsonl" "$T/b.jsonl" --min-rate 0.5 > /dev/null || fail "transcript: rate 0.5 should pass"
+printf '{"acc": 0.71}' > "$T/m.json"
+printf '{"acc": {"min": 0.7}}' > "$T/bars.json"
+"$PARITY" tier3 "$T/m.json" "$T/bars.json" > /dev/null || fail "tier3: bar met"
+printf '{"acc": {"min": 0.8}}' > "$T/bars2.json"
+"$PARITY" tier3 "$T/m.json" "$T/bars2.json" > /dev/null; [ $? -eq 1 ] || fail "tier3: missed bar not exit 1"
+for c in campaign check transcript tier3; do "$PARITY" $c --help > /dev/null || fail "$c --help"; done
+
+[ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
+echo "cli_campaign: all checks passed"
