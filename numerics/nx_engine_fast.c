@@ -731,16 +731,24 @@ static inline __attribute__((always_inline)) v4l v4l_splat(int64_t x) { return (
 
 /* p[0..3] hold 4 consecutive terms of 4 rows; afterwards p[j] holds term j
  * of the 4 rows. */
+/* __builtin_shufflevector is GCC >= 12 and clang; older GCC has
+ * __builtin_shuffle with an index vector. */
+#if defined(__clang__) || __GNUC__ >= 12
+#define SHUF2(a, b, i, j, k, l) __builtin_shufflevector(a, b, i, j, k, l)
+#else
+#define SHUF2(a, b, i, j, k, l) __builtin_shuffle(a, b, (v4l){i, j, k, l})
+#endif
+
 static inline __attribute__((always_inline)) void transpose4(v4d *p)
 {
-    v4d t0 = __builtin_shufflevector(p[0], p[1], 0, 4, 2, 6);
-    v4d t1 = __builtin_shufflevector(p[0], p[1], 1, 5, 3, 7);
-    v4d t2 = __builtin_shufflevector(p[2], p[3], 0, 4, 2, 6);
-    v4d t3 = __builtin_shufflevector(p[2], p[3], 1, 5, 3, 7);
-    p[0] = __builtin_shufflevector(t0, t2, 0, 1, 4, 5);
-    p[1] = __builtin_shufflevector(t1, t3, 0, 1, 4, 5);
-    p[2] = __builtin_shufflevector(t0, t2, 2, 3, 6, 7);
-    p[3] = __builtin_shufflevector(t1, t3, 2, 3, 6, 7);
+    v4d t0 = SHUF2(p[0], p[1], 0, 4, 2, 6);
+    v4d t1 = SHUF2(p[0], p[1], 1, 5, 3, 7);
+    v4d t2 = SHUF2(p[2], p[3], 0, 4, 2, 6);
+    v4d t3 = SHUF2(p[2], p[3], 1, 5, 3, 7);
+    p[0] = SHUF2(t0, t2, 0, 1, 4, 5);
+    p[1] = SHUF2(t1, t3, 0, 1, 4, 5);
+    p[2] = SHUF2(t0, t2, 2, 3, 6, 7);
+    p[3] = SHUF2(t1, t3, 2, 3, 6, 7);
 }
 
 typedef uint64_t v4u __attribute__((vector_size(32)));
@@ -793,8 +801,8 @@ static inline __attribute__((always_inline)) v4d vgadd(v4d s, v4d q, const vcons
 
 static inline __attribute__((always_inline)) int v4_any(v4l f)
 {
-    v4l g = f | __builtin_shufflevector(f, f, 2, 3, 0, 1);
-    g |= __builtin_shufflevector(g, g, 1, 0, 3, 2);
+    v4l g = f | SHUF2(f, f, 2, 3, 0, 1);
+    g |= SHUF2(g, g, 1, 0, 3, 2);
     return g[0] != 0;
 }
 
