@@ -5,6 +5,7 @@
  *   Tier 1: a second eager run, a graphed run (captured, replayed) and the
  *           batch variants (each row alone, the batch reversed) give the
  *           same bits as the first run.
+ * On sm90 the wgmma kernel runs too (Hopper's published atom: bit-exact).
  * A point whose atom is not published (sm90's mma.sync) is measured: its
  * mismatches and greatest ulp distance are reported, and only more than
  * PARITY_MEASURED_ULP (default 2) ulps fails.
@@ -335,6 +336,27 @@ int main(void)
     gemm_case(&cs[n++], cls, "gemm_split3_bf16", "bf16", "bf16", 17, 300, 1000, "split(3, chain(8), seq, align=32)",
               1);
     gemm_case(&cs[n++], cls, "gemm_split4_fp16", "fp16", "fp16", 16, 512, 4096, "split(4, chain(8), seq)", 0);
+    if (!strcmp(cls, "sm90")) { /* the wgmma kernel: Hopper's published atom, bit-exact */
+        const char *wg = "{ acc = \"fp32\", tree = \"%s\", atom = \"sm90.wgmma.%s\", out = \"fp32\" }";
+        const char *trees[] = {"split(4, chain(16), seq, align=64)", "chain(16)"};
+        const char *names[] = {"gemm_wgmma_split4_bf16", "gemm_wgmma_fp16"};
+        for (int i = 0; i < 2; i++) {
+            gcase *w = &cs[n++];
+            char k[256];
+            spec_init(&w->spec, "gemm", cls, names[i]);
+            w->name = names[i];
+            w->bdim = "M";
+            w->batched = gemm_b;
+            w->exact = 1;
+            param(&w->spec, "M", i ? "70" : "16");
+            param(&w->spec, "N", i ? "100" : "512");
+            param(&w->spec, "K", i ? "333" : "4096");
+            param(&w->spec, "in", i ? "fp16" : "bf16");
+            param(&w->spec, "out", i ? "fp32" : "bf16");
+            snprintf(k, sizeof k, wg, trees[i], i ? "f16" : "bf16");
+            red(&w->spec, "k", k);
+        }
+    }
 
     gcase *c = &cs[n++];
     spec_init(&c->spec, "gemv_w4a16", cls, "gemv_dequant");

@@ -312,10 +312,11 @@ static void test_mismatch(void **state)
     gemm_spec(&s, "sm80", 4, 8, 64, "{ acc = \"fp32\", tree = \"seq\", out = \"fp32\" }");
     plan_fails(&s, NULL, NX_EUNSUPPORTED, "split({S}, chain(8), seq)");
     fam_spec_free(&s);
-    /* the right tree with Hopper's wgmma atom: mma.sync realises chain(8) */
-    gemm_spec(&s, "sm90", 4, 8, 64,
+    /* Hopper's wgmma point on Ada: there is only mma.sync, chain(8) */
+    gemm_spec(&s, "sm89", 4, 8, 64,
               "{ acc = \"fp32\", tree = \"chain(16)\", atom = { preset = \"sm90.wgmma.bf16\" }, out = \"fp32\" }");
     plan_fails(&s, NULL, NX_EUNSUPPORTED, "chain(8)");
+    plan_fails(&s, NULL, NX_EUNSUPPORTED, "kernels tried: cuda_gemm_mma cuda_gemm_wgmma");
     fam_spec_free(&s);
     /* the tree matches, the atom's frac_bits do not */
     gemm_spec(&s, "sm90", 4, 8, 64,
@@ -400,13 +401,36 @@ static void test_alias(void **state)
     assert_int_equal(cu_plan_make(&s, "gemm_bf16_tc_splitk", NULL, &p, &e), NX_OK);
     cu_plan_free(&p);
     fam_spec_free(&s);
-    /* Hopper's wgmma split-K point: the name is served only if the numerics
-     * were mma.sync's, and they are not */
-    gemm_spec(&s, "sm90", 4, 8, 64,
+    /* Hopper's wgmma split-K point is served by the wgmma kernel, the tc point
+     * (chain(8)) on the same class by mma.sync: the numerics choose */
+    gemm_spec(&s, "sm90", 100, 70, 1000,
               "{ acc = \"fp32\", tree = \"split(4, chain(16), seq, align=64)\", atom = \"sm90.wgmma.bf16\", "
               "out = \"fp32\" }");
     s.kernel = strdup("gemm_bf16_wgmma_splitk");
-    plan_fails(&s, NULL, NX_EUNSUPPORTED, "served by cuda_gemm_mma");
+    assert_int_equal(cu_plan_make(&s, NULL, NULL, &p, &e), NX_OK);
+    assert_string_equal(p.kernel->id, "cuda_gemm_wgmma");
+    assert_string_equal(p.alias_of, "gemm_bf16_wgmma_splitk");
+    assert_int_equal(p.u.gemm.wgmma, 1);
+    assert_int_equal(p.u.gemm.slice, 256); /* ceil(1000 / 4) = 250, up to 64 */
+    assert_int_equal(p.u.gemm.main.grid[0], 3); /* ceil(70 / 32) */
+    assert_int_equal(p.u.gemm.main.grid[1], 2); /* ceil(100 / 64) */
+    assert_int_equal(p.u.gemm.main.grid[2], 4);
+    assert_int_equal(p.u.gemm.main.block[0], 128);
+    cu_plan_free(&p);
+    fam_spec_free(&s);
+    gemm_spec(&s, "sm90", 100, 70, 1000, GEMM_K("chain(8)"));
+    s.kernel = strdup("gemm_bf16_tc_128x128x32");
+    assert_int_equal(cu_plan_make(&s, NULL, NULL, &p, &e), NX_OK);
+    assert_string_equal(p.kernel->id, "cuda_gemm_mma");
+    assert_int_equal(p.u.gemm.wgmma, 0);
+    cu_plan_free(&p);
+    /* a wgmma atom with mma's group is neither kernel */
+    fam_spec_free(&s);
+    gemm_spec(&s, "sm90", 4, 8, 64,
+              "{ acc = \"fp32\", tree = \"chain(8)\", atom = { frac_bits = 25, term_round = \"rz\", round = \"rz\", "
+              "acc = \"fp32\" }, out = \"fp32\" }");
+    s.kernel = strdup("some_registry_gemm");
+    plan_fails(&s, NULL, NX_EUNSUPPORTED, "kernel 'some_registry_gemm'");
     fam_spec_free(&s);
 }
 

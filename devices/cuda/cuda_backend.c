@@ -115,10 +115,30 @@ static nx_status cuda_describe(char *json, size_t len, nx_err *err)
     return NX_OK;
 }
 
+/* The wgmma kernel's code exists only in an sm_90a build. */
+static nx_status wgmma_check(const cu_plan *p, int on_device, nx_err *err)
+{
+    if (p->kernel->fam != CU_GEMM || !p->u.gemm.wgmma)
+        return NX_OK;
+#ifndef PARITY_CUDA_WGMMA
+    (void)on_device;
+    return nx_err_set(err, NX_EUNSUPPORTED,
+                      "cuda: kernel %s needs sm_90a code: build with PARITY_CUDA_ARCHITECTURES listing 90a-real",
+                      p->kernel->id);
+#else
+    if (on_device && !cu_wgmma_built())
+        return nx_err_set(err, NX_EUNSUPPORTED, "cuda: kernel %s: this GPU does not run the sm_90a code of the build",
+                          p->kernel->id);
+    return NX_OK;
+#endif
+}
+
 static int cuda_supports(const fam_spec *spec, const char *kernel)
 {
     cu_plan p;
     nx_status st = cu_plan_make(spec, kernel, spec ? spec->class_name : NULL, &p, NULL);
+    if (!st)
+        st = wgmma_check(&p, 0, NULL);
     cu_plan_free(&p);
     return st == NX_OK;
 }
@@ -259,7 +279,7 @@ static nx_status cuda_run(const fam_spec *spec, const st_file *in, st_file *out,
     nx_status st = cu_plan_make(spec, opts ? opts->kernel : NULL, info.class_name, &plan, err);
     if (st)
         return st;
-    if ((st = cu_check_inputs(spec, in, err))) {
+    if ((st = wgmma_check(&plan, 1, err)) || (st = cu_check_inputs(spec, in, err))) {
         cu_plan_free(&plan);
         return st;
     }

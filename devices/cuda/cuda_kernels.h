@@ -59,10 +59,13 @@ typedef struct cu_gemv_args {
 #define CU_GEMM_TILE_M 16    /* the mma's M */
 #define CU_GEMM_WARP_N 32    /* 4 mma n8 tiles per warp */
 #define CU_GEMM_TILE_N (CU_GEMM_WARPS * CU_GEMM_WARP_N)
+#define CU_WGMMA_TILE_M 64   /* one warpgroup: 4 warps x 16 rows */
+#define CU_WGMMA_TILE_N 32   /* four m64n8k16 per K step */
 
 typedef struct cu_gemm_cfg {
     long M, N, K;
     int in;            /* cu_dtype of a and b: CU_FP16, CU_BF16 (mma k16), CU_E4M3, CU_E5M2 (mma k32) */
+    int wgmma;         /* 1: the sm_90a wgmma kernel (64 x 32 CTA tile), 0: mma.sync (16 x 128) */
     int has_split;
     long S, slice;     /* K slices and their length c (aligned) */
     float alpha, beta; /* fp32 (params rounded once) */
@@ -134,6 +137,9 @@ int cu_gemv_launch(const cu_gemv_cfg *c, const cu_gemv_args *a, void *stream);
 int cu_gemm_launch(const cu_gemm_cfg *c, const cu_gemm_args *a, void *stream);
 int cu_rms_launch(const cu_rms_cfg *c, const cu_rms_args *a, void *stream);
 int cu_attn_launch(const cu_attn_cfg *c, const cu_attn_args *a, void *stream);
+/* 1 if the current device runs the sm_90a wgmma code of this build (an
+ * sm_90a cubin on an sm_90 GPU); 0 otherwise. */
+int cu_wgmma_built(void);
 
 #ifdef __cplusplus
 }

@@ -22,6 +22,8 @@
 static const cu_kernel kernels[] = {
     {"cuda_gemm_mma", "gemm", CU_GEMM, "in", "bf16 fp16",
      "mma.sync m16n8k16 bf16/fp16 -> fp32, warp tile 16x32, K in order, split-K through a workspace"},
+    {"cuda_gemm_wgmma", "gemm", CU_GEMM, "in", "bf16 fp16",
+     "wgmma.mma_async m64n8k16 bf16/fp16 -> fp32 (sm90, sm_90a build), warpgroup tile 64x32, K in order, split-K"},
     {"cuda_gemm_mma_fp8", "gemm", CU_GEMM, "in", "e4m3 e5m2",
      "mma.sync m16n8k32 e4m3/e5m2 -> fp32 (sm89, sm90), warp tile 16x32, K in order, split-K"},
     {"cuda_gemv_w4a16_dequant", "gemv_w4a16", CU_GEMV_W4A16, "scale_apply", "per_element",
@@ -73,6 +75,8 @@ const cu_kernel *cu_kernel_find(const char *id)
 /* A reduction whose out conversion the kernel applies as declared. */
 #define OUTS "out = \"{out}\", out_rounding = \"{out_rounding}\", saturate = {saturate} }"
 #define FP32_FMA "{ acc = \"fp32\", rounding = \"rne\", fma = true, product = \"exact\", "
+/* sm90.wgmma.bf16 and sm90.wgmma.f16 (NUMERICS.md §5, published) */
+#define WGMMA_ATOM "{ frac_bits = 25, term_round = \"rz\", round = \"rz\", acc = \"fp32\" }"
 
 static const cu_claim claims[] = {
     /* gemm: the mma.sync K loop (k16 = two 8-term atoms), split-K combined in slice order */
@@ -86,6 +90,19 @@ static const cu_claim claims[] = {
      NULL},
     {"cuda_gemm_mma", ALL_CLASSES, "k",
      FP32_FMA "tree = \"split({S}, chain(8), seq, align={A})\", atom = {atom}, out = \"fp32\", "
+              "out_rounding = \"{out_rounding}\", saturate = {saturate} }",
+     NULL},
+    /* gemm on Hopper's wgmma: one 16-term atom per m64n8k16 (sm90.wgmma.bf16 / .f16) */
+    {"cuda_gemm_wgmma", "sm90", "k",
+     FP32_FMA "tree = \"chain(16)\", atom = " WGMMA_ATOM ", out = \"fp32\", out_rounding = \"{out_rounding}\", "
+              "saturate = {saturate} }",
+     NULL},
+    {"cuda_gemm_wgmma", "sm90", "k",
+     FP32_FMA "tree = \"split({S}, chain(16), seq)\", atom = " WGMMA_ATOM ", out = \"fp32\", "
+              "out_rounding = \"{out_rounding}\", saturate = {saturate} }",
+     NULL},
+    {"cuda_gemm_wgmma", "sm90", "k",
+     FP32_FMA "tree = \"split({S}, chain(16), seq, align={A})\", atom = " WGMMA_ATOM ", out = \"fp32\", "
               "out_rounding = \"{out_rounding}\", saturate = {saturate} }",
      NULL},
     /* gemm fp8: one 32-term atom per m16n8k32 */
@@ -698,10 +715,12 @@ static nx_status plan_gemm(const fam_spec *s, cu_plan *p, nx_err *err)
         return nx_err_set(err, NX_EUNSUPPORTED, "%s.%s: split %ld / align %ld is outside the kernel's range",
                           fam_of(s), point_of(s), c->S, A);
     c->slice = c->has_split ? ceil_div(ceil_div(c->K, c->S), A) * A : c->K;
-    long gx = ceil_div(c->N, CU_GEMM_TILE_N), gy = ceil_div(c->M, CU_GEMM_TILE_M);
+    c->wgmma = strcmp(p->kernel->id, "cuda_gemm_wgmma") == 0;
+    long gx = c->wgmma ? ceil_div(c->N, CU_WGMMA_TILE_N) : ceil_div(c->N, CU_GEMM_TILE_N);
+    long gy = c->wgmma ? ceil_div(c->M, CU_WGMMA_TILE_M) : ceil_div(c->M, CU_GEMM_TILE_M);
     if ((st = grid_check(s, gx, gy, c->S, err)))
         return st;
-    dim1(&c->main, (unsigned)gx, (unsigned)gy, (unsigned)c->S, CU_GEMM_WARPS * 32);
+    dim1(&c->main, (unsigned)gx, (unsigned)gy, (unsigned)c->S, CU_GEMM_WARPS * 32); /* 4 warps: one warpgroup */
     long cells = c->M * c->N;
     dim1(&c->combine, (unsigned)ceil_div(cells, 256), 1, 1, 256);
     c->ws_bytes = c->has_split ? (size_t)c->S * (size_t)cells * sizeof(float) : 0;
@@ -902,9 +921,11 @@ static nx_status plan_attn(const fam_spec *s, cu_plan *p, nx_err *err)
     return NX_OK;
 }
 
-/* The family's kernel for the spec's policy param (in, scale_apply). */
-static const cu_kernel *default_kernel(const fam_spec *s)
+/* The family's kernels for the spec's policy param (in, scale_apply), in
+ * table order; *n of them into out. */
+static void candidates(const fam_spec *s, const cu_kernel **out, size_t *n)
 {
+    *n = 0;
     for (size_t i = 0; i < cu_kernel_count(); i++) {
         const cu_kernel *k = &kernels[i];
         if (strcmp(k->family, s->family))
@@ -914,9 +935,32 @@ static const cu_kernel *default_kernel(const fam_spec *s)
             if (!word_in(v ? v : policy_default(k->policy_param), k->policies))
                 continue;
         }
-        return k;
+        out[(*n)++] = k;
     }
-    return NULL;
+}
+
+static nx_status plan_family(const fam_spec *spec, cu_plan *p, nx_err *err)
+{
+    switch (p->kernel->fam) {
+    case CU_GEMM: return plan_gemm(spec, p, err);
+    case CU_GEMV_W4A16: return plan_gemv(spec, p, err);
+    case CU_RMSNORM: return plan_rms(spec, p, err);
+    case CU_ATTN: return plan_attn(spec, p, err);
+    }
+    return nx_err_set(err, NX_EINTERNAL, "cuda: kernel %s of no family", p->kernel->id);
+}
+
+/* Clears a failed attempt but keeps the kernel and the alias for messages. */
+static void plan_reset(cu_plan *p)
+{
+    const cu_kernel *k = p->kernel;
+    char alias[128], cls[16];
+    memcpy(alias, p->alias_of, sizeof alias);
+    memcpy(cls, p->class_name, sizeof cls);
+    cu_plan_free(p);
+    p->kernel = k;
+    memcpy(p->alias_of, alias, sizeof alias);
+    memcpy(p->class_name, cls, sizeof cls);
 }
 
 nx_status cu_plan_make(const fam_spec *spec, const char *kernel_id, const char *class_name, cu_plan *p,
@@ -943,35 +987,60 @@ nx_status cu_plan_make(const fam_spec *spec, const char *kernel_id, const char *
         return nx_err_set(err, NX_EUNSUPPORTED, "%s.%s: kernel '%s' is not one of the CUDA backend's "
                           "(devices/cuda/POINTS.md)",
                           fam_of(spec), point_of(spec), kid);
-    if (!p->kernel) {
-        /* none asked for, or a registry's own name: the family's kernel for
-         * the policy serves it if (and only if) the numerics match below */
+    if (p->kernel) {
+        nx_status st = plan_family(spec, p, err);
+        if (st)
+            plan_reset(p);
+        return st;
+    }
+    /* none asked for, or a registry's own name: the family's kernels for the
+     * policy, in table order; the first whose claims match the declared
+     * numerics serves it */
+    if (kid)
+        snprintf(p->alias_of, sizeof p->alias_of, "%s", kid);
+    const cu_kernel *cand[8];
+    size_t nc = 0;
+    candidates(spec, cand, &nc);
+    if (nc == 0)
+        return nx_err_set(err, NX_EUNSUPPORTED, "%s.%s: the CUDA backend has no kernel for family '%s'%s%s%s",
+                          fam_of(spec), point_of(spec), spec->family, kid ? " (asked for kernel '" : "",
+                          kid ? kid : "", kid ? "')" : "");
+    nx_err first = {0};
+    nx_status st0 = NX_OK;
+    for (size_t i = 0; i < nc; i++) {
+        nx_err e = {0};
+        p->kernel = cand[i];
+        nx_status st = plan_family(spec, p, &e);
+        if (st == NX_OK)
+            return NX_OK;
+        plan_reset(p);
+        if (st != NX_EUNSUPPORTED) { /* bad input: the same for every kernel */
+            if (err)
+                *err = e;
+            return st;
+        }
+        if (i == 0) {
+            first = e;
+            st0 = st;
+        }
+    }
+    p->kernel = cand[0];
+    if (err) {
+        *err = first;
+        if (nc > 1) {
+            size_t l = strlen(err->msg);
+            snprintf(err->msg + l, sizeof err->msg - l, " (kernels tried:");
+            for (size_t i = 0; i < nc; i++) {
+                l = strlen(err->msg);
+                snprintf(err->msg + l, sizeof err->msg - l, " %s", cand[i]->id);
+            }
+            l = strlen(err->msg);
+            snprintf(err->msg + l, sizeof err->msg - l, ")");
+        }
         if (kid)
-            snprintf(p->alias_of, sizeof p->alias_of, "%s", kid);
-        p->kernel = default_kernel(spec);
-        if (!p->kernel)
-            return nx_err_set(err, NX_EUNSUPPORTED, "%s.%s: the CUDA backend has no kernel for family '%s'%s%s%s",
-                              fam_of(spec), point_of(spec), spec->family, kid ? " (asked for kernel '" : "",
-                              kid ? kid : "", kid ? "')" : "");
+            nx_err_prefix(err, "kernel '%s'", kid);
     }
-    nx_status st = NX_EINVAL;
-    switch (p->kernel->fam) {
-    case CU_GEMM: st = plan_gemm(spec, p, err); break;
-    case CU_GEMV_W4A16: st = plan_gemv(spec, p, err); break;
-    case CU_RMSNORM: st = plan_rms(spec, p, err); break;
-    case CU_ATTN: st = plan_attn(spec, p, err); break;
-    }
-    if (st) {
-        const cu_kernel *k = p->kernel;
-        char alias[128];
-        memcpy(alias, p->alias_of, sizeof alias);
-        cu_plan_free(p);
-        p->kernel = k;
-        memcpy(p->alias_of, alias, sizeof alias);
-        if (alias[0] && err)
-            nx_err_prefix(err, "kernel '%s' (served by %s)", alias, k->id);
-    }
-    return st;
+    return st0;
 }
 
 const char *cu_family_dims(cu_family f)

@@ -22,7 +22,14 @@
  * mma.sync.aligned.m16n8k32, one 32-term atom per mma (accumulating in the
  * fp22 = e8m13 format of NUMERICS.md §5): k = chain(32) with the fp8 atom;
  * the same slices, combine and epilogue.
- * sm90 runs the same mma.sync (no wgmma): see docs/cuda.md. */
+ * wgmma (kernel cuda_gemm_wgmma, sm90 built as sm_90a): a CTA is one
+ * warpgroup owning 64 x 32 outputs; per 16-term K step the B tile (32 n x
+ * 16 k) is staged in shared memory in the no-swizzle K-major layout (8 x
+ * 16-byte core matrices) and four wgmma.mma_async m64n8k16 (A from
+ * registers, the mma fragment per warp) each add one 16-term atom to their
+ * accumulators: k = chain(16) with Hopper's wgmma atom (25 fraction bits).
+ * The same slices, combine and epilogue.
+ * sm80/sm89 and the chain(8) points on sm90 run mma.sync. */
 #include "cu_common.cuh"
 
 /* Two consecutive elements (k, k + 1) of a row as one .b32 mma operand, the
@@ -194,6 +201,103 @@ __global__ void __launch_bounds__(CU_GEMM_WARPS * 32)
         }
 }
 
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define CU_HAVE_WGMMA 1
+#endif
+
+/* The wgmma K loop: k = chain(16), one 16-term atom per m64n8k16. */
+template <bool BF16>
+__global__ void __launch_bounds__(128)
+    gemm_wgmma_kernel(cu_gemm_cfg c, const uint16_t *__restrict__ A, const uint16_t *__restrict__ B, const void *cm,
+                      const float *bias, void *y, float *ws)
+{
+#ifdef CU_HAVE_WGMMA
+    /* B tile of one K step: [n8 chunk][k half][n row][8 k]: each [j][h] is one
+     * 128-byte core matrix (8 rows of 16 bytes); the two k halves of a chunk
+     * are 128 bytes apart (the leading byte offset) */
+    __shared__ __align__(128) uint16_t bs[4][2][8][8];
+    const int t = (int)threadIdx.x, lane = t & 31, warp = t >> 5;
+    const int g = lane >> 2, tq = lane & 3;
+    const long M = c.M, N = c.N, K = c.K;
+    const long m0 = (long)blockIdx.y * 64, n0 = (long)blockIdx.x * 32;
+    const long slice = blockIdx.z;
+    const long start = slice * c.slice, end = start + c.slice < K ? start + c.slice : K;
+    float acc[4][4];
+    for (int j = 0; j < 4; j++)
+        for (int i = 0; i < 4; i++)
+            acc[j][i] = 0.0f; /* chain(16) starts at +0 */
+    const long r0 = m0 + 16 * warp + g, r1 = r0 + 8; /* warp w owns rows 16w .. 16w+15 */
+    const bool ok0 = r0 < M, ok1 = r1 < M;
+    for (long k0 = start; k0 < end; k0 += 16) {
+        for (int e = t; e < 512; e += 128) {
+            const int nn = e >> 4, kk = e & 15;
+            const long n = n0 + nn, k = k0 + kk;
+            bs[nn >> 3][kk >> 3][nn & 7][kk & 7] = n < N && k < end ? B[n * K + k] : (uint16_t)0;
+        }
+        const long ka = k0 + tq * 2, kb = k0 + 8 + tq * 2;
+        uint32_t a[4];
+        a[0] = gemm_pair(A, r0 * K, ka, end, ok0);
+        a[1] = gemm_pair(A, r1 * K, ka, end, ok1);
+        a[2] = gemm_pair(A, r0 * K, kb, end, ok0);
+        a[3] = gemm_pair(A, r1 * K, kb, end, ok1);
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); /* st.shared before the async proxy reads */
+        __syncthreads();
+        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+        for (int j = 0; j < 4; j++) {
+            const uint32_t addr = (uint32_t)__cvta_generic_to_shared(&bs[j][0][0][0]);
+            const uint64_t desc = (uint64_t)((addr >> 4) & 0x3fff) | ((uint64_t)(128 >> 4) << 16) |
+                                  ((uint64_t)(256 >> 4) << 32); /* no swizzle, LBO 128 B, SBO 256 B */
+            if (BF16)
+                asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"
+                             "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%0,%1,%2,%3}, {%4,%5,%6,%7}, %8, "
+                             "p, 1, 1, 0;\n}\n"
+                             : "+f"(acc[j][0]), "+f"(acc[j][1]), "+f"(acc[j][2]), "+f"(acc[j][3])
+                             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(1)
+                             : "memory");
+            else
+                asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"
+                             "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%0,%1,%2,%3}, {%4,%5,%6,%7}, %8, "
+                             "p, 1, 1, 0;\n}\n"
+                             : "+f"(acc[j][0]), "+f"(acc[j][1]), "+f"(acc[j][2]), "+f"(acc[j][3])
+                             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(1)
+                             : "memory");
+        }
+        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+        __syncthreads(); /* every wgmma read bs before the next step writes it */
+    }
+    for (int j = 0; j < 4; j++)
+        for (int i = 0; i < 4; i++) {
+            const long m = i < 2 ? r0 : r1, n = n0 + j * 8 + tq * 2 + (i & 1);
+            if (m >= M || n >= N)
+                continue;
+            if (c.has_split)
+                ws[(slice * M + m) * N + n] = acc[j][i];
+            else
+                gemm_epilogue(c, cm, bias, y, m, n, acc[j][i]);
+        }
+#else
+    (void)c;
+    (void)A;
+    (void)B;
+    (void)cm;
+    (void)bias;
+    (void)y;
+    (void)ws;
+    __trap(); /* wgmma needs the sm_90a build: the host checks cu_wgmma_built() */
+#endif
+}
+
+/* 1 if this build holds the sm_90a wgmma code. */
+__global__ void gemm_wgmma_probe(int *out)
+{
+#ifdef CU_HAVE_WGMMA
+    *out = 1;
+#else
+    *out = 0;
+#endif
+}
+
 /* The `seq` combinator of split(S, chain(8), seq): +0, then each slice's
  * partial in slice order, fp32 rne; then the epilogue. */
 __global__ void gemm_combine_kernel(cu_gemm_cfg c, const float *__restrict__ ws, const void *cm, const float *bias,
@@ -215,7 +319,11 @@ extern "C" int cu_gemm_launch(const cu_gemm_cfg *c, const cu_gemm_args *a, void 
     const uint16_t *A = (const uint16_t *)a->a, *B = (const uint16_t *)a->b;
     const float *bias = (const float *)a->bias;
     const uint8_t *A8 = (const uint8_t *)a->a, *B8 = (const uint8_t *)a->b;
-    if (c->in == CU_BF16)
+    if (c->wgmma && c->in == CU_BF16)
+        gemm_wgmma_kernel<true><<<g, bl, 0, st>>>(*c, A, B, a->c, bias, a->y, a->ws);
+    else if (c->wgmma)
+        gemm_wgmma_kernel<false><<<g, bl, 0, st>>>(*c, A, B, a->c, bias, a->y, a->ws);
+    else if (c->in == CU_BF16)
         gemm_mma_kernel<true><<<g, bl, 0, st>>>(*c, A, B, a->c, bias, a->y, a->ws);
     else if (c->in == CU_FP16)
         gemm_mma_kernel<false><<<g, bl, 0, st>>>(*c, A, B, a->c, bias, a->y, a->ws);
@@ -228,4 +336,19 @@ extern "C" int cu_gemm_launch(const cu_gemm_cfg *c, const cu_gemm_args *a, void 
         return (int)e;
     gemm_combine_kernel<<<c->combine.grid[0], c->combine.block[0], 0, st>>>(*c, a->ws, a->c, bias, a->y);
     return (int)cudaGetLastError();
+}
+
+extern "C" int cu_wgmma_built(void)
+{
+    int *d = NULL, h = 0;
+    if (cudaMalloc(&d, sizeof *d) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    gemm_wgmma_probe<<<1, 1>>>(d);
+    if (cudaMemcpy(&h, d, sizeof h, cudaMemcpyDeviceToHost) != cudaSuccess)
+        h = 0;
+    cudaFree(d);
+    cudaGetLastError();
+    return h;
 }
