@@ -280,10 +280,12 @@ static nx_fmt opnd_fmt(const fx_plan *pl, int kind, int32_t src, int pfmt)
 
 static int is_float_fmt(nx_fmt f) { return f != NX_FP64; }
 
-/* Runs the vectorised or fmaf kernels take. */
+/* Runs the vectorised or fmaf kernels take, over term lists that jump (a
+ * contiguous run streams well alone; eight of them side by side would
+ * stream 128 rows of memory at once). */
 static int groupable(const fx_plan *pl, const fx_step *st)
 {
-    if (st->kind != S_RUN)
+    if (st->kind != S_RUN || st->toff < 0)
         return 0;
     if (st->cls == A_F32 && st->fused)
         return 1;
@@ -292,7 +294,7 @@ static int groupable(const fx_plan *pl, const fx_step *st)
 
 /* Independent chains side by side: a sequence ZERO z_1, RUN r_1, ZERO z_2,
  * RUN r_2, ... where r_i starts from z_i's +0 and leaves its result in the
- * same slot (stride lanes, split slices) becomes the ZEROs and one S_GROUP
+ * same slot (stride lanes) becomes the ZEROs and one S_GROUP
  * step that advances all its runs together, term j of every run before
  * term j + 1 of any.  Each run keeps its order and reads nothing another
  * writes; the group walks memory in order, as the plain loop does. */
