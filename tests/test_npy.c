@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "tmpdir.h"
+
 #include <errno.h>
 #include <ftw.h>
 #include <stdio.h>
@@ -149,28 +151,16 @@ static const char *at(char buf[32], size_t off)
     return buf;
 }
 
-static int rm_entry(const char *p, const struct stat *sb, int flag,
-                    struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(p);
-}
-
 static int group_setup(void **state)
 {
     (void)state;
-    const char *base = getenv("TMPDIR");
-    snprintf(g_dir, sizeof g_dir, "%s/test_npy.XXXXXX",
-             base && *base ? base : "/tmp");
-    return mkdtemp(g_dir) ? 0 : -1;
+    return tu_tmpdir_make(g_dir, sizeof g_dir, "test_npy");
 }
 
 static int group_teardown(void **state)
 {
     (void)state;
-    return nftw(g_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return tu_tmpdir_remove(g_dir);
 }
 
 /* 1.0, -2.0, 0.5, -0.0, 0x1p-149, inf as fp32 little-endian bytes. */

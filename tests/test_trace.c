@@ -15,6 +15,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "tmpdir.h"
+
 #include <errno.h>
 #include <ftw.h>
 #include <math.h>
@@ -205,28 +207,16 @@ static void check_accept(const char *path)
     trace_free(&t);
 }
 
-static int rm_entry(const char *p, const struct stat *sb, int flag,
-                    struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(p);
-}
-
 static int group_setup(void **state)
 {
     (void)state;
-    const char *base = getenv("TMPDIR");
-    snprintf(g_dir, sizeof g_dir, "%s/test_trace.XXXXXX",
-             base && *base ? base : "/tmp");
-    return mkdtemp(g_dir) ? 0 : -1;
+    return tu_tmpdir_make(g_dir, sizeof g_dir, "test_trace");
 }
 
 static int group_teardown(void **state)
 {
     (void)state;
-    return nftw(g_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return tu_tmpdir_remove(g_dir);
 }
 
 /* ---- round trip --------------------------------------------------------- */
