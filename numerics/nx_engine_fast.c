@@ -27,10 +27,13 @@
  * every step of a declared chain has 8 independent chains next to it (no
  * reassociation: each row keeps its order); consecutive steps
  * s = step(s, t_i) of a chain run as one tight loop (a "run") with the
- * accumulator in registers; operation results live in slots reused once
- * consumed.  The block evaluator is compiled twice, once for FMA hardware
- * (chosen at run time on x86-64), so fmaf/fma are single instructions there
- * and library calls elsewhere: the same bits either way. */
+ * accumulator in registers, the generic ones on two 4-lane vectors whose
+ * lanes are rows; independent runs over jumping term lists (stride lanes)
+ * advance together; atoms are vectorised along their group; operation
+ * results live in slots reused once consumed.  The block evaluator is
+ * compiled twice, once for AVX2 + FMA (chosen at run time on x86-64), so
+ * fmaf/fma are single instructions there and library calls elsewhere: the
+ * same bits either way.  docs/engines.md has the whole argument. */
 #include "nx_engine.h"
 #include "nx_exact.h"
 #include "nx_mp.h"

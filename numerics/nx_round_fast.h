@@ -32,9 +32,10 @@ void nx_rfmt_init(nx_rfmt *r, nx_fmt f);
 
 /* Rounds ±(N + d)·2^k to the format, where d is in [0, 1) and d > 0 exactly
  * when sticky is set.  N > 0; when sticky is set N must be at least 2^55 (so
- * the cut lies above the unknown fraction).  k may be any int such that the
- * value's exponent stays within [-1200, 1200]; values above the double range
- * overflow as §2 says. */
+ * the cut lies above the unknown fraction).  k may be any int with |k| well
+ * below INT_MAX (the superaccumulator passes -2200 … 2300); values below
+ * every format's range round to 0 or its smallest quantum as the mode says,
+ * values above the double range overflow as §2 says. */
 double nx_rf_round_scaled(int neg, uint64_t N, int k, int sticky, const nx_rfmt *f, nx_mode m,
                           int saturate);
 
