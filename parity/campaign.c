@@ -6,6 +6,7 @@
 #include "refimpl.h"
 #include "rows.h"
 #include "trace.h"
+#include "nx_sbuf.h"
 
 #include <jansson.h>
 
@@ -114,6 +115,68 @@ void camp_compare_summary(const char *text, char *out, size_t len)
             k += (size_t)snprintf(out + k, len - k, "%s%.*s", k ? "; " : "", (int)l, q);
         p = e ? e + 1 : NULL;
     }
+}
+
+void camp_cache_free(camp_cache *c)
+{
+    if (!c)
+        return;
+    free(c->key);
+    c->key = NULL;
+    st_free(&c->in);
+}
+
+/* What determines the generated inputs: the seed, the distribution and each
+ * tensor's description (name, dtype, shape, ranges).  malloc'd. */
+static char *inputs_key(const fam_spec *spec, const camp_opts *o, nx_err *err)
+{
+    ref_tensor_desc *d = NULL;
+    size_t nd = 0;
+    if (ref_inputs(spec, &d, &nd, err))
+        return NULL;
+    nx_sbuf b = {0};
+    nx_sbuf_printf(&b, "%s seed=%llu dist=%d", spec->family, o->seed, o->dist);
+    for (size_t i = 0; i < nd; i++) {
+        nx_sbuf_printf(&b, ";%s k%d t%d f%d [", d[i].name, (int)d[i].kind, (int)d[i].dtype, d[i].fmt);
+        for (int k = 0; k < d[i].ndim; k++)
+            nx_sbuf_printf(&b, "%lld,", (long long)d[i].shape[k]);
+        nx_sbuf_printf(&b, "] %ld %ld %ld", d[i].lo, d[i].hi, d[i].int_max);
+    }
+    free(d);
+    char *s = nx_sbuf_take(&b);
+    if (!s)
+        nx_err_set(err, NX_ENOMEM, "out of memory");
+    return s;
+}
+
+/* Generates spec's inputs into *in, or borrows the cache's when they are the
+ * same tensors; *use says which file to read (the cache's is not freed here). */
+static nx_status get_inputs(const fam_spec *spec, const camp_opts *o, st_file *in, const st_file **use,
+                            nx_err *err)
+{
+    ref_gen_opts go = {o->seed, (nx_dist)o->dist, 0, o->threads};
+    if (!o->cache) {
+        *use = in;
+        return ref_generate(spec, &go, in, err);
+    }
+    char *key = inputs_key(spec, o, err);
+    if (!key)
+        return err ? err->code : NX_ENOMEM;
+    if (!o->cache->key || strcmp(o->cache->key, key) != 0) {
+        camp_cache_free(o->cache);
+        st_init(&o->cache->in);
+        nx_status st = ref_generate(spec, &go, &o->cache->in, err);
+        if (st) {
+            free(key);
+            camp_cache_free(o->cache);
+            return st;
+        }
+        o->cache->key = key;
+    } else {
+        free(key);
+    }
+    *use = &o->cache->in;
+    return NX_OK;
 }
 
 void camp_result_free(camp_result *res)
@@ -550,8 +613,8 @@ nx_status camp_run_point(const reg_registry *reg, const char *class_name, const 
     if (bd && fam_param_long(&spec, bd, &nrows, NULL) == NX_OK && nrows > 0)
         snprintf(full_batch, sizeof full_batch, "rows=0..%ld", nrows - 1);
     double t0 = now();
-    ref_gen_opts go = {o->seed, (nx_dist)o->dist, 0, o->threads};
-    if ((st = ref_generate(&spec, &go, &in, err)))
+    const st_file *inp = &in;
+    if ((st = get_inputs(&spec, o, &in, &inp, err)))
         goto out;
     res->t_gen += now() - t0;
 
@@ -559,13 +622,13 @@ nx_status camp_run_point(const reg_registry *reg, const char *class_name, const 
     int repeats = o->repeats < 2 ? 2 : o->repeats;
     char where[512] = "";
     int same = 1;
-    if ((st = run_backend(o, &spec, &in, DEV_GRAPHED, NULL, &runs[0], res, err)))
+    if ((st = run_backend(o, &spec, inp, DEV_GRAPHED, NULL, &runs[0], res, err)))
         goto out;
     if ((st = save_trace(o, &spec, res, &runs[0], "graphed-0", DEV_GRAPHED, 0, NULL, full_batch, err)))
         goto out;
     for (int k = 1; k < repeats && same; k++) {
         st_free(&runs[1]);
-        if ((st = run_backend(o, &spec, &in, DEV_GRAPHED, NULL, &runs[1], res, err)))
+        if ((st = run_backend(o, &spec, inp, DEV_GRAPHED, NULL, &runs[1], res, err)))
             goto out;
         same = same_outputs(&runs[0], &runs[1], where, sizeof where);
     }
@@ -575,7 +638,7 @@ nx_status camp_run_point(const reg_registry *reg, const char *class_name, const 
         snprintf(res->checks[CK_DETERMINISM].detail + l, sizeof res->checks[CK_DETERMINISM].detail - l, " (%d runs): %s",
                  repeats, where);
     }
-    if ((st = run_backend(o, &spec, &in, DEV_EAGER, NULL, &eager, res, err)))
+    if ((st = run_backend(o, &spec, inp, DEV_EAGER, NULL, &eager, res, err)))
         goto out;
     if ((st = save_trace(o, &spec, res, &eager, "eager-0", DEV_EAGER, 0, NULL, full_batch, err)))
         goto out;
@@ -594,7 +657,7 @@ nx_status camp_run_point(const reg_registry *reg, const char *class_name, const 
         res->checks[CK_NEW_LEGACY].verdict = CV_SKIP;
         set_check(res, CK_NEW_LEGACY, "skipped: the %s backend has no kernel '%s'", o->backend->name, res->legacy);
     } else {
-        if ((st = run_backend(o, &spec, &in, DEV_GRAPHED, res->legacy, &legacy, res, err)))
+        if ((st = run_backend(o, &spec, inp, DEV_GRAPHED, res->legacy, &legacy, res, err)))
             goto out;
         same = same_outputs(&runs[0], &legacy, where, sizeof where);
         judge(res, CK_NEW_LEGACY, same, "the new and the legacy kernel");
@@ -608,14 +671,14 @@ nx_status camp_run_point(const reg_registry *reg, const char *class_name, const 
     if (!bd || nrows <= 0) {
         res->checks[CK_ROWS].verdict = CV_SKIP;
         set_check(res, CK_ROWS, "skipped: no batch dimension for family '%s'", spec.family);
-    } else if ((st = check_rows(o, &spec, &in, &runs[0], nrows, res, err))) {
+    } else if ((st = check_rows(o, &spec, inp, &runs[0], nrows, res, err))) {
         goto out;
     }
 
     /* Tier 2 against the reference. */
     t0 = now();
     ref_opts ro = {o->threads, (ref_engine)o->engine};
-    if ((st = ref_run_opts(&spec, &in, &ref, &ro, err)))
+    if ((st = ref_run_opts(&spec, inp, &ref, &ro, err)))
         goto out;
     res->t_ref += now() - t0;
     st = tier2(&spec, &runs[0], &ref, res, err);

@@ -53,6 +53,15 @@ typedef struct camp_result {
     char errmsg[NX_ERR_MSG_MAX];
 } camp_result;
 
+/* The inputs generated for the previous point: points of one family at one
+ * shape usually read the same tensors, which are then generated once. */
+typedef struct camp_cache {
+    char *key;             /* seed, dist and every input's description */
+    st_file in;
+} camp_cache;
+
+void camp_cache_free(camp_cache *c);
+
 typedef struct camp_opts {
     const dev_backend *backend;
     int repeats;           /* graphed runs compared for determinism (>= 2) */
@@ -61,6 +70,7 @@ typedef struct camp_opts {
     int dist;              /* nx_dist */
     int engine;            /* ref_engine */
     const char *traces;    /* directory for trace files, or NULL */
+    camp_cache *cache;     /* or NULL: generate every point's inputs */
 } camp_opts;
 
 /* The dimension that indexes independent rows of a family ("M", "B", "T"). */

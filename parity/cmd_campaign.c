@@ -131,6 +131,9 @@ int cmd_campaign(int argc, char **argv)
         return EXIT_INPUT;
     }
     camp_opts o = {0};
+    camp_cache cache = {0};
+    st_init(&cache.in);
+    o.cache = &cache;
     o.repeats = 3;
     o.seed = 1;
     o.engine = (int)ref_engine_default();
@@ -268,6 +271,7 @@ int cmd_campaign(int argc, char **argv)
         camp_result_free(&res[i]);
     free(res);
 done:
+    camp_cache_free(&cache);
     for (size_t i = 0; i < nids; i++)
         free(ids[i]);
     free(ids);
