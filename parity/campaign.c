@@ -513,7 +513,7 @@ static nx_status tier2(const fam_spec *spec, const st_file *dev, const st_file *
         cmp_options_init(&opt, CMP_BITWISE);
         res->bit_exact = 1;
     } else {
-        why = approx ? "an elementwise function is a declared approximation" : "the kernel runs another numerics point (negative control)";
+        why = approx ? "an elementwise function is a declared approximation" : "a negative control: judged by its declared tolerance";
         if (spec->tol.has_ulp || spec->tol.has_rtol)
             st = cmp_options_from_tolerance(&spec->tol, &opt, err);
         else
@@ -638,6 +638,15 @@ nx_status camp_run_point(const reg_registry *reg, const char *class_name, const 
         snprintf(res->checks[CK_DETERMINISM].detail + l, sizeof res->checks[CK_DETERMINISM].detail - l, " (%d runs): %s",
                  repeats, where);
     }
+    if (res->checks[CK_DETERMINISM].negative) {
+        /* a kernel nondeterministic by design: the other Tier 1 checks,
+         * which compare runs, cannot be judged on it */
+        for (int c = CK_EAGER_GRAPHED; c <= CK_ROWS; c++) {
+            res->checks[c].verdict = CV_SKIP;
+            set_check(res, c, "skipped: the kernel is nondeterministic by design (the determinism control)");
+        }
+        goto tier2;
+    }
     if ((st = run_backend(o, &spec, inp, DEV_EAGER, NULL, &eager, res, err)))
         goto out;
     if ((st = save_trace(o, &spec, res, &eager, "eager-0", DEV_EAGER, 0, NULL, full_batch, err)))
@@ -675,6 +684,7 @@ nx_status camp_run_point(const reg_registry *reg, const char *class_name, const 
         goto out;
     }
 
+tier2:
     /* Tier 2 against the reference. */
     t0 = now();
     ref_opts ro = {o->threads, (ref_engine)o->engine};

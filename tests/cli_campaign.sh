@@ -28,6 +28,11 @@ grep -q '<testcase classname="gemm.splitk" name="tier2"' "$T/c.xml" || fail "jun
 grep -q 'gemm.splitk_threads eager_graphed \[ok(neg)\]: negative control' "$T/out" \
   || fail "the thread-count kernel did not fail Tier 1 as a negative control"
 
+# every Tier 1 check has a negative control, and each fails as it must
+grep -q 'gemm.batch_split rows \[ok(neg)\]: negative control' "$T/out" || fail "row-invariance control"
+grep -q 'gemm.atomic_split determinism \[ok(neg)\]: negative control' "$T/out" || fail "determinism control"
+grep -q 'gemm.legacy_control new_legacy \[ok(neg)\]: negative control' "$T/out" || fail "new-vs-legacy control"
+
 # Traces: one checks bit-exact; a flipped bit fails Tier 2 naming the element.
 tr=$(ls "$T"/tr/cpu.gemm.splitk.graphed-0.safetensors 2> /dev/null)
 [ -n "$tr" ] || fail "no trace written"

@@ -146,9 +146,10 @@ static void assert_same(const st_file *got, const st_file *want, const char *ctx
         fail_msg("%s: %zu elements differ (seed %llu)", ctx, d, (unsigned long long)SEED);
 }
 
+/* A point built to fail a Tier 1 check names it in param negative_control. */
 static int is_negative_control(const fam_spec *s)
 {
-    return s->kernel && (!strcmp(s->kernel, "cpu_gemm_splitk_threads") || !strcmp(s->kernel, "cpu_gemm_batch_split"));
+    return fam_param_get(s, "negative_control") != NULL;
 }
 
 static int is_approx(const fam_spec *s)

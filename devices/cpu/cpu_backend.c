@@ -18,7 +18,8 @@
 
 const cpu_kernel *const cpu_kernels[] = {
     &cpu_k_gemm_seq,      &cpu_k_gemm_splitk,     &cpu_k_gemm_splitk_legacy, &cpu_k_gemm_splitk_threads,
-    &cpu_k_gemm_batch_split, &cpu_k_gemv_dequant,  &cpu_k_gemv_grouped,       &cpu_k_moe_grouped,
+    &cpu_k_gemm_batch_split, &cpu_k_gemm_atomic_split, &cpu_k_gemm_reversed, &cpu_k_gemm_reversed_legacy,
+    &cpu_k_gemv_dequant,  &cpu_k_gemv_grouped,       &cpu_k_moe_grouped,
     &cpu_k_moe_grouped_vec, &cpu_k_attn,           &cpu_k_attn_split,         &cpu_k_rmsnorm,
     &cpu_k_rmsnorm_legacy, &cpu_k_fused_add_rmsnorm, &cpu_k_silu,             &cpu_k_silu_libm,
 };

@@ -10,6 +10,13 @@
  *                            OpenMP team size, not the declared split_k
  *   cpu_gemm_batch_split     NEGATIVE CONTROL: split(f(M), ...) with
  *                            f(M) = 8 / M for M < 8, else 1, not split_k
+ *   cpu_gemm_atomic_split    NEGATIVE CONTROL (determinism): split(S, stride(V,
+ *                            seq, pairwise), atomic), the partials combined in
+ *                            an order that changes from launch to launch, as
+ *                            atomics arriving in another order would
+ *   cpu_gemm_reversed        NEGATIVE CONTROL (new vs legacy): the point says
+ *   (and _legacy)            seq; cpu_gemm_reversed is seq, its _legacy runs
+ *                            the K loop backwards: reverse(seq), a legacy bug
  *
  * S = param split_k, V = param vec (the class default, 8).  The epilogue is
  * fp32: t = alpha * acc, t = t + beta * c, t = t + bias[n], y = t rounded to
@@ -267,6 +274,79 @@ static int k_splitk_threads(const gemm_args *g, const gemm_io *io, int nt, float
     return oom;
 }
 
+/* cpu_gemm_atomic_split (negative control): like k_by_column, but the S
+ * partials of every output are added starting at slice `first` and wrapping
+ * around, with `first` advanced at every launch. */
+static unsigned long atomic_launches;
+
+static int k_atomic_split(const gemm_args *g, const gemm_io *io, int nt)
+{
+    size_t M = (size_t)g->M, N = (size_t)g->N, K = (size_t)g->K, S = (size_t)g->split, V = (size_t)g->vec;
+    size_t first;
+#pragma omp atomic capture
+    first = atomic_launches++;
+    first %= S;
+    size_t c = (K + S - 1) / S;
+    int oom = 0;
+#pragma omp parallel num_threads(nt) reduction(| : oom)
+    {
+        pack p = {malloc(K * sizeof(float)), 0};
+        oom |= !p.buf;
+#pragma omp for schedule(static)
+        for (size_t n = 0; n < N; n++) {
+            const float *bn = pack_rows(&p, io->b, n, 1, K);
+            for (size_t m = 0; bn && m < M; m++) {
+                /* k: split(S, stride(V, seq, pairwise), atomic): this launch's order */
+                float s = 0.0f;
+                for (size_t j = 0; j < S; j++) {
+                    size_t k = (first + j) % S;
+                    size_t lo = k * c < K ? k * c : K, hi = lo + c < K ? lo + c : K;
+                    s = s + cpu_strided_dot(io->a + m * K + lo, bn + lo, hi - lo, V);
+                }
+                io->acc[m * N + n] = s;
+            }
+        }
+        free(p.buf);
+    }
+    return oom;
+}
+
+/* cpu_gemm_reversed_legacy (negative control): reverse(seq), while the point
+ * it serves declares seq. */
+static int k_reversed(const gemm_args *g, const gemm_io *io, int nt)
+{
+    size_t M = (size_t)g->M, N = (size_t)g->N, K = (size_t)g->K;
+    int oom = 0;
+#pragma omp parallel num_threads(nt) reduction(| : oom)
+    {
+        pack p = {malloc(K * sizeof(float)), 0};
+        oom |= !p.buf;
+#pragma omp for schedule(static)
+        for (size_t n = 0; n < N; n++) {
+            const float *bn = pack_rows(&p, io->b, n, 1, K);
+            for (size_t m = 0; bn && m < M; m++) {
+                float s = 0.0f; /* reverse(seq) */
+                for (size_t i = K; i-- > 0;)
+                    s = fmaf(io->a[m * K + i], bn[i], s);
+                io->acc[m * N + n] = s;
+            }
+        }
+        free(p.buf);
+    }
+    return oom;
+}
+
+static nx_status check_atomic(const fam_spec *s, const cpu_kernel *k, nx_err *err)
+{
+    gemm_args g;
+    nx_status st = numerics(s, &g, err);
+    if (st)
+        return st;
+    char tree[96];
+    snprintf(tree, sizeof tree, "split(%ld, stride(%ld, seq, pairwise), atomic)", g.split, g.vec);
+    return cpu_check_red(s, k, "k", tree, 1, &g.k, err);
+}
+
 /* --- running ------------------------------------------------------------------------- */
 
 static nx_status run(const cpu_run *r, nx_err *err)
@@ -295,8 +375,12 @@ static nx_status run(const cpu_run *r, nx_err *err)
         goto done;
     const cpu_kernel *k = r->kernel;
     int oom;
-    if (k == &cpu_k_gemm_seq)
+    if (k == &cpu_k_gemm_seq || k == &cpu_k_gemm_reversed)
         oom = k_seq(&g, &io, r->threads);
+    else if (k == &cpu_k_gemm_reversed_legacy)
+        oom = k_reversed(&g, &io, r->threads);
+    else if (k == &cpu_k_gemm_atomic_split)
+        oom = k_atomic_split(&g, &io, r->threads);
     else if (k == &cpu_k_gemm_splitk)
         oom = k_splitk_tiled(&g, &io, r->threads);
     else if (k == &cpu_k_gemm_splitk_legacy)
@@ -345,3 +429,13 @@ const cpu_kernel cpu_k_gemm_batch_split = {
     "cpu_gemm_batch_split", "gemm",
     "negative control: k: split(f(M), stride(V, seq, pairwise), seq), f(M) = 8/M below 8 rows, else 1",
     check_split, run};
+const cpu_kernel cpu_k_gemm_atomic_split = {
+    "cpu_gemm_atomic_split", "gemm",
+    "negative control: k: split(S, stride(V, seq, pairwise), atomic), the partials' order changes every launch",
+    check_atomic, run};
+const cpu_kernel cpu_k_gemm_reversed = {"cpu_gemm_reversed", "gemm",
+                                        "k: seq (the new kernel of the new-vs-legacy negative control)", check_seq,
+                                        run};
+const cpu_kernel cpu_k_gemm_reversed_legacy = {
+    "cpu_gemm_reversed_legacy", "gemm",
+    "negative control: claims k: seq but runs reverse(seq), a legacy kernel with a reversed K loop", check_seq, run};

@@ -78,7 +78,7 @@ extern const size_t cpu_nkernels;
 
 /* The kernels of each family file. */
 extern const cpu_kernel cpu_k_gemm_seq, cpu_k_gemm_splitk, cpu_k_gemm_splitk_legacy, cpu_k_gemm_splitk_threads,
-    cpu_k_gemm_batch_split;
+    cpu_k_gemm_batch_split, cpu_k_gemm_atomic_split, cpu_k_gemm_reversed, cpu_k_gemm_reversed_legacy;
 extern const cpu_kernel cpu_k_gemv_dequant, cpu_k_gemv_grouped;
 extern const cpu_kernel cpu_k_moe_grouped, cpu_k_moe_grouped_vec;
 extern const cpu_kernel cpu_k_attn, cpu_k_attn_split;
