@@ -9,6 +9,9 @@
 #include "report.h"
 #include "rows.h"
 #include "trace.h"
+#include "npy.h"
+
+#include <time.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +41,13 @@ static const char check_usage[] =
     "  --reference-class C  the class of --reference (default: the trace's)\n"
     "  --engine E           reference engine (default: fast when built, else mpfr)\n"
     "  --json FILE          write the verdicts as JSON\n"
+    "\n"
+    "A kernel's output saved as .npy (v1-v3; <f2 <f4 <f8, ml_dtypes names such as\n"
+    "bfloat16 or float8_e4m3fn, or raw <u2 |u1 <V2 with --dtype) is checked as a\n"
+    "trace built from options instead of metadata:\n"
+    "  --npy FILE --point F.P --class C --shape S --seed N [--dist D]\n"
+    "  [--dtype bf16|fp16|e4m3|...] [--name y] [--mode eager|graphed]\n"
+    "  [--kernel K] [--batch rows=0..15]\n"
     "\n"
     "exit status: 0 every check passed; 1 a parity check failed; 2 usage or input\n"
     "error: a malformed or mismatched trace (unknown family or point, wrong\n"
@@ -318,8 +328,59 @@ static int tier1_pair(const trace *a, const trace *b, size_t *shared, char *wher
     return 1;
 }
 
+typedef struct npy_opts {
+    const char *path, *point, *cls, *shape, *seed, *dist, *dtype, *name, *mode, *kernel, *batch;
+} npy_opts;
+
+/* Builds a trace from a .npy output and the options that stand in for its
+ * metadata; the trace validator then checks them like any trace's. */
+static nx_status npy_trace(const npy_opts *o, trace *t, nx_err *err)
+{
+    if (!o->point || !o->cls || !o->shape || !o->seed)
+        return nx_err_set(err, NX_EINVAL, "--npy %s needs --point, --class, --shape and --seed (the inputs' seed)",
+                          o->path);
+    char fam[128];
+    snprintf(fam, sizeof fam, "%s", o->point);
+    char *dot = strchr(fam, '.');
+    if (!dot)
+        return nx_err_set(err, NX_EINVAL, "--point: '%s' is not FAMILY.POINT", o->point);
+    *dot = 0;
+    npy_array a;
+    npy_init(&a);
+    nx_status st = npy_read(o->path, o->dtype, &a, err);
+    if (st)
+        return st;
+    st_file f;
+    st_init(&f);
+    st_tensor *x;
+    char created[32], batch[64];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    snprintf(batch, sizeof batch, "rows=0..%lld", a.t.ndim ? (long long)a.t.shape[0] - 1 : 0LL);
+    if ((st = st_add_tensor(&f, o->name ? o->name : "y", a.t.dtype, a.t.ndim, a.t.shape, &x, err)) == NX_OK) {
+        memcpy(x->data, a.t.data, (size_t)a.t.nbytes);
+        const char *kv[][2] = {{"parity.trace", "1"}, {"family", fam}, {"point", dot + 1}, {"class", o->cls},
+                               {"kernel", o->kernel ? o->kernel : "unknown"}, {"device", "{}"}, {"shape", o->shape},
+                               {"seed", o->seed}, {"dist", o->dist ? o->dist : "normal"},
+                               {"mode", o->mode ? o->mode : "graphed"}, {"run", "0"},
+                               {"batch", o->batch ? o->batch : batch}, {"created", created},
+                               {"producer", "parity check --npy"}};
+        for (size_t i = 0; i < sizeof kv / sizeof kv[0] && !st; i++)
+            st = st_add_meta(&f, kv[i][0], kv[i][1], err);
+    }
+    npy_free(&a);
+    if (st) {
+        st_free(&f);
+        return st;
+    }
+    return trace_from_st(o->path, &f, t, err);
+}
+
 int cmd_check(int argc, char **argv)
 {
+    npy_opts no = {0};
     const char *kdir = "kernels", *refp = NULL, *refc = NULL, *eng_s = NULL, *json = NULL;
     const char **paths = calloc((size_t)argc, sizeof *paths);
     size_t np = 0;
@@ -334,7 +395,12 @@ int cmd_check(int argc, char **argv)
         }
         if (cli_opt(argc, argv, &i, "--kernels", &kdir, &bad) || cli_opt(argc, argv, &i, "--reference", &refp, &bad) ||
             cli_opt(argc, argv, &i, "--reference-class", &refc, &bad) || cli_opt(argc, argv, &i, "--engine", &eng_s, &bad) ||
-            cli_opt(argc, argv, &i, "--json", &json, &bad))
+            cli_opt(argc, argv, &i, "--json", &json, &bad) || cli_opt(argc, argv, &i, "--npy", &no.path, &bad) ||
+            cli_opt(argc, argv, &i, "--point", &no.point, &bad) || cli_opt(argc, argv, &i, "--class", &no.cls, &bad) ||
+            cli_opt(argc, argv, &i, "--shape", &no.shape, &bad) || cli_opt(argc, argv, &i, "--seed", &no.seed, &bad) ||
+            cli_opt(argc, argv, &i, "--dist", &no.dist, &bad) || cli_opt(argc, argv, &i, "--dtype", &no.dtype, &bad) ||
+            cli_opt(argc, argv, &i, "--name", &no.name, &bad) || cli_opt(argc, argv, &i, "--mode", &no.mode, &bad) ||
+            cli_opt(argc, argv, &i, "--kernel", &no.kernel, &bad) || cli_opt(argc, argv, &i, "--batch", &no.batch, &bad))
             continue;
         if (argv[i][0] == '-' && argv[i][1] == '-') {
             cli_error("check", "unknown option '%s' (see --help)", argv[i]);
@@ -343,6 +409,8 @@ int cmd_check(int argc, char **argv)
         }
         paths[np++] = argv[i];
     }
+    if (no.path)
+        paths[np++] = no.path;
     if (bad || np == 0) {
         if (!bad)
             cli_error("check", "needs at least one TRACE (see --help)");
@@ -374,7 +442,8 @@ int cmd_check(int argc, char **argv)
     for (size_t i = 0; i < np; i++) {
         trace_init(&cs[i].t);
         st_init(&cs[i].ref);
-        if (trace_read(paths[i], &cs[i].t, &err) != NX_OK || check_one(reg, refp, refc, engine, &cs[i], &err) != NX_OK) {
+        nx_status rs = no.path && paths[i] == no.path ? npy_trace(&no, &cs[i].t, &err) : trace_read(paths[i], &cs[i].t, &err);
+        if (rs != NX_OK || check_one(reg, refp, refc, engine, &cs[i], &err) != NX_OK) {
             rc = cli_fail("check", &err);
             np = i + 1;
             goto done;

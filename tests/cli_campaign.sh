@@ -58,6 +58,23 @@ grep -q 'tier1 eager_graphed .*DIFFER' "$T/o4" || fail "check: eager_graphed dif
 grep -q 'not bit-exact: .*split(4, stride(8, seq, pairwise), seq) vs seq' "$T/o5" \
   || fail "check --reference: no reason given: $(cat "$T/o5")"
 
+# A .npy output (raw bf16 bytes with a dtype hint) checked with options
+# standing in for the metadata: y's bytes cut out of the trace with dd.
+st="$T/tr/cpu.gemm.seq.graphed-0.safetensors"
+hlen=$(od -An -t u8 -N8 "$st" | tr -d ' ')
+offs=$(dd if="$st" bs=1 skip=8 count="$hlen" 2> /dev/null | grep -o '"y":{[^}]*}' | grep -o 'data_offsets":\[[0-9]*,[0-9]*' | grep -o '[0-9]*,[0-9]*')
+s0=${offs%,*}; s1=${offs#*,}
+hdr="{'descr': '<V2', 'fortran_order': False, 'shape': (4, 24), }"
+while [ $(( (10 + ${#hdr} + 1) % 64 )) -ne 0 ]; do hdr="$hdr "; done
+{ printf '\223NUMPY\001\000'; printf "\\$(printf %03o $(( (${#hdr} + 1) % 256 )))\\$(printf %03o $(( (${#hdr} + 1) / 256 )))";
+  printf '%s\n' "$hdr"; dd if="$st" bs=1 skip=$((8 + hlen + s0)) count=$((s1 - s0)) 2> /dev/null; } > "$T/y.npy"
+"$PARITY" check --kernels "$KERNELS" --npy "$T/y.npy" --dtype bf16 --point gemm.seq --class cpu --shape M=4,N=24,K=200 \
+  --seed 1 > "$T/o8" 2>&1 || fail "check --npy: exit $? ($(cat "$T/o8"))"
+grep -q 'bits .*0 / 96' "$T/o8" || fail "check --npy: not bit-exact: $(cat "$T/o8")"
+"$PARITY" check --kernels "$KERNELS" --npy "$T/y.npy" --point gemm.seq --class cpu --shape M=4,N=24,K=200 --seed 1 \
+  > /dev/null 2> "$T/e8"; [ $? -eq 2 ] || fail "check --npy of raw bytes without --dtype: not exit 2"
+grep -q 'dtype hint' "$T/e8" || fail "check --npy: the missing hint is not named"
+
 # Bad input is an input error, never a verdict.
 printf 'not a trace' > "$T/bad.safetensors"
 "$PARITY" check --kernels "$KERNELS" "$T/bad.safetensors" 2> "$T/e1"; rc=$?
