@@ -33,7 +33,8 @@ static const char reduce_usage[] =
     "over every row of IN: tensor 'a' of shape [rows, n] and, for a dot product,\n"
     "tensor 'b' of the same shape, in any dtype of NUMERICS.md §1.  Row r's terms\n"
     "are a[r,i]*b[r,i] (or a[r,i]).  OUT receives tensor 'y' of shape [rows] in the\n"
-    "point's `out` format (tf32 and e8m13 are stored as F32), with the canonical\n"
+    "point's `out` format (tf32 and e8m13 are stored as F32, and so are F4/F6\n"
+    "formats whose rows do not fill whole bytes), with the canonical\n"
     "point and its hash in __metadata__.  Every engine gives the same bits.\n"
     "\n"
     "example:\n"
@@ -500,8 +501,28 @@ int cmd_reduce(int argc, char **argv)
     int64_t shape[1] = {(int64_t)rows};
     st_tensor *ty;
     char hash[65], *ptxt = nx_point_print(&j.pt);
-    if ((st = st_add_tensor(&j.out, "y", rows_dtype_of_fmt(of), 1, shape, &ty, &err)) ||
-        (st = rows_encode(of, j.y, rows, ty, ty->data, &err))) {
+    /* A sub-byte dtype (F4, F6_*) holds only whole bytes of elements; when
+     * `rows` of them do not fill whole bytes, y is written widened to F32
+     * (every value is exact there) and the metadata says so. */
+    st_dtype ydt = rows_dtype_of_fmt(of);
+    nx_fmt yfmt = of;
+    int widened = 0;
+    if (((uint64_t)rows * st_dtype_bits(ydt)) % 8 != 0) {
+        ydt = ST_F32;
+        yfmt = NX_FP32;
+        widened = 1;
+        for (size_t r = 0; r < rows; r++) { /* every value must still be one of `out` */
+            uint64_t bits;
+            nx_err e;
+            if (nx_encode(of, j.y[r], &bits, &e) != NX_OK) {
+                free(ptxt);
+                st = nx_err_set(&err, NX_EINVAL, "cannot write the result: row %zu: %s", r, e.msg);
+                goto fail;
+            }
+        }
+    }
+    if ((st = st_add_tensor(&j.out, "y", ydt, 1, shape, &ty, &err)) ||
+        (st = rows_encode(yfmt, j.y, rows, ty, ty->data, &err))) {
         free(ptxt);
         if (st == NX_EINVAL)
             nx_err_prefix(&err, "cannot write the result (the element index is the row)");
@@ -510,7 +531,9 @@ int cmd_reduce(int argc, char **argv)
     if ((st = nx_program_hash(j.prog, hash, &err)) || (st = st_add_meta(&j.out, "numerics", ptxt ? ptxt : "", &err)) ||
         (st = st_add_meta(&j.out, "numerics_hash", hash, &err)) ||
         (st = st_add_meta(&j.out, "out_format", nx_format(of)->name, &err)) ||
-        (st = st_add_meta(&j.out, "engine", engine, &err))) {
+        (st = st_add_meta(&j.out, "engine", engine, &err)) ||
+        (widened && (st = st_add_meta(&j.out, "y_storage",
+                                      "F32: widened, the rows do not fill whole bytes of the packed dtype", &err)))) {
         free(ptxt);
         goto fail;
     }

@@ -53,6 +53,17 @@ check_y pairwise "0x3f800000 0x3f800000 "
 "$PARITY" inspect "$T/b.safetensors" | grep -q 'tensor y: BF16 \[2\]' || fail "bf16 out: wrong dtype/shape"
 "$PARITY" inspect "$T/b.safetensors" | grep -q '0x4000)' || fail "bf16 out: 2.0 is 0x4000"
 
+# F4 output: 2 rows fill a byte (dtype F4); 3 rows do not, so y is widened
+# to F32 and the metadata says so.  e2m1 of 1, 3, 5 (a tie between 4 and 6:
+# even mantissa) is 1, 3, 4.
+"$PARITY" reduce --numerics '{ tree = "pairwise", out = "e2m1" }' --in "$good" --out "$T/f4.safetensors" || fail "F4 out"
+"$PARITY" inspect "$T/f4.safetensors" | grep -q 'tensor y: F4 \[2\]' || fail "F4 out: 2 rows are not stored as F4"
+"$CRAFT" raw "$T/three" '{"a":{"dtype":"F32","shape":[3,1],"data_offsets":[0,12]}}' 0000803f000040400000a040
+"$PARITY" reduce --numerics '{ out = "e2m1" }' --in "$T/three" --out "$T/f4w.safetensors" || fail "F4 out, 3 rows"
+got=$("$PARITY" inspect "$T/f4w.safetensors" | grep -o '(0x[0-9a-f]*)' | tr -d '()' | tr '\n' ' ')
+[ "$got" = "0x3f800000 0x40400000 0x40800000 " ] || fail "F4 out, 3 rows: y = $got"
+"$PARITY" inspect "$T/f4w.safetensors" | grep -q 'meta y_storage = F32: widened' || fail "F4 out, 3 rows: not said"
+
 # Malformed points.
 expect_reject "tree column" '{ tree = "split(4 seq" }' "$good" "tree:1:9: expected ',' after the split count"
 expect_reject "unknown key" '{ acc = "fp32", treee = "seq" }' "$good" "treee"
