@@ -5,6 +5,8 @@
  * with the `k` point's out_rounding and saturate. */
 #include "ref_internal.h"
 
+#include <string.h>
+
 #include <stdlib.h>
 
 typedef struct gemm_p {
@@ -60,10 +62,8 @@ static void gather(const void *vc, size_t row, double *a, double *b, ref_math *m
     const gemm_ctx *c = vc;
     (void)m;
     size_t i = row / c->N, n = row % c->N;
-    for (size_t k = 0; k < c->K; k++) {
-        a[k] = c->a[i * c->K + k];
-        b[k] = c->b[n * c->K + k];
-    }
+    memcpy(a, c->a + i * c->K, c->K * sizeof *a);
+    memcpy(b, c->b + n * c->K, c->K * sizeof *b);
 }
 
 static nx_status run(ref_job *j, nx_err *err)
