@@ -31,23 +31,13 @@
 
 static char g_dir[256];
 
-/* ---- helpers ------------------------------------------------------------ */
-
 static void tpath(char out[PATH_CAP], const char *name)
 {
-    if (snprintf(out, PATH_CAP, "%s/%s", g_dir, name) >= PATH_CAP)
-        fail_msg("path too long: %s/%s", g_dir, name);
+    tu_path(out, PATH_CAP, g_dir, name);
 }
 
-static void write_bytes(const char *path, const void *p, size_t n)
-{
-    FILE *fp = fopen(path, "wb");
-    if (!fp)
-        fail_msg("cannot create %s: %s", path, strerror(errno));
-    if (n && fwrite(p, 1, n, fp) != n)
-        fail_msg("cannot write %s", path);
-    fclose(fp);
-}
+
+/* ---- helpers ------------------------------------------------------------ */
 
 /* Where the header text begins: after magic (6), version (2) and the
  * length field (2 bytes in 1.0, 4 in 2.0 and 3.0). */
@@ -100,7 +90,7 @@ static size_t write_npy(char path[PATH_CAP], const char *name, int major,
     size_t hl = std_header(hdr, major, dict);
     size_t n = build_raw(file, major, 0, hl, hdr, hl, data, ndata);
     tpath(path, name);
-    write_bytes(path, file, n);
+    tu_write_bytes(path, file, n);
     return hdr_start(major) + hl;
 }
 
@@ -489,26 +479,26 @@ static void test_preamble(void **state)
     size_t n = build_raw(file, 1, 0, hl, hdr, hl, f32_data, 24);
 
     tpath(p, "control.npy");
-    write_bytes(p, file, n);
+    tu_write_bytes(p, file, n);
     npy_array a;
     read_ok(p, NULL, &a);
     npy_free(&a);
 
     tpath(p, "tiny.npy");
-    write_bytes(p, file, 5);
+    tu_write_bytes(p, file, 5);
     check_reject(p, NULL, NX_EINVAL, at(b, 5), "magic and version", NULL);
     tpath(p, "empty.npy");
-    write_bytes(p, file, 0);
+    tu_write_bytes(p, file, 0);
     check_reject(p, NULL, NX_EINVAL, at(b, 0), NULL);
     tpath(p, "nolen.npy");
-    write_bytes(p, file, 9);
+    tu_write_bytes(p, file, 9);
     check_reject(p, NULL, NX_EINVAL, at(b, 9), "2-byte header length", NULL);
 
     uint8_t bad[FILE_CAP];
     memcpy(bad, file, n);
     bad[1] = 'n';
     tpath(p, "magic.npy");
-    write_bytes(p, bad, n);
+    tu_write_bytes(p, bad, n);
     check_reject(p, NULL, NX_EINVAL, at(b, 0), "not a .npy file", NULL);
 
     static const uint8_t versions[][2] = {{4, 0}, {0, 0}, {1, 1}, {2, 1}};
@@ -520,14 +510,14 @@ static void test_preamble(void **state)
         snprintf(name, sizeof name, "version%zu.npy", i);
         snprintf(v, sizeof v, "%d.%d", versions[i][0], versions[i][1]);
         tpath(p, name);
-        write_bytes(p, bad, n);
+        tu_write_bytes(p, bad, n);
         check_reject(p, NULL, NX_EUNSUPPORTED, at(b, 6), v, NULL);
     }
 
     /* 2.0 cut inside its 4-byte length. */
     size_t n2 = build_raw(file, 2, 0, hl, hdr, hl, f32_data, 24);
     tpath(p, "nolen2.npy");
-    write_bytes(p, file, 11);
+    tu_write_bytes(p, file, 11);
     check_reject(p, NULL, NX_EINVAL, at(b, 11), "4-byte header length", NULL);
     (void)n2;
 }
@@ -541,29 +531,29 @@ static void test_header_beyond_file(void **state)
     /* The length field says 1000; the file has 10 + 54 + 24 bytes. */
     size_t n = build_raw(file, 1, 0, 1000, hdr, hl, f32_data, 24);
     tpath(p, "hl1000.npy");
-    write_bytes(p, file, n);
+    tu_write_bytes(p, file, n);
     check_reject(p, NULL, NX_EINVAL, at(b, 8), "header length 1000",
                  "end at byte 1010", NULL);
     /* 2.0, the largest length. */
     n = build_raw(file, 2, 0, 0xffffffffu, hdr, hl, f32_data, 24);
     tpath(p, "hlmax.npy");
-    write_bytes(p, file, n);
+    tu_write_bytes(p, file, n);
     check_reject(p, NULL, NX_EINVAL, at(b, 8), "header length 4294967295",
                  NULL);
     /* Exactly to the end of the file: the data is then missing. */
     n = build_raw(file, 1, 0, hl + 24, hdr, hl, f32_data, 24);
     tpath(p, "hlall.npy");
-    write_bytes(p, file, n);
+    tu_write_bytes(p, file, n);
     check_reject(p, NULL, NX_EINVAL, NULL);
     /* One byte short of the real header: it no longer ends in '\n'. */
     n = build_raw(file, 1, 0, hl - 1, hdr, hl, f32_data, 24);
     tpath(p, "hlshort.npy");
-    write_bytes(p, file, n);
+    tu_write_bytes(p, file, n);
     check_reject(p, NULL, NX_EINVAL, at(b, 10 + hl - 2), "'\\n'", NULL);
     /* Length zero. */
     n = build_raw(file, 1, 0, 0, "", 0, NULL, 0);
     tpath(p, "hlzero.npy");
-    write_bytes(p, file, n);
+    tu_write_bytes(p, file, n);
     check_reject(p, NULL, NX_EINVAL, at(b, 10), "'\\n'", NULL);
 }
 
@@ -663,7 +653,7 @@ static void test_header_grammar(void **state)
     hdr[hl - 1] = ' ';
     size_t n = build_raw(file, 1, 0, hl, hdr, hl, f32_data, 24);
     tpath(p, "nonl.npy");
-    write_bytes(p, file, n);
+    tu_write_bytes(p, file, n);
     check_reject(p, NULL, NX_EINVAL, "does not end with '\\n'",
                  at(b, 10 + hl - 1), NULL);
     /* Valid spellings: spaces around every token, a one-element tuple with

@@ -32,41 +32,13 @@
 
 static char g_dir[256];
 
-/* ---- helpers ------------------------------------------------------------ */
-
 static void tpath(char out[PATH_CAP], const char *name)
 {
-    if (snprintf(out, PATH_CAP, "%s/%s", g_dir, name) >= PATH_CAP)
-        fail_msg("path too long: %s/%s", g_dir, name);
+    tu_path(out, PATH_CAP, g_dir, name);
 }
 
-static void write_bytes(const char *path, const void *p, size_t n)
-{
-    FILE *fp = fopen(path, "wb");
-    if (!fp)
-        fail_msg("cannot create %s: %s", path, strerror(errno));
-    if (n && fwrite(p, 1, n, fp) != n)
-        fail_msg("cannot write %s", path);
-    fclose(fp);
-}
 
-/* The whole file in a malloc'd buffer. */
-static uint8_t *slurp(const char *path, size_t *n)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        fail_msg("cannot open %s: %s", path, strerror(errno));
-    fseek(fp, 0, SEEK_END);
-    long sz = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    uint8_t *b = malloc((size_t)sz + 1);
-    assert_non_null(b);
-    if (fread(b, 1, (size_t)sz, fp) != (size_t)sz)
-        fail_msg("cannot read %s", path);
-    fclose(fp);
-    *n = (size_t)sz;
-    return b;
-}
+/* ---- helpers ------------------------------------------------------------ */
 
 /* A file whose length field says hlen, followed by hdr and ndata bytes of
  * data (data, or zeros when data is NULL). */
@@ -83,7 +55,7 @@ static void craft_raw(char path[PATH_CAP], const char *name, uint64_t hlen,
     memcpy(b + 8, hdr, hl);
     if (data)
         memcpy(b + 8 + hl, data, ndata);
-    write_bytes(path, b, n);
+    tu_write_bytes(path, b, n);
     free(b);
 }
 
@@ -341,7 +313,7 @@ static void test_round_trip_every_dtype(void **state)
 
     /* The data section on disk: the hand-written bytes, in insertion order. */
     size_t n;
-    uint8_t *raw = slurp(path, &n);
+    uint8_t *raw = tu_slurp(path, &n);
     uint64_t hlen = 0;
     for (int k = 0; k < 8; k++)
         hlen |= (uint64_t)raw[k] << (8 * k);
@@ -428,7 +400,7 @@ static void test_write_exact_bytes(void **state)
     size_t wn = 8 + padded + 11;
 
     size_t n;
-    uint8_t *raw = slurp(path, &n);
+    uint8_t *raw = tu_slurp(path, &n);
     assert_int_equal(n, wn);
     if (memcmp(raw, want, wn))
         fail_msg("file bytes differ from the hand-written layout; header "
@@ -439,7 +411,7 @@ static void test_write_exact_bytes(void **state)
     char path2[PATH_CAP];
     tpath(path2, "exact2.safetensors");
     assert_int_equal(st_write_atomic(path2, &f, &e), NX_OK);
-    raw = slurp(path2, &n);
+    raw = tu_slurp(path2, &n);
     assert_int_equal(n, wn);
     assert_memory_equal(raw, want, wn);
     free(raw);
@@ -456,7 +428,7 @@ static void test_empty_and_zero_size(void **state)
     nx_err e = {0};
     assert_int_equal(st_write_atomic(path, &f, &e), NX_OK);
     size_t n;
-    uint8_t *raw = slurp(path, &n);
+    uint8_t *raw = tu_slurp(path, &n);
     static const uint8_t want[16] = {8, 0, 0, 0, 0, 0, 0, 0,
                                      '{', '}', ' ', ' ', ' ', ' ', ' ', ' '};
     assert_int_equal(n, 16);
@@ -599,10 +571,10 @@ static void test_reject_truncated(void **state)
     (void)state;
     char p[PATH_CAP];
     tpath(p, "short.st");
-    write_bytes(p, "\x10\0\0\0\0", 5);
+    tu_write_bytes(p, "\x10\0\0\0\0", 5);
     check_reject(p, NX_EINVAL, "5 bytes", "8-byte header length", NULL);
     tpath(p, "zero_bytes.st");
-    write_bytes(p, "", 0);
+    tu_write_bytes(p, "", 0);
     check_reject(p, NX_EINVAL, "0 bytes", NULL);
 
     /* Header cut short: the length says 56, 40 bytes follow. */
@@ -829,7 +801,7 @@ static uint8_t *make_existing(const char *path, size_t *n)
     t->data[2] = 0xD0;
     assert_int_equal(st_write_atomic(path, &f, &e), NX_OK);
     st_free(&f);
-    return slurp(path, n);
+    return tu_slurp(path, n);
 }
 
 static void build_big(st_file *f, size_t nbytes)
@@ -845,7 +817,7 @@ static void build_big(st_file *f, size_t nbytes)
 static void check_unchanged(const char *path, const uint8_t *old, size_t n)
 {
     size_t m;
-    uint8_t *now = slurp(path, &m);
+    uint8_t *now = tu_slurp(path, &m);
     assert_int_equal(m, n);
     assert_memory_equal(now, old, n);
     free(now);
@@ -901,7 +873,7 @@ static void test_write_rename_fails(void **state)
     tpath(p, "isdir.safetensors");
     assert_int_equal(mkdir(p, 0755), 0);
     tpath(inner, "isdir.safetensors/keep");
-    write_bytes(inner, "keep", 4);
+    tu_write_bytes(inner, "keep", 4);
     st_file f;
     build_big(&f, 16);
     nx_err e = {0};
@@ -913,7 +885,7 @@ static void test_write_rename_fails(void **state)
     assert_int_equal(stat(p, &st), 0);
     assert_true(S_ISDIR(st.st_mode));
     size_t n;
-    uint8_t *b = slurp(inner, &n);
+    uint8_t *b = tu_slurp(inner, &n);
     assert_int_equal(n, 4);
     assert_memory_equal(b, "keep", 4);
     free(b);

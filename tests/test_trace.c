@@ -38,30 +38,13 @@ nx_status samples_write(const char *dir, nx_err *err);
 
 static char g_dir[256];
 
-/* ---- helpers ------------------------------------------------------------ */
-
 static void tpath(char out[PATH_CAP], const char *name)
 {
-    if (snprintf(out, PATH_CAP, "%s/%s", g_dir, name) >= PATH_CAP)
-        fail_msg("path too long: %s/%s", g_dir, name);
+    tu_path(out, PATH_CAP, g_dir, name);
 }
 
-static uint8_t *slurp(const char *path, size_t *n)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        fail_msg("cannot open %s: %s", path, strerror(errno));
-    fseek(fp, 0, SEEK_END);
-    long sz = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    uint8_t *b = malloc((size_t)sz + 1);
-    assert_non_null(b);
-    if (fread(b, 1, (size_t)sz, fp) != (size_t)sz)
-        fail_msg("cannot read %s", path);
-    fclose(fp);
-    *n = (size_t)sz;
-    return b;
-}
+
+/* ---- helpers ------------------------------------------------------------ */
 
 static void check_msg(const nx_err *e, const char *needle)
 {
@@ -377,7 +360,7 @@ static void test_written_bytes(void **state)
         "\"data_offsets\":[0,1]}}";
     size_t hl = strlen(hdr), padded = (hl + 7) / 8 * 8;
     size_t n;
-    uint8_t *b = slurp(p, &n);
+    uint8_t *b = tu_slurp(p, &n);
     assert_int_equal(n, 8 + padded + 1);
     for (int k = 0; k < 8; k++)
         assert_int_equal(b[k], ((uint64_t)padded >> (8 * k)) & 0xff);
@@ -1176,7 +1159,7 @@ static void test_capture_errors(void **state)
             fail_msg("fault %d: message lacks the file or \"%s\": %s", f,
                      needles[f], e.msg);
         size_t n;
-        uint8_t *b = slurp(p, &n);
+        uint8_t *b = tu_slurp(p, &n);
         assert_int_equal(n, 3);
         assert_memory_equal(b, "old", 3);
         free(b);
@@ -1241,7 +1224,7 @@ static void test_samples_reproduce(void **state)
         snprintf(kept, sizeof kept, "%s/traces/samples/%s", PARITY_SOURCE_DIR,
                  sample_names[i]);
         size_t n1, n2;
-        uint8_t *a = slurp(fresh, &n1), *b = slurp(kept, &n2);
+        uint8_t *a = tu_slurp(fresh, &n1), *b = tu_slurp(kept, &n2);
         if (n1 != n2 || memcmp(a, b, n1) != 0)
             fail_msg("%s differs from a fresh run of trace_samples (rerun "
                      "`trace_samples traces/samples` and commit)", kept);
