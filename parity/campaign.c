@@ -205,23 +205,29 @@ static void set_check(camp_result *r, int ck, const char *fmt, ...)
 }
 
 /* A check's outcome: `same` is whether the compared runs agreed bit for
- * bit.  A negative control must disagree. */
-static void judge(camp_result *r, int ck, int same, const char *what)
+ * bit; `where` says where they first differ.  A negative control must
+ * disagree. */
+static void judge(camp_result *r, int ck, int same, const char *what, const char *where)
 {
     camp_check *c = &r->checks[ck];
     if (c->negative) {
         c->verdict = same ? CV_FAIL : CV_PASS;
-        set_check(r, ck, same ? "negative control: %s agreed, but this kernel is built to differ: the check cannot "
-                                "tell it apart" : "negative control: %s: the bits differ, as this kernel is built to make them",
-                  what);
+        if (same)
+            set_check(r, ck, "negative control: %s agreed, but this kernel is built to differ: the check cannot "
+                             "tell it apart", what);
+        else
+            set_check(r, ck, "negative control: %s: the bits differ, as this kernel is built to make them: %s", what,
+                      where);
     } else {
         c->verdict = same ? CV_PASS : CV_FAIL;
-        set_check(r, ck, same ? "%s: identical bit for bit" : "%s: the bits differ", what);
+        if (same)
+            set_check(r, ck, "%s: identical bit for bit", what);
+        else
+            set_check(r, ck, "%s: the bits differ: %s", what, where);
     }
 }
 
-/* Bytes of the rows of a tensor whose first dimension is the batch. */
-static size_t row_bytes(const st_tensor *t)
+size_t camp_row_bytes(const st_tensor *t)
 {
     if (t->ndim == 0 || t->shape[0] == 0)
         return 0;
@@ -250,7 +256,7 @@ static nx_status copy_rows(st_file *out, const st_tensor *t, int sliced, const i
         memcpy(o->data, t->data, (size_t)t->nbytes);
         return NX_OK;
     }
-    size_t rb = row_bytes(t);
+    size_t rb = camp_row_bytes(t);
     if ((uint64_t)rb * (uint64_t)t->shape[0] != t->nbytes || (st_dtype_bits(t->dtype) % 8) != 0)
         return nx_err_set(err, NX_EUNSUPPORTED, "tensor '%s': rows of a packed dtype cannot be sliced", t->name);
     for (size_t i = 0; i < n; i++) {
@@ -319,7 +325,7 @@ static int same_rows(const st_file *full, const st_file *part, const int64_t *ro
             snprintf(where, wlen, "output '%s' has another shape", p->name);
             return 0;
         }
-        size_t rb = row_bytes(p);
+        size_t rb = camp_row_bytes(p);
         for (size_t r = 0; r < n; r++) {
             if (memcmp(p->data + r * rb, f->data + (size_t)rows[r] * rb, rb) != 0) {
                 snprintf(where, wlen, "output '%s': logical row %lld differs (batch position %zu of %zu)", p->name,
@@ -455,13 +461,7 @@ static nx_status check_rows(const camp_opts *o, fam_spec *spec, const st_file *i
     free(rows);
     if (st)
         return st;
-    if (same)
-        judge(res, CK_ROWS, 1, "a row alone, the reversed batch and the half batch");
-    else {
-        judge(res, CK_ROWS, 0, what);
-        size_t l = strlen(res->checks[CK_ROWS].detail);
-        snprintf(res->checks[CK_ROWS].detail + l, sizeof res->checks[CK_ROWS].detail - l, ": %s", where);
-    }
+    judge(res, CK_ROWS, same, same ? "a row alone, the reversed batch and the half batch" : what, where);
     return NX_OK;
 }
 
@@ -632,12 +632,9 @@ nx_status camp_run_point(const reg_registry *reg, const char *class_name, const 
             goto out;
         same = same_outputs(&runs[0], &runs[1], where, sizeof where);
     }
-    judge(res, CK_DETERMINISM, same, same ? "repeated runs" : "repeated runs");
-    if (!same) {
-        size_t l = strlen(res->checks[CK_DETERMINISM].detail);
-        snprintf(res->checks[CK_DETERMINISM].detail + l, sizeof res->checks[CK_DETERMINISM].detail - l, " (%d runs): %s",
-                 repeats, where);
-    }
+    char runs_what[64];
+    snprintf(runs_what, sizeof runs_what, "%d repeated runs", repeats);
+    judge(res, CK_DETERMINISM, same, runs_what, where);
     if (res->checks[CK_DETERMINISM].negative) {
         /* a kernel nondeterministic by design: the other Tier 1 checks,
          * which compare runs, cannot be judged on it */
@@ -652,11 +649,7 @@ nx_status camp_run_point(const reg_registry *reg, const char *class_name, const 
     if ((st = save_trace(o, &spec, res, &eager, "eager-0", DEV_EAGER, 0, NULL, full_batch, err)))
         goto out;
     same = same_outputs(&runs[0], &eager, where, sizeof where);
-    judge(res, CK_EAGER_GRAPHED, same, "eager and graphed runs");
-    if (!same) {
-        size_t l = strlen(res->checks[CK_EAGER_GRAPHED].detail);
-        snprintf(res->checks[CK_EAGER_GRAPHED].detail + l, sizeof res->checks[CK_EAGER_GRAPHED].detail - l, ": %s", where);
-    }
+    judge(res, CK_EAGER_GRAPHED, same, "eager and graphed runs", where);
 
     /* Tier 1: new vs legacy kernel of the same point. */
     if (!*res->legacy) {
@@ -669,11 +662,7 @@ nx_status camp_run_point(const reg_registry *reg, const char *class_name, const 
         if ((st = run_backend(o, &spec, inp, DEV_GRAPHED, res->legacy, &legacy, res, err)))
             goto out;
         same = same_outputs(&runs[0], &legacy, where, sizeof where);
-        judge(res, CK_NEW_LEGACY, same, "the new and the legacy kernel");
-        if (!same) {
-            size_t l = strlen(res->checks[CK_NEW_LEGACY].detail);
-            snprintf(res->checks[CK_NEW_LEGACY].detail + l, sizeof res->checks[CK_NEW_LEGACY].detail - l, ": %s", where);
-        }
+        judge(res, CK_NEW_LEGACY, same, "the new and the legacy kernel", where);
     }
 
     /* Tier 1: row invariance. */

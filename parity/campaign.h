@@ -97,6 +97,10 @@ void camp_default_tolerance(nx_fmt f, cmp_options *o, char *what, size_t len);
 /* The "differences" lines of a reg_compare text, joined with "; ". */
 void camp_compare_summary(const char *text, char *out, size_t len);
 
+/* Bytes of one row of a tensor whose first dimension is the batch (0 for
+ * a scalar or an empty batch). */
+size_t camp_row_bytes(const st_tensor *t);
+
 /* 1 if any check failed (a parity failure). */
 int camp_result_failed(const camp_result *res);
 

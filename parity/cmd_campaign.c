@@ -73,6 +73,16 @@ static int in_list(const char *list, const char *item)
     return 0;
 }
 
+/* The FAMILY of a FAMILY.POINT id, into buf. */
+static const char *family_of(const char *id, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s", id);
+    char *dot = strchr(buf, '.');
+    if (dot)
+        *dot = 0;
+    return buf;
+}
+
 static const dev_backend *backend_for(const reg_registry *reg, const char *cls)
 {
     /* the cpu backend serves class cpu; the cuda backend the classes whose
@@ -217,20 +227,12 @@ int cmd_campaign(int argc, char **argv)
     size_t todo = 0;
     for (size_t i = 0; i < nids; i++) {
         char fam[128];
-        snprintf(fam, sizeof fam, "%s", ids[i]);
-        char *dot = strchr(fam, '.');
-        if (dot)
-            *dot = 0;
-        todo += in_list(fams, fam);
+        todo += in_list(fams, family_of(ids[i], fam, sizeof fam));
     }
     int input_error = 0;
     for (size_t i = 0; i < nids; i++) {
         char fam[128];
-        snprintf(fam, sizeof fam, "%s", ids[i]);
-        char *dot = strchr(fam, '.');
-        if (dot)
-            *dot = 0;
-        if (!in_list(fams, fam))
+        if (!in_list(fams, family_of(ids[i], fam, sizeof fam)))
             continue;
         const char *shape = camp_preset_shape(preset, fam);
         if (!quiet) {

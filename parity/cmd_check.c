@@ -84,11 +84,6 @@ static nx_status trace_inputs(const trace *t, st_file *out, int *have, nx_err *e
     return NX_OK;
 }
 
-static size_t row_bytes(const st_tensor *t)
-{
-    return t->ndim && t->shape[0] ? (size_t)(t->nbytes / (uint64_t)t->shape[0]) : 0;
-}
-
 /* Tier 2 of one trace. */
 static nx_status check_one(const reg_registry *reg, const char *ref_point, const char *ref_class, int engine,
                            checked *c, nx_err *err)
@@ -107,7 +102,7 @@ static nx_status check_one(const reg_registry *reg, const char *ref_point, const
     }
     fam_spec refspec;
     memset(&refspec, 0, sizeof refspec);
-    const fam_spec *rs = &c->spec;
+    fam_spec *rs = &c->spec;
     if (ref_point) {
         if ((st = reg_resolve(reg, ref_class ? ref_class : t->class_name, ref_point, shape, &refspec, err))) {
             nx_err_prefix(err, "--reference");
@@ -132,7 +127,7 @@ static nx_status check_one(const reg_registry *reg, const char *ref_point, const
         /* in batch order: the reference sees the batch as its rows */
         char nb[32];
         snprintf(nb, sizeof nb, "%zu", t->nrows);
-        if (bd && (st = fam_spec_set_param((fam_spec *)rs, bd, nb, err)))
+        if (bd && (st = fam_spec_set_param(rs, bd, nb, err)))
             goto out;
         c->ref_by_batch = 1;
     } else if (t->has_seed) {
@@ -286,7 +281,7 @@ static nx_status check_one(const reg_registry *reg, const char *ref_point, const
         const st_tensor *x = &c->ref.tensors[i], *y = trace_output(t, x->name);
         if (x == main_ref)
             continue;
-        size_t rb = row_bytes(y);
+        size_t rb = camp_row_bytes(y);
         for (size_t j = 0; j < t->nrows; j++) {
             size_t src = c->ref_by_batch ? j : (size_t)t->rows[j];
             if (memcmp(y->data + j * rb, x->data + src * rb, rb) != 0) {
@@ -312,9 +307,9 @@ static int tier1_pair(const trace *a, const trace *b, size_t *shared, char *wher
         if (trace_tensor_is_input(x))
             continue;
         const st_tensor *y = trace_output(b, x->name);
-        if (!y || y->dtype != x->dtype || row_bytes(y) != row_bytes(x))
+        if (!y || y->dtype != x->dtype || camp_row_bytes(y) != camp_row_bytes(x))
             continue;
-        size_t rb = row_bytes(x);
+        size_t rb = camp_row_bytes(x);
         for (size_t ia = 0; ia < a->nrows; ia++)
             for (size_t ib = 0; ib < b->nrows; ib++)
                 if (a->rows[ia] == b->rows[ib]) {
