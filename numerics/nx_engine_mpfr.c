@@ -94,15 +94,13 @@ static void set_addend(nx_mpfr_row *r, const nx_program *p, mpfr_ptr x, int32_t 
         mpfr_set_prec(x, 53);
         mpfr_set_d(x, r->av[s], MPFR_RNDN);
     } else {
-        mpfr_t a, b;
-        mpfr_init2(a, 53);
-        mpfr_init2(b, 53);
-        mpfr_set_d(a, r->av[s], MPFR_RNDN);
-        mpfr_set_d(b, r->bv[s], MPFR_RNDN);
+        /* the row's scratch, not a fresh allocation per term */
+        mpfr_set_prec(r->mp.t1, 53);
+        mpfr_set_prec(r->mp.t2, 53);
+        mpfr_set_d(r->mp.t1, r->av[s], MPFR_RNDN);
+        mpfr_set_d(r->mp.t2, r->bv[s], MPFR_RNDN);
         mpfr_set_prec(x, 106);
-        mpfr_mul(x, a, b, MPFR_RNDN); /* exact: 53 + 53 bits */
-        mpfr_clear(a);
-        mpfr_clear(b);
+        mpfr_mul(x, r->mp.t1, r->mp.t2, MPFR_RNDN); /* exact: 53 + 53 bits */
     }
 }
 
