@@ -1361,15 +1361,23 @@ static nx_status push_str(char ***v, size_t *n, char *s, nx_err *err)
     return NX_OK;
 }
 
+/* The view of the registry from class_name (its chain resolved); *c is the
+ * class's index.  The caller frees the view with rv_free. */
+static nx_status class_view(const reg_registry *r, const char *class_name, int *c, rv_view *v, nx_err *err)
+{
+    *c = rg_class_find(r, class_name);
+    if (*c < 0)
+        return unknown_class(r, class_name, err);
+    return rv_build(r, (size_t)*c, 0, v, err);
+}
+
 nx_status reg_list_points(const reg_registry *r, const char *class_name, char ***ids, size_t *count, nx_err *err)
 {
     *ids = NULL;
     *count = 0;
-    int c = rg_class_find(r, class_name);
-    if (c < 0)
-        return unknown_class(r, class_name, err);
+    int c;
     rv_view v;
-    nx_status st = rv_build(r, (size_t)c, 0, &v, err);
+    nx_status st = class_view(r, class_name, &c, &v, err);
     if (st)
         return st;
     char **out = NULL;
@@ -1395,11 +1403,9 @@ nx_status reg_point_sources(const reg_registry *r, const char *class_name, const
 {
     *srcs = NULL;
     *count = 0;
-    int c = rg_class_find(r, class_name);
-    if (c < 0)
-        return unknown_class(r, class_name, err);
+    int c;
     rv_view v;
-    nx_status st = rv_build(r, (size_t)c, 0, &v, err);
+    nx_status st = class_view(r, class_name, &c, &v, err);
     if (st)
         return st;
     rv_family *f;
@@ -1457,11 +1463,9 @@ nx_status reg_evidence(const reg_registry *r, const char *class_name, const char
 {
     *items = NULL;
     *count = 0;
-    int c = rg_class_find(r, class_name);
-    if (c < 0)
-        return unknown_class(r, class_name, err);
+    int c;
     rv_view v;
-    nx_status st = rv_build(r, (size_t)c, 0, &v, err);
+    nx_status st = class_view(r, class_name, &c, &v, err);
     if (st)
         return st;
     rv_family *f;
