@@ -1,7 +1,7 @@
 /* device.h: the interface every class backend implements (devices/cpu,
  * devices/cuda), so the campaign treats them alike.
  *
- * A backend runs one family point (a fam_spec, see parity/famspec.h and
+ * A backend runs one family point (a fam_spec, see family/famspec.h and
  * docs/families.md) on inputs given as a safetensors file in memory and
  * fills the family's outputs.  It honours the point's declared numerics:
  * each kernel says next to its reduction which tree expression it realises. */

@@ -1,4 +1,4 @@
-/* test_compare.c: Tier 2 element comparison (parity/compare.h).
+/* test_compare.c: Tier 2 element comparison (parity/check/compare.h).
  *
  * Every expected value is written here by hand: bit patterns from the field
  * layouts of NUMERICS.md §1, differences as hex floats, ulp distances by

@@ -1,4 +1,4 @@
-/* test_registry.c: the family registry (parity/registry.h, docs/registry.md):
+/* test_registry.c: the family registry (parity/registry/registry.h, docs/registry.md):
  * resolution along class chains, template filling, the canonical hash,
  * compare, and every lint rule on crafted registries written into a
  * temporary directory.  Expected lines are counted by hand from the texts

@@ -1,4 +1,4 @@
-/* test_tier3.c: metrics against declared bars (parity/tier3.h).
+/* test_tier3.c: metrics against declared bars (parity/check/tier3.h).
  *
  * Metrics and bars are written inline; which bar passes is decided here by
  * hand. */

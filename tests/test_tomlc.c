@@ -1,4 +1,4 @@
-/* test_tomlc.c: the C view of TOML documents (parity/tomlc.h).
+/* test_tomlc.c: the C view of TOML documents (family/tomlc.h).
  *
  * Expected positions are counted by hand from the documents below, expected
  * floats are C literals compared bit for bit; nothing is taken from the code

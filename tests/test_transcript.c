@@ -1,4 +1,4 @@
-/* test_transcript.c: transcript match rates (parity/transcript.h).
+/* test_transcript.c: transcript match rates (parity/check/transcript.h).
  *
  * Transcripts are written inline; the expected divergences, lengths and
  * counts are worked out by hand from them. */

@@ -1,6 +1,6 @@
 /* famspec.h: one family point resolved for a class and a shape: what the
  * reference implementations (refimpl/), the input generator and the device
- * backends consume.  The registry (registry.h) produces it; tests may build
+ * backends consume.  The registry (parity/registry/registry.h) produces it; tests may build
  * one by hand.  Everything is owned by the fam_spec and freed by
  * fam_spec_free. */
 #ifndef PARITY_FAMSPEC_H

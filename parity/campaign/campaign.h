@@ -1,8 +1,8 @@
 /* campaign.h: the harness proper.  For one family point at one shape:
  * generate inputs, run a class backend (repeats, eager and graphed, the
  * legacy kernel, batch variants), evaluate the reference, and give the
- * Tier 1 and Tier 2 verdicts.  The CLI (cmd_campaign.c, cmd_check.c) loops
- * over points and renders reports (report.c). */
+ * Tier 1 and Tier 2 verdicts.  The CLI (parity/cli/cmd_campaign.c,
+ * cmd_check.c) loops over points and renders reports (parity/report/). */
 #ifndef PARITY_CAMPAIGN_H
 #define PARITY_CAMPAIGN_H
 

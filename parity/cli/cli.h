@@ -1,5 +1,7 @@
 /* cli.h: what the subcommands of the `parity` CLI share: exit statuses,
- * option scanning, error printing. */
+ * option scanning, error printing (cli.c), and the entry point of each
+ * command (cmd_*.c) that main.c dispatches to.  Only parity/cli/ includes
+ * it. */
 #ifndef PARITY_CLI_H
 #define PARITY_CLI_H
 
