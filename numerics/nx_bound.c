@@ -23,6 +23,7 @@
 struct nx_bound {
     double *E, *A;        /* per operation */
     double *tA, *tE, *tV; /* per term: |a·b|, |a'b' - ab|, |a'b'| */
+    int atomic_combine;   /* `atomic` only as a combinator: see nx_bound_atomic_combinator */
     nx_xacc x;
 };
 
@@ -42,6 +43,11 @@ nx_bound *nx_bound_new(const nx_program *p)
         return NULL;
     }
     return b;
+}
+
+void nx_bound_atomic_combinator(nx_bound *b, int on)
+{
+    b->atomic_combine = on != 0;
 }
 
 void nx_bound_free(nx_bound *b)
@@ -85,26 +91,21 @@ static double in_round(const nx_program *p, double a, double *da)
     return r;
 }
 
-double nx_bound_apriori(nx_bound *b, const nx_program *p, nx_fmt a_fmt, const double *a,
-                        nx_fmt b_fmt, const double *bv)
+double nx_bound_rounding(nx_fmt f, nx_mode m, double S)
 {
-    size_t n = p->n;
-    nx_fmt vfmt = p->in >= 0 && p->in != NX_FP64 ? (nx_fmt)p->in : a_fmt;
-    int prod_exact = p->in >= 0 && p->in != NX_FP64 ? 1 : a_fmt != NX_FP64 && (!p->dot || b_fmt != NX_FP64);
-    for (size_t i = 0; i < n; i++) {
-        double da, db = 0;
-        double ai = in_round(p, a[i], &da);
-        if (!p->dot) {
-            b->tA[i] = fabs(a[i]);
-            b->tV[i] = fabs(ai);
-            b->tE[i] = da;
-            continue;
-        }
-        double bi = in_round(p, bv[i], &db);
-        b->tA[i] = fabs(a[i] * bv[i]);
-        b->tV[i] = fabs(ai * bi);
-        b->tE[i] = fabs(ai) * db + fabs(bv[i]) * da;
-    }
+    return rerr(f, m, S);
+}
+
+/* The operations' errors in program order; returns the result's E (before
+ * the out conversion).  vcap > 0: every add and every rounding of an
+ * operation's value counts with a magnitude of at least vcap and no add is
+ * taken as exact: a bound that holds in any order of the additions (the
+ * `atomic` combinator), valid when A + E of the result is at most vcap.
+ * With atomic_combine, only the adds of two computed values (a
+ * combinator's steps) and the roundings of computed values count so: the
+ * adds of a term run in their declared order inside the parts. */
+static double ops_pass(nx_bound *b, const nx_program *p, nx_fmt vfmt, int prod_exact, double vcap)
+{
     for (size_t o = 0; o < p->nops; o++) {
         const nx_op *op = &p->ops[o];
         nx_fmt f = (nx_fmt)op->fmt;
@@ -117,7 +118,10 @@ double nx_bound_apriori(nx_bound *b, const nx_program *p, nx_fmt a_fmt, const do
             if (!NX_SRC_IS_TERM(op->x)) {
                 int s = NX_SRC_OP(op->x);
                 A = b->A[s];
-                E = b->E[s] + (p->ops[s].fmt == f || f == NX_FP64 ? 0 : rerr(f, m, A + b->E[s]));
+                double S = A + b->E[s];
+                if (vcap > S)
+                    S = vcap;
+                E = b->E[s] + (p->ops[s].fmt == f || f == NX_FP64 ? 0 : rerr(f, m, S));
             } else if (!p->dot) {
                 A = b->tA[op->x];
                 E = b->tE[op->x] + (vfmt == f || f == NX_FP64 ? 0 : rerr(f, m, b->tV[op->x]));
@@ -154,7 +158,9 @@ double nx_bound_apriori(nx_bound *b, const nx_program *p, nx_fmt a_fmt, const do
             }
             /* x + 0 with x already a member of f is exact */
             int32_t other = zero_k < 0 ? 0 : src[1 - zero_k];
-            if (!(zero_k >= 0 && !NX_SRC_IS_TERM(other) && p->ops[NX_SRC_OP(other)].fmt == f))
+            if (vcap > 0 && (!b->atomic_combine || (!NX_SRC_IS_TERM(op->x) && !NX_SRC_IS_TERM(op->y))))
+                E += rerr(f, m, V > vcap ? V : vcap);
+            else if (!(zero_k >= 0 && !NX_SRC_IS_TERM(other) && p->ops[NX_SRC_OP(other)].fmt == f))
                 E += rerr(f, m, V);
             break;
         }
@@ -192,8 +198,44 @@ double nx_bound_apriori(nx_bound *b, const nx_program *p, nx_fmt a_fmt, const do
         b->A[o] = A;
         b->E[o] = E;
     }
+    return b->E[NX_SRC_OP(p->result)];
+}
+
+static double apriori(nx_bound *b, const nx_program *p, nx_fmt a_fmt, const double *a, nx_fmt b_fmt,
+                      const double *bv, double *sum_abs)
+{
+    size_t n = p->n;
+    nx_fmt vfmt = p->in >= 0 && p->in != NX_FP64 ? (nx_fmt)p->in : a_fmt;
+    int prod_exact = p->in >= 0 && p->in != NX_FP64 ? 1 : a_fmt != NX_FP64 && (!p->dot || b_fmt != NX_FP64);
+    for (size_t i = 0; i < n; i++) {
+        double da, db = 0;
+        double ai = in_round(p, a[i], &da);
+        if (!p->dot) {
+            b->tA[i] = fabs(a[i]);
+            b->tV[i] = fabs(ai);
+            b->tE[i] = da;
+            continue;
+        }
+        double bi = in_round(p, bv[i], &db);
+        b->tA[i] = fabs(a[i] * bv[i]);
+        b->tV[i] = fabs(ai * bi);
+        b->tE[i] = fabs(ai) * db + fabs(bv[i]) * da;
+    }
+    double E = ops_pass(b, p, vfmt, prod_exact, 0);
     int r = NX_SRC_OP(p->result);
-    double E = b->E[r];
+    if (p->nondeterministic && isfinite(E)) {
+        /* `atomic`: a bound for every order of its additions, the
+         * magnitude cap raised until it covers the result's */
+        double vcap = b->A[r] + E;
+        for (int k = 0; k < 64; k++) {
+            E = ops_pass(b, p, vfmt, prod_exact, vcap);
+            if (!isfinite(E) || b->A[r] + E <= vcap)
+                break;
+            vcap = 2 * (b->A[r] + E);
+            if (k == 63)
+                E = INFINITY;
+        }
+    }
     nx_fmt rf = (nx_fmt)p->ops[r].fmt;
     if (rf != p->out && p->out != NX_FP64)
         E += rerr(p->out, p->out_rounding, b->A[r] + E);
@@ -203,7 +245,21 @@ double nx_bound_apriori(nx_bound *b, const nx_program *p, nx_fmt a_fmt, const do
      * at most (operations along any path)·2^-53, far below this margin */
     double gamma = ldexp((double)(16 * (p->nops + 2 * p->n) + 64), -53);
     E *= 1 + 2 * gamma;
+    if (sum_abs)
+        *sum_abs = b->A[r] * (1 + 2 * gamma);
     return isnan(E) ? INFINITY : E;
+}
+
+double nx_bound_apriori_sum(nx_bound *b, const nx_program *p, nx_fmt a_fmt, const double *a, nx_fmt b_fmt,
+                            const double *bv, double *sum_abs)
+{
+    return apriori(b, p, a_fmt, a, b_fmt, bv, sum_abs);
+}
+
+double nx_bound_apriori(nx_bound *b, const nx_program *p, nx_fmt a_fmt, const double *a,
+                        nx_fmt b_fmt, const double *bv)
+{
+    return apriori(b, p, a_fmt, a, b_fmt, bv, NULL);
 }
 
 void nx_bound_eval(nx_bound *b, const nx_program *p, nx_fmt a_fmt, const double *a,

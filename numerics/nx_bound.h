@@ -41,6 +41,25 @@ void nx_bound_free(nx_bound *b);
 double nx_bound_apriori(nx_bound *b, const nx_program *p, nx_fmt a_fmt, const double *a,
                         nx_fmt b_fmt, const double *bv);
 
+/* The same, and *sum_abs (may be NULL) receives sum |t_i| of the terms as
+ * given, rounded up: a bound on the magnitude of the exact value.  A tree
+ * that uses `atomic` gets a bound that holds in every order of its
+ * additions (every add counted at the largest magnitude any partial sum
+ * can reach), not only in the seq order the engines evaluate. */
+double nx_bound_apriori_sum(nx_bound *b, const nx_program *p, nx_fmt a_fmt, const double *a, nx_fmt b_fmt,
+                            const double *bv, double *sum_abs);
+
+/* For a program whose tree uses `atomic` only as a combinator (the last
+ * argument of split, tile or stride, whose parts are computed values): the
+ * order-free bound then widens only the adds of two computed values, not
+ * the adds of terms inside the parts, which keep their declared order.
+ * Off by default (every add widened: valid for `atomic` anywhere). */
+void nx_bound_atomic_combinator(nx_bound *b, int on);
+
+/* The error of one rounding to f in mode m of a value of magnitude at most
+ * S: u·S + eta (0 for S = 0; +inf where it may overflow, and for e8m0). */
+double nx_bound_rounding(nx_fmt f, nx_mode m, double S);
+
 /* Everything for one row whose result is y.  exact (may be NULL) receives
  * the exact value as an MPFR number (its precision is set to hold it). */
 void nx_bound_eval(nx_bound *b, const nx_program *p, nx_fmt a_fmt, const double *a,

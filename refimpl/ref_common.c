@@ -318,6 +318,18 @@ static nx_status check_inputs(const fam_spec *s, const st_file *in, const ref_te
     return NX_OK;
 }
 
+nx_status ref_check_inputs(const fam_spec *spec, const st_file *in, nx_err *err)
+{
+    ref_tensor_desc *d;
+    size_t nd;
+    nx_status st = ref_inputs(spec, &d, &nd, err);
+    if (st)
+        return st;
+    st = check_inputs(spec, in, d, nd, err);
+    free(d);
+    return st;
+}
+
 /* --- the job ---------------------------------------------------------------------- */
 
 ref_math *ref_job_math(ref_job *j)

@@ -51,6 +51,31 @@ nx_status ref_run_opts(const fam_spec *spec, const st_file *in, st_file *out, co
  * `atomic` (evaluated in seq order). */
 nx_status ref_spec_meta(const fam_spec *spec, st_file *out, nx_err *err);
 
+/* Validates the input tensors of `in` against ref_inputs (names, dtypes,
+ * shapes, integer ranges), as ref_run does. */
+nx_status ref_check_inputs(const fam_spec *spec, const st_file *in, nx_err *err);
+
+/* --- derived error bounds (ref_bound.c, docs/tolerance.md) --------------------- */
+
+/* A bound on |y[i] - y*[i]| for every element of the family's main output y
+ * as spec computes it on `in`, y* the family's mathematical value on the
+ * inputs as given (every reduction and elementwise step exact): each
+ * reduction's error from its tree (nx_bound), carried through the epilogue.
+ * as_reference: the elementwise functions as the reference evaluates them
+ * (correctly rounded) instead of the declared approximations.  *bound
+ * (malloc'd, *count elements, y's order).  NX_EUNSUPPORTED when no finite
+ * bound is derivable (a family whose elementwise step amplifies errors
+ * beyond the trees, a rounding that may overflow, a non-finite input): why
+ * says which and where.  Other errors: bad inputs or params. */
+nx_status ref_bound(const fam_spec *spec, const st_file *in, int as_reference, int threads, double **bound,
+                    size_t *count, char *why, size_t wlen, nx_err *err);
+
+/* 1 when a and b are points of one family that compute the same
+ * mathematical function (equal params that define it: gemm's alpha, beta,
+ * bias; rmsnorm's eps; ...), so that |y_a - y_b| <= bound_a + bound_b;
+ * else 0 and why says what differs. */
+int ref_bound_same_function(const fam_spec *a, const fam_spec *b, char *why, size_t len);
+
 /* The families refimpl knows, for messages and listings. */
 size_t ref_family_count(void);
 const char *ref_family_name(size_t i);

@@ -1,0 +1,561 @@
+/* ref_bound.c: a bound on |y - y*| for every element of a family's main
+ * output y (refimpl.h, ref_bound), y* the family's mathematical value on the
+ * inputs as given (docs/tolerance.md).
+ *
+ * Every reduction's error comes from nx_bound (its tree, formats, modes,
+ * atom cuts and out conversion over the row's own terms); the epilogues
+ * carry it on.  A quantity is a pair (E, M): |computed - exact| <= E and
+ * |exact| <= M, so |computed| <= M + E.  An fp32 rne operation on such
+ * pairs adds the operands' propagated errors and one rounding of a value of
+ * magnitude at most the computed one's bound (nx_bound_rounding).  Where a
+ * reduction's terms are earlier computed values (the MoE combine over h,
+ * gemv's per-group k over u_g), those values are computed here by the
+ * engine, so nx_bound sees the terms the point really adds. */
+#include "nx_bound.h"
+#include "nx_round_fast.h"
+#include "ref_internal.h"
+#include "rows.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct eb {
+    double E, M;
+} eb;
+
+static double R(nx_fmt f, nx_mode m, double S)
+{
+    return nx_bound_rounding(f, m, S);
+}
+
+/* A binary64 computation of a bound is within a few 2^-53 of the truth:
+ * this relative margin covers every such step below. */
+#define MARGIN (1 + 0x1p-40)
+
+static eb eb_exact(double v)
+{
+    return (eb){0, fabs(v)};
+}
+
+/* fp32(x * y), rne */
+static eb eb_mul(eb x, eb y)
+{
+    double E = (x.M + x.E) * y.E + y.M * x.E;
+    double S = (x.M + x.E) * (y.M + y.E);
+    return (eb){(E + R(NX_FP32, NX_RNE, S)) * MARGIN, x.M * y.M};
+}
+
+/* fp32(x + y), rne */
+static eb eb_add(eb x, eb y)
+{
+    double S = x.M + x.E + y.M + y.E;
+    return (eb){(x.E + y.E + R(NX_FP32, NX_RNE, S)) * MARGIN, (x.M + y.M) * MARGIN};
+}
+
+/* the computed value rounded to f in mode m (saturate: an overflow is
+ * +-max finite, which no finite bound covers) */
+static eb eb_round(eb x, nx_fmt f, nx_mode m)
+{
+    return (eb){(x.E + R(f, m, x.M + x.E)) * MARGIN, x.M};
+}
+
+/* An elementwise function's own error at a result of magnitude <= S: half
+ * an fp32 ulp when correctly rounded (or when the reference evaluates it),
+ * its declared ulps otherwise. */
+static double elem_err(const fam_spec *s, const char *name, int as_reference, double S)
+{
+    const fam_elem *e = fam_elem_get(s, name);
+    if (!e || e->impl == FAM_ELEM_CR || as_reference)
+        return R(NX_FP32, NX_RNE, S);
+    return e->ulp * (0x1p-23 * S + 0x1p-149);
+}
+
+/* --- the job ----------------------------------------------------------------- */
+
+typedef struct bjob {
+    const fam_spec *s;
+    const st_file *in;
+    int as_ref, threads;
+    double *bound;
+    size_t n;
+} bjob;
+
+static nx_status decode(bjob *j, const char *name, double **out, nx_err *err)
+{
+    const st_tensor *t = st_find(j->in, name);
+    *out = NULL;
+    if (!t)
+        return nx_err_set(err, NX_EINVAL, "input tensor '%s' is missing", name);
+    double *v = ref_alloc(t->nelem);
+    if (!v)
+        return nx_err_set(err, NX_ENOMEM, "out of memory decoding '%s'", name);
+    nx_status st = rows_decode(t, v, err);
+    if (st) {
+        free(v);
+        return st;
+    }
+    *out = v;
+    return NX_OK;
+}
+
+/* A program and one nx_bound scratch per thread. */
+typedef struct bprog {
+    nx_program *p;
+    nx_bound **b;
+    int nb;
+} bprog;
+
+/* 1 when every `atomic` of t is a combinator (the order of whole parts). */
+static int atomic_only_combining(const nx_tree *t, int as_comb)
+{
+    if (!t)
+        return 1;
+    if (t->kind == NX_T_ATOMIC)
+        return as_comb;
+    return atomic_only_combining(t->t, 0) && atomic_only_combining(t->c, 1);
+}
+
+static nx_status bprog_new(bjob *j, const fam_reduction *r, size_t n, int dot, bprog *bp, nx_err *err)
+{
+    memset(bp, 0, sizeof *bp);
+    nx_status st = nx_program_build(&r->point, n, dot, &bp->p, err);
+    if (st) {
+        nx_err_prefix(err, "reduction '%s'", r->name);
+        return st;
+    }
+    bp->nb = j->threads;
+    bp->b = calloc((size_t)bp->nb, sizeof *bp->b);
+    if (!bp->b)
+        return nx_err_set(err, NX_ENOMEM, "out of memory");
+    int comb = atomic_only_combining(r->point.tree, 0);
+    for (int i = 0; i < bp->nb; i++) {
+        if (!(bp->b[i] = nx_bound_new(bp->p)))
+            return nx_err_set(err, NX_ENOMEM, "out of memory");
+        nx_bound_atomic_combinator(bp->b[i], comb);
+    }
+    return NX_OK;
+}
+
+static void bprog_free(bprog *bp)
+{
+    for (int i = 0; bp->b && i < bp->nb; i++)
+        nx_bound_free(bp->b[i]);
+    free(bp->b);
+    nx_program_free(bp->p);
+    memset(bp, 0, sizeof *bp);
+}
+
+/* The bound of one row of a reduction: (E, M) with M = sum |t_i|. */
+static eb red_row(const bprog *bp, nx_fmt af, const double *a, nx_fmt bf, const double *b)
+{
+    eb r;
+    r.E = nx_bound_apriori_sum(bp->b[omp_get_thread_num()], bp->p, af, a, bf, b, &r.M);
+    return r;
+}
+
+/* One row's computed value (the fast engine, bit-identical to MPFR). */
+static double red_value(const bprog *bp, nx_fmt af, const double *a, nx_fmt bf, const double *b)
+{
+    nx_rows in;
+    memset(&in, 0, sizeof in);
+    in.rows = 1;
+    in.a_fmt = af;
+    in.a = a;
+    in.b_fmt = bf;
+    in.b = bp->p->dot ? b : NULL;
+    double y = NAN;
+    nx_err e;
+    if (nx_fast_reduce(bp->p, &in, &y, 1, &e) != NX_OK)
+        return NAN;
+    return y;
+}
+
+/* --- gemm: y* = alpha (a . b) + beta c + bias ------------------------------------ */
+
+static nx_status gemm_bound(bjob *j, nx_err *err)
+{
+    const fam_spec *s = j->s;
+    long M, N, K;
+    nx_fmt in, out;
+    double alpha, beta;
+    int bias;
+    const fam_reduction *k;
+    nx_status st;
+    if ((st = ref_dim(s, "M", -1, &M, err)) || (st = ref_dim(s, "N", -1, &N, err)) ||
+        (st = ref_dim(s, "K", -1, &K, err)) || (st = ref_param_fmt(s, "in", NX_BF16, &in, err)) ||
+        (st = ref_param_fmt(s, "out", NX_BF16, &out, err)) || (st = ref_param_f32(s, "alpha", "1", &alpha, err)) ||
+        (st = ref_param_f32(s, "beta", "0", &beta, err)) || (st = ref_param_bool(s, "bias", 0, &bias, err)) ||
+        (st = ref_need_red(s, "k", &k, err)))
+        return st;
+    double *a = NULL, *b = NULL, *c = NULL, *bv = NULL;
+    bprog bp = {0};
+    j->n = (size_t)M * (size_t)N;
+    if (!(j->bound = ref_alloc(j->n)))
+        return nx_err_set(err, NX_ENOMEM, "out of memory");
+    if ((st = decode(j, "a", &a, err)) || (st = decode(j, "b", &b, err)) ||
+        (beta != 0 && (st = decode(j, "c", &c, err))) || (bias && (st = decode(j, "bias", &bv, err))) ||
+        (st = bprog_new(j, k, (size_t)K, 1, &bp, err)))
+        goto done;
+    nx_mode mode = nx_point_out_rounding(&k->point);
+#pragma omp parallel for num_threads(j->threads) schedule(dynamic, 16)
+    for (size_t r = 0; r < j->n; r++) {
+        size_t m = r / (size_t)N, n = r % (size_t)N;
+        eb t = eb_mul(eb_exact(alpha), red_row(&bp, in, a + m * (size_t)K, in, b + n * (size_t)K));
+        if (beta != 0)
+            t = eb_add(t, eb_mul(eb_exact(beta), eb_exact(c[r])));
+        if (bias)
+            t = eb_add(t, eb_exact(bv[n]));
+        j->bound[r] = eb_round(t, out, mode).E;
+    }
+done:
+    bprog_free(&bp);
+    free(a);
+    free(b);
+    free(c);
+    free(bv);
+    return st;
+}
+
+/* --- gemv_w4a16: y* = sum x (q - z) s ----------------------------------------------- */
+
+static nx_status gemv_bound(bjob *j, nx_err *err)
+{
+    const fam_spec *s = j->s;
+    long B, N, K, G;
+    int zp;
+    const fam_reduction *k, *grp = NULL;
+    nx_status st;
+    if ((st = ref_dim(s, "B", 1, &B, err)) || (st = ref_dim(s, "N", -1, &N, err)) ||
+        (st = ref_dim(s, "K", -1, &K, err)) || (st = ref_dim(s, "group", -1, &G, err)) ||
+        (st = ref_param_bool(s, "zero_points", 0, &zp, err)) || (st = ref_need_red(s, "k", &k, err)))
+        return st;
+    if (K % G)
+        return nx_err_set(err, NX_EINVAL, "group = %ld does not divide K = %ld", G, K);
+    const char *sa = fam_param_get(s, "scale_apply");
+    int per_group = sa && !strcmp(sa, "per_group");
+    if (per_group && (st = ref_need_red(s, "group", &grp, err)))
+        return st;
+    size_t ng = (size_t)(K / G), Ks = (size_t)K, Gs = (size_t)G;
+    double *x = NULL, *sc = NULL;
+    bprog bk = {0}, bg = {0};
+    const st_tensor *qt = st_find(j->in, "qweight"), *zt = zp ? st_find(j->in, "zeros") : NULL;
+    j->n = (size_t)B * (size_t)N;
+    if (!(j->bound = ref_alloc(j->n)))
+        return nx_err_set(err, NX_ENOMEM, "out of memory");
+    if (!qt || (zp && !zt)) {
+        st = nx_err_set(err, NX_EINVAL, "input tensor '%s' is missing", !qt ? "qweight" : "zeros");
+        goto done;
+    }
+    if ((st = decode(j, "x", &x, err)) || (st = decode(j, "scales", &sc, err)) ||
+        (st = bprog_new(j, k, per_group ? ng : Ks, !per_group, &bk, err)) ||
+        (per_group && (st = bprog_new(j, grp, Gs, 1, &bg, err))))
+        goto done;
+    int fail = 0;
+#pragma omp parallel num_threads(j->threads)
+    {
+        double *w = ref_alloc(Ks), *u = ref_alloc(ng), *qz = ref_alloc(Gs);
+        if (!w || !u || !qz) {
+#pragma omp atomic write
+            fail = 1;
+        }
+#pragma omp for schedule(dynamic, 4)
+        for (size_t r = 0; r < j->n; r++) {
+            if (!w || !u || !qz)
+                continue;
+            size_t bi = r / (size_t)N, n = r % (size_t)N;
+            const double *xr = x + bi * Ks;
+            const uint8_t *q = qt->data + n * Ks;
+            if (!per_group) {
+                /* w = fp16((q - z) s): the dequantization error shifts
+                 * the exact value the reduction's bound is taken against */
+                double dq = 0;
+                for (size_t i = 0; i < Ks; i++) {
+                    size_t g = i / Gs;
+                    int z = zt ? zt->data[n * ng + g] : 8;
+                    double e = (double)((int)q[i] - z) * sc[n * ng + g]; /* exact */
+                    w[i] = nx_round_fast(e, NX_FP16, NX_RNE, 0);
+                    dq += fabs(xr[i]) * fabs(w[i] - e);
+                }
+                j->bound[r] = (red_row(&bk, NX_FP16, xr, NX_FP16, w).E + dq) * MARGIN;
+                continue;
+            }
+            /* per_group: p_g by `group`, u_g = fp32(p_g s_g), k over the u_g */
+            double E = 0;
+            for (size_t g = 0; g < ng; g++) {
+                int z = zt ? zt->data[n * ng + g] : 8;
+                for (size_t i = 0; i < Gs; i++)
+                    qz[i] = (double)((int)q[g * Gs + i] - z);
+                eb pg = red_row(&bg, NX_FP16, xr + g * Gs, NX_FP16, qz);
+                double pv = red_value(&bg, NX_FP16, xr + g * Gs, NX_FP16, qz), sg = sc[n * ng + g];
+                u[g] = nx_round_fast(pv * sg, NX_FP32, NX_RNE, 0); /* pv * sg is exact in binary64 */
+                E += fabs(sg) * pg.E + fabs(u[g] - pv * sg);
+            }
+            j->bound[r] = (red_row(&bk, NX_FP32, u, NX_FP32, NULL).E + E) * MARGIN;
+        }
+        free(w);
+        free(u);
+        free(qz);
+    }
+    if (fail)
+        st = nx_err_set(err, NX_ENOMEM, "out of memory");
+done:
+    bprog_free(&bk);
+    bprog_free(&bg);
+    free(x);
+    free(sc);
+    return st;
+}
+
+/* --- moe_grouped_gemm: y* = sum_j tw_j (x . w_{e_j}) ----------------------------- */
+
+static nx_status moe_bound(bjob *j, nx_err *err)
+{
+    const fam_spec *s = j->s;
+    long T, E, H, N, topk;
+    nx_fmt in;
+    const fam_reduction *k, *comb;
+    nx_status st;
+    if ((st = ref_dim(s, "T", -1, &T, err)) || (st = ref_dim(s, "E", -1, &E, err)) ||
+        (st = ref_dim(s, "H", -1, &H, err)) || (st = ref_dim(s, "N", -1, &N, err)) ||
+        (st = ref_dim(s, "topk", -1, &topk, err)) || (st = ref_param_fmt(s, "in", NX_BF16, &in, err)) ||
+        (st = ref_need_red(s, "k", &k, err)) || (st = ref_need_red(s, "combine", &comb, err)))
+        return st;
+    size_t Hs = (size_t)H, Ns = (size_t)N, tk = (size_t)topk;
+    double *x = NULL, *w = NULL, *tw = NULL;
+    bprog bk = {0}, bc = {0};
+    const st_tensor *ids = st_find(j->in, "topk_ids");
+    j->n = (size_t)T * Ns;
+    if (!(j->bound = ref_alloc(j->n)))
+        return nx_err_set(err, NX_ENOMEM, "out of memory");
+    if (!ids) {
+        st = nx_err_set(err, NX_EINVAL, "input tensor 'topk_ids' is missing");
+        goto done;
+    }
+    if ((st = decode(j, "x", &x, err)) || (st = decode(j, "w", &w, err)) || (st = decode(j, "topk_weights", &tw, err)) ||
+        (st = bprog_new(j, k, Hs, 1, &bk, err)) || (st = bprog_new(j, comb, tk, 1, &bc, err)))
+        goto done;
+    nx_fmt hf = nx_point_out(&k->point);
+    int fail = 0;
+#pragma omp parallel num_threads(j->threads)
+    {
+        double *h = ref_alloc(tk);
+        if (!h) {
+#pragma omp atomic write
+            fail = 1;
+        }
+#pragma omp for schedule(dynamic, 4)
+        for (size_t r = 0; r < j->n; r++) {
+            if (!h)
+                continue;
+            size_t t = r / Ns, n = r % Ns;
+            double Eh = 0;
+            for (size_t q = 0; q < tk; q++) {
+                long e = ref_int_at(ids, t * tk + q);
+                if (e < 0 || e >= E) {
+                    h[q] = NAN;
+                    continue;
+                }
+                const double *xr = x + t * Hs, *wr = w + ((size_t)e * Ns + n) * Hs;
+                eb hb = red_row(&bk, in, xr, in, wr);
+                h[q] = red_value(&bk, in, xr, in, wr);
+                Eh += fabs(tw[t * tk + q]) * hb.E;
+            }
+            j->bound[r] = (red_row(&bc, NX_FP32, tw + t * tk, hf, h).E + Eh) * MARGIN;
+        }
+        free(h);
+    }
+    if (fail)
+        st = nx_err_set(err, NX_ENOMEM, "out of memory");
+done:
+    bprog_free(&bk);
+    bprog_free(&bc);
+    free(x);
+    free(w);
+    free(tw);
+    return st;
+}
+
+/* --- rmsnorm: y* = x' w / sqrt(sum x'^2 / H + eps) ------------------------------- */
+
+static nx_status rms_bound(bjob *j, nx_err *err)
+{
+    const fam_spec *s = j->s;
+    long T, H;
+    nx_fmt in, out;
+    double eps;
+    int residual;
+    const fam_reduction *ssr;
+    nx_status st;
+    if ((st = ref_dim(s, "T", -1, &T, err)) || (st = ref_dim(s, "H", -1, &H, err)) ||
+        (st = ref_param_fmt(s, "in", NX_BF16, &in, err)) || (st = ref_param_fmt(s, "out", in, &out, err)) ||
+        (st = ref_param_f32(s, "eps", "1e-6", &eps, err)) || (st = ref_param_bool(s, "residual", 0, &residual, err)) ||
+        (st = ref_need_red(s, "sumsq", &ssr, err)))
+        return st;
+    size_t Hs = (size_t)H;
+    double *x = NULL, *res = NULL, *wt = NULL;
+    bprog bp = {0};
+    j->n = (size_t)T * Hs;
+    if (!(j->bound = ref_alloc(j->n)))
+        return nx_err_set(err, NX_ENOMEM, "out of memory");
+    if ((st = decode(j, "x", &x, err)) || (st = decode(j, "weight", &wt, err)) ||
+        (residual && (st = decode(j, "residual", &res, err))) || (st = bprog_new(j, ssr, Hs, 1, &bp, err)))
+        goto done;
+    if (residual) /* x' = round_in(x + residual): fixed by the family, the same for every point */
+        for (size_t i = 0; i < j->n; i++)
+            x[i] = nx_round_fast(x[i] + res[i], in, NX_RNE, 0); /* two members of in: exact sum in binary64 */
+    nx_mode mode = nx_point_out_rounding(&ssr->point);
+#pragma omp parallel for num_threads(j->threads) schedule(dynamic, 1)
+    for (size_t t = 0; t < (size_t)T; t++) {
+        const double *xr = x + t * Hs;
+        eb ss = red_row(&bp, in, xr, in, xr); /* M = sum x'^2, the exact ss (rounded up) */
+        double ms_lo = ss.M / MARGIN / MARGIN / (double)H;
+        eb ms = eb_round((eb){ss.E / (double)H * MARGIN, ss.M / (double)H * MARGIN}, NX_FP32, NX_RNE);
+        eb a = eb_add(ms, eb_exact(eps));
+        double a_lo = (ms_lo + eps) / MARGIN; /* the exact argument is at least this */
+        double d = a.E / a_lo;
+        double rs = 1 / sqrt(a_lo) * MARGIN; /* >= rsqrt of the exact argument */
+        eb r;
+        if (!(d < 0.5) || !(a_lo > 0)) {
+            r = (eb){INFINITY, rs};
+        } else {
+            /* rsqrt(a*(1 + delta)) = rsqrt(a*)(1 + delta)^(-1/2), |delta| <= d */
+            double rel = (1 / sqrt(1 - d) - 1) * MARGIN;
+            r.M = rs;
+            r.E = rs * rel + elem_err(s, "rsqrt", j->as_ref, rs * (1 + rel));
+        }
+        for (size_t h = 0; h < Hs; h++) {
+            eb y = eb_mul(eb_mul(eb_exact(xr[h]), r), eb_exact(wt[h]));
+            j->bound[t * Hs + h] = eb_round(y, out, mode).E;
+        }
+    }
+done:
+    bprog_free(&bp);
+    free(x);
+    free(res);
+    free(wt);
+    return st;
+}
+
+/* --- silu_and_mul: y* = silu(g) u ------------------------------------------------- */
+
+static nx_status silu_bound(bjob *j, nx_err *err)
+{
+    const fam_spec *s = j->s;
+    long T, H;
+    nx_fmt in, out;
+    nx_status st;
+    if ((st = ref_dim(s, "T", -1, &T, err)) || (st = ref_dim(s, "H", -1, &H, err)) ||
+        (st = ref_param_fmt(s, "in", NX_BF16, &in, err)) || (st = ref_param_fmt(s, "out", in, &out, err)))
+        return st;
+    size_t Hs = (size_t)H;
+    double *x = NULL;
+    j->n = (size_t)T * Hs;
+    if (!(j->bound = ref_alloc(j->n)))
+        return nx_err_set(err, NX_ENOMEM, "out of memory");
+    if ((st = decode(j, "x", &x, err)))
+        return st;
+    for (size_t i = 0; i < j->n; i++) {
+        size_t t = i / Hs, h = i % Hs;
+        double g = x[t * 2 * Hs + h], u = x[t * 2 * Hs + Hs + h];
+        /* binary64 within a few ulps; the smallest double keeps the
+         * subnormal term where silu(g) underflows (exp(-g) overflows) */
+        double sg = fabs(g / (1 + exp(-g))) * MARGIN * MARGIN + 0x1p-1074;
+        if (isnan(sg))
+            sg = INFINITY;
+        eb si = {elem_err(s, "silu", j->as_ref, sg), sg};
+        j->bound[i] = eb_round(eb_mul(si, eb_exact(u)), out, NX_RNE).E;
+    }
+    free(x);
+    return NX_OK;
+}
+
+/* --- dispatch ------------------------------------------------------------------------ */
+
+/* The params that define a family's mathematical value (not its order or
+ * precision): two points that differ in one compute different functions. */
+static const struct {
+    const char *family, *params[4];
+    nx_status (*fn)(bjob *j, nx_err *err);
+} fams[] = {
+    {"gemm", {"alpha", "beta", "bias", NULL}, gemm_bound},
+    {"gemv_w4a16", {"group", "zero_points", NULL}, gemv_bound},
+    {"moe_grouped_gemm", {NULL}, moe_bound},
+    {"paged_decode_attention", {"scale", NULL}, NULL},
+    {"rmsnorm", {"eps", "residual", NULL}, rms_bound},
+    {"silu_and_mul", {NULL}, silu_bound},
+};
+#define NFAMS (sizeof fams / sizeof fams[0])
+
+static int fam_index(const fam_spec *s)
+{
+    for (size_t i = 0; i < NFAMS; i++)
+        if (s->family && !strcmp(s->family, fams[i].family))
+            return (int)i;
+    return -1;
+}
+
+int ref_bound_same_function(const fam_spec *a, const fam_spec *b, char *why, size_t len)
+{
+    int fi = fam_index(a);
+    if (fi < 0 || !b->family || strcmp(a->family, b->family) != 0) {
+        snprintf(why, len, "the two points are of different families (%s, %s)", a->family ? a->family : "?",
+                 b->family ? b->family : "?");
+        return 0;
+    }
+    for (int k = 0; k < 4 && fams[fi].params[k]; k++) {
+        const char *p = fams[fi].params[k], *va = fam_param_get(a, p), *vb = fam_param_get(b, p);
+        if ((va == NULL) != (vb == NULL) || (va && strcmp(va, vb) != 0)) {
+            snprintf(why, len, "the two points compute different functions: param '%s' is %s and %s", p,
+                     va ? va : "(default)", vb ? vb : "(default)");
+            return 0;
+        }
+    }
+    return 1;
+}
+
+nx_status ref_bound(const fam_spec *spec, const st_file *in, int as_reference, int threads, double **bound,
+                    size_t *count, char *why, size_t wlen, nx_err *err)
+{
+    *bound = NULL;
+    *count = 0;
+    if (wlen)
+        why[0] = 0;
+    int fi = fam_index(spec);
+    if (fi < 0)
+        return nx_err_set(err, NX_EINVAL, "family '%s' has no reference implementation",
+                          spec->family ? spec->family : "(none)");
+    if (!fams[fi].fn) {
+        snprintf(why, wlen,
+                 "%s: the softmax's exp turns the scores' errors into relative errors of e^|error| and its max "
+                 "shift depends on the computed scores; no bound is derived from the trees",
+                 spec->family);
+        return nx_err_set(err, NX_EUNSUPPORTED, "%s", why);
+    }
+    nx_status st = ref_check_inputs(spec, in, err);
+    if (st)
+        return st;
+    bjob j = {spec, in, as_reference != 0, threads > 0 ? threads : omp_get_max_threads(), NULL, 0};
+    st = fams[fi].fn(&j, err);
+    if (st) {
+        free(j.bound);
+        return st;
+    }
+    size_t inf_at = SIZE_MAX;
+    for (size_t i = 0; i < j.n && inf_at == SIZE_MAX; i++)
+        if (!(j.bound[i] < INFINITY))
+            inf_at = i;
+    if (inf_at != SIZE_MAX) {
+        snprintf(why, wlen,
+                 "%s.%s: the bound is unbounded at element %zu (a rounding may overflow, an input is not finite, or "
+                 "an elementwise argument is not bounded away from its singularity)",
+                 spec->family, spec->point ? spec->point : "?", inf_at);
+        free(j.bound);
+        return nx_err_set(err, NX_EUNSUPPORTED, "%s", why);
+    }
+    *bound = j.bound;
+    *count = j.n;
+    return NX_OK;
+}
