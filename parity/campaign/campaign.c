@@ -6,6 +6,7 @@
 #include "refimpl.h"
 #include "rows.h"
 #include "trace.h"
+#include "tolerance.h"
 #include "nx_sbuf.h"
 
 #include <jansson.h>
@@ -467,7 +468,8 @@ static nx_status check_rows(const camp_opts *o, fam_spec *spec, const st_file *i
 
 /* Tier 2 over the first output tensor (every family's main output `y`),
  * then the others must agree bit for bit when judged bitwise. */
-static nx_status tier2(const fam_spec *spec, const st_file *dev, const st_file *ref, camp_result *res, nx_err *err)
+static nx_status tier2(const fam_spec *spec, const st_file *in, const st_file *dev, const st_file *ref, camp_result *res,
+                       const camp_opts *o, nx_err *err)
 {
     double t0 = now();
     const st_tensor *rt = ref->ntensors ? &ref->tensors[0] : NULL;
@@ -504,7 +506,8 @@ static nx_status tier2(const fam_spec *spec, const st_file *dev, const st_file *
             approx = 1;
     cmp_options opt;
     const char *why = "";
-    char deflt[256] = "";
+    t2_policy pol;
+    memset(&pol, 0, sizeof pol);
     nx_status st = NX_OK;
     int negative = 0;
     for (int c = 0; c < CK_COUNT; c++)
@@ -514,14 +517,17 @@ static nx_status tier2(const fam_spec *spec, const st_file *dev, const st_file *
         res->bit_exact = 1;
     } else {
         why = approx ? "an elementwise function is a declared approximation" : "a negative control: judged by its declared tolerance";
-        if (spec->tol.has_ulp || spec->tol.has_rtol)
-            st = cmp_options_from_tolerance(&spec->tol, &opt, err);
-        else
-            camp_default_tolerance((nx_fmt)f, &opt, deflt, sizeof deflt);
+        /* the declared tolerance, else the bound of the point's tree
+         * against itself (the device's approximations vs the reference's
+         * cr, an `atomic` in any order), else torch.testing's default */
+        st = t2_policy_choose(spec, spec, in, (nx_fmt)f, (size_t)rt->nelem, r, NULL, o->threads, &pol, err);
+        opt = pol.opt;
     }
     cmp_input ci = {(nx_fmt)f, (size_t)rt->nelem, g, r, NULL, NULL, rt->ndim, rt->shape};
+    t2_policy_input(&pol, &ci);
     if (!st)
         st = cmp_compare(&ci, &opt, &res->t2, err);
+    t2_policy_free(&pol);
     free(g);
     free(r);
     if (st)
@@ -537,7 +543,7 @@ static nx_status tier2(const fam_spec *spec, const st_file *dev, const st_file *
                   (size_t)rt->nelem, *idx ? ", first at " : "", idx);
     else
         set_check(res, CK_TIER2, "not bit-exact (%s%s%s); %s: %zu / %zu elements outside, max ulp %llu%s%s", why,
-                  *deflt ? "; " : "", deflt, cmp_policy_name(opt.policy), res->t2.mismatched, (size_t)rt->nelem,
+                  *pol.why ? "; " : "", pol.why, cmp_policy_name(opt.policy), res->t2.mismatched, (size_t)rt->nelem,
                   (unsigned long long)res->t2.max_ulp, *idx ? ", first at " : "", idx);
     /* other outputs (rmsnorm's residual_out) must match bit for bit when bitwise */
     for (size_t i = 0; i < ref->ntensors && res->bit_exact && c->verdict == CV_PASS; i++) {
@@ -680,7 +686,7 @@ tier2:
     if ((st = ref_run_opts(&spec, inp, &ref, &ro, err)))
         goto out;
     res->t_ref += now() - t0;
-    st = tier2(&spec, &runs[0], &ref, res, err);
+    st = tier2(&spec, inp, &runs[0], &ref, res, o, err);
 out:
     if (st) {
         res->error = 1;

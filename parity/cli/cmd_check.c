@@ -10,6 +10,7 @@
 #include "rows.h"
 #include "trace.h"
 #include "npy.h"
+#include "tolerance.h"
 
 #include <time.h>
 
@@ -29,7 +30,9 @@ static const char check_usage[] =
     "(its in.* tensors, or the seed that regenerates them) and compared with its\n"
     "outputs, row by row through the trace's batch layout.  Bit for bit when the\n"
     "trace's point and the reference point have the same numerics hash; else\n"
-    "within the trace point's declared tolerance, said as such with what differs.\n"
+    "within the trace point's declared tolerance, else within the bound derived\n"
+    "from both points' trees (docs/tolerance.md), else (the last resort, said as\n"
+    "such) torch.testing's default for the output format; with what differs.\n"
     "Tier 1, across traces of one point, class and shape: runs that differ only in\n"
     "run index (determinism), in mode (eager vs graphed), in kernel (new vs\n"
     "legacy) or in batch layout (row invariance) must agree bit for bit on every\n"
@@ -49,6 +52,7 @@ static const char check_usage[] =
     "  [--dtype bf16|fp16|e4m3|...] [--name y] [--mode eager|graphed]\n"
     "  [--kernel K] [--batch rows=0..15]\n"
     "\n"
+
     "exit status: 0 every check passed; 1 a parity check failed; 2 usage or input\n"
     "error: a malformed or mismatched trace (unknown family or point, wrong\n"
     "shape or dtype, missing metadata), named with its file and field.\n";
@@ -204,18 +208,28 @@ static nx_status check_one(const reg_registry *reg, const char *ref_point, const
                      : nx_err_set(err, NX_ENOMEM, "out of memory");
         goto out;
     }
+    size_t *srcs = malloc((n ? n : 1) * sizeof *srcs);
+    if (!srcs) {
+        free(g);
+        free(r);
+        st = nx_err_set(err, NX_ENOMEM, "out of memory");
+        goto out;
+    }
     for (size_t i = 0; i < n; i++) {
         size_t row = i / per_row, col = i % per_row;
         size_t src = c->ref_by_batch ? i : (size_t)t->rows[row] * per_row + col;
         g[i] = st_get_bits(main_got, main_got->data, i);
         r[i] = st_get_bits(main_ref, main_ref->data, src);
+        srcs[i] = src;
     }
+    t2_policy pol;
+    memset(&pol, 0, sizeof pol);
     int approx = 0;
     for (size_t i = 0; i < c->spec.nelems; i++)
         approx |= c->spec.elems[i].impl == FAM_ELEM_APPROX;
     int same_point = c->spec.hash && rs->hash && strcmp(c->spec.hash, rs->hash) == 0;
     cmp_options opt;
-    char why[1024] = "";
+    char why[2048] = "";
     if (same_point && !approx) {
         cmp_options_init(&opt, CMP_BITWISE);
         c->bit_exact = 1;
@@ -239,21 +253,27 @@ static nx_status check_one(const reg_registry *reg, const char *ref_point, const
         } else {
             snprintf(why, sizeof why, "an elementwise function of the point is a declared approximation");
         }
-        if (c->spec.tol.has_ulp || c->spec.tol.has_rtol) {
-            st = cmp_options_from_tolerance(&c->spec.tol, &opt, err);
-        } else {
-            char d[256];
-            camp_default_tolerance((nx_fmt)fmt, &opt, d, sizeof d);
-            size_t l = strlen(why);
-            snprintf(why + l, sizeof why - l, "; %s", d);
-        }
+        /* the declared tolerance, else the bound from both points'
+         * trees on these inputs, else torch.testing's default */
+        char nb[32];
+        snprintf(nb, sizeof nb, "%zu", t->nrows);
+        if (c->ref_by_batch && bd)
+            st = fam_spec_set_param(&c->spec, bd, nb, err);
+        if (!st)
+            st = t2_policy_choose(&c->spec, rs, &in, (nx_fmt)fmt, n, r, srcs, 0, &pol, err);
+        opt = pol.opt;
+        size_t l = strlen(why);
+        snprintf(why + l, sizeof why - l, "; %s", pol.why);
     }
     int64_t shp[CMP_MAX_NDIM];
     for (int d = 0; d < main_got->ndim && d < CMP_MAX_NDIM; d++)
         shp[d] = main_got->shape[d];
     cmp_input ci = {(nx_fmt)fmt, n, g, r, NULL, NULL, main_got->ndim, shp};
+    t2_policy_input(&pol, &ci);
     if (!st)
         st = cmp_compare(&ci, &opt, &c->cmp, err);
+    t2_policy_free(&pol);
+    free(srcs);
     free(g);
     free(r);
     if (st)
@@ -450,7 +470,8 @@ int cmd_check(int argc, char **argv)
     for (size_t i = 0; i < np; i++) {
         checked *c = &cs[i];
         printf("%-46s %-8s %-10s %s\n", c->t.path, trace_mode_name(c->t.mode),
-               c->t2.verdict == CV_PASS ? (c->bit_exact ? "bits" : "tolerance") : "FAIL", c->t2.detail);
+               c->t2.verdict == CV_PASS ? (c->bit_exact ? "bits" : c->cmp.opt.policy == CMP_BOUND ? "bound" : "tolerance")
+                                          : "FAIL", c->t2.detail);
         if (c->t2.verdict == CV_FAIL) {
             failed++;
             report_indent(stdout, c->cmp_text, 4);
