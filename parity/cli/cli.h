@@ -40,5 +40,14 @@ int cmd_campaign(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_transcript(int argc, char **argv);
 int cmd_tier3(int argc, char **argv);
+/* `parity check --numerics P --in IN --out Y` (cmd_check_numerics.c). */
+int cmd_check_numerics(int argc, char **argv);
+
+struct st_file;
+struct st_tensor;
+/* IN of `parity reduce`: 'a' [rows, n], optional 'b' of the same shape
+ * (cmd_reduce.c); the message names path and the tensor. */
+nx_status reduce_check_inputs(const char *path, const struct st_file *f, const struct st_tensor **a,
+                              const struct st_tensor **b, nx_err *err);
 
 #endif

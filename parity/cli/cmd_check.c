@@ -52,7 +52,10 @@ static const char check_usage[] =
     "  [--dtype bf16|fp16|e4m3|...] [--name y] [--mode eager|graphed]\n"
     "  [--kernel K] [--batch rows=0..15]\n"
     "\n"
-
+    "Any kernel's output, without a registry, against a numerics point's exact\n"
+    "reference on `parity reduce`'s input (see `parity check --numerics --help`):\n"
+    "  --numerics P --in IN.safetensors --out Y.safetensors|Y.npy\n"
+    "\n"
     "exit status: 0 every check passed; 1 a parity check failed; 2 usage or input\n"
     "error: a malformed or mismatched trace (unknown family or point, wrong\n"
     "shape or dtype, missing metadata), named with its file and field.\n";
@@ -395,6 +398,9 @@ static nx_status npy_trace(const npy_opts *o, trace *t, nx_err *err)
 
 int cmd_check(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++) /* any output against a numerics point, no registry */
+        if (!strcmp(argv[i], "--numerics") || !strncmp(argv[i], "--numerics=", 11))
+            return cmd_check_numerics(argc, argv);
     npy_opts no = {0};
     const char *kdir = "kernels", *refp = NULL, *refc = NULL, *eng_s = NULL, *json = NULL;
     const char **paths = calloc((size_t)argc, sizeof *paths);

@@ -81,8 +81,9 @@ static void job_free(reduce_job *j)
     nx_program_free(j->prog);
 }
 
-/* Checks IN's tensors: 'a' [rows, n], optional 'b' of the same shape, nothing else. */
-static nx_status check_inputs(const char *path, const st_file *f, const st_tensor **a, const st_tensor **b,
+/* Checks IN's tensors: 'a' [rows, n], optional 'b' of the same shape, nothing else
+ * (also `parity check --numerics`, cmd_check_numerics.c). */
+nx_status reduce_check_inputs(const char *path, const st_file *f, const st_tensor **a, const st_tensor **b,
                               nx_err *err)
 {
     *a = st_find(f, "a");
@@ -451,7 +452,7 @@ int cmd_reduce(int argc, char **argv)
     if ((st = pt_from_text(numerics, "--numerics", &j.pt, &err)))
         goto fail;
     j.have_pt = 1;
-    if ((st = st_read(inp, &j.in, &err)) || (st = check_inputs(inp, &j.in, &ta, &tb, &err)))
+    if ((st = st_read(inp, &j.in, &err)) || (st = reduce_check_inputs(inp, &j.in, &ta, &tb, &err)))
         goto fail;
     size_t rows = (size_t)ta->shape[0], n = (size_t)ta->shape[1];
     if ((st = nx_program_build(&j.pt, n, tb != NULL, &j.prog, &err))) {

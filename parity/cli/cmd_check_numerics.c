@@ -1,0 +1,269 @@
+/* cmd_check_numerics.c: `parity check --numerics P --in IN --out Y`: any
+ * kernel's output y (a safetensors tensor or a .npy array, one value per
+ * row) checked against the exact reference of the numerics point P on the
+ * rows of IN, without a registry.  IN is what `parity reduce` reads
+ * (reduce_check_inputs); the reference is the engines' result (fast, or
+ * MPFR); the comparison and its report are Tier 2's (compare.h): bit for
+ * bit, or, for a point whose tree uses `atomic` (no defined order), within
+ * the tree's bound of the exact value (nx_bound, every order covered). */
+#include "cli.h"
+#include "compare.h"
+#include "nx_bound.h"
+#include "nx_engine.h"
+#include "npy.h"
+#include "point_toml.h"
+#include "report.h"
+#include "rows.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage[] =
+    "usage: parity check --numerics POINT --in IN.safetensors --out Y.safetensors|Y.npy\n"
+    "                    [--name y] [--dtype bf16|fp16|...] [--engine fast|mpfr]\n"
+    "                    [--threads N] [--json FILE]\n"
+    "\n"
+    "Checks any kernel's output against the exact reference of a numerics point,\n"
+    "without a registry: IN as for `parity reduce` (tensor 'a' [rows, n] and, for a\n"
+    "dot product, 'b' of the same shape), Y the kernel's results, one per row:\n"
+    "tensor 'y' (or --name) of shape [rows] in a safetensors file, or a .npy array\n"
+    "(--dtype names the format of raw bytes, as for --npy).  Its dtype must be the\n"
+    "point's `out` format.  Tier 2: bit for bit against the reference; a point\n"
+    "whose tree uses `atomic` has no defined order and is checked within the bound\n"
+    "its tree gives against the exact value, in any order (docs/tolerance.md).\n"
+    "Mismatches are named by row.\n"
+    "\n"
+    "exit status: 0 pass; 1 the output differs (parity failure); 2 bad point,\n"
+    "file, tensor, dtype or shape, named with the file and tensor.\n";
+
+typedef struct cn_job {
+    nx_point pt;
+    int have_pt;
+    st_file in, yf;
+    npy_array ny;
+    nx_program *prog;
+    double *a, *b, *ref, *exact, *bound;
+    uint64_t *gb, *rb;
+} cn_job;
+
+static void job_free(cn_job *j)
+{
+    if (j->have_pt)
+        nx_point_free(&j->pt);
+    st_free(&j->in);
+    st_free(&j->yf);
+    npy_free(&j->ny);
+    nx_program_free(j->prog);
+    free(j->a);
+    free(j->b);
+    free(j->ref);
+    free(j->exact);
+    free(j->bound);
+    free(j->gb);
+    free(j->rb);
+}
+
+static int ends_with(const char *s, const char *suf)
+{
+    size_t n = strlen(s), m = strlen(suf);
+    return n >= m && strcmp(s + n - m, suf) == 0;
+}
+
+int cmd_check_numerics(int argc, char **argv)
+{
+    const char *numerics = NULL, *inp = NULL, *outp = NULL, *name = NULL, *dtype = NULL, *engine = "fast",
+               *threads_s = NULL, *json = NULL;
+    int bad = 0;
+    for (int i = 1; i < argc; i++)
+        if (cli_flag(argv, i, "--help") || cli_flag(argv, i, "-h")) {
+            fputs(usage, stdout);
+            return EXIT_PASS;
+        }
+    for (int i = 1; i < argc && !bad; i++) {
+        if (cli_opt(argc, argv, &i, "--numerics", &numerics, &bad) || cli_opt(argc, argv, &i, "--in", &inp, &bad) ||
+            cli_opt(argc, argv, &i, "--out", &outp, &bad) || cli_opt(argc, argv, &i, "--name", &name, &bad) ||
+            cli_opt(argc, argv, &i, "--dtype", &dtype, &bad) || cli_opt(argc, argv, &i, "--engine", &engine, &bad) ||
+            cli_opt(argc, argv, &i, "--threads", &threads_s, &bad) || cli_opt(argc, argv, &i, "--json", &json, &bad))
+            continue;
+        cli_error("check", "--numerics: unknown argument '%s' (see --numerics --help)", argv[i]);
+        return EXIT_INPUT;
+    }
+    if (bad)
+        return EXIT_INPUT;
+    if (!numerics || !inp || !outp) {
+        cli_error("check", "--numerics needs --in and --out (see --numerics --help)");
+        return EXIT_INPUT;
+    }
+    int mpfr = strcmp(engine, "mpfr") == 0;
+    if (!mpfr && strcmp(engine, "fast") != 0) {
+        cli_error("check", "--engine: unknown engine '%s' (expected fast or mpfr)", engine);
+        return EXIT_INPUT;
+    }
+    int threads = 0;
+    if (threads_s && (threads = (int)cli_long("check", "--threads", threads_s, 1, 4096)) < 0)
+        return EXIT_INPUT;
+    if (!name)
+        name = "y";
+
+    cn_job j;
+    memset(&j, 0, sizeof j);
+    st_init(&j.in);
+    st_init(&j.yf);
+    npy_init(&j.ny);
+    nx_err err = {0};
+    nx_status st;
+    const st_tensor *ta, *tb, *ty;
+    /* the point and IN, as `parity reduce` reads them */
+    if ((st = pt_from_text(numerics, "--numerics", &j.pt, &err)))
+        goto fail;
+    j.have_pt = 1;
+    if ((st = st_read(inp, &j.in, &err)) || (st = reduce_check_inputs(inp, &j.in, &ta, &tb, &err)))
+        goto fail;
+    size_t rows = (size_t)ta->shape[0], n = (size_t)ta->shape[1];
+    if ((st = nx_program_build(&j.pt, n, tb != NULL, &j.prog, &err))) {
+        nx_err_prefix(&err, "--numerics");
+        goto fail;
+    }
+    /* the kernel's output */
+    if (ends_with(outp, ".npy")) {
+        if ((st = npy_read(outp, dtype, &j.ny, &err)))
+            goto fail;
+        ty = &j.ny.t;
+    } else {
+        if (dtype) {
+            st = nx_err_set(&err, NX_EINVAL, "--dtype applies to a .npy output; %s is a safetensors file", outp);
+            goto fail;
+        }
+        if ((st = st_read(outp, &j.yf, &err)))
+            goto fail;
+        if (!(ty = st_find(&j.yf, name))) {
+            st = nx_err_set(&err, NX_EINVAL, "%s: no tensor '%s' (expected the kernel's results, shape [%zu])", outp, name,
+                            rows);
+            goto fail;
+        }
+    }
+    const char *tname = ty == &j.ny.t ? "the array" : name;
+    nx_fmt of = j.prog->out;
+    st_dtype want = rows_dtype_of_fmt(of);
+    int widened = ((uint64_t)rows * st_dtype_bits(want)) % 8 != 0; /* reduce writes such rows as F32 */
+    if (ty->dtype != want && !(widened && ty->dtype == ST_F32)) {
+        st = nx_err_set(&err, NX_EINVAL, "%s: tensor '%s' has dtype %s; the point's out format %s is %s%s", outp, tname,
+                        st_dtype_name(ty->dtype), nx_format(of)->name, st_dtype_name(want),
+                        widened ? " (or F32, widened)" : "");
+        goto fail;
+    }
+    if (ty->ndim != 1 || (size_t)ty->shape[0] != rows) {
+        char sh[128] = "";
+        size_t k = 0;
+        for (int d = 0; d < ty->ndim && k + 24 < sizeof sh; d++)
+            k += (size_t)snprintf(sh + k, sizeof sh - k, "%s%lld", d ? ", " : "", (long long)ty->shape[d]);
+        st = nx_err_set(&err, NX_EINVAL, "%s: tensor '%s' has shape [%s]; %s has %zu rows, so [%zu] is expected", outp,
+                        tname, sh, inp, rows, rows);
+        goto fail;
+    }
+    nx_fmt yfmt = ty->dtype == want ? of : NX_FP32;
+    /* the reference */
+    j.a = malloc((ta->nelem ? ta->nelem : 1) * sizeof *j.a);
+    j.b = tb ? malloc((tb->nelem ? tb->nelem : 1) * sizeof *j.b) : NULL;
+    j.ref = malloc((rows ? rows : 1) * sizeof *j.ref);
+    j.gb = malloc((rows ? rows : 1) * sizeof *j.gb);
+    j.rb = malloc((rows ? rows : 1) * sizeof *j.rb);
+    if (!j.a || (tb && !j.b) || !j.ref || !j.gb || !j.rb) {
+        st = nx_err_set(&err, NX_ENOMEM, "out of memory for %zu x %zu values", rows, n);
+        goto fail;
+    }
+    if ((st = rows_decode(ta, j.a, &err)) || (tb && (st = rows_decode(tb, j.b, &err)))) {
+        nx_err_prefix(&err, "%s", inp);
+        goto fail;
+    }
+    nx_rows in;
+    memset(&in, 0, sizeof in);
+    in.rows = rows;
+    in.a_fmt = (nx_fmt)rows_fmt_of_dtype(ta->dtype);
+    in.a = j.a;
+    in.b_fmt = tb ? (nx_fmt)rows_fmt_of_dtype(tb->dtype) : NX_FP64;
+    in.b = j.b;
+    if ((st = (mpfr ? nx_mpfr_reduce : nx_fast_reduce)(j.prog, &in, j.ref, threads, &err)))
+        goto fail;
+    for (size_t r = 0; r < rows; r++) {
+        j.gb[r] = st_get_bits(ty, ty->data, r);
+        uint64_t bits = 0;
+        if (nx_encode(yfmt, j.ref[r], &bits, NULL) != NX_OK) {
+            st = nx_err_set(&err, NX_EINVAL, "the reference has no %s encoding at row %zu (a NaN in a format without NaN)",
+                            nx_format(yfmt)->name, r);
+            goto fail;
+        }
+        j.rb[r] = bits;
+    }
+    /* Tier 2 */
+    cmp_options opt;
+    char why[512];
+    if (!j.prog->nondeterministic) {
+        cmp_options_init(&opt, CMP_BITWISE);
+        snprintf(why, sizeof why, "bit-exact: the output must have the bits of the point's reference");
+    } else {
+        /* no defined order: within the tree's bound of the exact value,
+         * every order of the `atomic` additions covered */
+        j.exact = malloc((rows ? rows : 1) * sizeof *j.exact);
+        j.bound = malloc((rows ? rows : 1) * sizeof *j.bound);
+        nx_bound_row *br = malloc((rows ? rows : 1) * sizeof *br);
+        if (!j.exact || !j.bound || !br) {
+            free(br);
+            st = nx_err_set(&err, NX_ENOMEM, "out of memory");
+            goto fail;
+        }
+        st = nx_bound_rows(j.prog, &in, j.ref, br, threads, &err);
+        for (size_t r = 0; r < rows && !st; r++) {
+            j.exact[r] = br[r].exact;
+            /* the exact value is rounded to binary64: widen by its rounding */
+            j.bound[r] = br[r].bound + fabs(br[r].exact) * 0x1p-52;
+        }
+        free(br);
+        if (st)
+            goto fail;
+        cmp_options_init(&opt, CMP_BOUND);
+        snprintf(why, sizeof why,
+                 "not bit-exact: the tree uses 'atomic' (no defined order); within the bound its tree gives "
+                 "against the exact value, in any order (docs/tolerance.md)");
+    }
+    int64_t shp[1] = {(int64_t)rows};
+    cmp_input ci = {yfmt, rows, j.gb, j.rb, j.exact, j.bound, 1, shp};
+    cmp_result res;
+    if ((st = cmp_compare(&ci, &opt, &res, &err))) {
+        nx_err_prefix(&err, "%s: tensor '%s'", outp, tname);
+        goto fail;
+    }
+    char first[96] = "";
+    if (res.first_mismatch != CMP_NO_INDEX)
+        snprintf(first, sizeof first, ", first at row %zu", res.first_mismatch);
+    printf("%-46s %-10s %s: %zu / %zu rows differ%s\n", outp,
+           res.mismatched ? "FAIL" : opt.policy == CMP_BITWISE ? "bits" : "bound", why, res.mismatched, rows, first);
+    char *text = cmp_result_text(&res);
+    if (res.mismatched && text)
+        report_indent(stdout, text, 4);
+    free(text);
+    int rc = res.mismatched ? EXIT_PARITY : EXIT_PASS;
+    if (json) {
+        json_t *o = json_object();
+        char *pt = nx_point_print(&j.pt);
+        json_object_set_new(o, "output", json_string(outp));
+        json_object_set_new(o, "numerics", json_string(pt ? pt : numerics));
+        json_object_set_new(o, "verdict", json_string(res.mismatched ? "fail" : "pass"));
+        json_object_set_new(o, "detail", json_string(why));
+        json_object_set_new(o, "compare", cmp_result_json(&res));
+        free(pt);
+        char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        json_decref(o);
+        if (!s || report_write_atomic(json, s, &err) != NX_OK)
+            rc = s ? cli_fail("check", &err) : EXIT_INTERNAL;
+        free(s);
+    }
+    job_free(&j);
+    return rc;
+fail:
+    job_free(&j);
+    return cli_fail("check", &err);
+}
