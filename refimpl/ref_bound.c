@@ -9,8 +9,9 @@
  * pairs adds the operands' propagated errors and one rounding of a value of
  * magnitude at most the computed one's bound (nx_bound_rounding).  Where a
  * reduction's terms are earlier computed values (the MoE combine over h,
- * gemv's per-group k over u_g), those values are computed here by the
- * engine, so nx_bound sees the terms the point really adds. */
+ * gemv's per-group k over u_g, attention's probabilities and partials),
+ * those values are computed here by the engine, so nx_bound sees the terms
+ * the point really adds. */
 #include "nx_bound.h"
 #include "nx_round_fast.h"
 #include "ref_internal.h"
@@ -472,6 +473,298 @@ static nx_status silu_bound(bjob *j, nx_err *err)
     return NX_OK;
 }
 
+/* --- paged_decode_attention: y* = sum_j e^(s*_j) v_j / sum_j e^(s*_j) ------------ */
+
+/* Softmax is invariant under a shift: with the computed max m_c of a split
+ * (and M over the splits), y* = sum e^(s*_j - M) v_j / sum e^(s*_j - M),
+ * s*_j = scale (q . k_j) exact, and every computed exponential is compared
+ * with e^(s*_j - m_c) or e^(m_c - M): an argument within delta of the exact
+ * one gives a relative error e^delta - 1, plus the exp's own rounding. */
+
+typedef struct lenprog {
+    size_t n;
+    bprog p;
+} lenprog;
+
+typedef struct lencache {
+    lenprog *v;
+    size_t n;
+} lencache;
+
+static nx_status lc_add(bjob *j, lencache *c, const fam_reduction *r, size_t n, int dot, nx_err *err)
+{
+    for (size_t i = 0; i < c->n; i++)
+        if (c->v[i].n == n)
+            return NX_OK;
+    lenprog *v = realloc(c->v, (c->n + 1) * sizeof *v);
+    if (!v)
+        return nx_err_set(err, NX_ENOMEM, "out of memory");
+    c->v = v;
+    c->v[c->n].n = n;
+    nx_status st = bprog_new(j, r, n, dot, &c->v[c->n].p, err);
+    c->n++;
+    return st;
+}
+
+static const bprog *lc_get(const lencache *c, size_t n)
+{
+    for (size_t i = 0; i < c->n; i++)
+        if (c->v[i].n == n)
+            return &c->v[i].p;
+    return NULL;
+}
+
+static void lc_free(lencache *c)
+{
+    for (size_t i = 0; i < c->n; i++)
+        bprog_free(&c->v[i].p);
+    free(c->v);
+}
+
+/* Rows of one program at once (the engine over contiguous rows). */
+static int red_values(const bprog *bp, size_t rows, nx_fmt af, const double *a, nx_fmt bf, const double *b, double *y)
+{
+    nx_rows in;
+    memset(&in, 0, sizeof in);
+    in.rows = rows;
+    in.a_fmt = af;
+    in.a = a;
+    in.b_fmt = bf;
+    in.b = bp->p->dot ? b : NULL;
+    nx_err e;
+    return nx_fast_reduce(bp->p, &in, y, 1, &e) == NX_OK;
+}
+
+/* e^x rounded up enough to bound the exact exponential (libm: < 1 ulp) */
+static double exp_up(double x)
+{
+    return exp(x) * (1 + 0x1p-50);
+}
+
+static nx_status attn_bound(bjob *j, nx_err *err)
+{
+    const fam_spec *s = j->s;
+    long B, HQ, HKV, D, P, NP, MAXP, split = 0;
+    nx_fmt in, out;
+    double scale;
+    const fam_reduction *qk, *ssum, *pv, *comb = NULL;
+    nx_status st;
+    if ((st = ref_dim(s, "B", -1, &B, err)) || (st = ref_dim(s, "HQ", -1, &HQ, err)) ||
+        (st = ref_dim(s, "HKV", -1, &HKV, err)) || (st = ref_dim(s, "D", -1, &D, err)) ||
+        (st = ref_dim(s, "P", -1, &P, err)) || (st = ref_dim(s, "NP", -1, &NP, err)) ||
+        (st = ref_dim(s, "MAXP", -1, &MAXP, err)) || (st = ref_param_fmt(s, "in", NX_BF16, &in, err)) ||
+        (st = ref_param_fmt(s, "out", in, &out, err)) || (st = ref_need_red(s, "qk", &qk, err)) ||
+        (st = ref_need_red(s, "softmax_sum", &ssum, err)) || (st = ref_need_red(s, "pv", &pv, err)))
+        return st;
+    if (HQ % HKV)
+        return nx_err_set(err, NX_EINVAL, "HQ = %ld is not a multiple of HKV = %ld", HQ, HKV);
+    if (fam_param_get(s, "split") && (st = fam_param_long(s, "split", &split, err)))
+        return st;
+    if (split < 0)
+        return nx_err_set(err, NX_EINVAL, "split = %ld is negative", split);
+    if (split > 0 && (st = ref_need_red(s, "combine", &comb, err)))
+        return st;
+    if (fam_param_get(s, "scale")) {
+        if ((st = ref_param_f32(s, "scale", NULL, &scale, err)))
+            return st;
+    } else {
+        ref_math m;
+        ref_math_init(&m);
+        scale = ref_f32_rsqrt(&m, (double)D);
+        ref_math_clear(&m);
+    }
+    const fam_elem *ex = fam_elem_get(s, "exp");
+    if (!j->as_ref && ex && ex->impl == FAM_ELEM_APPROX)
+        return nx_err_set(err, NX_EUNSUPPORTED,
+                          "%s: exp is a declared approximation (%s) whose results are the terms of the softmax "
+                          "reductions; their bound is derived over correctly rounded terms only",
+                          s->family, ex->approx ? ex->approx : "approx");
+    const st_tensor *bt = st_find(j->in, "block_table"), *cl = st_find(j->in, "context_lens");
+    if (!bt || !cl)
+        return nx_err_set(err, NX_EINVAL, "input tensor '%s' is missing", !bt ? "block_table" : "context_lens");
+    size_t Ds = (size_t)D, Ps = (size_t)P, nh = (size_t)HQ, g = (size_t)(HQ / HKV);
+    double *q = NULL, *k = NULL, *v = NULL;
+    bprog bqk = {0};
+    lencache css = {0}, cpv = {0}, ccb = {0};
+    size_t maxlen = 1, maxns = 1;
+    j->n = (size_t)B * nh * Ds;
+    if (!(j->bound = ref_alloc(j->n)))
+        return nx_err_set(err, NX_ENOMEM, "out of memory");
+    if ((st = decode(j, "q", &q, err)) || (st = decode(j, "k_cache", &k, err)) || (st = decode(j, "v_cache", &v, err)) ||
+        (st = bprog_new(j, qk, Ds, 1, &bqk, err)))
+        goto done;
+    for (long b = 0; b < B && !st; b++) { /* the programs of every length */
+        size_t L = (size_t)ref_int_at(cl, (size_t)b), S = split ? (size_t)split : L, ns = (L + S - 1) / S;
+        size_t last = L - (ns - 1) * S;
+        if ((st = lc_add(j, &css, ssum, S < L ? S : L, 0, err)) || (st = lc_add(j, &css, ssum, last, 0, err)) ||
+            (st = lc_add(j, &cpv, pv, S < L ? S : L, 1, err)) || (st = lc_add(j, &cpv, pv, last, 1, err)) ||
+            (comb && (st = lc_add(j, &ccb, comb, ns, 1, err))))
+            break;
+        if (L > maxlen)
+            maxlen = L;
+        if (ns > maxns)
+            maxns = ns;
+    }
+    if (st)
+        goto done;
+    nx_fmt lf = nx_point_out(&ssum->point), of = nx_point_out(&pv->point);
+    nx_mode mode = nx_point_out_rounding(&pv->point);
+    int fail = 0;
+#pragma omp parallel num_threads(j->threads)
+    {
+        ref_math m;
+        ref_math_init(&m);
+        size_t cap = maxlen * Ds;
+        double *qa = ref_alloc(cap), *kb = ref_alloc(cap), *sv = ref_alloc(maxlen), *sE = ref_alloc(maxlen);
+        double *pr = ref_alloc(maxlen), *pe = ref_alloc(maxlen), *dl = ref_alloc(maxlen);
+        double *ml = ref_alloc(maxns), *lv = ref_alloc(maxns), *lE = ref_alloc(maxns), *llo = ref_alloc(maxns);
+        double *ov = ref_alloc(maxns * Ds), *oE = ref_alloc(maxns * Ds), *w = ref_alloc(maxns), *we = ref_alloc(maxns);
+        double *wlo = ref_alloc(maxns), *col = ref_alloc(maxns), *Ov = ref_alloc(Ds), *OE = ref_alloc(Ds);
+        int ok = qa && kb && sv && sE && pr && pe && dl && ml && lv && lE && llo && ov && oE && w && we && wlo && col && Ov &&
+                 OE;
+        if (!ok) {
+#pragma omp atomic write
+            fail = 1;
+        }
+#pragma omp for schedule(dynamic, 1)
+        for (size_t u = 0; u < (size_t)B * nh; u++) {
+            if (!ok)
+                continue;
+            size_t b = u / nh, h = u % nh, kvh = h / g, L = (size_t)ref_int_at(cl, b);
+            size_t S = split ? (size_t)split : L, ns = (L + S - 1) / S;
+            const double *qr = q + (b * nh + h) * Ds;
+            int bad = 0;
+            for (size_t c = 0; c < ns && !bad; c++) {
+                size_t first = c * S, len = L - first < S ? L - first : S;
+                /* scores: s = fp32(scale * qk), qk within its bound */
+                for (size_t i = 0; i < len; i++) {
+                    size_t jj = first + i, page = (size_t)ref_int_at(bt, b * (size_t)MAXP + jj / Ps);
+                    const double *kr = k + ((page * Ps + jj % Ps) * (size_t)HKV + kvh) * Ds;
+                    memcpy(qa + i * Ds, qr, Ds * sizeof *qa);
+                    memcpy(kb + i * Ds, kr, Ds * sizeof *kb);
+                }
+                if (!red_values(&bqk, len, in, qa, in, kb, sv)) {
+                    bad = 1;
+                    break;
+                }
+                double mx = -INFINITY;
+                for (size_t i = 0; i < len; i++) {
+                    double E = red_row(&bqk, in, qa + i * Ds, in, kb + i * Ds).E, x = scale * sv[i]; /* exact */
+                    sv[i] = nx_round_fast(x, NX_FP32, NX_RNE, 0);
+                    sE[i] = fabs(scale) * E * MARGIN + fabs(sv[i] - x);
+                    if (isnan(sv[i]) || !isfinite(sE[i]))
+                        bad = 1;
+                    mx = sv[i] > mx ? sv[i] : mx;
+                }
+                /* p = exp(fp32(s - m)): within e^delta - 1 of e^(s* - m), plus exp's rounding */
+                double lo = 0, ep = 0;
+                for (size_t i = 0; i < len && !bad; i++) {
+                    double d = sv[i] - mx, arg = nx_round_fast(d, NX_FP32, NX_RNE, 0); /* d exact */
+                    double delta = (sE[i] + fabs(arg - d)) * MARGIN;
+                    nx_err e1;
+                    pr[i] = ref_f32_exp(&m, arg, &e1);
+                    double ea = exp_up(arg);
+                    pe[i] = (ea * expm1(delta) * MARGIN + elem_err(s, "exp", j->as_ref, ea)) * MARGIN;
+                    dl[i] = delta;
+                    lo += exp(arg - delta) / MARGIN / MARGIN;
+                    ep += pe[i];
+                }
+                if (bad)
+                    break;
+                const bprog *bs = lc_get(&css, len), *bpv = lc_get(&cpv, len);
+                ml[c] = mx;
+                llo[c] = lo;
+                lE[c] = (red_row(bs, NX_FP32, pr, NX_FP32, NULL).E + ep) * MARGIN;
+                if (!red_values(bs, 1, NX_FP32, pr, NX_FP32, NULL, &lv[c])) {
+                    bad = 1;
+                    break;
+                }
+                /* o[d] over the products p_j v_j[d] */
+                for (size_t d = 0; d < Ds; d++) {
+                    double ev = 0;
+                    for (size_t i = 0; i < len; i++) {
+                        size_t jj = first + i, page = (size_t)ref_int_at(bt, b * (size_t)MAXP + jj / Ps);
+                        double vv = v[((page * Ps + jj % Ps) * (size_t)HKV + kvh) * Ds + d];
+                        qa[d * len + i] = pr[i];
+                        kb[d * len + i] = vv;
+                        ev += fabs(vv) * pe[i];
+                    }
+                    oE[c * Ds + d] = (red_row(bpv, NX_FP32, qa + d * len, in, kb + d * len).E + ev) * MARGIN;
+                }
+                if (!red_values(bpv, Ds, NX_FP32, qa, in, kb, ov + c * Ds))
+                    bad = 1;
+            }
+            double Lv = 0, LE = 0, Llo = 0;
+            if (!bad && !comb) {
+                Lv = lv[0];
+                LE = lE[0];
+                Llo = llo[0];
+                for (size_t d = 0; d < Ds; d++) {
+                    Ov[d] = ov[d];
+                    OE[d] = oE[d];
+                }
+            } else if (!bad) {
+                /* w_c = exp(fp32(m_c - M)) against e^(m_c - M) */
+                double M = -INFINITY;
+                for (size_t c = 0; c < ns; c++)
+                    M = ml[c] > M ? ml[c] : M;
+                Llo = 0;
+                for (size_t c = 0; c < ns; c++) {
+                    double d = ml[c] - M, arg = nx_round_fast(d, NX_FP32, NX_RNE, 0), delta = fabs(arg - d) * MARGIN;
+                    nx_err e1;
+                    w[c] = ref_f32_exp(&m, arg, &e1);
+                    double ea = exp_up(arg);
+                    we[c] = (ea * expm1(delta) * MARGIN + elem_err(s, "exp", j->as_ref, ea)) * MARGIN;
+                    Llo += exp(arg - delta) / MARGIN / MARGIN * llo[c];
+                }
+                const bprog *bc = lc_get(&ccb, ns);
+                double extra = 0;
+                for (size_t c = 0; c < ns; c++)
+                    extra += fabs(w[c]) * lE[c] + (fabs(lv[c]) + lE[c]) * we[c];
+                LE = (red_row(bc, NX_FP32, w, lf, lv).E + extra) * MARGIN;
+                if (!red_values(bc, 1, NX_FP32, w, lf, lv, &Lv))
+                    bad = 1;
+                for (size_t d = 0; d < Ds && !bad; d++) {
+                    extra = 0;
+                    for (size_t c = 0; c < ns; c++) {
+                        col[c] = ov[c * Ds + d];
+                        extra += fabs(w[c]) * oE[c * Ds + d] + (fabs(col[c]) + oE[c * Ds + d]) * we[c];
+                    }
+                    OE[d] = (red_row(bc, NX_FP32, w, of, col).E + extra) * MARGIN;
+                    if (!red_values(bc, 1, NX_FP32, w, of, col, &Ov[d]))
+                        bad = 1;
+                }
+            }
+            for (size_t d = 0; d < Ds; d++) {
+                double *out_b = &j->bound[u * Ds + d];
+                if (bad || !(Lv > 0) || !(Llo > 0)) {
+                    *out_b = INFINITY;
+                    continue;
+                }
+                /* O/L against the exact ratio: |dO|/L + |O*| |dL| / (L L*) */
+                double qv = fabs(Ov[d] / Lv) * MARGIN;
+                double E = (OE[d] / Lv + (fabs(Ov[d]) + OE[d]) * LE / (Lv * Llo)) * MARGIN;
+                eb y = {E + R(NX_FP32, NX_RNE, qv), qv + E};
+                *out_b = eb_round(y, out, mode).E;
+            }
+        }
+        ref_math_clear(&m);
+        free(qa), free(kb), free(sv), free(sE), free(pr), free(pe), free(dl), free(ml), free(lv), free(lE);
+        free(llo), free(ov), free(oE), free(w), free(we), free(wlo), free(col), free(Ov), free(OE);
+    }
+    if (fail)
+        st = nx_err_set(err, NX_ENOMEM, "out of memory");
+done:
+    bprog_free(&bqk);
+    lc_free(&css);
+    lc_free(&cpv);
+    lc_free(&ccb);
+    free(q);
+    free(k);
+    free(v);
+    return st;
+}
+
 /* --- dispatch ------------------------------------------------------------------------ */
 
 /* The params that define a family's mathematical value (not its order or
@@ -483,7 +776,7 @@ static const struct {
     {"gemm", {"alpha", "beta", "bias", NULL}, gemm_bound},
     {"gemv_w4a16", {"group", "zero_points", NULL}, gemv_bound},
     {"moe_grouped_gemm", {NULL}, moe_bound},
-    {"paged_decode_attention", {"scale", NULL}, NULL},
+    {"paged_decode_attention", {"scale", NULL}, attn_bound},
     {"rmsnorm", {"eps", "residual", NULL}, rms_bound},
     {"silu_and_mul", {NULL}, silu_bound},
 };
@@ -527,20 +820,18 @@ nx_status ref_bound(const fam_spec *spec, const st_file *in, int as_reference, i
     if (fi < 0)
         return nx_err_set(err, NX_EINVAL, "family '%s' has no reference implementation",
                           spec->family ? spec->family : "(none)");
-    if (!fams[fi].fn) {
-        snprintf(why, wlen,
-                 "%s: the softmax's exp turns the scores' errors into relative errors of e^|error| and its max "
-                 "shift depends on the computed scores; no bound is derived from the trees",
-                 spec->family);
-        return nx_err_set(err, NX_EUNSUPPORTED, "%s", why);
-    }
     nx_status st = ref_check_inputs(spec, in, err);
     if (st)
         return st;
     bjob j = {spec, in, as_reference != 0, threads > 0 ? threads : omp_get_max_threads(), NULL, 0};
-    st = fams[fi].fn(&j, err);
+    nx_err e1 = {0};
+    st = fams[fi].fn(&j, &e1);
     if (st) {
         free(j.bound);
+        if (st == NX_EUNSUPPORTED)
+            snprintf(why, wlen, "%s", e1.msg);
+        if (err)
+            *err = e1;
         return st;
     }
     size_t inf_at = SIZE_MAX;

@@ -64,9 +64,9 @@ nx_status ref_check_inputs(const fam_spec *spec, const st_file *in, nx_err *err)
  * as_reference: the elementwise functions as the reference evaluates them
  * (correctly rounded) instead of the declared approximations.  *bound
  * (malloc'd, *count elements, y's order).  NX_EUNSUPPORTED when no finite
- * bound is derivable (a family whose elementwise step amplifies errors
- * beyond the trees, a rounding that may overflow, a non-finite input): why
- * says which and where.  Other errors: bad inputs or params. */
+ * bound is derivable (an approximate exp whose results are the terms of
+ * attention's reductions, a rounding that may overflow, a non-finite
+ * input): why says which and where.  Other errors: bad inputs or params. */
 nx_status ref_bound(const fam_spec *spec, const st_file *in, int as_reference, int threads, double **bound,
                     size_t *count, char *why, size_t wlen, nx_err *err);
 
