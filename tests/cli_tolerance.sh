@@ -7,6 +7,8 @@
 #  - paged attention: the bound through the softmax; with a declared
 #    approximate exp and no tolerance none is derivable, and torch.testing's
 #    default applies, said to be the last resort;
+#  - the campaign judges an approximation without a declared tolerance by
+#    the point's bound against itself;
 #  - check --numerics: a hand-computed output passes (safetensors and .npy),
 #    one flipped bit fails naming the row, a wrong shape, dtype or missing
 #    tensor is an input error naming the file and tensor; an `atomic` point
@@ -35,6 +37,8 @@ cp "$tr" "$T/far.safetensors"
 "$PARITY" check --kernels "$KERNELS" "$T/far.safetensors" --reference gemm.seq > "$T/o2" 2>&1; rc=$?
 [ $rc -eq 1 ] || fail "derived, far value: exit $rc, want 1 ($(cat "$T/o2"))"
 grep -q 'first at \[0, 5\]' "$T/o2" || fail "derived, far value: element not named: $(cat "$T/o2")"
+grep -q "Policy: bound, bf16: |got - ref| <= bound per element (the bound derived from both points' trees)" "$T/o2" \
+  || fail "derived, far value: the report does not say which bound: $(cat "$T/o2")"
 
 # attention: the bound through the softmax (exp of scores within their bounds)
 a="$T/tr/cpu.paged_decode_attention.nosplit.graphed-0.safetensors"
@@ -52,6 +56,14 @@ sed -i '/^id = "nosplit"/,/^exp = "cr"/ s/^exp = "cr"/exp = { approx = "ex2.appr
   || fail "fallback: exit $? ($(cat "$T/o4"))"
 grep -q 'no declared tolerance and no derivable bound (.*exp is a declared approximation.*): torch.testing default for bf16.*a last resort' \
   "$T/o4" || fail "fallback: not said: $(cat "$T/o4")"
+
+# the campaign: an approximate silu with no declared tolerance (a copy of
+# the registry without it) is judged by the point's bound against itself
+cp -r "$KERNELS" "$T/k2"
+sed -i '/^id = "libm"/,/^ulp = 2/ { /^\[family.point.tolerance\]/d; /^ulp = 2$/d }' "$T/k2/cpu/common/KERNEL_FAMILIES.toml"
+"$PARITY" campaign --class cpu --kernels "$T/k2" --shapes small > "$T/c2" 2>&1 || fail "campaign, no tolerance: exit $?"
+grep -q 'silu_and_mul.libm tier2 \[ok\]: .*derived bound from the trees of silu_and_mul.libm and silu_and_mul.libm.*bound: 0 / 384' \
+  "$T/c2" || fail "campaign: the approximation is not judged by the derived bound: $(grep libm "$T/c2")"
 
 # --- parity check --numerics ------------------------------------------------
 # a = [[1, 2, 3, 4], [0.5, 0.25, 0.125, 1]] (F32); seq sums 10 and 1.875, by hand

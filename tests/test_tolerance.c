@@ -32,6 +32,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nx_bound.h"
+#include "nx_engine.h"
 #include "nx_round_fast.h"
 #include "point_toml.h"
 #include "refimpl.h"
@@ -708,6 +710,82 @@ static void test_not_derivable(void **state)
     fam_spec_free(&B);
 }
 
+/* `atomic` has no defined order: its bound must hold for every order of
+ * the combinator's additions, not only the seq order the engines use.  The
+ * partials of split(4, seq, .) (one term each: three just under half an
+ * ulp of the fourth, large one) combined in seq, reversed, pairwise and
+ * halving order stay within the bound of split(4, seq, atomic) of the
+ * exact sum.  In reverse order the large partial comes first and absorbs
+ * each small one, erring three times by almost half an ulp: beyond the
+ * bound of the seq order alone (the control below), within the atomic one. */
+static void test_atomic_orders(void **state)
+{
+    (void)state;
+    const size_t n = 4, rows = 64;
+    static const char *const orders[] = {"seq", "reverse(seq)", "pairwise", "halving"};
+    nx_err e = {0};
+    nx_point pa;
+    nx_program *pga;
+    assert_int_equal(pt_from_text("{ acc = \"bf16\", tree = \"split(4, seq, atomic)\" }", "a", &pa, &e), NX_OK);
+    assert_int_equal(nx_program_build(&pa, n, 0, &pga, &e), NX_OK);
+    nx_bound *bd = nx_bound_new(pga);
+    assert_non_null(bd);
+    nx_bound_atomic_combinator(bd, 1);
+    nx_point ps; /* the control: the same tree with a seq combinator */
+    nx_program *pgs;
+    assert_int_equal(pt_from_text("{ acc = \"bf16\", tree = \"split(4, seq, seq)\" }", "s", &ps, &e), NX_OK);
+    assert_int_equal(nx_program_build(&ps, n, 0, &pgs, &e), NX_OK);
+    nx_bound *bs = nx_bound_new(pgs);
+    assert_non_null(bs);
+    long checked = 0, beyond_seq = 0;
+    for (size_t r = 0; r < rows; r++) {
+        double a[4];
+        double big = nx_round_fast((r % 2 ? -1 : 1) * ldexp(1 + unif(), (int)(r % 9) - 4), NX_BF16, NX_RNE, 0);
+        int q = nx_rf_lg(big) - 7; /* bf16: the ulp of big is 2^q */
+        for (size_t i = 0; i < 3; i++) /* just under half an ulp, the same sign: absorbed */
+            a[i] = (big < 0 ? -1 : 1) * ldexp(1 - ldexp(1.0, -7) * (double)(1 + tu_rand64(&rng) % 3), q - 1);
+        a[3] = big;
+        double sum_abs, B = nx_bound_apriori_sum(bd, pga, NX_BF16, a, NX_BF16, NULL, &sum_abs);
+        double Bs = nx_bound_apriori(bs, pgs, NX_BF16, a, NX_BF16, NULL);
+        mpq_t x;
+        mpq_init(x);
+        for (size_t i = 0; i < n; i++)
+            mpq_addmul_d(x, a[i], 1);
+        for (size_t o = 0; o < sizeof orders / sizeof orders[0]; o++) {
+            char toml[128];
+            snprintf(toml, sizeof toml, "{ acc = \"bf16\", tree = \"split(4, seq, %s)\" }", orders[o]);
+            nx_point p;
+            nx_program *pg;
+            assert_int_equal(pt_from_text(toml, "o", &p, &e), NX_OK);
+            assert_int_equal(nx_program_build(&p, n, 0, &pg, &e), NX_OK);
+            nx_rows in;
+            memset(&in, 0, sizeof in);
+            in.rows = 1;
+            in.a_fmt = NX_BF16;
+            in.a = a;
+            in.b_fmt = NX_BF16;
+            double y, err;
+            assert_int_equal(nx_fast_reduce(pg, &in, &y, 1, &e), NX_OK);
+            if (!within(y, x, B, &err))
+                fail_msg("row %zu, combinator %s: |y - x| = %a exceeds the atomic bound %a", r, orders[o], err, B);
+            if (!within(y, x, Bs, &err))
+                beyond_seq++;
+            checked++;
+            nx_program_free(pg);
+            nx_point_free(&p);
+        }
+        mpq_clear(x);
+    }
+    assert_int_equal(checked, (long)rows * 4);
+    assert_true(beyond_seq > 0); /* the seq-order bound alone would not have held */
+    nx_bound_free(bs);
+    nx_program_free(pgs);
+    nx_point_free(&ps);
+    nx_bound_free(bd);
+    nx_program_free(pga);
+    nx_point_free(&pa);
+}
+
 /* A result off by more than the bound is caught: the check can fail. */
 static void test_negative_control(void **state)
 {
@@ -757,6 +835,7 @@ int main(void)
         cmocka_unit_test_prestate(test_gemv, st),             cmocka_unit_test_prestate(test_rmsnorm, st),
         cmocka_unit_test_prestate(test_silu, st),
         cmocka_unit_test_prestate(test_attention, st),
+        cmocka_unit_test_prestate(test_atomic_orders, st),
     };
     return cmocka_run_group_tests(tests, NULL, report);
 }

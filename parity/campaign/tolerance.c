@@ -80,6 +80,7 @@ nx_status t2_policy_choose(const fam_spec *dev, const fam_spec *ref, const st_fi
         }
         if (st == NX_OK) {
             cmp_options_init(&out->opt, CMP_BOUND);
+            out->opt.bound_vs_ref = 1;
             out->derived = 1;
             snprintf(out->why, sizeof out->why,
                      "derived bound from the trees of %s and %s: |y_device - y_reference| <= bound_device + "

@@ -542,7 +542,10 @@ static void put_policy(nx_sbuf *b, const cmp_result *r)
         nx_sbuf_printf(b, "at most %s ulp apart", x);
         break;
     case CMP_BOUND:
-        nx_sbuf_printf(b, "|got - exact| <= bound per element (exact rounded to binary64)");
+        if (o->bound_vs_ref)
+            nx_sbuf_printf(b, "|got - ref| <= bound per element (the bound derived from both points' trees)");
+        else
+            nx_sbuf_printf(b, "|got - exact| <= bound per element (exact rounded to binary64)");
         break;
     default:
         break;
@@ -600,7 +603,7 @@ char *cmp_result_text(const cmp_result *r)
                    r->nan_mismatch, r->inf_mismatch, r->zero_sign_diff,
                    r->opt.policy == CMP_BITWISE ? "mismatches in bitwise mode" : "equal in this mode");
 
-    if (r->has_exact) {
+    if (r->has_exact && !r->opt.bound_vs_ref) {
         nx_sbuf_printf(&b, "Greatest error against the exact value: ");
         if (r->max_err_exact_index == CMP_NO_INDEX) {
             nx_sbuf_printf(&b, "none");
@@ -735,7 +738,9 @@ json_t *cmp_result_json(const cmp_result *r)
     rj_set(o, "nan_mismatch", jcount(r->nan_mismatch), &ok);
     rj_set(o, "inf_mismatch", jcount(r->inf_mismatch), &ok);
     rj_set(o, "zero_sign_diff", jcount(r->zero_sign_diff), &ok);
-    if (r->has_exact) {
+    if (p->policy == CMP_BOUND)
+        rj_set(o, "bound_against", json_string(p->bound_vs_ref ? "reference" : "exact"), &ok);
+    if (r->has_exact && !p->bound_vs_ref) {
         rj_set(o, "max_err_exact", jloc(r, jnum(r->max_err_exact), r->max_err_exact_index), &ok);
         rj_set(o, "ref_max_err_exact", jloc(r, jnum(r->ref_max_err_exact), r->ref_max_err_exact_index),
              &ok);

@@ -62,6 +62,9 @@ typedef struct cmp_options {
     int equal_nan;      /* non-bitwise policies: NaN == NaN (default 1, §2;
                            torch.testing's default is 0) */
     int nan_payload;    /* NaNs are equal only with equal bits (default 0) */
+    int bound_vs_ref;   /* CMP_BOUND: `exact` holds the reference's values and
+                           `bound` the derived bound between two points
+                           (docs/tolerance.md); the report says so (default 0) */
 } cmp_options;
 
 /* Buckets of the ulp histogram.  Every element lands in exactly one bucket,
