@@ -30,7 +30,8 @@ tr="$T/tr/cpu.gemm.splitk.graphed-0.safetensors"
 # another point, no declared tolerance: the derived bound, said as such
 "$PARITY" check --kernels "$KERNELS" "$tr" --reference gemm.seq > "$T/o1" 2>&1 || fail "derived: exit $? ($(cat "$T/o1"))"
 grep -q 'derived bound from the trees of gemm.splitk and gemm.seq' "$T/o1" || fail "derived: not said: $(cat "$T/o1")"
-grep -q ' bound .*bound: 0 / 96 outside' "$T/o1" || fail "derived: not judged by the bound: $(cat "$T/o1")"
+grep -q '(judged by the bound derived from the tree: \|none outside the bound derived from the tree' "$T/o1" \
+  || fail "derived: not judged by the bound: $(cat "$T/o1")"
 # element 5 moved by a high mantissa bit (bf16 bit 5: a quarter of its value): far outside
 cp "$tr" "$T/far.safetensors"
 "$FLIP" "$T/far.safetensors" y 5 5 || fail "st_flip"
@@ -62,7 +63,7 @@ grep -q 'no declared tolerance and no derivable bound (.*exp is a declared appro
 cp -r "$KERNELS" "$T/k2"
 sed -i '/^id = "libm"/,/^ulp = 2/ { /^\[family.point.tolerance\]/d; /^ulp = 2$/d }' "$T/k2/cpu/common/KERNEL_FAMILIES.toml"
 "$PARITY" campaign --class cpu --kernels "$T/k2" --shapes small > "$T/c2" 2>&1 || fail "campaign, no tolerance: exit $?"
-grep -q 'silu_and_mul.libm tier2 \[ok\]: .*derived bound from the trees of silu_and_mul.libm and silu_and_mul.libm.*bound: 0 / 384' \
+grep -q 'silu_and_mul.libm tier2: ok: .* 384 elements of .y. .*the bound derived from the tree.*derived bound from the trees of silu_and_mul.libm and silu_and_mul.libm' \
   "$T/c2" || fail "campaign: the approximation is not judged by the derived bound: $(grep libm "$T/c2")"
 
 # --- parity check --numerics ------------------------------------------------

@@ -852,6 +852,71 @@ static void test_write_rejects(void **state)
     trace_free(&t);
 }
 
+/* negative_control / expected_fail: a negative control says which Tier 1
+ * checks its kernel is built to fail; traces without the keys read as
+ * before. */
+static void test_negative_control_keys(void **state)
+{
+    (void)state;
+    char p[PATH_CAP];
+    trace t;
+    nx_err e = {0};
+    /* an old trace: neither key, not a control */
+    craft_trace(p, "nc_old.safetensors", NULL, NULL, NULL);
+    assert_int_equal(trace_read(p, &t, &e), NX_OK);
+    assert_false(t.negative_control);
+    assert_null(t.expected_fail);
+    trace_free(&t);
+
+    /* written and read back */
+    tpath(p, "nc_rt.safetensors");
+    st_file f;
+    build_tensors(&f);
+    trace_info in = full_info();
+    in.negative_control = true;
+    in.expected_fail = "eager_graphed,rows";
+    if (trace_write(p, &in, &f, &e) != NX_OK)
+        fail_msg("trace_write: %s", e.msg);
+    assert_int_equal(trace_read(p, &t, &e), NX_OK);
+    assert_true(t.negative_control);
+    assert_string_equal(t.expected_fail, "eager_graphed,rows");
+    assert_string_equal(st_get_meta(&t.file, "negative_control"), "true");
+    trace_free(&t);
+    /* not a control: neither key is written, whatever expected_fail says */
+    in.negative_control = false;
+    assert_int_equal(trace_write(p, &in, &f, &e), NX_OK);
+    assert_int_equal(trace_read(p, &t, &e), NX_OK);
+    assert_null(st_get_meta(&t.file, "negative_control"));
+    assert_null(st_get_meta(&t.file, "expected_fail"));
+    trace_free(&t);
+    /* a control that does not say what it fails is refused by the writer */
+    in.negative_control = true;
+    in.expected_fail = NULL;
+    assert_int_equal(trace_write(p, &in, &f, &e), NX_EINVAL);
+    check_msg(&e, "'expected_fail' is missing");
+    st_free(&f);
+
+    /* crafted files */
+    kv meta[NBASE + 2];
+    memcpy(meta, base_meta, sizeof base_meta);
+    meta[NBASE] = (kv){"negative_control", "true"};
+    meta[NBASE + 1] = (kv){"expected_fail", "determinism"};
+    craft_trace_ex(p, "nc_ok.safetensors", meta, NBASE + 2, NULL, NULL, NULL, y_only, 8);
+    check_accept(p);
+    craft_trace_ex(p, "nc_yes.safetensors", meta, NBASE + 2, NULL, "negative_control", "yes", y_only, 8);
+    check_reject(p, NX_EINVAL, "'negative_control'", "'yes'", NULL);
+    craft_trace_ex(p, "nc_noexp.safetensors", meta, NBASE + 2, "expected_fail", NULL, NULL, y_only, 8);
+    check_reject(p, NX_EINVAL, "'expected_fail' is missing", NULL);
+    craft_trace_ex(p, "nc_false.safetensors", meta, NBASE + 2, NULL, "negative_control", "false", y_only, 8);
+    check_reject(p, NX_EINVAL, "'expected_fail' without negative_control", NULL);
+    craft_trace_ex(p, "nc_bogus.safetensors", meta, NBASE + 2, NULL, "expected_fail", "rows,tier2", y_only, 8);
+    check_reject(p, NX_EINVAL, "column 6", "'tier2' is not a Tier 1 check", NULL);
+    craft_trace_ex(p, "nc_twice.safetensors", meta, NBASE + 2, NULL, "expected_fail", "rows,rows", y_only, 8);
+    check_reject(p, NX_EINVAL, "column 6", "'rows' appears twice", NULL);
+    craft_trace_ex(p, "nc_space.safetensors", meta, NBASE + 2, NULL, "expected_fail", "rows, determinism", y_only, 8);
+    check_reject(p, NX_EINVAL, "' determinism' is not a Tier 1 check", NULL);
+}
+
 static void test_from_st(void **state)
 {
     (void)state;
@@ -1341,6 +1406,7 @@ int main(void)
         cmocka_unit_test(test_container_errors),
         cmocka_unit_test(test_expectations),
         cmocka_unit_test(test_write_rejects),
+        cmocka_unit_test(test_negative_control_keys),
         cmocka_unit_test(test_from_st),
         cmocka_unit_test(test_dtype_names),
         cmocka_unit_test(test_capture_end_to_end),

@@ -628,7 +628,69 @@ void trace_free(trace *t)
 static const char *const standard_keys[] = {
     "parity.trace", "family", "point", "class", "kernel", "device", "shape",
     "params", "seed", "dist", "mode", "run", "batch", "created", "producer",
+    "negative_control", "expected_fail",
 };
+
+static const char *const tier1_checks[] = {"determinism", "eager_graphed", "new_legacy", "rows"};
+
+bool trace_is_tier1_check(const char *s, size_t len)
+{
+    for (size_t i = 0; i < sizeof tier1_checks / sizeof *tier1_checks; i++)
+        if (strlen(tier1_checks[i]) == len && strncmp(s, tier1_checks[i], len) == 0)
+            return true;
+    return false;
+}
+
+/* "negative_control" and "expected_fail": both or neither (a "false"
+ * control without expected_fail is allowed); expected_fail is a
+ * comma-separated list of Tier 1 check names, each once. */
+static nx_status parse_negative(const char *who, const st_file *f, trace *t,
+                                nx_err *err)
+{
+    char q[CLIP_CAP];
+    const char *nc = st_get_meta(f, "negative_control");
+    const char *ef = st_get_meta(f, "expected_fail");
+    if (nc && strcmp(nc, "true") != 0 && strcmp(nc, "false") != 0)
+        return nx_err_set(err, NX_EINVAL, "%s: " META " key "
+                          "'negative_control' is %s; expected 'true' or "
+                          "'false'", who, clip(q, nc));
+    t->negative_control = nc && strcmp(nc, "true") == 0;
+    if (t->negative_control && !ef)
+        return nx_err_set(err, NX_EINVAL, "%s: " META " key 'expected_fail'"
+                          " is missing (required with negative_control = "
+                          "true: which Tier 1 checks the kernel is built to "
+                          "fail)", who);
+    if (ef && !t->negative_control)
+        return nx_err_set(err, NX_EINVAL, "%s: " META " key 'expected_fail'"
+                          " without negative_control = true", who);
+    if (!ef)
+        return NX_OK;
+    const char *p = ef;
+    for (;;) {
+        const char *e = strchr(p, ',');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        if (!trace_is_tier1_check(p, l))
+            return nx_err_set(err, NX_EINVAL, "%s: " META " key "
+                              "'expected_fail': %s: column %zu: '%.*s' is not"
+                              " a Tier 1 check (determinism, eager_graphed, "
+                              "new_legacy, rows)", who, clip(q, ef),
+                              (size_t)(p - ef) + 1, (int)(l > 64 ? 64 : l), p);
+        for (const char *r = ef; r < p;) {
+            const char *re = strchr(r, ',');
+            if ((size_t)(re - r) == l && strncmp(r, p, l) == 0)
+                return nx_err_set(err, NX_EINVAL, "%s: " META " key "
+                                  "'expected_fail': %s: column %zu: '%.*s' "
+                                  "appears twice", who, clip(q, ef),
+                                  (size_t)(p - ef) + 1, (int)l, p);
+            r = re + 1;
+        }
+        if (!e)
+            break;
+        p = e + 1;
+    }
+    t->expected_fail = ef;
+    return NX_OK;
+}
 
 /* Required key k of f, or an error naming it. */
 static nx_status need(const char *who, const st_file *f, const char *k,
@@ -771,6 +833,8 @@ static nx_status parse_trace(const char *who, const st_file *f, trace *t,
     if (t->producer && (!*t->producer || strlen(t->producer) > 256))
         return nx_err_set(err, NX_EINVAL, "%s: " META " key 'producer' must "
                           "be 1 to 256 characters", who);
+    if ((rc = parse_negative(who, f, t, err)))
+        return rc;
 
     for (size_t i = 0; i < f->nmeta; i++) {
         const char *k = f->meta[i].key;
@@ -885,6 +949,8 @@ nx_status trace_write(const char *path, const trace_info *info,
         {"batch", info->batch},
         {"created", created},
         {"producer", info->producer},
+        {"negative_control", info->negative_control ? "true" : NULL},
+        {"expected_fail", info->negative_control ? info->expected_fail : NULL},
     };
     st_file m;
     st_init(&m);

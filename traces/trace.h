@@ -76,6 +76,12 @@ typedef struct trace {
     const char *batch;       /* the batch string as written */
     const char *created;     /* RFC 3339 UTC */
     const char *producer;    /* NULL when absent */
+    /* A negative control: the run's kernel is built to fail the Tier 1
+     * checks named in expected_fail ("eager_graphed", comma-separated).
+     * false / NULL when the keys are absent (every trace written before
+     * they existed). */
+    bool negative_control;
+    const char *expected_fail;
     size_t noutputs, ninputs;
 } trace;
 
@@ -93,6 +99,8 @@ typedef struct trace_info {
     const char *batch;       /* "rows=0..15", "perm=3,1,0,2" */
     const char *created;     /* NULL: the current time, to the second */
     const char *producer;    /* NULL: the key is not written */
+    bool negative_control;   /* false: neither key is written */
+    const char *expected_fail; /* required with negative_control */
 } trace_info;
 
 /* What a caller expects of a trace; a NULL member is not checked. */
@@ -166,6 +174,9 @@ nx_status trace_check_created(const char *s, nx_err *err);
 bool trace_is_name(const char *s);
 /* A tensor name without its prefix: [A-Za-z_][A-Za-z0-9_]{0,127}. */
 bool trace_is_tensor_name(const char *s);
+/* The Tier 1 checks a negative control may be built to fail, the values
+ * of "expected_fail": "determinism", "eager_graphed", "new_legacy", "rows". */
+bool trace_is_tier1_check(const char *s, size_t len);
 /* A kernel id or dist: 1..256 printable ASCII characters, no space. */
 bool trace_is_token(const char *s);
 /* The type a known "device" member must have: 's' string, 'i' non-negative

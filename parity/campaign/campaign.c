@@ -20,7 +20,7 @@
 #include <time.h>
 
 static const char *const check_names[CK_COUNT] = {"determinism", "eager_graphed", "new_legacy", "rows",
-                                                  "tier2"};
+                                                  "tier2",       "parity"};
 
 const char *camp_check_name(int ck)
 {
@@ -85,16 +85,7 @@ static double now(void)
 
 void camp_default_tolerance(nx_fmt f, cmp_options *o, char *what, size_t len)
 {
-    cmp_options_init(o, CMP_TOLERANCE);
-    switch (f) {
-    case NX_FP64: o->rtol = 1e-7; o->atol = 1e-7; break;
-    case NX_FP32: case NX_TF32: case NX_E8M13: o->rtol = 1.3e-6; o->atol = 1e-5; break;
-    case NX_FP16: o->rtol = 1e-3; o->atol = 1e-5; break;
-    case NX_BF16: o->rtol = 1.6e-2; o->atol = 1e-5; break;
-    default: o->rtol = 1e-1; o->atol = 1e-5; break;
-    }
-    snprintf(what, len, "no tolerance is declared: torch.testing's default for %s applies (rtol %g, atol %g)",
-             nx_format(f)->name, o->rtol, o->atol);
+    vd_default_tolerance(f, o, what, len);
 }
 
 void camp_compare_summary(const char *text, char *out, size_t len)
@@ -205,27 +196,72 @@ static void set_check(camp_result *r, int ck, const char *fmt, ...)
     va_end(ap);
 }
 
-/* A check's outcome: `same` is whether the compared runs agreed bit for
- * bit; `where` says where they first differ.  A negative control must
- * disagree. */
-static void judge(camp_result *r, int ck, int same, const char *what, const char *where)
+/* A Tier 1 check's outcome from the evidence of two runs, in the judge's
+ * words (verdict.h): a negative control must disagree. */
+static void judge(camp_result *r, int ck, const vd_diff *d, const char *what)
 {
     camp_check *c = &r->checks[ck];
-    if (c->negative) {
-        c->verdict = same ? CV_FAIL : CV_PASS;
-        if (same)
-            set_check(r, ck, "negative control: %s agreed, but this kernel is built to differ: the check cannot "
-                             "tell it apart", what);
-        else
-            set_check(r, ck, "negative control: %s: the bits differ, as this kernel is built to make them: %s", what,
-                      where);
-    } else {
-        c->verdict = same ? CV_PASS : CV_FAIL;
-        if (same)
-            set_check(r, ck, "%s: identical bit for bit", what);
-        else
-            set_check(r, ck, "%s: the bits differ: %s", what, where);
+    vd_evidence e = {.kind = VD_TIER1, .negative = c->negative, .what = what, .diff = d};
+    c->verdict = vd_judge(&e, c->detail, sizeof c->detail) ? CV_PASS : CV_FAIL;
+}
+
+nx_status camp_cross_class(const reg_registry *reg, const char *class_a, const char *class_b, const char *id,
+                           const char *shape, const st_file *a, const int64_t *arows, size_t an, const st_file *b,
+                           const int64_t *brows, size_t bn, const char *inputs_differ, camp_check *out, nx_err *err)
+{
+    char pa[200], pb[200], declared[1024] = "";
+    snprintf(pa, sizeof pa, "%s:%s", class_a, id);
+    snprintf(pb, sizeof pb, "%s:%s", class_b, id);
+    char *text = NULL;
+    int parity = 0;
+    nx_status st = reg_compare(reg, pa, pb, shape, &text, &parity, err);
+    if (st)
+        return st;
+    if (!parity) {
+        char sum[900];
+        camp_compare_summary(text, sum, sizeof sum);
+        if (*sum)
+            snprintf(declared, sizeof declared, "the points differ: %s", sum);
+        /* no difference listed: the same point, but one with `atomic` */
+        const char *m = text ? strstr(text, "bits may differ: ") : NULL;
+        if (!*declared && m) {
+            m += strlen("bits may differ: ");
+            size_t l = strcspn(m, "\n");
+            snprintf(declared, sizeof declared, "%.*s", (int)l, m);
+        }
     }
+    free(text);
+    vd_diff d;
+    memset(&d, 0, sizeof d);
+    if (!inputs_differ)
+        camp_diff_runs(a, arows, an, b, brows, bn, &d);
+    vd_evidence e = {.kind = VD_PARITY, .diff = &d, .class_a = class_a, .class_b = class_b, .point = id,
+                     .parity_expected = parity, .declared = declared, .inputs_differ = inputs_differ};
+    int v = vd_judge(&e, out->detail, sizeof out->detail);
+    out->verdict = v > 0 ? CV_PASS : v == 0 ? CV_FAIL : CV_SKIP;
+    out->negative = 0;
+    return NX_OK;
+}
+
+void camp_tier1_what(int ck, const char *batch_a, const char *batch_b, char *buf, size_t len)
+{
+    switch (ck) {
+    case CK_DETERMINISM: snprintf(buf, len, "repeated runs"); break;
+    case CK_EAGER_GRAPHED: snprintf(buf, len, "eager and graphed runs"); break;
+    case CK_NEW_LEGACY: snprintf(buf, len, "the new and the legacy kernel"); break;
+    case CK_ROWS: snprintf(buf, len, "batch %s and batch %s", batch_a ? batch_a : "?", batch_b ? batch_b : "?"); break;
+    default: snprintf(buf, len, "%s", camp_check_name(ck)); break;
+    }
+}
+
+void camp_expected_fail(const fam_spec *spec, char *buf, size_t len)
+{
+    const char *v = fam_param_get(spec, "negative_control");
+    size_t k = 0;
+    buf[0] = 0;
+    for (int c = CK_DETERMINISM; c <= CK_ROWS && v; c++)
+        if (vd_in_list(v, check_names[c]) && k + strlen(check_names[c]) + 2 < len)
+            k += (size_t)snprintf(buf + k, len - k, "%s%s", k ? "," : "", check_names[c]);
 }
 
 size_t camp_row_bytes(const st_tensor *t)
@@ -290,52 +326,127 @@ nx_status camp_slice_inputs(const fam_spec *spec, const st_file *in, const int64
     return st;
 }
 
-/* 1 if every output of a and b is bit-identical. */
-static int same_outputs(const st_file *a, const st_file *b, char *where, size_t wlen)
+/* Logical row -> batch position of a run (-1: the run does not hold it),
+ * through a table when the rows are small numbers, else NULL (search). */
+static int64_t *row_index(const int64_t *rows, size_t n, int64_t *span)
 {
-    if (a->ntensors != b->ntensors) {
-        snprintf(where, wlen, "different numbers of outputs");
-        return 0;
-    }
-    for (size_t i = 0; i < a->ntensors; i++) {
-        const st_tensor *x = &a->tensors[i], *y = st_find(b, x->name);
-        if (!y || y->nbytes != x->nbytes || y->dtype != x->dtype) {
-            snprintf(where, wlen, "output '%s' has another shape or dtype", x->name);
-            return 0;
-        }
-        if (memcmp(x->data, y->data, (size_t)x->nbytes) != 0) {
-            size_t e = 0;
-            while (e < x->nelem && st_get_bits(x, x->data, e) == st_get_bits(y, y->data, e))
-                e++;
-            snprintf(where, wlen, "output '%s' first differs at flat element %zu (0x%llx vs 0x%llx)", x->name, e,
-                     (unsigned long long)st_get_bits(x, x->data, e), (unsigned long long)st_get_bits(y, y->data, e));
-            return 0;
-        }
-    }
-    return 1;
+    int64_t mx = -1;
+    for (size_t i = 0; i < n; i++)
+        if (rows[i] > mx)
+            mx = rows[i];
+    *span = mx + 1;
+    if (mx < 0 || mx > (int64_t)(1u << 22))
+        return NULL;
+    int64_t *ix = malloc((size_t)(mx + 1) * sizeof *ix);
+    if (!ix)
+        return NULL;
+    for (int64_t i = 0; i <= mx; i++)
+        ix[i] = -1;
+    for (size_t i = 0; i < n; i++)
+        ix[rows[i]] = (int64_t)i;
+    return ix;
 }
 
-/* Compares rows of `part` (batch rows rows[i]) with the same logical rows
- * of `full`. */
-static int same_rows(const st_file *full, const st_file *part, const int64_t *rows, size_t n, char *where,
-                     size_t wlen)
+void camp_diff_runs(const st_file *a, const int64_t *arows, size_t an, const st_file *b, const int64_t *brows,
+                    size_t bn, vd_diff *d)
 {
-    for (size_t i = 0; i < part->ntensors; i++) {
-        const st_tensor *p = &part->tensors[i], *f = st_find(full, p->name);
-        if (!f || f->ndim != p->ndim || p->ndim == 0 || p->shape[0] != (int64_t)n) {
-            snprintf(where, wlen, "output '%s' has another shape", p->name);
-            return 0;
-        }
-        size_t rb = camp_row_bytes(p);
-        for (size_t r = 0; r < n; r++) {
-            if (memcmp(p->data + r * rb, f->data + (size_t)rows[r] * rb, rb) != 0) {
-                snprintf(where, wlen, "output '%s': logical row %lld differs (batch position %zu of %zu)", p->name,
-                         (long long)rows[r], r, n);
-                return 0;
+    memset(d, 0, sizeof *d);
+    d->same = 1;
+    int64_t *ida = NULL, *idb = NULL;
+    if (!arows || !brows) { /* a whole batch in order on that side */
+        for (size_t i = 0; i < a->ntensors && !arows; i++)
+            if (!trace_tensor_is_input(&a->tensors[i]) && a->tensors[i].ndim > 0) {
+                an = (size_t)a->tensors[i].shape[0];
+                break;
             }
+        for (size_t i = 0; i < b->ntensors && !brows; i++)
+            if (!trace_tensor_is_input(&b->tensors[i]) && b->tensors[i].ndim > 0) {
+                bn = (size_t)b->tensors[i].shape[0];
+                break;
+            }
+        ida = malloc((an ? an : 1) * sizeof *ida);
+        idb = malloc((bn ? bn : 1) * sizeof *idb);
+        if (!ida || !idb) {
+            free(ida);
+            free(idb);
+            d->same = 0;
+            snprintf(d->first_at, sizeof d->first_at, "(out of memory)");
+            return;
+        }
+        for (size_t i = 0; i < an; i++)
+            ida[i] = (int64_t)i;
+        for (size_t i = 0; i < bn; i++)
+            idb[i] = (int64_t)i;
+        arows = arows ? arows : ida;
+        brows = brows ? brows : idb;
+    }
+    int64_t span;
+    int64_t *bpos = row_index(brows, bn, &span);
+    /* pairs[k] = (batch row of a, batch row of b) of each shared logical row, in a's order */
+    size_t *pa = malloc((an ? an : 1) * sizeof *pa), *pb = malloc((an ? an : 1) * sizeof *pb), np = 0;
+    for (size_t i = 0; pa && pb && i < an; i++) {
+        int64_t j = -1;
+        if (bpos)
+            j = arows[i] >= 0 && arows[i] < span ? bpos[arows[i]] : -1;
+        else
+            for (size_t k = 0; k < bn && j < 0; k++)
+                if (brows[k] == arows[i])
+                    j = (int64_t)k;
+        if (j >= 0) {
+            pa[np] = i;
+            pb[np++] = (size_t)j;
         }
     }
-    return 1;
+    d->rows = np;
+    for (size_t t = 0; t < a->ntensors && d->same && pa && pb; t++) {
+        const st_tensor *x = &a->tensors[t];
+        if (trace_tensor_is_input(x) || x->ndim == 0)
+            continue;
+        const st_tensor *y = st_find(b, x->name);
+        int ok = y && y->dtype == x->dtype && y->ndim == x->ndim;
+        for (int k = 1; ok && k < x->ndim; k++)
+            ok = y->shape[k] == x->shape[k];
+        size_t per = x->shape[0] ? (size_t)(x->nelem / (uint64_t)x->shape[0]) : 0;
+        if (!ok) {
+            d->same = 0;
+            snprintf(d->output, sizeof d->output, "%s", x->name);
+            d->differ = d->compared = np * per;
+            snprintf(d->first_at, sizeof d->first_at, "every element (the other run's '%s' is missing or has another "
+                     "dtype or row shape)", x->name);
+            break;
+        }
+        size_t differ = 0, first = SIZE_MAX, first_row = 0;
+        uint64_t fa = 0, fb = 0;
+        for (size_t k = 0; k < np; k++)
+            for (size_t c = 0; c < per; c++) {
+                uint64_t u = st_get_bits(x, x->data, pa[k] * per + c), v = st_get_bits(y, y->data, pb[k] * per + c);
+                if (u != v) {
+                    if (!differ++) {
+                        first = pa[k] * per + c;
+                        first_row = (size_t)arows[pa[k]];
+                        fa = u;
+                        fb = v;
+                    }
+                }
+            }
+        d->compared += np * per;
+        if (differ) {
+            d->same = 0;
+            d->differ = differ;
+            d->compared = np * per;
+            snprintf(d->output, sizeof d->output, "%s", x->name);
+            char idx[96];
+            cmp_format_index(idx, sizeof idx, first, x->ndim, x->shape, CMP_INDEX_BRACKETS);
+            int hex = (st_dtype_bits(x->dtype) + 3) / 4;
+            snprintf(d->first_at, sizeof d->first_at, "%s (logical row %zu; 0x%0*llx vs 0x%0*llx)", idx, first_row, hex,
+                     (unsigned long long)fa, hex, (unsigned long long)fb);
+        }
+    }
+    free(pa);
+    free(pb);
+    free(bpos);
+    free(ida);
+    free(idb);
 }
 
 static nx_status run_backend(const camp_opts *o, const fam_spec *spec, const st_file *in, dev_mode mode,
@@ -399,6 +510,12 @@ static nx_status save_trace(const camp_opts *o, const fam_spec *spec, const camp
     ti.run = run;
     ti.batch = batch;
     ti.producer = "parity campaign";
+    /* a negative control says so, and which checks it is built to fail, so
+     * that `parity check` judges its trace as the campaign judges the run */
+    char expected[128];
+    camp_expected_fail(spec, expected, sizeof expected);
+    ti.negative_control = *expected != 0;
+    ti.expected_fail = expected;
     return trace_write(path, &ti, out, err);
 }
 
@@ -429,9 +546,10 @@ static nx_status check_rows(const camp_opts *o, fam_spec *spec, const st_file *i
     struct { const char *what; size_t n; int perm; } v[3] = {
         {"the last row alone", 1, 0}, {"the batch reversed", (size_t)nrows, 1}, {"the first half", (size_t)(nrows / 2), 0}};
     nx_status st = NX_OK;
-    int same = 1;
-    char where[512] = "", what[128] = "";
-    for (int k = 0; k < 3 && same && !st; k++) {
+    vd_diff d = {.same = 1};
+    char what[1400] = "", full_b[64], all[512] = "";
+    snprintf(full_b, sizeof full_b, "rows=0..%lld", (long long)nrows - 1);
+    for (int k = 0; k < 3 && d.same && !st; k++) {
         for (size_t i = 0; i < v[k].n; i++)
             rows[i] = k == 0 ? nrows - 1 : k == 1 ? nrows - 1 - (int64_t)i : (int64_t)i;
         /* the same point at a smaller batch: only the batch dimension changes */
@@ -443,10 +561,12 @@ static nx_status check_rows(const camp_opts *o, fam_spec *spec, const st_file *i
         if ((st = camp_slice_inputs(spec, in, rows, v[k].n, &sin, err)) == NX_OK &&
             (st = fam_spec_set_param(spec, camp_batch_dim(spec->family), nb, err)) == NX_OK &&
             (st = run_backend(o, spec, &sin, DEV_GRAPHED, NULL, &sout, res, err)) == NX_OK) {
-            same = same_rows(full, &sout, rows, v[k].n, where, sizeof where);
-            snprintf(what, sizeof what, "%s", v[k].what);
             char b[256];
             batch_string(b, sizeof b, rows, v[k].n, v[k].perm);
+            camp_diff_runs(full, NULL, 0, &sout, rows, v[k].n, &d);
+            camp_tier1_what(CK_ROWS, full_b, b, what, sizeof what);
+            size_t l = strlen(all);
+            snprintf(all + l, sizeof all - l, "%s%s", l ? ", " : "", b);
             if (!st)
                 st = save_trace(o, spec, res, &sout, k == 0 ? "row-alone" : k == 1 ? "row-perm" : "row-half",
                                 DEV_GRAPHED, 0, NULL, b, err);
@@ -462,8 +582,44 @@ static nx_status check_rows(const camp_opts *o, fam_spec *spec, const st_file *i
     free(rows);
     if (st)
         return st;
-    judge(res, CK_ROWS, same, same ? "a row alone, the reversed batch and the half batch" : what, where);
+    if (d.same) {
+        char each[600];
+        snprintf(each, sizeof each, "each of %s", all);
+        camp_tier1_what(CK_ROWS, full_b, each, what, sizeof what);
+    }
+    judge(res, CK_ROWS, &d, what);
     return NX_OK;
+}
+
+nx_status camp_tier2_policy(const fam_spec *dev, const fam_spec *ref, const char *differs, int negative,
+                            const st_file *in, nx_fmt fmt, size_t n, const uint64_t *ref_bits, const size_t *src,
+                            int threads, t2_policy *pol, char *why, size_t len, nx_err *err)
+{
+    memset(pol, 0, sizeof *pol);
+    why[0] = 0;
+    int approx = 0;
+    for (size_t i = 0; i < dev->nelems; i++)
+        approx |= dev->elems[i].impl == FAM_ELEM_APPROX;
+    int same_point = dev->hash && ref->hash && strcmp(dev->hash, ref->hash) == 0;
+    if (same_point && !approx && !negative) {
+        cmp_options_init(&pol->opt, CMP_BITWISE);
+        return NX_OK;
+    }
+    if (!same_point)
+        snprintf(why, len, "%s", differs && *differs ? differs : "the run's point and the reference's differ");
+    else if (negative)
+        snprintf(why, len, "a negative control: judged by its declared tolerance");
+    else
+        snprintf(why, len, "an elementwise function is a declared approximation");
+    /* the declared tolerance, else the bound of the points' trees (the
+     * device's approximations vs the reference's cr, an `atomic` in any
+     * order), else torch.testing's default */
+    nx_status st = t2_policy_choose(dev, ref, in, fmt, n, ref_bits, src, threads, pol, err);
+    if (!st && *pol->why) {
+        size_t l = strlen(why);
+        snprintf(why + l, len - l, "; %s", pol->why);
+    }
+    return st;
 }
 
 /* Tier 2 over the first output tensor (every family's main output `y`),
@@ -500,29 +656,14 @@ static nx_status tier2(const fam_spec *spec, const st_file *in, const st_file *d
     /* Bit-exact when the device runs the reference's point: the campaign
      * runs the spec itself, so that is every point except those whose
      * elementwise functions are approximations and negative controls. */
-    int approx = 0;
-    for (size_t i = 0; i < spec->nelems; i++)
-        if (spec->elems[i].impl == FAM_ELEM_APPROX)
-            approx = 1;
-    cmp_options opt;
-    const char *why = "";
-    t2_policy pol;
-    memset(&pol, 0, sizeof pol);
-    nx_status st = NX_OK;
     int negative = 0;
     for (int c = 0; c < CK_COUNT; c++)
         negative |= res->checks[c].negative;
-    if (!approx && !negative) {
-        cmp_options_init(&opt, CMP_BITWISE);
-        res->bit_exact = 1;
-    } else {
-        why = approx ? "an elementwise function is a declared approximation" : "a negative control: judged by its declared tolerance";
-        /* the declared tolerance, else the bound of the point's tree
-         * against itself (the device's approximations vs the reference's
-         * cr, an `atomic` in any order), else torch.testing's default */
-        st = t2_policy_choose(spec, spec, in, (nx_fmt)f, (size_t)rt->nelem, r, NULL, o->threads, &pol, err);
-        opt = pol.opt;
-    }
+    t2_policy pol;
+    char why[1536];
+    nx_status st = camp_tier2_policy(spec, spec, NULL, negative, in, (nx_fmt)f, (size_t)rt->nelem, r, NULL,
+                                     o->threads, &pol, why, sizeof why, err);
+    cmp_options opt = pol.opt;
     cmp_input ci = {(nx_fmt)f, (size_t)rt->nelem, g, r, NULL, NULL, rt->ndim, rt->shape};
     t2_policy_input(&pol, &ci);
     if (!st)
@@ -533,42 +674,108 @@ static nx_status tier2(const fam_spec *spec, const st_file *in, const st_file *d
     if (st)
         return st;
     res->t2_text = cmp_result_text(&res->t2);
+    res->bit_exact = res->t2.bits_differ == 0;
     camp_check *c = &res->checks[CK_TIER2];
-    c->verdict = res->t2.mismatched == 0 ? CV_PASS : CV_FAIL;
-    char idx[96] = "";
-    if (res->t2.first_mismatch != CMP_NO_INDEX)
+    char idx[160] = "";
+    if (res->t2.first_mismatch != CMP_NO_INDEX) {
+        /* the campaign's run holds its whole batch: batch row = logical row */
+        size_t per = rt->ndim && rt->shape[0] ? (size_t)(rt->nelem / (uint64_t)rt->shape[0]) : 1;
         cmp_format_index(idx, sizeof idx, res->t2.first_mismatch, rt->ndim, rt->shape, CMP_INDEX_BRACKETS);
-    if (res->bit_exact)
-        set_check(res, CK_TIER2, "bit-exact: %zu / %zu elements differ from the reference%s%s", res->t2.mismatched,
-                  (size_t)rt->nelem, *idx ? ", first at " : "", idx);
-    else
-        set_check(res, CK_TIER2, "not bit-exact (%s%s%s); %s: %zu / %zu elements outside, max ulp %llu%s%s", why,
-                  *pol.why ? "; " : "", pol.why, cmp_policy_name(opt.policy), res->t2.mismatched, (size_t)rt->nelem,
-                  (unsigned long long)res->t2.max_ulp, *idx ? ", first at " : "", idx);
+        size_t l = strlen(idx);
+        snprintf(idx + l, sizeof idx - l, " (logical row %zu)", res->t2.first_mismatch / (per ? per : 1));
+    }
+    vd_evidence e = {.kind = VD_TIER2, .cmp = &res->t2, .output = rt->name, .first_at = idx, .why = why};
+    c->verdict = vd_judge(&e, c->detail, sizeof c->detail) ? CV_PASS : CV_FAIL;
     /* other outputs (rmsnorm's residual_out) must match bit for bit when bitwise */
-    for (size_t i = 0; i < ref->ntensors && res->bit_exact && c->verdict == CV_PASS; i++) {
+    for (size_t i = 0; i < ref->ntensors && opt.policy == CMP_BITWISE && c->verdict == CV_PASS; i++) {
         const st_tensor *x = &ref->tensors[i], *y = st_find(dev, x->name);
         if (x == rt)
             continue;
         if (!y || y->nbytes != x->nbytes || memcmp(x->data, y->data, (size_t)x->nbytes) != 0) {
             c->verdict = CV_FAIL;
-            set_check(res, CK_TIER2, "output '%s' differs from the reference", x->name);
+            res->bit_exact = 0;
+            set_check(res, CK_TIER2, "%s: not bit-exact: output '%s' differs from the reference", VD_FAIL, x->name);
         }
     }
     res->t_cmp += now() - t0;
     return NX_OK;
 }
 
-static int negative_for(const fam_spec *spec, const char *check)
+/* CK_PARITY: the point's run on this class (mine, the graphed run 0)
+ * against class o->against's, read from its trace or run here. */
+static nx_status cross_class(const reg_registry *reg, const fam_spec *spec, const camp_opts *o, camp_result *res,
+                             const st_file *mine, nx_err *err)
 {
-    const char *v = fam_param_get(spec, "negative_control");
-    if (!v)
-        return 0;
-    size_t n = strlen(check);
-    for (const char *p = v; (p = strstr(p, check)) != NULL; p += n)
-        if ((p == v || p[-1] == ',' || p[-1] == ' ') && (p[n] == 0 || p[n] == ',' || p[n] == ' '))
-            return 1;
-    return 0;
+    camp_check *c = &res->checks[CK_PARITY];
+    const char *cls = o->against;
+    fam_spec ds;
+    memset(&ds, 0, sizeof ds);
+    st_file din, dout;
+    st_init(&din);
+    st_init(&dout);
+    trace t;
+    trace_init(&t);
+    const st_file *theirs = &dout;
+    const int64_t *trows = NULL;
+    size_t tn = 0;
+    char idiff[1600] = "", path[1200];
+    nx_err e2 = {0};
+    nx_status st = NX_OK;
+    c->verdict = CV_SKIP;
+    if (reg_resolve(reg, cls, res->id, res->shape, &ds, &e2) != NX_OK) {
+        set_check(res, CK_PARITY, "skipped: class %s has no point %s (%s)", cls, res->id, e2.msg);
+        goto out;
+    }
+    if (o->against_traces) {
+        snprintf(path, sizeof path, "%s/%s.%s.graphed-0.safetensors", o->against_traces, cls, res->id);
+        struct stat sb;
+        if (stat(path, &sb) != 0) {
+            set_check(res, CK_PARITY, "skipped: no trace of class %s for %s: %s does not exist", cls, res->id, path);
+            goto out;
+        }
+        if ((st = trace_read(path, &t, err)))
+            goto out;
+        trace_expect want = {.family = spec->family, .point = spec->point, .class_name = cls, .shape = res->shape,
+                             .batch_dim = camp_batch_dim(spec->family)};
+        if ((st = trace_check(&t, &want, err)))
+            goto out;
+        const char *dist = nx_dist_name((nx_dist)o->dist);
+        if (!t.has_seed || t.seed != o->seed || strcmp(t.dist, dist) != 0)
+            snprintf(idiff, sizeof idiff, "%s was generated from seed %llu, %s; this campaign's from seed %llu, %s",
+                     path, t.has_seed ? (unsigned long long)t.seed : 0ULL, t.has_seed ? t.dist : "(none)",
+                     o->seed, dist);
+        theirs = &t.file;
+        trows = t.rows;
+        tn = t.nrows;
+    } else {
+        if (!o->against_backend || !o->against_backend->supports(&ds, ds.kernel)) {
+            set_check(res, CK_PARITY, "skipped: class %s: the %s backend has no kernel '%s'", cls,
+                      o->against_backend ? o->against_backend->name : "(no)", ds.kernel ? ds.kernel : "(none)");
+            goto out;
+        }
+        char *ka = inputs_key(spec, o, err), *kb = ka ? inputs_key(&ds, o, err) : NULL;
+        int same_inputs = ka && kb && strcmp(ka, kb) == 0;
+        free(ka);
+        free(kb);
+        if (!same_inputs) {
+            snprintf(idiff, sizeof idiff, "the two points read other input tensors (formats or shapes)");
+        } else {
+            const st_file *use = &din;
+            dev_opts d = {DEV_GRAPHED, o->threads, NULL};
+            double t0 = now();
+            if ((st = get_inputs(&ds, o, &din, &use, err)) || (st = o->against_backend->run(&ds, use, &dout, &d, err)))
+                goto out;
+            res->t_run += now() - t0;
+        }
+    }
+    st = camp_cross_class(reg, res->class_name, cls, res->id, res->shape, mine, NULL, 0, theirs, trows, tn,
+                          *idiff ? idiff : NULL, c, err);
+out:
+    trace_free(&t);
+    st_free(&din);
+    st_free(&dout);
+    fam_spec_free(&ds);
+    return st;
 }
 
 nx_status camp_run_point(const reg_registry *reg, const char *class_name, const char *id, const char *shape,
@@ -578,6 +785,9 @@ nx_status camp_run_point(const reg_registry *reg, const char *class_name, const 
     snprintf(res->id, sizeof res->id, "%s", id);
     snprintf(res->class_name, sizeof res->class_name, "%s", class_name);
     snprintf(res->shape, sizeof res->shape, "%s", shape ? shape : "");
+    snprintf(res->against, sizeof res->against, "%s", o->against ? o->against : "");
+    res->checks[CK_PARITY].verdict = CV_SKIP;
+    set_check(res, CK_PARITY, "skipped: no --against class");
     fam_spec spec;
     memset(&spec, 0, sizeof spec);
     st_file in, ref, runs[2], eager, legacy;
@@ -603,7 +813,7 @@ nx_status camp_run_point(const reg_registry *reg, const char *class_name, const 
             res->legacy[0] = 0;
     }
     for (int c = 0; c < CK_COUNT; c++)
-        res->checks[c].negative = negative_for(&spec, check_names[c]);
+        res->checks[c].negative = c <= CK_ROWS && vd_in_list(fam_param_get(&spec, "negative_control"), check_names[c]);
     if (!o->backend->supports(&spec, spec.kernel)) {
         for (int c = 0; c < CK_COUNT; c++) {
             res->checks[c].verdict = CV_SKIP;
@@ -626,21 +836,20 @@ nx_status camp_run_point(const reg_registry *reg, const char *class_name, const 
 
     /* Tier 1: determinism over repeated graphed runs; eager vs graphed. */
     int repeats = o->repeats < 2 ? 2 : o->repeats;
-    char where[512] = "";
-    int same = 1;
+    vd_diff d = {.same = 1};
+    char what[128];
     if ((st = run_backend(o, &spec, inp, DEV_GRAPHED, NULL, &runs[0], res, err)))
         goto out;
     if ((st = save_trace(o, &spec, res, &runs[0], "graphed-0", DEV_GRAPHED, 0, NULL, full_batch, err)))
         goto out;
-    for (int k = 1; k < repeats && same; k++) {
+    for (int k = 1; k < repeats && d.same; k++) {
         st_free(&runs[1]);
         if ((st = run_backend(o, &spec, inp, DEV_GRAPHED, NULL, &runs[1], res, err)))
             goto out;
-        same = same_outputs(&runs[0], &runs[1], where, sizeof where);
+        camp_diff_runs(&runs[0], NULL, 0, &runs[1], NULL, 0, &d);
     }
-    char runs_what[64];
-    snprintf(runs_what, sizeof runs_what, "%d repeated runs", repeats);
-    judge(res, CK_DETERMINISM, same, runs_what, where);
+    camp_tier1_what(CK_DETERMINISM, NULL, NULL, what, sizeof what);
+    judge(res, CK_DETERMINISM, &d, what);
     if (res->checks[CK_DETERMINISM].negative) {
         /* a kernel nondeterministic by design: the other Tier 1 checks,
          * which compare runs, cannot be judged on it */
@@ -654,8 +863,9 @@ nx_status camp_run_point(const reg_registry *reg, const char *class_name, const 
         goto out;
     if ((st = save_trace(o, &spec, res, &eager, "eager-0", DEV_EAGER, 0, NULL, full_batch, err)))
         goto out;
-    same = same_outputs(&runs[0], &eager, where, sizeof where);
-    judge(res, CK_EAGER_GRAPHED, same, "eager and graphed runs", where);
+    camp_diff_runs(&runs[0], NULL, 0, &eager, NULL, 0, &d);
+    camp_tier1_what(CK_EAGER_GRAPHED, NULL, NULL, what, sizeof what);
+    judge(res, CK_EAGER_GRAPHED, &d, what);
 
     /* Tier 1: new vs legacy kernel of the same point. */
     if (!*res->legacy) {
@@ -667,8 +877,9 @@ nx_status camp_run_point(const reg_registry *reg, const char *class_name, const 
     } else {
         if ((st = run_backend(o, &spec, inp, DEV_GRAPHED, res->legacy, &legacy, res, err)))
             goto out;
-        same = same_outputs(&runs[0], &legacy, where, sizeof where);
-        judge(res, CK_NEW_LEGACY, same, "the new and the legacy kernel", where);
+        camp_diff_runs(&runs[0], NULL, 0, &legacy, NULL, 0, &d);
+        camp_tier1_what(CK_NEW_LEGACY, NULL, NULL, what, sizeof what);
+        judge(res, CK_NEW_LEGACY, &d, what);
     }
 
     /* Tier 1: row invariance. */
@@ -687,6 +898,8 @@ tier2:
         goto out;
     res->t_ref += now() - t0;
     st = tier2(&spec, inp, &runs[0], &ref, res, o, err);
+    if (!st && o->against)
+        st = cross_class(reg, &spec, o, res, &runs[0], err);
 out:
     if (st) {
         res->error = 1;

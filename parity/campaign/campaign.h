@@ -9,6 +9,8 @@
 #include <stddef.h>
 
 #include "compare.h"
+#include "tolerance.h"
+#include "verdict.h"
 #include "device.h"
 #include "famspec.h"
 #include "registry.h"
@@ -25,6 +27,7 @@ enum {
     CK_NEW_LEGACY,    /* Tier 1: two kernels of one point */
     CK_ROWS,          /* Tier 1: a row alone / in a batch / permuted / other batch size */
     CK_TIER2,         /* Tier 2: bits against the reference, or the tolerance */
+    CK_PARITY,        /* cross-class: the same point on another class (--against) */
     CK_COUNT
 };
 
@@ -33,7 +36,7 @@ const char *camp_check_name(int ck); /* "determinism", ... */
 typedef struct camp_check {
     camp_verdict verdict;
     int negative;          /* a negative control: it is meant to fail */
-    char detail[2048];
+    char detail[2048];     /* the judge's words: "LABEL: sentence" (verdict.h) */
 } camp_check;
 
 typedef struct camp_result {
@@ -44,7 +47,8 @@ typedef struct camp_result {
     char shape[256];
     char hash[65];
     camp_check checks[CK_COUNT];
-    int bit_exact;         /* Tier 2 judged bit for bit */
+    int bit_exact;         /* Tier 2: no bit of the main output differs from the reference */
+    char against[32];      /* the class of the CK_PARITY check, "" without --against */
     cmp_result t2;         /* the Tier 2 comparison of the first output */
     char t2_output[32];
     char *t2_text;         /* rendered, owned */
@@ -71,6 +75,13 @@ typedef struct camp_opts {
     int engine;            /* ref_engine */
     const char *traces;    /* directory for trace files, or NULL */
     camp_cache *cache;     /* or NULL: generate every point's inputs */
+    /* Cross-class parity (CK_PARITY): class `against`'s run of each point,
+     * read from against_traces (its trace AGAINST.FAMILY.POINT.graphed-0,
+     * as --traces names them) or, without a directory, run here on
+     * against_backend.  NULL against: the check is skipped and not reported. */
+    const char *against;
+    const char *against_traces;
+    const dev_backend *against_backend;
 } camp_opts;
 
 /* The dimension that indexes independent rows of a family ("M", "B", "T"). */
@@ -100,6 +111,41 @@ void camp_compare_summary(const char *text, char *out, size_t len);
 /* Bytes of one row of a tensor whose first dimension is the batch (0 for
  * a scalar or an empty batch). */
 size_t camp_row_bytes(const st_tensor *t);
+
+/* Compares every output of run a with the same output of run b over the
+ * logical rows both hold (batch row i of a holds logical row arows[i]; NULL
+ * arows or brows: both runs hold their whole batch in order) and says where
+ * they first differ.  Input tensors ("in.") are not compared. */
+void camp_diff_runs(const st_file *a, const int64_t *arows, size_t an, const st_file *b, const int64_t *brows,
+                    size_t bn, vd_diff *d);
+
+/* What a Tier 1 check compares, in the words both campaign and check use:
+ * "repeated runs", "eager and graphed runs", "the new and the legacy
+ * kernel"; rows: "batch A and batch B" from the two batch strings. */
+void camp_tier1_what(int ck, const char *batch_a, const char *batch_b, char *buf, size_t len);
+
+/* Cross-class parity of one point: run a of class_a against run b of
+ * class_b (rows as for camp_diff_runs), judged by vd_judge with what
+ * `registry compare` says of the two points at shape.  inputs_differ: NULL,
+ * or how the runs' inputs differ (then the check is a skip). */
+nx_status camp_cross_class(const reg_registry *reg, const char *class_a, const char *class_b, const char *id,
+                           const char *shape, const st_file *a, const int64_t *arows, size_t an, const st_file *b,
+                           const int64_t *brows, size_t bn, const char *inputs_differ, camp_check *out, nx_err *err);
+
+/* Tier 2's policy for a run at point dev against the reference of point
+ * ref: bit for bit when the two have the same hash, no elementwise function
+ * of dev is a declared approximation and the run is no negative control;
+ * else t2_policy_choose's (tolerance.h).  *why says why it is not bitwise
+ * ("" when it is): `differs` (how the points differ, registry compare's
+ * summary), the negative control or the approximation, then pol->why.  The
+ * arguments after negative are t2_policy_choose's. */
+nx_status camp_tier2_policy(const fam_spec *dev, const fam_spec *ref, const char *differs, int negative,
+                            const st_file *in, nx_fmt fmt, size_t n, const uint64_t *ref_bits, const size_t *src,
+                            int threads, t2_policy *pol, char *why, size_t len, nx_err *err);
+
+/* The checks a point's negative_control param names, as a trace's
+ * expected_fail value ("eager_graphed,rows"); "" when none. */
+void camp_expected_fail(const fam_spec *spec, char *buf, size_t len);
 
 /* 1 if any check failed (a parity failure). */
 int camp_result_failed(const camp_result *res);

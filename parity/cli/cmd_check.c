@@ -36,7 +36,15 @@ static const char check_usage[] =
     "Tier 1, across traces of one point, class and shape: runs that differ only in\n"
     "run index (determinism), in mode (eager vs graphed), in kernel (new vs\n"
     "legacy) or in batch layout (row invariance) must agree bit for bit on every\n"
-    "logical row they share.\n"
+    "logical row they share.  A trace that says it is a negative control\n"
+    "(metadata negative_control, expected_fail) is judged as the campaign judged\n"
+    "its run: by its declared tolerance at Tier 2, and the Tier 1 checks it is\n"
+    "built to fail must differ: \"ok (negative control failed as expected)\".\n"
+    "Cross-class parity, across traces of one point and shape on two classes\n"
+    "with the same inputs: where the registry says the two points are the same\n"
+    "(equal hashes, no atomic), bit for bit: \"bit parity between A and B at F.P:\n"
+    "yes\", or where the bits first differ and how many; where the points differ,\n"
+    "what `registry compare` says differs (a declared difference, not a failure).\n"
     "\n"
     "options:\n"
     "  --kernels DIR        the registry (default: kernels)\n"
@@ -56,7 +64,9 @@ static const char check_usage[] =
     "reference on `parity reduce`'s input (see `parity check --numerics --help`):\n"
     "  --numerics P --in IN.safetensors --out Y.safetensors|Y.npy\n"
     "\n"
-    "exit status: 0 every check passed; 1 a parity check failed; 2 usage or input\n"
+    "exit status: 0 every check passed (a negative control failing as it must,\n"
+    "and a declared cross-class difference, are passes); 1 a parity check failed\n"
+    "(Tier 2, Tier 1, or bit parity between classes where it is expected); 2 usage or input\n"
     "error: a malformed or mismatched trace (unknown family or point, wrong\n"
     "shape or dtype, missing metadata), named with its file and field.\n";
 
@@ -233,9 +243,8 @@ static nx_status check_one(const reg_registry *reg, const char *ref_point, const
     int same_point = c->spec.hash && rs->hash && strcmp(c->spec.hash, rs->hash) == 0;
     cmp_options opt;
     char why[2048] = "";
-    if (same_point && !approx) {
+    if (same_point && !approx && !t->negative_control) {
         cmp_options_init(&opt, CMP_BITWISE);
-        c->bit_exact = 1;
     } else {
         if (!same_point) {
             char *diff = NULL;
@@ -253,8 +262,11 @@ static nx_status check_one(const reg_registry *reg, const char *ref_point, const
                 snprintf(why, sizeof why, "the trace's point and the reference have different numerics hashes");
             }
             free(diff);
+        } else if (t->negative_control) {
+            /* the trace says so (docs/traces.md): judged as the campaign judged its run */
+            snprintf(why, sizeof why, "a negative control: judged by its declared tolerance");
         } else {
-            snprintf(why, sizeof why, "an elementwise function of the point is a declared approximation");
+            snprintf(why, sizeof why, "an elementwise function is a declared approximation");
         }
         /* the declared tolerance, else the bound from both points'
          * trees on these inputs, else torch.testing's default */
@@ -282,25 +294,20 @@ static nx_status check_one(const reg_registry *reg, const char *ref_point, const
     if (st)
         goto out;
     c->cmp_text = cmp_result_text(&c->cmp);
-    c->t2.verdict = c->cmp.mismatched == 0 ? CV_PASS : CV_FAIL;
-    char idx[96] = "";
+    char idx[160] = "";
     if (c->cmp.first_mismatch != CMP_NO_INDEX) {
         /* name the element by its logical row */
         size_t fm = c->cmp.first_mismatch, row = fm / per_row;
         cmp_format_index(idx, sizeof idx, fm, main_got->ndim, shp, CMP_INDEX_BRACKETS);
         size_t l = strlen(idx);
-        if (!c->ref_by_batch)
-            snprintf(idx + l, sizeof idx - l, " (logical row %lld)", (long long)t->rows[row]);
+        snprintf(idx + l, sizeof idx - l, " (logical row %lld)", (long long)t->rows[row]);
     }
-    if (c->bit_exact)
-        snprintf(c->t2.detail, sizeof c->t2.detail, "bit-exact%s%s%s: %zu / %zu elements of '%s' differ%s%s", *why ? " (" : "",
-                 *why ? why : "", *why ? ")" : "", c->cmp.mismatched, n, main_ref->name, *idx ? ", first at " : "", idx);
-    else
-        snprintf(c->t2.detail, sizeof c->t2.detail, "not bit-exact: %s; %s: %zu / %zu outside, max ulp %llu%s%s", why,
-                 cmp_policy_name(opt.policy), c->cmp.mismatched, n, (unsigned long long)c->cmp.max_ulp,
-                 *idx ? ", first at " : "", idx);
+    /* the one judge: the same words as the campaign's for the same evidence */
+    vd_evidence ev = {.kind = VD_TIER2, .cmp = &c->cmp, .output = main_ref->name, .first_at = idx, .why = why};
+    c->t2.verdict = vd_judge(&ev, c->t2.detail, sizeof c->t2.detail) ? CV_PASS : CV_FAIL;
+    c->bit_exact = c->cmp.bits_differ == 0;
     /* the other outputs, bit for bit when judged so */
-    for (size_t i = 0; i < c->ref.ntensors && c->bit_exact && c->t2.verdict == CV_PASS; i++) {
+    for (size_t i = 0; i < c->ref.ntensors && opt.policy == CMP_BITWISE && c->t2.verdict == CV_PASS; i++) {
         const st_tensor *x = &c->ref.tensors[i], *y = trace_output(t, x->name);
         if (x == main_ref)
             continue;
@@ -309,7 +316,9 @@ static nx_status check_one(const reg_registry *reg, const char *ref_point, const
             size_t src = c->ref_by_batch ? j : (size_t)t->rows[j];
             if (memcmp(y->data + j * rb, x->data + src * rb, rb) != 0) {
                 c->t2.verdict = CV_FAIL;
-                snprintf(c->t2.detail, sizeof c->t2.detail, "output '%s' batch row %zu differs from the reference", x->name, j);
+                c->bit_exact = 0;
+                snprintf(c->t2.detail, sizeof c->t2.detail, "%s: not bit-exact: output '%s' batch row %zu differs from the "
+                         "reference", VD_FAIL, x->name, j);
                 break;
             }
         }
@@ -318,32 +327,6 @@ out:
     st_free(&in);
     fam_spec_free(&refspec);
     return st;
-}
-
-/* Tier 1 between two traces of one point/class/shape: bits of every
- * logical row they share, in every output. */
-static int tier1_pair(const trace *a, const trace *b, size_t *shared, char *where, size_t wlen)
-{
-    *shared = 0;
-    for (size_t i = 0; i < a->file.ntensors; i++) {
-        const st_tensor *x = &a->file.tensors[i];
-        if (trace_tensor_is_input(x))
-            continue;
-        const st_tensor *y = trace_output(b, x->name);
-        if (!y || y->dtype != x->dtype || camp_row_bytes(y) != camp_row_bytes(x))
-            continue;
-        size_t rb = camp_row_bytes(x);
-        for (size_t ia = 0; ia < a->nrows; ia++)
-            for (size_t ib = 0; ib < b->nrows; ib++)
-                if (a->rows[ia] == b->rows[ib]) {
-                    (*shared)++;
-                    if (memcmp(x->data + ia * rb, y->data + ib * rb, rb) != 0) {
-                        snprintf(where, wlen, "output '%s', logical row %lld", x->name, (long long)a->rows[ia]);
-                        return 0;
-                    }
-                }
-    }
-    return 1;
 }
 
 typedef struct npy_opts {
@@ -394,6 +377,54 @@ static nx_status npy_trace(const npy_opts *o, trace *t, nx_err *err)
         return st;
     }
     return trace_from_st(o->path, &f, t, err);
+}
+
+static int same_shape(const trace *a, const trace *b)
+{
+    int same = a->nshape == b->nshape;
+    for (size_t d = 0; same && d < a->nshape; d++) {
+        int64_t v;
+        same = trace_shape_dim(b, a->shape[d].name, &v) && v == a->shape[d].value;
+    }
+    return same;
+}
+
+static void shape_text(const trace *t, char *buf, size_t len)
+{
+    size_t k = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < t->nshape && k + 64 < len; i++)
+        k += (size_t)snprintf(buf + k, len - k, "%s%s=%lld", i ? "," : "", t->shape[i].name,
+                              (long long)t->shape[i].value);
+}
+
+/* Whether two traces' runs saw the same inputs: the same seed and
+ * distribution, and the same input tensors where both hold them.  Says how
+ * they differ into buf, "" when they do not. */
+static void inputs_differ(const trace *a, const trace *b, char *buf, size_t len)
+{
+    buf[0] = 0;
+    if (a->has_seed != b->has_seed || (a->has_seed && (a->seed != b->seed || strcmp(a->dist, b->dist)))) {
+        snprintf(buf, len, "%s: seed %llu, %s; %s: seed %llu, %s", a->path, (unsigned long long)a->seed,
+                 a->has_seed ? a->dist : "none", b->path, (unsigned long long)b->seed, b->has_seed ? b->dist : "none");
+        return;
+    }
+    if (!a->ninputs && !b->ninputs)
+        return;
+    if (strcmp(a->batch, b->batch) != 0 || a->ninputs != b->ninputs) {
+        snprintf(buf, len, "their input tensors cannot be matched (other batches or other tensors)");
+        return;
+    }
+    for (size_t i = 0; i < a->file.ntensors; i++) {
+        const st_tensor *x = &a->file.tensors[i];
+        if (!trace_tensor_is_input(x))
+            continue;
+        const st_tensor *y = st_find(&b->file, x->name);
+        if (!y || y->nbytes != x->nbytes || memcmp(x->data, y->data, (size_t)x->nbytes) != 0) {
+            snprintf(buf, len, "input tensor '%s' differs", x->name);
+            return;
+        }
+    }
 }
 
 int cmd_check(int argc, char **argv)
@@ -492,41 +523,108 @@ int cmd_check(int argc, char **argv)
         json_object_set_new(o, "compare", cmp_result_json(&c->cmp));
         json_array_append_new(jt, o);
     }
-    /* Tier 1: pairs of traces of one point, class and shape */
+    /* Tier 1: pairs of traces of one point, class and shape, judged by the
+     * campaign's judge: a trace that says it is a negative control for the
+     * check (its expected_fail) must differ */
     for (size_t i = 0; i < np; i++)
         for (size_t j = i + 1; j < np; j++) {
             trace *a = &cs[i].t, *b = &cs[j].t;
-            if (strcmp(cs[i].id, cs[j].id) || strcmp(a->class_name, b->class_name))
+            if (strcmp(cs[i].id, cs[j].id) || strcmp(a->class_name, b->class_name) || !same_shape(a, b))
                 continue;
-            int same_shape = a->nshape == b->nshape;
-            for (size_t d = 0; same_shape && d < a->nshape; d++)
-                same_shape = !strcmp(a->shape[d].name, b->shape[d].name) && a->shape[d].value == b->shape[d].value;
-            if (!same_shape)
+            int ck = strcmp(a->kernel, b->kernel) ? CK_NEW_LEGACY
+                     : a->mode != b->mode         ? CK_EAGER_GRAPHED
+                     : strcmp(a->batch, b->batch) ? CK_ROWS
+                                                  : CK_DETERMINISM;
+            /* a pair that differs in more than one respect mixes two checks:
+             * compared for ordinary kernels, but a negative control's
+             * difference could not be told apart, so such a pair is left out */
+            int aspects = !!strcmp(a->kernel, b->kernel) + (a->mode != b->mode) + !!strcmp(a->batch, b->batch);
+            if (aspects > 1 && (a->negative_control || b->negative_control))
                 continue;
-            const char *what = strcmp(a->kernel, b->kernel) ? "new_legacy"
-                               : a->mode != b->mode       ? "eager_graphed"
-                               : strcmp(a->batch, b->batch) ? "rows"
-                                                            : "determinism";
-            char where[256] = "";
-            size_t shared;
-            int same = tier1_pair(a, b, &shared, where, sizeof where);
-            if (shared == 0)
+            vd_diff d;
+            camp_diff_runs(&a->file, a->rows, a->nrows, &b->file, b->rows, b->nrows, &d);
+            if (d.rows == 0)
                 continue;
+            const char *name = camp_check_name(ck);
+            int negative = (a->negative_control && vd_in_list(a->expected_fail, name)) ||
+                           (b->negative_control && vd_in_list(b->expected_fail, name));
+            char what[600], text[2048];
+            camp_tier1_what(ck, a->batch, b->batch, what, sizeof what);
+            vd_evidence ev = {.kind = VD_TIER1, .negative = negative, .what = what, .diff = &d};
+            int pass = vd_judge(&ev, text, sizeof text);
             t1++;
-            printf("tier1 %-13s %s vs %s: %s%s%s\n", what, a->path, b->path, same ? "identical" : "DIFFER at ",
-                   same ? "" : where, "");
-            if (!same)
+            printf("tier1 %-13s %s vs %s: %s\n", name, a->path, b->path, text);
+            if (!pass)
                 failed++;
             json_t *o = json_object();
-            json_object_set_new(o, "check", json_string(what));
+            json_object_set_new(o, "check", json_string(name));
             json_object_set_new(o, "a", json_string(a->path));
             json_object_set_new(o, "b", json_string(b->path));
-            json_object_set_new(o, "verdict", json_string(same ? "pass" : "fail"));
-            json_object_set_new(o, "shared_rows", json_integer((json_int_t)shared));
-            if (!same)
-                json_object_set_new(o, "where", json_string(where));
+            json_object_set_new(o, "verdict", json_string(pass ? "pass" : "fail"));
+            json_object_set_new(o, "negative_control", json_boolean(negative));
+            json_object_set_new(o, "shared_rows", json_integer((json_int_t)d.rows));
+            json_object_set_new(o, "detail", json_string(text));
             json_array_append_new(jp, o);
         }
+    /* Cross-class parity: traces of one point and shape on two classes, one
+     * comparison per pair of classes (the first pair of traces with the
+     * same batch and mode, else the first that shares rows) */
+    json_t *jx = json_array();
+    size_t nx = 0;
+    char **done = calloc(np * np + 1, sizeof *done);
+    size_t ndone = 0;
+    for (int pass = 0; pass < 2 && done; pass++)
+        for (size_t i = 0; i < np; i++)
+            for (size_t j = i + 1; j < np; j++) {
+                trace *a = &cs[i].t, *b = &cs[j].t;
+                if (strcmp(cs[i].id, cs[j].id) || !strcmp(a->class_name, b->class_name) || !same_shape(a, b))
+                    continue;
+                if (pass == 0 && (strcmp(a->batch, b->batch) || a->mode != b->mode))
+                    continue;
+                char key[1024], shape[512];
+                shape_text(a, shape, sizeof shape);
+                int lo = strcmp(a->class_name, b->class_name) < 0;
+                snprintf(key, sizeof key, "%s|%s|%s|%s", cs[i].id, shape, lo ? a->class_name : b->class_name,
+                         lo ? b->class_name : a->class_name);
+                int seen = 0;
+                for (size_t k = 0; k < ndone && !seen; k++)
+                    seen = !strcmp(done[k], key);
+                if (seen)
+                    continue;
+                char idiff[600] = "";
+                inputs_differ(a, b, idiff, sizeof idiff);
+                camp_check x = {0};
+                if (!*idiff) {
+                    vd_diff d;
+                    camp_diff_runs(&a->file, a->rows, a->nrows, &b->file, b->rows, b->nrows, &d);
+                    if (d.rows == 0)
+                        continue;
+                }
+                if (camp_cross_class(reg, a->class_name, b->class_name, cs[i].id, shape, &a->file, a->rows,
+                                     a->nrows, &b->file, b->rows, b->nrows, *idiff ? idiff : NULL, &x, &err) != NX_OK) {
+                    rc = cli_fail("check", &err);
+                    break;
+                }
+                done[ndone++] = strdup(key);
+                nx++;
+                printf("parity %s vs %s: %s\n", a->path, b->path, x.detail);
+                if (x.verdict == CV_FAIL)
+                    failed++;
+                json_t *o = json_object();
+                json_object_set_new(o, "point", json_string(cs[i].id));
+                json_object_set_new(o, "a", json_string(a->path));
+                json_object_set_new(o, "b", json_string(b->path));
+                json_object_set_new(o, "verdict", json_string(x.verdict == CV_PASS ? "pass"
+                                                              : x.verdict == CV_FAIL ? "fail" : "skip"));
+                json_object_set_new(o, "detail", json_string(x.detail));
+                json_array_append_new(jx, o);
+            }
+    for (size_t k = 0; k < ndone; k++)
+        free(done[k]);
+    free(done);
+    json_object_set_new(jroot, "parity", jx);
+    if (nx)
+        printf("%zu cross-class comparison(s)\n", nx);
     printf("%zu trace(s), %zu tier-1 comparison(s): %s\n", np, t1, failed ? "FAILED" : "all passed");
     json_object_set_new(jroot, "traces", jt);
     json_object_set_new(jroot, "tier1", jp);

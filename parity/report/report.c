@@ -35,8 +35,10 @@ void report_table(FILE *f, const camp_result *r, size_t n, const report_meta *m)
 {
     fprintf(f, "\nparity campaign: class %s, backend %s, shapes %s, seed %llu, %s inputs, reference engine %s\n",
             m->class_name, m->backend, m->preset, m->seed, m->dist, m->engine);
-    fprintf(f, "%-40s %-8s %-8s %-8s %-8s %-9s %-8s %9s %8s\n", "family.point", "determ", "eag/gra", "new/leg",
-            "rows", "tier2", "max ulp", "run s", "ref s");
+    if (m->against)
+        fprintf(f, "cross-class parity against class %s\n", m->against);
+    fprintf(f, "%-40s %-8s %-8s %-8s %-8s %-9s %s%-8s %9s %8s\n", "family.point", "determ", "eag/gra", "new/leg",
+            "rows", "tier2", m->against ? "parity    " : "", "max ulp", "run s", "ref s");
     size_t pass = 0, fail = 0, skip = 0, err = 0;
     double tg = 0, tr = 0, tf = 0, tc = 0;
     for (size_t i = 0; i < n; i++) {
@@ -53,10 +55,19 @@ void report_table(FILE *f, const camp_result *r, size_t n, const report_meta *m)
         char ulp[24] = "-";
         if (x->checks[CK_TIER2].verdict != CV_SKIP)
             snprintf(ulp, sizeof ulp, "%llu", (unsigned long long)x->t2.max_ulp);
-        fprintf(f, "%-40s %-8s %-8s %-8s %-8s %-9s %-8s %9.3f %8.3f\n", x->id, mark(&x->checks[CK_DETERMINISM]),
+        /* parity: "yes" bits equal at one point, "declared" the points
+         * differ (not a failure), else the verdict */
+        const camp_check *pc = &x->checks[CK_PARITY];
+        char par[16] = "";
+        if (m->against)
+            snprintf(par, sizeof par, "%-9s ",
+                     pc->verdict == CV_PASS ? (strncmp(pc->detail, VD_OK_DECLARED, strlen(VD_OK_DECLARED)) == 0
+                                                   ? "declared" : "yes")
+                                            : mark(pc));
+        fprintf(f, "%-40s %-8s %-8s %-8s %-8s %-9s %s%-8s %9.3f %8.3f\n", x->id, mark(&x->checks[CK_DETERMINISM]),
                 mark(&x->checks[CK_EAGER_GRAPHED]), mark(&x->checks[CK_NEW_LEGACY]), mark(&x->checks[CK_ROWS]),
                 x->checks[CK_TIER2].verdict == CV_PASS ? (x->bit_exact ? "bits" : "tol") : mark(&x->checks[CK_TIER2]),
-                ulp, x->t_run, x->t_ref);
+                par, ulp, x->t_run, x->t_ref);
         int all_skip = 1;
         for (int c = 0; c < CK_COUNT; c++)
             if (x->checks[c].verdict != CV_SKIP)
@@ -68,7 +79,8 @@ void report_table(FILE *f, const camp_result *r, size_t n, const report_meta *m)
         else
             pass++;
     }
-    /* details: failures, negative controls, not-bit-exact verdicts, skips with a reason */
+    /* details: failures, negative controls, not-bit-exact verdicts, the
+     * cross-class verdicts; each the judge's words (verdict.h) */
     int head = 0;
     for (size_t i = 0; i < n; i++) {
         const camp_result *x = &r[i];
@@ -76,12 +88,16 @@ void report_table(FILE *f, const camp_result *r, size_t n, const report_meta *m)
             continue;
         for (int c = 0; c < CK_COUNT; c++) {
             const camp_check *k = &x->checks[c];
-            int show = k->verdict == CV_FAIL || k->negative || (c == CK_TIER2 && !x->bit_exact && k->verdict == CV_PASS);
+            if (c == CK_PARITY && !*x->against)
+                continue;
+            int show = k->verdict == CV_FAIL || k->negative ||
+                       (c == CK_TIER2 && k->verdict == CV_PASS && (!x->bit_exact || x->t2.opt.policy != CMP_BITWISE)) ||
+                       c == CK_PARITY;
             if (!show)
                 continue;
             if (!head++)
                 fprintf(f, "\ndetails:\n");
-            fprintf(f, "  %s %s [%s]: %s\n", x->id, camp_check_name(c), mark(k), k->detail);
+            fprintf(f, "  %s %s: %s\n", x->id, camp_check_name(c), k->detail);
             if (c == CK_TIER2 && k->verdict == CV_FAIL && x->t2_text)
                 report_indent(f, x->t2_text, 6);
         }
@@ -145,6 +161,8 @@ nx_status report_json(const char *path, const camp_result *r, size_t n, const re
     json_object_set_new(root, "engine", json_string(m->engine));
     json_object_set_new(root, "repeats", json_integer(m->repeats));
     json_object_set_new(root, "seconds", json_real(m->seconds));
+    if (m->against)
+        json_object_set_new(root, "against", json_string(m->against));
     size_t failed = 0, errors = 0;
     for (size_t i = 0; i < n; i++) {
         const camp_result *x = &r[i];
@@ -163,6 +181,8 @@ nx_status report_json(const char *path, const camp_result *r, size_t n, const re
         json_object_set_new(p, "hash", json_string(x->hash));
         json_t *cks = json_object();
         for (int c = 0; c < CK_COUNT; c++) {
+            if (c == CK_PARITY && !*x->against)
+                continue;
             json_t *k = json_object();
             json_object_set_new(k, "verdict", json_string(verdict_name(x->checks[c].verdict)));
             json_object_set_new(k, "negative_control", json_boolean(x->checks[c].negative));
@@ -231,6 +251,8 @@ nx_status report_junit(const char *path, const camp_result *r, size_t n, const r
             continue;
         }
         for (int c = 0; c < CK_COUNT; c++) {
+            if (c == CK_PARITY && !*r[i].against)
+                continue;
             tests++;
             failures += r[i].checks[c].verdict == CV_FAIL;
             skipped += r[i].checks[c].verdict == CV_SKIP;
@@ -254,6 +276,8 @@ nx_status report_junit(const char *path, const camp_result *r, size_t n, const r
         }
         for (int c = 0; c < CK_COUNT; c++) {
             const camp_check *k = &x->checks[c];
+            if (c == CK_PARITY && !*x->against)
+                continue;
             nx_sbuf_printf(&b, "    <testcase classname=\"");
             xml_escape(&b, x->id);
             nx_sbuf_printf(&b, "\" name=\"%s\" time=\"%.3f\">", camp_check_name(c),

@@ -16,6 +16,7 @@ typedef struct report_meta {
     const char *engine;
     int repeats, threads;
     double seconds;
+    const char *against;   /* --against class, or NULL: no parity column */
 } report_meta;
 
 /* Prints text with every line indented. */
