@@ -402,8 +402,8 @@ int main(int argc, char **argv)
             af[i] = (float)ad[i];
             bf[i] = (float)bd[i];
         }
-        nx_rows in = {rows, cfg_in[c], ad, cfg_in[c], bd};
-        nx_rows min = {mrows, cfg_in[c], ad, cfg_in[c], bd};
+        nx_rows in = {.rows = rows, .a_fmt = cfg_in[c], .a = ad, .b_fmt = cfg_in[c], .b = bd};
+        nx_rows min = {.rows = mrows, .a_fmt = cfg_in[c], .a = ad, .b_fmt = cfg_in[c], .b = bd};
         for (int t = 0; t < T_COUNT && ok; t++) {
             if (o.tree >= 0 && t != o.tree)
                 continue;

@@ -104,7 +104,7 @@ double nx_bound_rounding(nx_fmt f, nx_mode m, double S)
  * With atomic_combine, only the adds of two computed values (a
  * combinator's steps) and the roundings of computed values count so: the
  * adds of a term run in their declared order inside the parts. */
-static double ops_pass(nx_bound *b, const nx_program *p, nx_fmt vfmt, int prod_exact, double vcap)
+static double ops_pass(nx_bound *b, const nx_program *p, nx_fmt vfmt, int prod_exact, double c, double vcap)
 {
     for (size_t o = 0; o < p->nops; o++) {
         const nx_op *op = &p->ops[o];
@@ -113,6 +113,9 @@ static double ops_pass(nx_bound *b, const nx_program *p, nx_fmt vfmt, int prod_e
         double E = 0, A = 0;
         switch (op->kind) {
         case NX_OP_ZERO:
+            break;
+        case NX_OP_START: /* the start value c enters exactly */
+            A = fabs(c);
             break;
         case NX_OP_LEAF:
             if (!NX_SRC_IS_TERM(op->x)) {
@@ -201,8 +204,10 @@ static double ops_pass(nx_bound *b, const nx_program *p, nx_fmt vfmt, int prod_e
     return b->E[NX_SRC_OP(p->result)];
 }
 
+/* The bound from start value c (ignored without NX_OP_START); *sum_abs as
+ * for nx_bound_apriori_sum, |c| included. */
 static double apriori(nx_bound *b, const nx_program *p, nx_fmt a_fmt, const double *a, nx_fmt b_fmt,
-                      const double *bv, double *sum_abs)
+                      const double *bv, double c, double *sum_abs)
 {
     size_t n = p->n;
     nx_fmt vfmt = p->in >= 0 && p->in != NX_FP64 ? (nx_fmt)p->in : a_fmt;
@@ -221,14 +226,14 @@ static double apriori(nx_bound *b, const nx_program *p, nx_fmt a_fmt, const doub
         b->tV[i] = fabs(ai * bi);
         b->tE[i] = fabs(ai) * db + fabs(bv[i]) * da;
     }
-    double E = ops_pass(b, p, vfmt, prod_exact, 0);
+    double E = ops_pass(b, p, vfmt, prod_exact, c, 0);
     int r = NX_SRC_OP(p->result);
     if (p->nondeterministic && isfinite(E)) {
         /* `atomic`: a bound for every order of its additions, the
          * magnitude cap raised until it covers the result's */
         double vcap = b->A[r] + E;
         for (int k = 0; k < 64; k++) {
-            E = ops_pass(b, p, vfmt, prod_exact, vcap);
+            E = ops_pass(b, p, vfmt, prod_exact, c, vcap);
             if (!isfinite(E) || b->A[r] + E <= vcap)
                 break;
             vcap = 2 * (b->A[r] + E);
@@ -253,17 +258,30 @@ static double apriori(nx_bound *b, const nx_program *p, nx_fmt a_fmt, const doub
 double nx_bound_apriori_sum(nx_bound *b, const nx_program *p, nx_fmt a_fmt, const double *a, nx_fmt b_fmt,
                             const double *bv, double *sum_abs)
 {
-    return apriori(b, p, a_fmt, a, b_fmt, bv, sum_abs);
+    return apriori(b, p, a_fmt, a, b_fmt, bv, 0.0, sum_abs);
+}
+
+double nx_bound_apriori_c(nx_bound *b, const nx_program *p, nx_fmt a_fmt, const double *a,
+                          nx_fmt b_fmt, const double *bv, double c)
+{
+    return apriori(b, p, a_fmt, a, b_fmt, bv, c, NULL);
 }
 
 double nx_bound_apriori(nx_bound *b, const nx_program *p, nx_fmt a_fmt, const double *a,
                         nx_fmt b_fmt, const double *bv)
 {
-    return apriori(b, p, a_fmt, a, b_fmt, bv, NULL);
+    return apriori(b, p, a_fmt, a, b_fmt, bv, 0.0, NULL);
 }
 
 void nx_bound_eval(nx_bound *b, const nx_program *p, nx_fmt a_fmt, const double *a,
                    nx_fmt b_fmt, const double *bv, double y, nx_bound_row *out, mpfr_ptr exact)
+{
+    nx_bound_eval_c(b, p, a_fmt, a, b_fmt, bv, 0.0, y, out, exact);
+}
+
+void nx_bound_eval_c(nx_bound *b, const nx_program *p, nx_fmt a_fmt, const double *a,
+                     nx_fmt b_fmt, const double *bv, double c, double y, nx_bound_row *out,
+                     mpfr_ptr exact)
 {
     nx_xacc *x = &b->x;
     nx_xacc_init(x);
@@ -271,6 +289,8 @@ void nx_bound_eval(nx_bound *b, const nx_program *p, nx_fmt a_fmt, const double 
         nx_xacc_add_dot(x, a, bv, p->n, a_fmt != NX_FP64 && b_fmt != NX_FP64);
     else
         nx_xacc_add_sum(x, a, p->n);
+    if (p->start) /* D = A·B + C: the exact value includes c (docs/numerics.md §6) */
+        nx_xacc_add(x, c);
     if (exact)
         nx_xacc_get_mpfr(x, exact);
     out->exact = nx_xacc_round(x, NX_FP64, NX_RNE, 0);
@@ -299,7 +319,7 @@ void nx_bound_eval(nx_bound *b, const nx_program *p, nx_fmt a_fmt, const double 
         out->error = fabs(d);
     }
     out->error_ulps = out->error / out->ulp;
-    out->bound = nx_bound_apriori(b, p, a_fmt, a, b_fmt, bv);
+    out->bound = nx_bound_apriori_c(b, p, a_fmt, a, b_fmt, bv, c);
     out->bound_ulps = out->bound / out->ulp;
 }
 
@@ -319,8 +339,8 @@ nx_status nx_bound_rows(const nx_program *p, const nx_rows *in, const double *y,
         for (size_t r = 0; r < in->rows; r++) {
             if (!b)
                 continue;
-            nx_bound_eval(b, p, in->a_fmt, in->a + r * n, in->b_fmt, in->b ? in->b + r * n : NULL,
-                          y[r], &out[r], NULL);
+            nx_bound_eval_c(b, p, in->a_fmt, in->a + r * n, in->b_fmt, in->b ? in->b + r * n : NULL,
+                            nx_rows_start(in, r), y[r], &out[r], NULL);
         }
         nx_bound_free(b);
     }

@@ -1,9 +1,9 @@
 /* nx_bound.h: the error of a point's result, and an a-priori bound on it.
  *
  * For a row: the exact value x of the reduction as stated (sum of a_i·b_i,
- * or of a_i, of the row's inputs as given, before any `in` rounding; from
- * nx_exact), the result's error |y - x| (absolute, and in ulps of the out
- * format at x), and a bound derived from the program alone (its tree, its
+ * or of a_i, of the row's inputs as given, before any `in` rounding, plus
+ * the start value c when the rows have one; from nx_exact), the result's
+ * error |y - x| (absolute, and in ulps of the out format at x), and a bound derived from the program alone (its tree, its
  * formats and modes) and the magnitudes |t_i| of the row's terms: every
  * rounding of a value of magnitude at most S to a format of precision p
  * errs by at most u·S + eta, u = 2^-p (rne, rna) or 2^(1-p) (rz, ru, rd),
@@ -40,6 +40,10 @@ void nx_bound_free(nx_bound *b);
 /* The a-priori bound for one row. */
 double nx_bound_apriori(nx_bound *b, const nx_program *p, nx_fmt a_fmt, const double *a,
                         nx_fmt b_fmt, const double *bv);
+/* The same for a program built with a start value, from the row's c (it
+ * enters exactly, with magnitude |c| and no error of its own). */
+double nx_bound_apriori_c(nx_bound *b, const nx_program *p, nx_fmt a_fmt, const double *a,
+                          nx_fmt b_fmt, const double *bv, double c);
 
 /* The same, and *sum_abs (may be NULL) receives sum |t_i| of the terms as
  * given, rounded up: a bound on the magnitude of the exact value.  A tree
@@ -64,6 +68,12 @@ double nx_bound_rounding(nx_fmt f, nx_mode m, double S);
  * the exact value as an MPFR number (its precision is set to hold it). */
 void nx_bound_eval(nx_bound *b, const nx_program *p, nx_fmt a_fmt, const double *a,
                    nx_fmt b_fmt, const double *bv, double y, nx_bound_row *out, mpfr_ptr exact);
+/* The same from the row's start value c: with a program built with start = 1
+ * the exact value is the terms' sum + c (D = A·B + C) and the bound
+ * includes c; otherwise c is ignored. */
+void nx_bound_eval_c(nx_bound *b, const nx_program *p, nx_fmt a_fmt, const double *a,
+                     nx_fmt b_fmt, const double *bv, double c, double y, nx_bound_row *out,
+                     mpfr_ptr exact);
 
 /* Every row, in parallel (threads <= 0: OpenMP's default); y: the results. */
 nx_status nx_bound_rows(const nx_program *p, const nx_rows *in, const double *y,

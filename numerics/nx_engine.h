@@ -16,7 +16,17 @@ typedef struct nx_rows {
     const double *a;  /* rows * n values, row-major, members of a_fmt */
     nx_fmt b_fmt;
     const double *b;  /* NULL for a value sum */
+    nx_fmt c_fmt;
+    const double *c;  /* the rows' start values (the accumulator input c, docs/numerics.md
+                       * §6), members of c_fmt; NULL: none.  Read only when
+                       * the program was built with start = 1, which needs it */
 } nx_rows;
+
+/* Row r's start value (+0 when the rows have none). */
+static inline double nx_rows_start(const nx_rows *in, size_t r)
+{
+    return in->c ? in->c[r] : 0.0;
+}
 
 /* Evaluates p over every row into y[rows].  threads <= 0: OpenMP's default.
  * Thread-safe: no global state is touched. */
@@ -29,6 +39,10 @@ nx_mpfr_row *nx_mpfr_row_new(const nx_program *p);
 void nx_mpfr_row_free(nx_mpfr_row *r);
 double nx_mpfr_row_eval(nx_mpfr_row *r, const nx_program *p, nx_fmt a_fmt, const double *a,
                         nx_fmt b_fmt, const double *b);
+/* The same from the start value c (a program built with start = 1; the
+ * plain call passes +0). */
+double nx_mpfr_row_eval_c(nx_mpfr_row *r, const nx_program *p, nx_fmt a_fmt, const double *a,
+                          nx_fmt b_fmt, const double *b, double c);
 
 /* The fast engine (nx_engine_fast.c): the same bits as nx_mpfr_reduce, by
  * hardware arithmetic where it is exactly the declared operation (fp32 and

@@ -235,7 +235,7 @@ static double gfma3(double a, double b, double c, const fx_fmt *F, nx_mode m, nx
 /* The plan: the program's operations grouped into steps, with slots. */
 
 enum { O_SLOT, O_VAL, O_PROD };          /* operand: an op result, a value term, a product term */
-enum { S_ZERO, S_LEAF, S_ADD, S_FMA, S_RUN, S_ATOM, S_GROUP };
+enum { S_ZERO, S_LEAF, S_ADD, S_FMA, S_RUN, S_ATOM, S_GROUP, S_START };
 enum { A_F32, A_F64, A_GEN, A_ID };      /* how the rounding is done */
 
 typedef struct fx_step {
@@ -261,6 +261,7 @@ typedef struct fx_plan {
     int atom_fixed;  /* atoms fit the int64 fixed point */
     fx_step *gruns;  /* the runs of S_GROUP steps */
     int maxgroup;    /* the largest group */
+    nx_fmt c_fmt;    /* format the start values are members of */
 } fx_plan;
 
 static void plan_free(fx_plan *pl)
@@ -274,8 +275,11 @@ static void plan_free(fx_plan *pl)
 /* Format an operand's value is a member of. */
 static nx_fmt opnd_fmt(const fx_plan *pl, int kind, int32_t src, int pfmt)
 {
-    if (kind == O_SLOT)
-        return (nx_fmt)pl->p->ops[NX_SRC_OP(src)].fmt;
+    if (kind == O_SLOT) {
+        const nx_op *op = &pl->p->ops[NX_SRC_OP(src)];
+        /* the start value: a member of c's format (fp32 c keeps the fmaf path) */
+        return op->kind == NX_OP_START ? pl->c_fmt : (nx_fmt)op->fmt;
+    }
     if (kind == O_VAL)
         return pl->vfmt_a;
     return (nx_fmt)pfmt;
@@ -355,6 +359,7 @@ static nx_status plan_build(fx_plan *pl, const nx_program *p, const nx_rows *in,
 {
     memset(pl, 0, sizeof *pl);
     pl->p = p;
+    pl->c_fmt = in->c ? in->c_fmt : NX_FP64;
     for (int f = 0; f < NX_NFORMATS; f++)
         fx_fmt_init(&pl->fmt[f], (nx_fmt)f);
     pl->dot = p->dot;
@@ -383,7 +388,7 @@ static nx_status plan_build(fx_plan *pl, const nx_program *p, const nx_rows *in,
     }
     for (size_t i = 0; i < nops; i++) {
         const nx_op *op = &p->ops[i];
-        if (op->kind == NX_OP_ZERO)
+        if (op->kind == NX_OP_ZERO || op->kind == NX_OP_START)
             continue;
         if (!NX_SRC_IS_TERM(op->x))
             uses[NX_SRC_OP(op->x)]++;
@@ -415,6 +420,9 @@ static nx_status plan_build(fx_plan *pl, const nx_program *p, const nx_rows *in,
         switch (op->kind) {
         case NX_OP_ZERO:
             st.kind = S_ZERO;
+            break;
+        case NX_OP_START:
+            st.kind = S_START;
             break;
         case NX_OP_LEAF: {
             st.kind = S_LEAF;
@@ -503,7 +511,7 @@ static nx_status plan_build(fx_plan *pl, const nx_program *p, const nx_rows *in,
             continue;
         }
         const nx_op *op = &p->ops[st->op];
-        if (op->kind == NX_OP_ZERO)
+        if (op->kind == NX_OP_ZERO || op->kind == NX_OP_START)
             continue;
         if (!NX_SRC_IS_TERM(op->x))
             last[NX_SRC_OP(op->x)] = (int32_t)k;
@@ -549,8 +557,8 @@ static nx_status plan_build(fx_plan *pl, const nx_program *p, const nx_rows *in,
     for (size_t k = 0; k < ns; k++) {
         fx_step *st = &pl->steps[k];
         const nx_op *op = &p->ops[st->kind == S_RUN ? st->op - st->n + 1 : st->op];
-        if (st->kind == S_ZERO)
-            continue;
+        if (st->kind == S_ZERO || st->kind == S_START)
+            continue; /* no operands */
         if (st->xk == O_SLOT)
             st->x = slot[NX_SRC_OP(op->x)];
         if (st->kind == S_ADD && st->yk == O_SLOT)
@@ -612,6 +620,7 @@ typedef struct fx_blk {
     int nb;
     double *vals;                     /* slot s, row k: vals[s * FX_B + k] */
     int bail[FX_B];                   /* row k must be redone by MPFR */
+    double cv[FX_B];                  /* row k's start value (programs with start) */
     double *ahi, *alo;                /* atom addends: (ahi + alo)·2^asc */
     int *asc;
     double *gacc;                     /* a group's accumulators: run r, row k at r * FX_B + k */
@@ -1373,6 +1382,10 @@ static inline __attribute__((always_inline)) void exec_block(const fx_plan *pl, 
             for (int k = 0; k < FX_B; k++)
                 dst[k] = 0.0;
             break;
+        case S_START: /* exact, as it is (docs/numerics.md §4.1) */
+            for (int k = 0; k < FX_B; k++)
+                dst[k] = b->cv[k];
+            break;
         case S_LEAF:
             for (int k = 0; k < nb; k++) {
                 double v = opnd(pl, b, st->xk, st->x, k, st->pfmt, m);
@@ -1469,6 +1482,8 @@ static int scratch_init(fx_scratch *s, const fx_plan *pl)
 nx_status nx_fast_reduce_ex(const nx_program *p, const nx_rows *in, double *y, int threads,
                             size_t *mpfr_rows, nx_err *err)
 {
+    if (p->start && !in->c)
+        return nx_err_set(err, NX_EINVAL, "the point is reduced from a start value, but the rows have no c");
     fx_plan pl;
     nx_status st = plan_build(&pl, p, in, err);
     if (st)
@@ -1522,6 +1537,7 @@ nx_status nx_fast_reduce_ex(const nx_program *p, const nx_rows *in, double *y, i
                 }
                 b.A[k] = ar;
                 b.Bv[k] = br;
+                b.cv[k] = nx_rows_start(in, r);
             }
             exec(&pl, &b);
             for (int k = 0; k < b.nb; k++) {
@@ -1532,8 +1548,8 @@ nx_status nx_fast_reduce_ex(const nx_program *p, const nx_rows *in, double *y, i
                         failed = 1;
                         continue;
                     }
-                    y[r] = nx_mpfr_row_eval(sc.mrow, p, in->a_fmt, in->a + r * n, in->b_fmt,
-                                            in->b ? in->b + r * n : NULL);
+                    y[r] = nx_mpfr_row_eval_c(sc.mrow, p, in->a_fmt, in->a + r * n, in->b_fmt,
+                                              in->b ? in->b + r * n : NULL, nx_rows_start(in, r));
                     redone++;
                     continue;
                 }

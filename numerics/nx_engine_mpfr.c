@@ -162,6 +162,12 @@ static double atom(nx_mpfr_row *r, const nx_program *p, const nx_op *op)
 double nx_mpfr_row_eval(nx_mpfr_row *r, const nx_program *p, nx_fmt a_fmt, const double *a,
                         nx_fmt b_fmt, const double *b)
 {
+    return nx_mpfr_row_eval_c(r, p, a_fmt, a, b_fmt, b, 0.0);
+}
+
+double nx_mpfr_row_eval_c(nx_mpfr_row *r, const nx_program *p, nx_fmt a_fmt, const double *a,
+                          nx_fmt b_fmt, const double *b, double c)
+{
     size_t n = p->n;
     nx_fmt fa = a_fmt, fb = b_fmt;
     if (p->in >= 0) {
@@ -187,6 +193,9 @@ double nx_mpfr_row_eval(nx_mpfr_row *r, const nx_program *p, nx_fmt a_fmt, const
         case NX_OP_ZERO:
             v = 0.0;
             break;
+        case NX_OP_START:
+            v = c; /* exact: never rounded to `in` or to F (docs/numerics.md §4.1) */
+            break;
         case NX_OP_LEAF:
             if (NX_SRC_IS_TERM(op->x) && p->dot && op->pfmt == op->fmt)
                 v = nx_mp_mul(&r->mp, r->av[op->x], r->bv[op->x], f, m, dblp);
@@ -211,6 +220,8 @@ double nx_mpfr_row_eval(nx_mpfr_row *r, const nx_program *p, nx_fmt a_fmt, const
 
 nx_status nx_mpfr_reduce(const nx_program *p, const nx_rows *in, double *y, int threads, nx_err *err)
 {
+    if (p->start && !in->c)
+        return nx_err_set(err, NX_EINVAL, "the point is reduced from a start value, but the rows have no c");
     int failed = 0;
     size_t n = p->n;
 #pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads()) if (in->rows > 1)
@@ -224,8 +235,8 @@ nx_status nx_mpfr_reduce(const nx_program *p, const nx_rows *in, double *y, int 
         for (size_t row = 0; row < in->rows; row++) {
             if (!r)
                 continue;
-            y[row] = nx_mpfr_row_eval(r, p, in->a_fmt, in->a + row * n, in->b_fmt,
-                                      in->b ? in->b + row * n : NULL);
+            y[row] = nx_mpfr_row_eval_c(r, p, in->a_fmt, in->a + row * n, in->b_fmt,
+                                        in->b ? in->b + row * n : NULL, nx_rows_start(in, row));
         }
         nx_mpfr_row_free(r);
         mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE);

@@ -92,28 +92,55 @@ static int32_t *alloc_src(cx *c, size_t n)
     return s;
 }
 
-static int32_t compile(cx *c, const nx_tree *t, const int32_t *src, size_t n, nx_fmt F);
+/* No start value: the tree is reduced from scratch. */
+#define NO_START INT32_MIN
 
-/* Reduces `count` partials, each a slice [lo_k, hi_k) of src, by T; then C. */
-static int32_t reduce_parts(cx *c, const nx_tree *t, int32_t *parts, size_t count, nx_fmt F)
+static int32_t compile(cx *c, const nx_tree *t, const int32_t *src, size_t n, nx_fmt F, int32_t s0);
+
+/* Reduces `count` partials, each a slice [lo_k, hi_k) of src, by T; then C
+ * (from s0 when C takes it: the caller decided, docs/numerics.md §4.1). */
+static int32_t reduce_parts(cx *c, const nx_tree *t, int32_t *parts, size_t count, nx_fmt F,
+                            int32_t s0)
 {
-    int32_t r = compile(c, t->c, parts, count, F);
+    int32_t r = compile(c, t->c, parts, count, F, s0);
     return r;
 }
 
-static int32_t compile(cx *c, const nx_tree *t, const int32_t *src, size_t n, nx_fmt F)
+/* Whether a tree itself takes a start value (docs/numerics.md §4.1): seq and
+ * chain start from it, reverse passes it on, split/tile/stride pass it to a
+ * seq combinator.  Every other tree T is reduced from scratch and gets
+ * round(T + s0).  (`@FMT` is the node's own format, applied first.) */
+static int takes_start(const nx_tree *t)
+{
+    switch (t->kind) {
+    case NX_T_SEQ: case NX_T_CHAIN: case NX_T_REVERSE:
+        return 1;
+    case NX_T_SPLIT: case NX_T_TILE: case NX_T_STRIDE:
+        return t->c->kind == NX_T_SEQ;
+    default:
+        return 0;
+    }
+}
+
+/* s0: the source of the start value, or NO_START. */
+static int32_t compile(cx *c, const nx_tree *t, const int32_t *src, size_t n, nx_fmt F, int32_t s0)
 {
     if (c->failed)
         return -1;
     if (t->fmt >= 0)
         F = (nx_fmt)t->fmt;
+    if (s0 != NO_START && !takes_start(t)) {
+        /* round(T + s0): one addition in the current format and mode */
+        int32_t r = compile(c, t, src, n, F, NO_START);
+        return add(c, r, s0, F);
+    }
     switch (t->kind) {
     case NX_T_ATOMIC:
         c->p->nondeterministic = 1;
         /* evaluated in seq order: one admissible order */
         __attribute__((fallthrough));
     case NX_T_SEQ: {
-        int32_t s = zero(c, F);
+        int32_t s = s0 != NO_START ? s0 : zero(c, F);
         for (size_t i = 0; i < n && !c->failed; i++)
             s = add(c, s, src[i], F);
         return s;
@@ -124,8 +151,8 @@ static int32_t compile(cx *c, const nx_tree *t, const int32_t *src, size_t n, nx
         if (n == 1)
             return leaf(c, src[0], F);
         size_t h = (n + 1) / 2;
-        int32_t a = compile(c, t, src, h, F);
-        int32_t b = compile(c, t, src + h, n - h, F);
+        int32_t a = compile(c, t, src, h, F, NO_START);
+        int32_t b = compile(c, t, src + h, n - h, F, NO_START);
         return add(c, a, b, F);
     }
     case NX_T_HALVING: {
@@ -150,7 +177,7 @@ static int32_t compile(cx *c, const nx_tree *t, const int32_t *src, size_t n, nx
             return -1;
         for (size_t i = 0; i < n; i++)
             rv[i] = src[n - 1 - i];
-        int32_t r = compile(c, t->t, rv, n, F);
+        int32_t r = compile(c, t->t, rv, n, F, s0);
         free(rv);
         return r;
     }
@@ -174,9 +201,9 @@ static int32_t compile(cx *c, const nx_tree *t, const int32_t *src, size_t n, nx
                 lo = n; /* overflowed: past the end */
             if (hi > n || hi < lo)
                 hi = n;
-            parts[k] = lo >= n ? zero(c, F) : compile(c, t->t, src + lo, hi - lo, F);
+            parts[k] = lo >= n ? zero(c, F) : compile(c, t->t, src + lo, hi - lo, F, NO_START);
         }
-        int32_t r = reduce_parts(c, t, parts, S, F);
+        int32_t r = reduce_parts(c, t, parts, S, F, s0);
         free(parts);
         return r;
     }
@@ -195,9 +222,9 @@ static int32_t compile(cx *c, const nx_tree *t, const int32_t *src, size_t n, nx
             for (size_t b = l; b < nblocks; b += L)
                 for (size_t i = b * V; i < (b + 1) * V && i < n; i++)
                     lane[m++] = src[i];
-            parts[l] = m == 0 ? zero(c, F) : compile(c, t->t, lane, m, F);
+            parts[l] = m == 0 ? zero(c, F) : compile(c, t->t, lane, m, F, NO_START);
         }
-        int32_t r = reduce_parts(c, t, parts, L, F);
+        int32_t r = reduce_parts(c, t, parts, L, F, s0);
         free(parts);
         free(lane);
         return r;
@@ -207,7 +234,8 @@ static int32_t compile(cx *c, const nx_tree *t, const int32_t *src, size_t n, nx
         nx_fmt af = a->acc >= 0 ? (nx_fmt)a->acc : F;
         nx_mode am = a->round >= 0 ? (nx_mode)a->round : c->pt->rounding;
         size_t N = (size_t)t->count;
-        int32_t s = zero(c, F);
+        /* from s0: it is the accumulator addend of the first atom */
+        int32_t s = s0 != NO_START ? s0 : zero(c, F);
         for (size_t g = 0; g < n && !c->failed; g += N) {
             size_t gn = n - g < N ? n - g : N;
             nx_program *p = c->p;
@@ -236,6 +264,12 @@ static int32_t compile(cx *c, const nx_tree *t, const int32_t *src, size_t n, nx
 
 nx_status nx_program_build(const nx_point *pt, size_t n, int dot, nx_program **out, nx_err *err)
 {
+    return nx_program_build_ex(pt, n, dot, 0, out, err);
+}
+
+nx_status nx_program_build_ex(const nx_point *pt, size_t n, int dot, int start, nx_program **out,
+                              nx_err *err)
+{
     *out = NULL;
     nx_status st = nx_point_validate(pt, err);
     if (st)
@@ -246,6 +280,7 @@ nx_status nx_program_build(const nx_point *pt, size_t n, int dot, nx_program **o
     if (!p)
         return nx_err_set(err, NX_ENOMEM, "out of memory");
     p->n = n;
+    p->start = start != 0;
     p->dot = dot;
     p->in = pt->in;
     p->in_rounding = pt->in_rounding;
@@ -259,7 +294,9 @@ nx_status nx_program_build(const nx_point *pt, size_t n, int dot, nx_program **o
     if (src) {
         for (size_t i = 0; i < n; i++)
             src[i] = (int32_t)i;
-        p->result = compile(&c, pt->tree, src, n, pt->acc);
+        /* the start value is operation 0 when there is one */
+        int32_t s0 = start ? emit(&c, NX_OP_START, NX_FP64, NX_RNE, 0, 0) : NO_START;
+        p->result = compile(&c, pt->tree, src, n, pt->acc, s0);
         free(src);
     }
     if (c.failed) {
@@ -305,7 +342,7 @@ nx_status nx_program_hash(const nx_program *p, char hex[65], nx_err *err)
         if (op->kind == NX_OP_ZERO)
             head[2] = 0; /* +0 does not depend on the mode */
         nx_sha256_update(&h, head, sizeof head);
-        if (op->kind != NX_OP_ZERO)
+        if (op->kind != NX_OP_ZERO && op->kind != NX_OP_START)
             hash_src(&h, (const uint8_t (*)[32])dig, op->x);
         if (op->kind == NX_OP_ADD)
             hash_src(&h, (const uint8_t (*)[32])dig, op->y);
@@ -364,6 +401,9 @@ static void print_src(nx_sbuf *b, const nx_program *p, int32_t s, int top, int l
         print_src(b, p, op->y, 0, 0);
         if (!top)
             nx_sbuf_put(b, ")", 1);
+        break;
+    case NX_OP_START:
+        nx_sbuf_put(b, "c", 1);
         break;
     case NX_OP_ATOM:
         nx_sbuf_put(b, "[", 1);

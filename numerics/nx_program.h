@@ -18,7 +18,9 @@ typedef enum nx_opkind {
     NX_OP_ZERO, /* +0 */
     NX_OP_LEAF, /* round(value(x)) */
     NX_OP_ADD,  /* round(value(x) + value(y)); with fma: round(a*b + value(x)) */
-    NX_OP_ATOM  /* atom(value(x), group of gn sources starting at gsrc[y]) */
+    NX_OP_ATOM, /* atom(value(x), group of gn sources starting at gsrc[y]) */
+    NX_OP_START /* the row's start value s0 = c[r], exact (docs/numerics.md §4.1, §6);
+                 * fmt is fp64: c may be of any format */
 } nx_opkind;
 
 /* A source is a term (>= 0: its index) or an earlier operation's result
@@ -47,6 +49,7 @@ typedef struct nx_program {
     int atom_frac_bits;
     nx_mode atom_term_round;
     int nondeterministic; /* the tree uses `atomic` */
+    int start;            /* 1: rows are reduced from a start value c[r] (one NX_OP_START) */
     nx_op *ops;
     size_t nops;
     int32_t *gsrc;     /* atom groups */
@@ -57,13 +60,22 @@ typedef struct nx_program {
 #define NX_PROGRAM_MAX_OPS ((size_t)1 << 27)
 
 nx_status nx_program_build(const nx_point *pt, size_t n, int dot, nx_program **out, nx_err *err);
+
+/* The same; start = 1 expands the tree reduced from each row's start value
+ * (the accumulator input c, docs/numerics.md §4.1 "Reducing from a start
+ * value" and §6): seq and chain start from it, a split/tile/stride whose
+ * combinator is seq starts that combinator from it, reverse and X@FMT pass
+ * it on, and any other tree T becomes round(T + s0). */
+nx_status nx_program_build_ex(const nx_point *pt, size_t n, int dot, int start, nx_program **out,
+                              nx_err *err);
 void nx_program_free(nx_program *p);
 
 /* SHA-256 of the expanded point, as 64 hex digits + NUL. */
 nx_status nx_program_hash(const nx_program *p, char hex[65], nx_err *err);
 
 /* The explicit bracketing, e.g. "((t0+t4)+(t2+t6))+((t1+t5)+(t3+t7))";
- * atoms print as "[s+t0+t1+...]".  malloc'd; NULL when out of memory. */
+ * atoms print as "[s+t0+t1+...]", the start value as "c".  malloc'd; NULL
+ * when out of memory. */
 char *nx_program_expansion(const nx_program *p);
 
 #endif

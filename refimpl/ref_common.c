@@ -377,7 +377,7 @@ nx_status ref_reduce_flat(ref_job *j, const fam_reduction *r, size_t n, int dot,
     nx_status st = ref_program(j, r, n, dot, &p, err);
     if (st || rows == 0)
         return st;
-    nx_rows in = {rows, afmt, a, bfmt, dot ? b : NULL};
+    nx_rows in = {.rows = rows, .a_fmt = afmt, .a = a, .b_fmt = bfmt, .b = dot ? b : NULL};
     st = j->reduce(p, &in, y, j->nthreads, err);
     if (st)
         nx_err_prefix(err, "reduction '%s'", r->name);
@@ -407,7 +407,7 @@ nx_status ref_reduce_rows(ref_job *j, const fam_reduction *r, size_t n, int dot,
 #pragma omp parallel for num_threads(j->nthreads) schedule(static)
         for (size_t k = 0; k < cnt; k++)
             g(ctx, first + k, a + k * n, dot ? b + k * n : NULL, ref_job_math(j));
-        nx_rows in = {cnt, afmt, a, bfmt, b};
+        nx_rows in = {.rows = cnt, .a_fmt = afmt, .a = a, .b_fmt = bfmt, .b = b};
         st = j->reduce(p, &in, y + first, j->nthreads, err);
     }
     free(a);

@@ -11,10 +11,12 @@
 #pragma GCC diagnostic ignored "-Wformat-truncation"
 
 static uint64_t rng_state;
+static uint64_t rng_c_state; /* the start values' stream */
 
 void rp_seed(uint64_t seed)
 {
     rng_state = seed;
+    rng_c_state = seed ^ 0x6a09e667f3bcc909ull;
 }
 
 uint64_t rp_rand(void)
@@ -136,6 +138,31 @@ uint64_t rp_gen_bits(const char *f, const uint64_t *prev, size_t nprev, int scal
     return b;
 }
 
+uint64_t rp_gen_c_bits(const char *f, int scale_exp)
+{
+    /* the generator of the terms, run on the c stream */
+    uint64_t main_state = rng_state;
+    rng_state = rng_c_state;
+    uint64_t bits = rp_gen_bits(f, NULL, 0, scale_exp);
+    rng_c_state = rng_state;
+    rng_state = main_state;
+    return bits;
+}
+
+/* Whether the case has c, c's format and c's scale, from the c stream. */
+static void gen_c(rp_case *c, int scale)
+{
+    uint64_t main_state = rng_state;
+    rng_state = rng_c_state;
+    c->has_c = rp_below(3) == 0;
+    int r = rp_below(8);
+    c->c_fmt = r < 3 ? c->in_fmt : r < 4 ? c->b_fmt : r < 5 ? "fp64" : PICK(in_fmts);
+    c->c_scale = scale + rp_below(12) - 6;
+    rng_c_state = rng_state;
+    rng_state = main_state;
+    c->c = c->has_c ? rp_gen_c_bits(c->c_fmt, c->c_scale) : 0;
+}
+
 void rp_case_make(rp_case *c)
 {
     memset(c, 0, sizeof *c);
@@ -195,6 +222,7 @@ void rp_case_make(rp_case *c)
         c->a[i] = rp_gen_bits(c->in_fmt, c->a, i, scale);
         c->b[i] = rp_gen_bits(c->b_fmt, c->b, i, rp_below(10) - 5);
     }
+    gen_c(c, scale);
 }
 
 void rp_case_dump(const rp_case *c, uint64_t seed, long idx, const char *why)
@@ -202,6 +230,8 @@ void rp_case_dump(const rp_case *c, uint64_t seed, long idx, const char *why)
     fprintf(stderr, "MISMATCH (seed %llu, case %ld): %s\n  point: %s\n  %s n=%zu a:%s%s%s\n", (unsigned long long)seed,
             idx, why, c->toml, c->dot ? "dot" : "sum", c->n, c->in_fmt, c->dot ? " b:" : "",
             c->dot ? c->b_fmt : "");
+    if (c->has_c)
+        fprintf(stderr, "  c: %s 0x%llx\n", c->c_fmt, (unsigned long long)c->c);
     for (size_t i = 0; i < c->n; i++) {
         fprintf(stderr, "  t%zu: a=0x%llx", i, (unsigned long long)c->a[i]);
         if (c->dot)

@@ -24,14 +24,24 @@ typedef struct rp_case {
     int dot;
     size_t n;
     uint64_t a[RP_MAX_N], b[RP_MAX_N]; /* bit patterns of one row */
+    int has_c;           /* the row is reduced from a start value c (docs/numerics.md §6) */
+    const char *c_fmt;   /* c's format: a's, b's or any other input format */
+    uint64_t c;          /* c's bit pattern */
+    int c_scale;         /* the scale c was drawn near (for more rows) */
 } rp_case;
 
 void rp_seed(uint64_t seed);
 uint64_t rp_rand(void);
 int rp_below(int n); /* uniform in [0, n) */
 
-/* A random point and one row of inputs. */
+/* A random point and one row of inputs.  About a third of the cases have a
+ * start value c; c comes from a second stream (seeded with the first), so
+ * the points and terms are those the same seed drew before c existed. */
 void rp_case_make(rp_case *c);
+
+/* A random c pattern of format f near 2^scale_exp (or a zero, NaN, inf,
+ * subnormal...), from the c stream. */
+uint64_t rp_gen_c_bits(const char *f, int scale_exp);
 
 /* A random pattern of format f (see above); prev: earlier patterns of the
  * row (for exact negations); scale_exp: the common scale. */

@@ -67,20 +67,23 @@ static void test_random_points(void **state)
         nx_point pt;
         assert_int_equal(pt_from_text(c.toml, "point", &pt, &err), NX_OK);
         nx_program *prog;
-        assert_int_equal(nx_program_build(&pt, c.n, c.dot, &prog, &err), NX_OK);
+        assert_int_equal(nx_program_build_ex(&pt, c.n, c.dot, c.has_c, &prog, &err), NX_OK);
         nx_fmt fa = (nx_fmt)nx_fmt_from_name(c.in_fmt), fb = (nx_fmt)nx_fmt_from_name(c.b_fmt);
+        nx_fmt fc = c.has_c ? (nx_fmt)nx_fmt_from_name(c.c_fmt) : NX_FP64;
+        double cv = c.has_c ? nx_decode(fc, c.c, NULL) : 0.0;
         double a[RP_MAX_N], b[RP_MAX_N], y;
         for (size_t i = 0; i < c.n; i++) {
             a[i] = nx_decode(fa, c.a[i], NULL);
             b[i] = nx_decode(fb, c.b[i], NULL);
         }
-        if (all_finite(a, c.n) && (!c.dot || all_finite(b, c.n))) {
-            nx_rows in = {1, fa, a, fb, c.dot ? b : NULL};
+        if (all_finite(a, c.n) && (!c.dot || all_finite(b, c.n)) && isfinite(cv)) {
+            nx_rows in = {.rows = 1, .a_fmt = fa, .a = a, .b_fmt = fb, .b = c.dot ? b : NULL,
+                          .c_fmt = fc, .c = c.has_c ? &cv : NULL};
             assert_int_equal(nx_fast_reduce(prog, &in, &y, 1, &err), NX_OK);
             nx_bound *bd = nx_bound_new(prog);
             assert_non_null(bd);
             nx_bound_row br;
-            nx_bound_eval(bd, prog, fa, a, fb, c.dot ? b : NULL, y, &br, NULL);
+            nx_bound_eval_c(bd, prog, fa, a, fb, c.dot ? b : NULL, cv, y, &br, NULL);
             nx_bound_free(bd);
             checked++;
             if (isfinite(br.bound)) {
@@ -139,7 +142,7 @@ static void test_long_rows(void **state)
         assert_int_equal(pt_from_text(long_points[pi], "point", &pt, &err), NX_OK);
         nx_program *prog;
         assert_int_equal(nx_program_build(&pt, n, 1, &prog, &err), NX_OK);
-        nx_rows in = {rows, NX_FP32, a, NX_FP32, b};
+        nx_rows in = {.rows = rows, .a_fmt = NX_FP32, .a = a, .b_fmt = NX_FP32, .b = b};
         assert_int_equal(nx_fast_reduce(prog, &in, y, 2, &err), NX_OK);
         assert_int_equal(nx_bound_rows(prog, &in, y, br, 2, &err), NX_OK);
         double worst = 0;
@@ -181,7 +184,7 @@ static void run_adv(const char *toml, size_t n, size_t rows, const double *a, co
     nx_bound_row *br = malloc(rows * sizeof *br);
     assert_non_null(y);
     assert_non_null(br);
-    nx_rows in = {rows, NX_FP64, a, NX_FP64, b};
+    nx_rows in = {.rows = rows, .a_fmt = NX_FP64, .a = a, .b_fmt = NX_FP64, .b = b};
     assert_int_equal(nx_fast_reduce(prog, &in, y, 1, &err), NX_OK);
     assert_int_equal(nx_bound_rows(prog, &in, y, br, 1, &err), NX_OK);
     double worst = 0;
@@ -399,7 +402,7 @@ static void test_negative_control(void **state)
     double a[64], y;
     for (size_t i = 0; i < n; i++)
         a[i] = 1.0 + (double)i / 64;
-    nx_rows in = {1, NX_FP32, a, NX_FP32, NULL};
+    nx_rows in = {.rows = 1, .a_fmt = NX_FP32, .a = a, .b_fmt = NX_FP32, .b = NULL};
     assert_int_equal(nx_fast_reduce(prog, &in, &y, 1, &err), NX_OK);
     nx_bound *bd = nx_bound_new(prog);
     nx_bound_row br;

@@ -25,7 +25,7 @@ static double eval(const char *toml, const double *a, const double *b, size_t n,
     }
     nx_program *p;
     assert_int_equal(nx_program_build(&pt, n, b != NULL, &p, &err), NX_OK);
-    nx_rows rows = {1, in, a, in, b};
+    nx_rows rows = {.rows = 1, .a_fmt = in, .a = a, .b_fmt = in, .b = b};
     double y;
     assert_int_equal(nx_mpfr_reduce(p, &rows, &y, 1, &err), NX_OK);
     nx_program_free(p);
@@ -247,7 +247,7 @@ static void test_threads_and_rows(void **state)
                      NX_OK);
     nx_program *p;
     assert_int_equal(nx_program_build(&pt, N, 1, &p, &err), NX_OK);
-    nx_rows rows = {R, NX_FP32, a, NX_FP32, b};
+    nx_rows rows = {.rows = R, .a_fmt = NX_FP32, .a = a, .b_fmt = NX_FP32, .b = b};
     assert_int_equal(nx_mpfr_reduce(p, &rows, y1, 1, &err), NX_OK);
     assert_int_equal(nx_mpfr_reduce(p, &rows, y2, 4, &err), NX_OK);
     for (int r = 0; r < R; r++)
@@ -258,9 +258,167 @@ static void test_threads_and_rows(void **state)
     free(b);
 }
 
+/* ---------------------------------------------------------------------- */
+/* The accumulator input c (docs/numerics.md §4.1 "Reducing from a start
+ * value s0", §6): the MPFR and the fast engine from one start value c of
+ * format cf, each against the hand-worked value. */
+
+static double eval_c(const char *toml, const double *a, const double *b, size_t n, nx_fmt in, nx_fmt cf,
+                     double c, int fast)
+{
+    nx_point pt;
+    nx_err err = {0};
+    if (pt_from_text(toml, "point", &pt, &err) != NX_OK) {
+        print_error("%s\n", err.msg);
+        fail();
+    }
+    nx_program *p;
+    assert_int_equal(nx_program_build_ex(&pt, n, b != NULL, 1, &p, &err), NX_OK);
+    assert_int_equal(p->start, 1);
+    nx_rows rows = {.rows = 1, .a_fmt = in, .a = a, .b_fmt = in, .b = b, .c_fmt = cf, .c = &c};
+    double y;
+    if (fast)
+        assert_int_equal(nx_fast_reduce(p, &rows, &y, 1, &err), NX_OK);
+    else
+        assert_int_equal(nx_mpfr_reduce(p, &rows, &y, 1, &err), NX_OK);
+    nx_program_free(p);
+    nx_point_free(&pt);
+    return y;
+}
+
+#define CHECK_C(toml, a, b, n, in, cf, c, want)                                         \
+    do {                                                                                \
+        char ctx_[256];                                                                 \
+        snprintf(ctx_, sizeof ctx_, "%s from c = %a (mpfr)", toml, (double)(c));        \
+        assert_double_bits_eq_ctx(eval_c(toml, a, b, n, in, cf, c, 0), want, ctx_);    \
+        snprintf(ctx_, sizeof ctx_, "%s from c = %a (fast)", toml, (double)(c));        \
+        assert_double_bits_eq_ctx(eval_c(toml, a, b, n, in, cf, c, 1), want, ctx_);    \
+    } while (0)
+
+/* fp32, rne.  1 + 2^-24 is a tie between 1 and 1 + 2^-23: rne gives 1. */
+static void test_start_trees(void **state)
+{
+    (void)state;
+    const double h2[2] = {0x1p-24, 0x1p-24}, h4[4] = {0x1p-24, 0x1p-24, 0x1p-24, 0x1p-24};
+    /* seq from c = 1: (1 + 2^-24 → 1) + 2^-24 → 1.  (round(seq + c) would be
+     * 1 + 2^-23, and from +0 it is 2^-23.) */
+    CHECK_C("{ tree = \"seq\" }", h2, NULL, 2, NX_FP32, NX_FP32, 1.0, 1.0);
+    /* pairwise, halving: round(T + c) = round(2^-23 + 1) = 1 + 2^-23 */
+    CHECK_C("{ tree = \"pairwise\" }", h2, NULL, 2, NX_FP32, NX_FP32, 1.0, 0x1.000002p0);
+    CHECK_C("{ tree = \"halving\" }", h2, NULL, 2, NX_FP32, NX_FP32, 1.0, 0x1.000002p0);
+    /* atomic is not seq for the start rule: round(T + c), 1 + 2^-23 */
+    CHECK_C("{ tree = \"atomic\" }", h2, NULL, 2, NX_FP32, NX_FP32, 1.0, 0x1.000002p0);
+    /* split(2, seq, seq) over four 2^-24: the slices start from +0 (P0 = P1
+     * = 2^-23), the seq combinator from c: 1 + 2^-23, + 2^-23 = 1 + 2^-22.
+     * (Starting slice 0 from c instead: 1, 1, then 1 + 2^-23.) */
+    CHECK_C("{ tree = \"split(2, seq, seq)\" }", h4, NULL, 4, NX_FP32, NX_FP32, 1.0, 0x1.000004p0);
+    /* over two 2^-24: P0 = P1 = 2^-24; from c: 1 + 2^-24 → 1, again → 1.
+     * (round(T + c) would be round(2^-23 + 1) = 1 + 2^-23.) */
+    CHECK_C("{ tree = \"split(2, seq, seq)\" }", h2, NULL, 2, NX_FP32, NX_FP32, 1.0, 1.0);
+    CHECK_C("{ tree = \"stride(2, seq, seq)\" }", h2, NULL, 2, NX_FP32, NX_FP32, 1.0, 1.0);
+    CHECK_C("{ tree = \"tile(1, seq, seq)\" }", h2, NULL, 2, NX_FP32, NX_FP32, 1.0, 1.0);
+    /* a combinator that is not seq: round(T + c), T = P0 + P1 = 2^-23 */
+    CHECK_C("{ tree = \"split(2, seq, pairwise)\" }", h2, NULL, 2, NX_FP32, NX_FP32, 1.0, 0x1.000002p0);
+    /* reverse(seq) over 1, 2^-24 from c = 2^-24: c + 2^-24 = 2^-23, + 1 =
+     * 1 + 2^-23.  (seq from c: 1, 1; round(reverse(seq) + c): 1, 1.) */
+    const double r2[2] = {1.0, 0x1p-24};
+    CHECK_C("{ tree = \"reverse(seq)\" }", r2, NULL, 2, NX_FP32, NX_FP32, 0x1p-24, 0x1.000002p0);
+    /* chain(2), frac_bits 4, rz cuts: the first atom's addends are c = 2^-5,
+     * 1, 1; E = 0, c is cut to a multiple of 2^-4: 0; sum 2.  (round(T + c)
+     * would be 2 + 2^-5 = 0x1.04p1.) */
+    const double o2[2] = {1.0, 1.0};
+    CHECK_C("{ tree = \"chain(2)\", atom = { frac_bits = 4 } }", o2, NULL, 2, NX_FP32, NX_FP32, 0x1p-5, 2.0);
+    /* seq@bf16 from c = 1 + 2^-10 (fp32, not a bf16 value: it enters exactly):
+     * bf16(1 + 2^-10 + 2^-8) = 1 + 2^-7 (above the midpoint 1 + 2^-8) */
+    const double e8[1] = {0x1p-8};
+    CHECK_C("{ tree = \"seq@bf16\" }", e8, NULL, 1, NX_FP32, NX_FP32, 0x1.004p0, 0x1.02p0);
+    /* pairwise@bf16: X@FMT passes c to X, whose round(T + c) is in bf16:
+     * bf16(2^-8 + 1) = 1 (tie, even).  In fp32 it would be 1 + 2^-8. */
+    CHECK_C("{ tree = \"pairwise@bf16\" }", e8, NULL, 1, NX_FP32, NX_FP32, 1.0, 1.0);
+    /* no terms: seq is c itself (then `out`), pairwise is round(+0 + c) */
+    CHECK_C("{ tree = \"seq\" }", e8, NULL, 0, NX_FP32, NX_FP64, 0x1.00000001p0, 1.0);
+    CHECK_C("{ tree = \"seq\", out = \"fp64\" }", e8, NULL, 0, NX_FP32, NX_FP64, 0x1.00000001p0, 0x1.00000001p0);
+    CHECK_C("{ tree = \"seq\" }", e8, NULL, 0, NX_FP32, NX_FP32, -0.0, -0.0);
+    CHECK_C("{ tree = \"pairwise\" }", e8, NULL, 0, NX_FP32, NX_FP32, -0.0, 0.0);
+}
+
+static void test_start_values(void **state)
+{
+    (void)state;
+    /* c = -0: seq over -0 from -0 is (-0) + (-0) = -0 (from +0 it is +0) */
+    const double nz[1] = {-0.0}, pz[1] = {0.0};
+    CHECK_C("{ tree = \"seq\" }", nz, NULL, 1, NX_FP32, NX_FP32, -0.0, -0.0);
+    CHECK_C("{ tree = \"seq\" }", pz, NULL, 1, NX_FP32, NX_FP32, -0.0, 0.0);
+    CHECK_C("{ tree = \"seq\", rounding = \"rd\" }", pz, NULL, 1, NX_FP32, NX_FP32, -0.0, -0.0);
+    CHECK_C("{ tree = \"pairwise\" }", nz, NULL, 1, NX_FP32, NX_FP32, 0.0, 0.0);
+    CHECK_C("{ tree = \"pairwise\" }", nz, NULL, 1, NX_FP32, NX_FP32, -0.0, -0.0);
+    /* a dot product: 0·(-1) = -0 fused with c = -0: (-0) + (-0) = -0 */
+    const double z1[1] = {0.0}, m1[1] = {-1.0};
+    CHECK_C("{ }", z1, m1, 1, NX_FP32, NX_FP32, -0.0, -0.0);
+    /* NaN and infinities */
+    const double one[1] = {1.0}, one2[2] = {1.0, 2.0}, inf1[1] = {INFINITY};
+    CHECK_C("{ tree = \"seq\" }", one, NULL, 1, NX_FP32, NX_FP32, NAN, NAN);
+    CHECK_C("{ tree = \"pairwise\" }", one, NULL, 1, NX_FP32, NX_FP32, NAN, NAN);
+    CHECK_C("{ tree = \"chain(1)\", atom = { frac_bits = 24 } }", one, NULL, 1, NX_FP32, NX_FP32, NAN, NAN);
+    CHECK_C("{ tree = \"seq\" }", one2, NULL, 2, NX_FP32, NX_FP32, INFINITY, INFINITY);
+    CHECK_C("{ tree = \"seq\" }", inf1, NULL, 1, NX_FP32, NX_FP32, -INFINITY, NAN);
+    CHECK_C("{ tree = \"pairwise\" }", one, NULL, 1, NX_FP32, NX_FP32, -INFINITY, -INFINITY);
+    /* c of another format than a and b: bf16 c = -1 with fp32 a = 1 + 2^-23,
+     * b = 1 + 2^-22.  a·b = 1 + 3·2^-23 + 2^-45; fused with c: 3·2^-23 +
+     * 2^-45 = 0x1.800002p-22, exact in fp32.  Without fma the product is
+     * rounded first (to 1 + 3·2^-23): 0x1.8p-22. */
+    const double a1[1] = {0x1.000002p0}, b1[1] = {0x1.000004p0};
+    CHECK_C("{ }", a1, b1, 1, NX_FP32, NX_BF16, -1.0, 0x1.800002p-22);
+    CHECK_C("{ fma = false }", a1, b1, 1, NX_FP32, NX_BF16, -1.0, 0x1.8p-22);
+    /* fp64 c = 1 + 2^-30 with fp32 terms: fp32(1 + 2^-30 + 2^-24) = 1 + 2^-23
+     * (above the midpoint); c rounded to fp32 first would give 1 */
+    const double q1[1] = {0x1p-24};
+    CHECK_C("{ tree = \"seq\" }", q1, NULL, 1, NX_FP32, NX_FP64, 0x1.00000004p0, 0x1.000002p0);
+    /* c is not rounded to `in`: in = bf16, c = 1 + 2^-10, fp32(c + 2^-8) =
+     * 1 + 2^-8 + 2^-10 exactly (a bf16 c would be 1, giving 1 + 2^-8) */
+    const double e8[1] = {0x1p-8};
+    CHECK_C("{ tree = \"seq\", in = \"bf16\" }", e8, NULL, 1, NX_FP32, NX_FP32, 0x1.004p0, 0x1.014p0);
+}
+
+/* The start value is part of the program: its hash differs, its expansion
+ * prints it as c. */
+static void test_start_program(void **state)
+{
+    (void)state;
+    nx_point pt;
+    nx_err err = {0};
+    assert_int_equal(pt_from_text("{ tree = \"split(2, seq, seq)\" }", "p", &pt, &err), NX_OK);
+    nx_program *p0, *p1;
+    assert_int_equal(nx_program_build(&pt, 4, 0, &p0, &err), NX_OK);
+    assert_int_equal(nx_program_build_ex(&pt, 4, 0, 1, &p1, &err), NX_OK);
+    char h0[65], h1[65];
+    assert_int_equal(nx_program_hash(p0, h0, &err), NX_OK);
+    assert_int_equal(nx_program_hash(p1, h1, &err), NX_OK);
+    assert_string_not_equal(h0, h1);
+    char *e = nx_program_expansion(p1);
+    assert_string_equal(e, "(c+((+0+t0)+t1))+((+0+t2)+t3)");
+    free(e);
+    /* rows without c for a program that needs them: an error, not a guess */
+    double a[4] = {1, 2, 3, 4}, y;
+    nx_rows rows = {.rows = 1, .a_fmt = NX_FP32, .a = a, .b_fmt = NX_FP32};
+    assert_int_not_equal(nx_mpfr_reduce(p1, &rows, &y, 1, &err), NX_OK);
+    assert_int_not_equal(nx_fast_reduce(p1, &rows, &y, 1, &err), NX_OK);
+    nx_program_free(p0);
+    nx_program_free(p1);
+    nx_point_set_tree(&pt, "pairwise", "tree", &err);
+    assert_int_equal(nx_program_build_ex(&pt, 2, 0, 1, &p1, &err), NX_OK);
+    e = nx_program_expansion(p1);
+    assert_string_equal(e, "(t0+t1)+c");
+    free(e);
+    nx_program_free(p1);
+    nx_point_free(&pt);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_start_trees),       cmocka_unit_test(test_start_values),
+        cmocka_unit_test(test_start_program),
         cmocka_unit_test(test_constructs_differ), cmocka_unit_test(test_signed_zeros),
         cmocka_unit_test(test_subtree_format),    cmocka_unit_test(test_fma_and_products),
         cmocka_unit_test(test_atom_truncation),   cmocka_unit_test(test_out_conversion),

@@ -143,13 +143,13 @@ typedef struct cmp_stats {
 } cmp_stats;
 
 /* Runs both engines over rows x n inputs; reports each differing row. */
-static void compare(const nx_program *prog, nx_fmt fa, const double *a, nx_fmt fb, const double *b,
-                    size_t rows, int threads, cmp_stats *cs, const char *what)
+static void compare_c(const nx_program *prog, nx_fmt fa, const double *a, nx_fmt fb, const double *b,
+                      nx_fmt fc, const double *c, size_t rows, int threads, cmp_stats *cs, const char *what)
 {
     double *ym = malloc(rows * sizeof *ym), *yf = malloc(rows * sizeof *yf);
     assert_non_null(ym);
     assert_non_null(yf);
-    nx_rows in = {rows, fa, a, fb, b};
+    nx_rows in = {.rows = rows, .a_fmt = fa, .a = a, .b_fmt = fb, .b = b, .c_fmt = fc, .c = c};
     nx_err err = {0};
     size_t redone = 0;
     assert_int_equal(nx_mpfr_reduce(prog, &in, ym, threads, &err), NX_OK);
@@ -170,11 +170,17 @@ static void compare(const nx_program *prog, nx_fmt fa, const double *a, nx_fmt f
     free(yf);
 }
 
+static void compare(const nx_program *prog, nx_fmt fa, const double *a, nx_fmt fb, const double *b,
+                    size_t rows, int threads, cmp_stats *cs, const char *what)
+{
+    compare_c(prog, fa, a, fb, b, NX_FP64, NULL, rows, threads, cs, what);
+}
+
 static void random_points(long count, uint64_t seed)
 {
     rp_seed(seed);
     cmp_stats cs = {0};
-    long cases = 0;
+    long cases = 0, cs_with_c = 0;
     for (long idx = 0; idx < count && cs.mismatches == 0; idx++) {
         rp_case c;
         rp_case_make(&c);
@@ -185,7 +191,7 @@ static void random_points(long count, uint64_t seed)
             fail();
         }
         nx_program *prog;
-        if (nx_program_build(&pt, c.n, c.dot, &prog, &err)) {
+        if (nx_program_build_ex(&pt, c.n, c.dot, c.has_c, &prog, &err)) {
             rp_case_dump(&c, seed, idx, err.msg);
             fail();
         }
@@ -196,6 +202,11 @@ static void random_points(long count, uint64_t seed)
         assert_non_null(a);
         assert_non_null(b);
         nx_fmt fa = (nx_fmt)nx_fmt_from_name(c.in_fmt), fb = (nx_fmt)nx_fmt_from_name(c.b_fmt);
+        nx_fmt fc = c.has_c ? (nx_fmt)nx_fmt_from_name(c.c_fmt) : NX_FP64;
+        double *cv = malloc(rows * sizeof *cv);
+        assert_non_null(cv);
+        for (size_t r = 0; r < rows && c.has_c; r++) /* the case's c first, then fresh ones */
+            cv[r] = nx_decode(fc, r == 0 ? c.c : rp_gen_c_bits(c.c_fmt, c.c_scale), NULL);
         int scale = rp_below(40) - 20;
         for (size_t r = 0; r < rows; r++) {
             uint64_t ab[RP_MAX_N], bb[RP_MAX_N];
@@ -207,7 +218,8 @@ static void random_points(long count, uint64_t seed)
             }
         }
         long before = cs.mismatches;
-        compare(prog, fa, a, fb, c.dot ? b : NULL, rows, 1, &cs, "random point");
+        compare_c(prog, fa, a, fb, c.dot ? b : NULL, fc, c.has_c ? cv : NULL, rows, 1, &cs, "random point");
+        cs_with_c += c.has_c ? (long)rows : 0;
         if (cs.mismatches != before) {
             char why[64];
             snprintf(why, sizeof why, "fast != mpfr (%zu rows; row 0 is below)", rows);
@@ -216,11 +228,15 @@ static void random_points(long count, uint64_t seed)
         cases++;
         free(a);
         free(b);
+        free(cv);
         nx_program_free(prog);
         nx_point_free(&pt);
     }
-    fprintf(stderr, "fast vs mpfr: seed %llu, %ld points, %ld rows, %ld mismatches, %ld rows handed to MPFR\n",
-            (unsigned long long)seed, cases, cs.rows, cs.mismatches, cs.mpfr_rows);
+    fprintf(stderr,
+            "fast vs mpfr: seed %llu, %ld points, %ld rows (%ld from a start value c), %ld mismatches, %ld rows "
+            "handed to MPFR\n",
+            (unsigned long long)seed, cases, cs.rows, cs_with_c, cs.mismatches, cs.mpfr_rows);
+    assert_true(cs_with_c * 5 > cs.rows); /* c is drawn for about a third of the points */
     assert_int_equal(cs.mismatches, 0);
     /* fp64 products that underflow and atoms wider than 64 bits are rare */
     assert_true(cs.mpfr_rows * 50 < cs.rows);
@@ -371,7 +387,7 @@ static void test_negative_control(void **state)
     assert_int_equal(pt_from_text("{ acc = \"bf16\", rounding = \"rz\" }", "p", &p2, &err), NX_OK);
     assert_int_equal(nx_program_build(&p1, n, 1, &g1, &err), NX_OK);
     assert_int_equal(nx_program_build(&p2, n, 1, &g2, &err), NX_OK);
-    nx_rows in = {rows, NX_FP32, a, NX_FP32, b};
+    nx_rows in = {.rows = rows, .a_fmt = NX_FP32, .a = a, .b_fmt = NX_FP32, .b = b};
     assert_int_equal(nx_fast_reduce(g1, &in, ya, 1, &err), NX_OK);
     assert_int_equal(nx_mpfr_reduce(g2, &in, yb, 1, &err), NX_OK);
     int differ = 0;

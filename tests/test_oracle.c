@@ -34,14 +34,14 @@ static long env_long(const char *name, long dflt)
 static void run_cases(long count, uint64_t seed)
 {
     rp_seed(seed);
-    long fails = 0, compared = 0, both_err = 0;
+    long fails = 0, compared = 0, both_err = 0, with_c = 0;
     for (long idx = 0; idx < count && fails < 5; idx++) {
         rp_case c;
         rp_case_make(&c);
         uint64_t obits = 0;
         char oerr[512] = "";
-        int orc = orc_reduce(&c.op, c.in_fmt, c.dot ? c.b_fmt : NULL, c.a, c.dot ? c.b : NULL, c.n, &obits,
-                             oerr, sizeof oerr);
+        int orc = orc_reduce_c(&c.op, c.in_fmt, c.dot ? c.b_fmt : NULL, c.a, c.dot ? c.b : NULL, c.n,
+                               c.c_fmt, c.has_c ? &c.c : NULL, &obits, oerr, sizeof oerr);
 
         nx_err err = {0};
         nx_point pt;
@@ -53,7 +53,7 @@ static void run_cases(long count, uint64_t seed)
             continue;
         }
         nx_program *prog;
-        if (nx_program_build(&pt, c.n, c.dot, &prog, &err)) {
+        if (nx_program_build_ex(&pt, c.n, c.dot, c.has_c, &prog, &err)) {
             snprintf(why, sizeof why, "the engine could not expand the point: %s", err.msg);
             rp_case_dump(&c, seed, idx, why);
             fails++;
@@ -66,7 +66,10 @@ static void run_cases(long count, uint64_t seed)
             a[i] = nx_decode(fa, c.a[i], NULL);
             b[i] = nx_decode(fb, c.b[i], NULL);
         }
-        nx_rows rows = {1, fa, a, fb, c.dot ? b : NULL};
+        nx_fmt fc = c.has_c ? (nx_fmt)nx_fmt_from_name(c.c_fmt) : NX_FP64;
+        double cv = c.has_c ? nx_decode(fc, c.c, NULL) : 0.0;
+        nx_rows rows = {.rows = 1, .a_fmt = fa, .a = a, .b_fmt = fb, .b = c.dot ? b : NULL,
+                        .c_fmt = fc, .c = c.has_c ? &cv : NULL};
         assert_int_equal(nx_mpfr_reduce(prog, &rows, &y, 1, &err), NX_OK);
         uint64_t ebits = 0;
         int erc = nx_encode(prog->out, y, &ebits, &err) != NX_OK;
@@ -83,13 +86,17 @@ static void run_cases(long count, uint64_t seed)
             fails++;
         } else {
             compared++;
+            with_c += c.has_c;
         }
         nx_program_free(prog);
         nx_point_free(&pt);
     }
-    fprintf(stderr, "oracle vs mpfr: seed %llu, %ld cases bit-identical, %ld rejected by both, %ld mismatches\n",
-            (unsigned long long)seed, compared, both_err, fails);
+    fprintf(stderr,
+            "oracle vs mpfr: seed %llu, %ld cases bit-identical (%ld of them from a start value c), %ld rejected "
+            "by both, %ld mismatches\n",
+            (unsigned long long)seed, compared, with_c, both_err, fails);
     assert_int_equal(fails, 0);
+    assert_true(with_c > compared / 5); /* c is drawn for about a third of the cases */
     assert_true(compared > count * 9 / 10);
 }
 

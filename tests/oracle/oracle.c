@@ -856,10 +856,13 @@ static int atom(ctx *C, const fmt_t *F, const oval *s, const term *const *g, siz
     return rc;
 }
 
-static int eval(ctx *C, const tnode *node, const fmt_t *F, const term *const *ts, size_t n, oval *out);
+static int eval(ctx *C, const tnode *node, const fmt_t *F, const term *const *ts, size_t n,
+                const oval *s0, oval *out);
 
-/* reduces already computed values vs[0..k) by the combinator node */
-static int combine(ctx *C, const tnode *node, const fmt_t *F, const oval *vs, size_t k, oval *out)
+/* reduces already computed values vs[0..k) by the combinator node, from the
+ * start value s0 (NULL: none) */
+static int combine(ctx *C, const tnode *node, const fmt_t *F, const oval *vs, size_t k,
+                   const oval *s0, oval *out)
 {
     term *tm = calloc(k ? k : 1, sizeof *tm);
     const term **pt = calloc(k ? k : 1, sizeof *pt);
@@ -875,7 +878,7 @@ static int combine(ctx *C, const tnode *node, const fmt_t *F, const oval *vs, si
         ov_set(&tm[i].a, &vs[i]);
         pt[i] = &tm[i];
     }
-    int rc = eval(C, node, F, pt, k, out);
+    int rc = eval(C, node, F, pt, k, s0, out);
     for (size_t i = 0; i < k; i++) {
         ov_clear(&tm[i].a);
         ov_clear(&tm[i].b);
@@ -903,6 +906,23 @@ static void ov_array_free(oval *v, size_t k)
     free(v);
 }
 
+/* The partials of split/tile/stride reduced by the combinator: a seq
+ * combinator starts from s0, any other combinator C gives round(C + s0),
+ * in the split's format F (a combinator's own @FMT applies inside it). */
+static int combine_from(ctx *C, const tnode *comb, const fmt_t *F, const oval *vs, size_t k,
+                        const oval *s0, oval *out)
+{
+    if (!s0 || comb->kind == T_SEQ)
+        return combine(C, comb, F, vs, k, s0, out);
+    oval v;
+    ov_init(&v);
+    int rc = combine(C, comb, F, vs, k, NULL, &v);
+    if (!rc)
+        rc = radd(C, F, &v, s0, out);
+    ov_clear(&v);
+    return rc;
+}
+
 static int eval_pairwise(ctx *C, const fmt_t *F, const term *const *ts, size_t n, oval *out)
 {
     if (n == 0) {
@@ -925,17 +945,36 @@ static int eval_pairwise(ctx *C, const fmt_t *F, const term *const *ts, size_t n
     return rc;
 }
 
-static int eval(ctx *C, const tnode *node, const fmt_t *F, const term *const *ts, size_t n, oval *out)
+/* out = round(v + s0) in F: a tree that does not start from s0 meets it in
+ * one addition ("Reducing from a start value s0", section 4.1) */
+static int plus_start(ctx *C, const fmt_t *F, const oval *v, const oval *s0, oval *out)
+{
+    if (!s0) {
+        ov_set(out, v);
+        return 0;
+    }
+    return radd(C, F, v, s0, out);
+}
+
+/* Reduces ts[0..n) by node from the start value s0 (NULL: from scratch).
+ * Section 4.1: seq and chain start with s = s0; reverse passes s0 to its
+ * tree; split/tile/stride pass it to a seq combinator (the parts are
+ * always from scratch); @FMT only changes F; every other tree T gives
+ * round(T + s0). */
+static int eval(ctx *C, const tnode *node, const fmt_t *F, const term *const *ts, size_t n,
+                const oval *s0, oval *out)
 {
     if (node->fmt)
         F = node->fmt;  /* X@FMT: X's additions in FMT */
     int rc = 0;
     switch (node->kind) {
-    case T_SEQ:
-    case T_ATOMIC: { /* atomic: evaluated in seq order (interpretation 7) */
+    case T_SEQ: {
         oval s;
         ov_init(&s);
-        ov_zero(&s, 0);
+        if (s0)
+            ov_set(&s, s0);  /* s = s0, exact */
+        else
+            ov_zero(&s, 0);
         for (size_t i = 0; i < n && !rc; i++)
             rc = step(C, F, &s, ts[i], &s);
         if (!rc)
@@ -943,12 +982,34 @@ static int eval(ctx *C, const tnode *node, const fmt_t *F, const term *const *ts
         ov_clear(&s);
         return rc;
     }
-    case T_PAIRWISE:
-        return eval_pairwise(C, F, ts, n, out);
+    case T_ATOMIC: { /* atomic: evaluated in seq order (interpretation 7), from +0 */
+        oval s;
+        ov_init(&s);
+        ov_zero(&s, 0);
+        for (size_t i = 0; i < n && !rc; i++)
+            rc = step(C, F, &s, ts[i], &s);
+        if (!rc)
+            rc = plus_start(C, F, &s, s0, out);
+        ov_clear(&s);
+        return rc;
+    }
+    case T_PAIRWISE: {
+        oval v;
+        ov_init(&v);
+        rc = eval_pairwise(C, F, ts, n, &v);
+        if (!rc)
+            rc = plus_start(C, F, &v, s0, out);
+        ov_clear(&v);
+        return rc;
+    }
     case T_HALVING: {
         if (n == 0) {
-            ov_zero(out, 0);
-            return 0;
+            oval z;
+            ov_init(&z);
+            ov_zero(&z, 0);
+            rc = plus_start(C, F, &z, s0, out);
+            ov_clear(&z);
+            return rc;
         }
         size_t w = 1;
         while (w < n)
@@ -966,7 +1027,7 @@ static int eval(ctx *C, const tnode *node, const fmt_t *F, const term *const *ts
             for (size_t j = 0; j < o && !rc; j++)
                 rc = radd(C, F, &v[j], &v[j + o], &v[j]);
         if (!rc)
-            ov_set(out, &v[0]);
+            rc = plus_start(C, F, &v[0], s0, out);
         ov_array_free(v, w);
         return rc;
     }
@@ -976,7 +1037,7 @@ static int eval(ctx *C, const tnode *node, const fmt_t *F, const term *const *ts
             return cerr(C, "out of memory");
         for (size_t i = 0; i < n; i++)
             r[i] = ts[n - 1 - i];
-        rc = eval(C, node->t, F, r, n, out);
+        rc = eval(C, node->t, F, r, n, s0, out);  /* T from s0 on the reversed terms */
         free(r);
         return rc;
     }
@@ -993,10 +1054,10 @@ static int eval(ctx *C, const tnode *node, const fmt_t *F, const term *const *ts
             if (hi <= lo)
                 ov_zero(&part[k], 0);            /* an empty slice gives +0 */
             else
-                rc = eval(C, node->t, F, ts + lo, hi - lo, &part[k]);
+                rc = eval(C, node->t, F, ts + lo, hi - lo, NULL, &part[k]);
         }
         if (!rc)
-            rc = combine(C, node->c, F, part, S, out);
+            rc = combine_from(C, node->c, F, part, S, s0, out);
         ov_array_free(part, S);
         return rc;
     }
@@ -1008,10 +1069,10 @@ static int eval(ctx *C, const tnode *node, const fmt_t *F, const term *const *ts
             return cerr(C, "out of memory");
         for (size_t i = 0; i < k && !rc; i++) {
             size_t lo = i * T0, hi = lo + T0 < n ? lo + T0 : n;
-            rc = eval(C, node->t, F, ts + lo, hi - lo, &part[i]);
+            rc = eval(C, node->t, F, ts + lo, hi - lo, NULL, &part[i]);
         }
         if (!rc)
-            rc = combine(C, node->c, F, part, k, out);
+            rc = combine_from(C, node->c, F, part, k, s0, out);
         ov_array_free(part, k);
         return rc;
     }
@@ -1033,10 +1094,10 @@ static int eval(ctx *C, const tnode *node, const fmt_t *F, const term *const *ts
             if (m == 0)
                 ov_zero(&part[l], 0);            /* a lane with no terms gives +0 */
             else
-                rc = eval(C, node->t, F, lane, m, &part[l]);
+                rc = eval(C, node->t, F, lane, m, NULL, &part[l]);
         }
         if (!rc)
-            rc = combine(C, node->c, F, part, L, out);
+            rc = combine_from(C, node->c, F, part, L, s0, out);
         ov_array_free(part, L);
         free(lane);
         return rc;
@@ -1047,7 +1108,10 @@ static int eval(ctx *C, const tnode *node, const fmt_t *F, const term *const *ts
         size_t N = (size_t)node->n;
         oval s;
         ov_init(&s);
-        ov_zero(&s, 0);
+        if (s0)
+            ov_set(&s, s0);  /* the first atom's accumulator addend */
+        else
+            ov_zero(&s, 0);
         for (size_t lo = 0; lo < n && !rc; lo += N) {
             size_t m = n - lo < N ? n - lo : N;
             rc = atom(C, F, &s, ts + lo, m, &s);
@@ -1141,6 +1205,14 @@ int orc_reduce(const orc_point *p, const char *in_fmt, const char *b_fmt,
                const uint64_t *a_bits, const uint64_t *b_bits, size_t n,
                uint64_t *out_bits, char *err, size_t errlen)
 {
+    return orc_reduce_c(p, in_fmt, b_fmt, a_bits, b_bits, n, NULL, NULL, out_bits, err, errlen);
+}
+
+int orc_reduce_c(const orc_point *p, const char *in_fmt, const char *b_fmt,
+                 const uint64_t *a_bits, const uint64_t *b_bits, size_t n,
+                 const char *c_fmt, const uint64_t *c_bits,
+                 uint64_t *out_bits, char *err, size_t errlen)
+{
     if (err && errlen)
         err[0] = 0;
     if (!p || !out_bits)
@@ -1214,17 +1286,28 @@ int orc_reduce(const orc_point *p, const char *in_fmt, const char *b_fmt,
                 rc = set_err(err, errlen, "input %zu: NaN has no encoding in format %s", i, in->name);
         }
     }
+    /* the start value c (section 6): decoded exactly, never rounded to `in` */
+    oval cv;
+    ov_init(&cv);
+    const fmt_t *fc = NULL;
+    if (!rc && c_bits) {
+        if (!(fc = find_fmt(c_fmt)))
+            rc = set_err(err, errlen, "c format: unknown format '%s'", c_fmt ? c_fmt : "(null)");
+        else if (odecode(fc, *c_bits, &cv) == 3)
+            rc = set_err(err, errlen, "c = 0x%llx is not a %s pattern", (unsigned long long)*c_bits, fc->name);
+    }
     oval res, fin;
     ov_init(&res);
     ov_init(&fin);
     if (!rc)
-        rc = eval(&C, root, acc, pt, n, &res);
+        rc = eval(&C, root, acc, pt, n, c_bits ? &cv : NULL, &res);
     if (!rc && oround(out, out_mode, p->saturate, &res, &fin))
         rc = set_err(err, errlen, "result is NaN, which has no encoding in format %s", out->name);
     if (!rc && oencode(out, &fin, out_bits))
         rc = set_err(err, errlen, "internal: result not encodable in %s", out->name);
     ov_clear(&res);
     ov_clear(&fin);
+    ov_clear(&cv);
     for (size_t i = 0; i < n; i++) {
         ov_clear(&tm[i].a);
         ov_clear(&tm[i].b);

@@ -46,6 +46,17 @@ int orc_reduce(const orc_point *p, const char *in_fmt, const char *b_fmt,
                const uint64_t *a_bits, const uint64_t *b_bits, size_t n,
                uint64_t *out_bits, char *err, size_t errlen);
 
+/* The same, reduced from the start value c (the accumulator input of
+ * section 6, D = A·B + C): *c_bits in format c_fmt, decoded exactly (no
+ * `in` rounding).  c_bits == NULL: no start value, as orc_reduce.  Section
+ * 4.1 "Reducing from a start value s0": seq and chain start from it,
+ * reverse passes it on, split/tile/stride pass it to a seq combinator,
+ * X@FMT to X; any other tree T gives round(T + s0). */
+int orc_reduce_c(const orc_point *p, const char *in_fmt, const char *b_fmt,
+                 const uint64_t *a_bits, const uint64_t *b_bits, size_t n,
+                 const char *c_fmt, const uint64_t *c_bits,
+                 uint64_t *out_bits, char *err, size_t errlen);
+
 /* Rounds the exact finite value to fmt with mode (and saturate, which turns
  * every overflow into +-max finite) and writes its bit pattern.  When
  * exact_value is zero its sign is sign_if_zero (-1 or +1).  Returns 0 on

@@ -54,6 +54,24 @@ static void dot(const char *what, const orc_point *p, const char *fmt, const uin
     expect_bits(what, rc, err, got, want);
 }
 
+static void sum_c(const char *what, const orc_point *p, const char *fmt, const uint64_t *x, size_t n,
+                  const char *c_fmt, uint64_t c, uint64_t want)
+{
+    char err[512] = "";
+    uint64_t got = 0;
+    int rc = orc_reduce_c(p, fmt, NULL, x, NULL, n, c_fmt, &c, &got, err, sizeof err);
+    expect_bits(what, rc, err, got, want);
+}
+
+static void dot_c(const char *what, const orc_point *p, const char *fmt, const uint64_t *a,
+                  const uint64_t *b, size_t n, const char *c_fmt, uint64_t c, uint64_t want)
+{
+    char err[512] = "";
+    uint64_t got = 0;
+    int rc = orc_reduce_c(p, fmt, NULL, a, b, n, c_fmt, &c, &got, err, sizeof err);
+    expect_bits(what, rc, err, got, want);
+}
+
 static void sum_fails(const char *what, const orc_point *p, const char *fmt, const uint64_t *x,
                       size_t n)
 {
@@ -598,6 +616,73 @@ int main(void)
         p = pt("seq");                          sum_fails("R fp16 pattern too wide", &p, "fp16", wide, 1);
         /* a bad atom is ignored when has_atom = 0 */
         p = pt("seq"); p.atom_acc = "x";        sum("R atom ignored", &p, "fp32", x, 2, 0x40000000);
+    }
+
+    /* S: the start value c (section 6, section 4.1 "Reducing from a start
+     * value s0").  fp32, rne; 1 + 2^-24 is a tie between 1 and 1 + 2^-23 and
+     * rne keeps 1.  H = 2^-24 (0x33800000). */
+    {
+        const uint64_t H = 0x33800000, h2[2] = {H, H}, h4[4] = {H, H, H, H};
+        const uint64_t one = F1;
+        /* seq from 1: 1 + H -> 1, again -> 1 */
+        p = pt("seq");                 sum_c("S seq", &p, "fp32", h2, 2, "fp32", one, F1);
+        /* pairwise, halving, atomic: round(T + c) = round(2^-23 + 1) = 1 + 2^-23 */
+        p = pt("pairwise");            sum_c("S pairwise", &p, "fp32", h2, 2, "fp32", one, 0x3F800001);
+        p = pt("halving");             sum_c("S halving", &p, "fp32", h2, 2, "fp32", one, 0x3F800001);
+        p = pt("atomic");              sum_c("S atomic", &p, "fp32", h2, 2, "fp32", one, 0x3F800001);
+        /* split(2, seq, seq) over H x4: slices from +0 (2^-23 each), the seq
+         * combinator from 1: 1 + 2^-23, then 1 + 2^-22 */
+        p = pt("split(2, seq, seq)");  sum_c("S split seq comb", &p, "fp32", h4, 4, "fp32", one, 0x3F800002);
+        /* over H x2: 1 + H -> 1, 1 + H -> 1 (round(T + c) would be 1 + 2^-23) */
+        p = pt("split(2, seq, seq)");  sum_c("S split seq comb 2", &p, "fp32", h2, 2, "fp32", one, F1);
+        p = pt("stride(2, seq, seq)"); sum_c("S stride seq comb", &p, "fp32", h2, 2, "fp32", one, F1);
+        p = pt("tile(1, seq, seq)");   sum_c("S tile seq comb", &p, "fp32", h2, 2, "fp32", one, F1);
+        /* combinator pairwise: round((H + H) + 1) = 1 + 2^-23 */
+        p = pt("split(2, seq, pairwise)"); sum_c("S split pairwise comb", &p, "fp32", h2, 2, "fp32", one, 0x3F800001);
+        /* reverse(seq) over 1, H from c = H: H + H = 2^-23, + 1 = 1 + 2^-23 */
+        const uint64_t r2[2] = {F1, H};
+        p = pt("reverse(seq)");        sum_c("S reverse", &p, "fp32", r2, 2, "fp32", H, 0x3F800001);
+        /* chain(2), frac_bits 4 (rz cuts): addends c = 2^-5, 1, 1; E = 0;
+         * c cut to a multiple of 2^-4 is 0; sum 2 (round(T + c) = 0x40020000) */
+        const uint64_t o2[2] = {F1, F1};
+        p = pt("chain(2)"); p.has_atom = 1; p.atom_frac_bits = 4;
+        sum_c("S chain", &p, "fp32", o2, 2, "fp32", 0x3D000000, 0x40000000);
+        /* seq@bf16 from c = 1 + 2^-10 (fp32 0x3f802000, not rounded to bf16):
+         * bf16(1 + 2^-10 + 2^-8) = 1 + 2^-7 (0x3f810000) */
+        const uint64_t e8[1] = {0x3B800000};
+        p = pt("seq@bf16");            sum_c("S seq@bf16", &p, "fp32", e8, 1, "fp32", 0x3F802000, 0x3F810000);
+        /* pairwise@bf16 from 1: bf16(2^-8 + 1) = 1 (a tie, even) */
+        p = pt("pairwise@bf16");       sum_c("S pairwise@bf16", &p, "fp32", e8, 1, "fp32", one, F1);
+        /* no terms: seq is c, pairwise is round(+0 + c) */
+        p = pt("seq");                 sum_c("S seq n=0 -0", &p, "fp32", e8, 0, "fp32", 0x80000000, 0x80000000);
+        p = pt("pairwise");            sum_c("S pairwise n=0 -0", &p, "fp32", e8, 0, "fp32", 0x80000000, 0);
+        /* signed zeros: (-0) + (-0) = -0; (-0) + (+0) = +0, in rd -0 */
+        const uint64_t nz[1] = {0x80000000}, pz[1] = {0};
+        p = pt("seq");                 sum_c("S seq -0 -0", &p, "fp32", nz, 1, "fp32", 0x80000000, 0x80000000);
+        p = pt("seq");                 sum_c("S seq +0 -0", &p, "fp32", pz, 1, "fp32", 0x80000000, 0);
+        p = pt("seq"); p.rounding = "rd"; sum_c("S seq rd", &p, "fp32", pz, 1, "fp32", 0x80000000, 0x80000000);
+        p = pt("pairwise");            sum_c("S pairwise -0 -0", &p, "fp32", nz, 1, "fp32", 0x80000000, 0x80000000);
+        p = pt("pairwise");            sum_c("S pairwise -0 +0", &p, "fp32", nz, 1, "fp32", 0, 0);
+        /* NaN (with a payload) and infinities */
+        p = pt("seq");                 sum_c("S NaN", &p, "fp32", o2, 1, "fp32", 0x7FC00001, 0x7FC00000);
+        p = pt("chain(1)"); p.has_atom = 1; p.atom_frac_bits = 24;
+        sum_c("S chain NaN", &p, "fp32", o2, 1, "fp32", 0x7FC00001, 0x7FC00000);
+        p = pt("seq");                 sum_c("S +inf", &p, "fp32", o2, 2, "fp32", 0x7F800000, 0x7F800000);
+        const uint64_t pinf[1] = {0x7F800000};
+        p = pt("seq");                 sum_c("S inf - inf", &p, "fp32", pinf, 1, "fp32", 0xFF800000, 0x7FC00000);
+        p = pt("pairwise");            sum_c("S -inf", &p, "fp32", o2, 1, "fp32", 0xFF800000, 0xFF800000);
+        /* bf16 c = -1 (0xbf80) with fp32 a = 1 + 2^-23, b = 1 + 2^-22: fused,
+         * 3·2^-23 + 2^-45 = 0x1.800002p-22 (0x34c00001); without fma the
+         * product rounds to 1 + 3·2^-23 first: 0x1.8p-22 (0x34c00000) */
+        const uint64_t a1[1] = {0x3F800001}, b1[1] = {0x3F800002};
+        p = pt("seq");                 dot_c("S bf16 c fma", &p, "fp32", a1, b1, 1, "bf16", 0xBF80, 0x34C00001);
+        p = pt("seq"); p.fma = 0;      dot_c("S bf16 c no fma", &p, "fp32", a1, b1, 1, "bf16", 0xBF80, 0x34C00000);
+        /* fp64 c = 1 + 2^-30: fp32(1 + 2^-30 + 2^-24) = 1 + 2^-23 */
+        const uint64_t q1[1] = {H};
+        p = pt("seq");                 sum_c("S fp64 c", &p, "fp32", q1, 1, "fp64", 0x3FF0000000400000ull, 0x3F800001);
+        /* c is not rounded to `in` (in = bf16): 1 + 2^-10 + 2^-8 is exact in
+         * fp32 (0x3f80a000); a bf16 c would be 1, giving 0x3f808000 */
+        p = pt("seq"); p.in = "bf16";  sum_c("S c not in-rounded", &p, "fp32", e8, 1, "fp32", 0x3F802000, 0x3F80A000);
     }
 
     printf("oracle self-test: %d checks, %d failures\n", checks, failures);
