@@ -103,6 +103,62 @@ grep -q 'bits .*0 / 96' "$T/o8" || fail "check --npy: not bit-exact: $(cat "$T/o
   > /dev/null 2> "$T/e8"; [ $? -eq 2 ] || fail "check --npy of raw bytes without --dtype: not exit 2"
 grep -q 'dtype hint' "$T/e8" || fail "check --npy: the missing hint is not named"
 
+# Cross-class parity (the central claim).  cpu2 inherits every point of cpu:
+# bit parity at every point but the atomic one (declared nondeterministic).
+"$PARITY" campaign --class cpu2 --against cpu --kernels "$KERNELS" --shapes small --quiet --traces "$T/tr2" \
+  --json "$T/x.json" --junit "$T/x.xml" > "$T/x1" 2>&1
+rc=$?
+[ $rc -eq 0 ] || fail "campaign cpu2 --against cpu: exit $rc, want 0 ($(cat "$T/x1"))"
+n_yes=$(grep -c ' parity: ok: bit parity between cpu2 and cpu at [a-z_0-9.]*: yes (' "$T/x1")
+n_pts=$(grep -v '^family.point ' "$T/x1" | grep -c '^[a-z_0-9]*\.[a-z_0-9]*  ')
+[ "$n_pts" -eq 16 ] || fail "campaign cpu2: $n_pts table lines, want 16"
+[ "$n_yes" -eq 15 ] || fail "campaign cpu2 --against cpu: $n_yes points with bit parity, want 15: $(cat "$T/x1")"
+grep -q 'gemm.atomic_split parity: ok (declared difference): .*atomic' "$T/x1" || fail "atomic point not a declared difference"
+grep -q '"against": "cpu"' "$T/x.json" || fail "json: no against"
+grep -q '"parity": {' "$T/x.json" || fail "json: no parity check"
+grep -q '<testcase classname="gemm.splitk" name="parity"' "$T/x.xml" || fail "junit: no parity testcase"
+# the same from cpu's traces instead of running cpu here
+"$PARITY" campaign --class cpu2 --against cpu --against-traces "$T/tr" --kernels "$KERNELS" --quiet > "$T/x2" 2>&1 \
+  || fail "campaign --against-traces: exit $? ($(cat "$T/x2"))"
+[ "$(grep -c ' parity: ok: bit parity between cpu2 and cpu at .*: yes (' "$T/x2")" -eq 15 ] \
+  || fail "campaign --against-traces: not 15 points with bit parity: $(cat "$T/x2")"
+# another split at one point: a declared difference (what registry compare says), exit 0
+"$PARITY" campaign --class cpu-split8 --against cpu --families gemm --kernels "$KERNELS" --quiet --traces "$T/tr8" \
+  > "$T/x3" 2>&1; rc=$?
+[ $rc -eq 0 ] || fail "campaign cpu-split8 --against cpu: exit $rc, want 0 ($(cat "$T/x3"))"
+grep -q '^gemm.splitk .* declared ' "$T/x3" || fail "cpu-split8: gemm.splitk not 'declared' in the table"
+grep -q 'gemm.splitk parity: ok (declared difference): bit parity between cpu-split8 and cpu at gemm.splitk: not expected: the points differ: .*split count: 8 vs 4' "$T/x3" \
+  || fail "cpu-split8: the declared difference is not named: $(cat "$T/x3")"
+grep -q 'gemm.seq parity: ok: bit parity between cpu-split8 and cpu at gemm.seq: yes' "$T/x3" || fail "cpu-split8: gemm.seq not at parity"
+# check: traces of two classes at one point
+"$PARITY" check --kernels "$KERNELS" "$T/tr/cpu.gemm.splitk.graphed-0.safetensors" "$T/tr2/cpu2.gemm.splitk.graphed-0.safetensors" \
+  > "$T/x4" 2>&1 || fail "check cpu vs cpu2: exit $? ($(cat "$T/x4"))"
+grep -q 'bit parity between cpu and cpu2 at gemm.splitk: yes' "$T/x4" || fail "check cpu vs cpu2: no parity verdict: $(cat "$T/x4")"
+"$PARITY" check --kernels "$KERNELS" "$T/tr/cpu.gemm.splitk.graphed-0.safetensors" "$T/tr8/cpu-split8.gemm.splitk.graphed-0.safetensors" \
+  > "$T/x5" 2>&1 || fail "check cpu vs cpu-split8: exit $? ($(cat "$T/x5"))"
+grep -q 'ok (declared difference): bit parity between cpu and cpu-split8 at gemm.splitk: not expected: the points differ: .*split count: 4 vs 8' "$T/x5" \
+  || fail "check cpu vs cpu-split8: the difference is not named: $(cat "$T/x5")"
+# a tampered trace: one bit of y[1, 5] flipped in cpu2's run
+cp "$T/tr2/cpu2.gemm.splitk.graphed-0.safetensors" "$T/flip2.safetensors"
+"$FLIP" "$T/flip2.safetensors" y 29 3 || fail "st_flip"
+"$PARITY" check --kernels "$KERNELS" "$T/tr/cpu.gemm.splitk.graphed-0.safetensors" "$T/flip2.safetensors" > "$T/x6" 2>&1
+rc=$?
+[ $rc -eq 1 ] || fail "check of a tampered cross-class pair: exit $rc, want 1"
+grep -q 'FAIL: bit parity between cpu and cpu2 at gemm.splitk: no: output .y.: 1 / 96 elements differ, first at \[1, 5\] (logical row 1' "$T/x6" \
+  || fail "check: the tampered element is not named: $(cat "$T/x6")"
+# and the campaign against a tampered trace directory fails at that point
+mkdir -p "$T/trx" && cp "$T/flip2.safetensors" "$T/trx/cpu2.gemm.splitk.graphed-0.safetensors"
+"$PARITY" campaign --class cpu --against cpu2 --against-traces "$T/trx" --families gemm --kernels "$KERNELS" --quiet \
+  > "$T/x7" 2>&1; rc=$?
+[ $rc -eq 1 ] || fail "campaign against a tampered trace: exit $rc, want 1"
+grep -q 'gemm.splitk parity: FAIL: bit parity between cpu and cpu2 at gemm.splitk: no: ' "$T/x7" || fail "campaign: tampered parity not reported"
+grep -q 'gemm.seq parity: skipped: no trace of class cpu2' "$T/x7" || fail "campaign: a missing trace is not a skip"
+"$PARITY" campaign --class cpu --against nosuch --kernels "$KERNELS" > /dev/null 2>&1; [ $? -eq 2 ] || fail "--against unknown class: not exit 2"
+for c in campaign check; do
+  "$PARITY" $c --help | grep -q 'exit status: 0' || fail "$c --help: exit statuses not documented"
+done
+"$PARITY" campaign --help | grep -q -- '--against D' || fail "campaign --help: --against not documented"
+
 # Bad input is an input error, never a verdict.
 printf 'not a trace' > "$T/bad.safetensors"
 "$PARITY" check --kernels "$KERNELS" "$T/bad.safetensors" 2> "$T/e1"; rc=$?

@@ -19,7 +19,7 @@ static const char campaign_usage[] =
     "                       [--shapes small|8b-layer] [--json FILE] [--junit FILE]\n"
     "                       [--traces DIR] [--repeats N] [--threads N] [--seed S]\n"
     "                       [--dist normal|uniform|int|adversarial] [--engine fast|mpfr]\n"
-    "                       [--quiet]\n"
+    "                       [--against D [--against-traces DIR]] [--quiet]\n"
     "\n"
     "Runs every family point visible from class C in the registry (default\n"
     "kernels/) on the class's backend and checks it:\n"
@@ -33,6 +33,13 @@ static const char campaign_usage[] =
     "  the point's declared tolerance, else within the bound derived from its\n"
     "  tree (docs/tolerance.md), else torch.testing's default as the last resort;\n"
     "  each said as such.\n"
+    "\n"
+    "  Cross-class parity (--against D): each point's graphed run on C against\n"
+    "  class D's at the same point, on the same inputs: where the registry says\n"
+    "  the two points are the same (equal hashes, no atomic), bit for bit: \"bit\n"
+    "  parity between C and D at F.P: yes\", or where the bits differ (a failure);\n"
+    "  where the points differ, what `registry compare` says differs (a declared\n"
+    "  difference, not a failure).\n"
     "\n"
     "Inputs are generated from --seed (counter-based Philox: identical on every\n"
     "class).  Shape presets: small (seconds) and 8b-layer (one decoder layer of an\n"
@@ -52,11 +59,18 @@ static const char campaign_usage[] =
     "  --seed S         input seed (default 1)\n"
     "  --dist D         input distribution (default normal)\n"
     "  --engine E       reference engine (default: fast when built, else mpfr)\n"
+    "  --against D      also compare every point with class D's run of it\n"
+    "  --against-traces DIR  D's runs are its traces D.FAMILY.POINT.graphed-0\n"
+    "                   in DIR (as --traces writes them); without it D's\n"
+    "                   backend runs here\n"
     "  --quiet          no progress lines\n"
     "\n"
-    "exit status: 0 every check passed; 1 a parity check failed; 2 usage or input\n"
-    "error (a bad registry, class or option); a backend that cannot run here (no\n"
-    "GPU) is a skip, said as such, with exit 0.\n";
+    "exit status: 0 every check passed (a negative control failing as it must,\n"
+    "and a declared cross-class difference, are passes); 1 a parity check failed\n"
+    "(a Tier 1 or Tier 2 check, or bit parity with --against where it is\n"
+    "expected); 2 usage or input error (a bad registry, class, option or\n"
+    "--against trace); a backend that cannot run here (no GPU) is a skip, said\n"
+    "as such, with exit 0.\n";
 
 static int in_list(const char *list, const char *item)
 {
@@ -111,7 +125,8 @@ static double wall(void)
 int cmd_campaign(int argc, char **argv)
 {
     const char *cls = NULL, *kdir = "kernels", *fams = NULL, *preset = "small", *json = NULL, *junit = NULL,
-               *traces = NULL, *rep_s = NULL, *thr_s = NULL, *seed_s = NULL, *dist_s = "normal", *eng_s = NULL;
+               *traces = NULL, *rep_s = NULL, *thr_s = NULL, *seed_s = NULL, *dist_s = "normal", *eng_s = NULL,
+               *against = NULL, *against_tr = NULL;
     int bad = 0, quiet = 0;
     for (int i = 1; i < argc && !bad; i++) {
         if (cli_flag(argv, i, "--help") || cli_flag(argv, i, "-h")) {
@@ -127,7 +142,9 @@ int cmd_campaign(int argc, char **argv)
             cli_opt(argc, argv, &i, "--json", &json, &bad) || cli_opt(argc, argv, &i, "--junit", &junit, &bad) ||
             cli_opt(argc, argv, &i, "--traces", &traces, &bad) || cli_opt(argc, argv, &i, "--repeats", &rep_s, &bad) ||
             cli_opt(argc, argv, &i, "--threads", &thr_s, &bad) || cli_opt(argc, argv, &i, "--seed", &seed_s, &bad) ||
-            cli_opt(argc, argv, &i, "--dist", &dist_s, &bad) || cli_opt(argc, argv, &i, "--engine", &eng_s, &bad))
+            cli_opt(argc, argv, &i, "--dist", &dist_s, &bad) || cli_opt(argc, argv, &i, "--engine", &eng_s, &bad) ||
+            cli_opt(argc, argv, &i, "--against", &against, &bad) ||
+            cli_opt(argc, argv, &i, "--against-traces", &against_tr, &bad))
             continue;
         cli_error("campaign", "unknown argument '%s' (see --help)", argv[i]);
         return EXIT_INPUT;
@@ -202,6 +219,40 @@ int cmd_campaign(int argc, char **argv)
     o.backend = backend_for(reg, cls);
     char why[256] = "";
     int rc = EXIT_PASS;
+    if (against_tr && !against) {
+        cli_error("campaign", "--against-traces needs --against D (see --help)");
+        rc = EXIT_INPUT;
+        goto done;
+    }
+    if (against) {
+        size_t nc = reg_class_count(reg);
+        int known = 0;
+        for (size_t i = 0; i < nc; i++)
+            known |= strcmp(reg_class_name(reg, i), against) == 0;
+        if (!known) {
+            cli_error("campaign", "--against: class '%s' is not in the registry %s", against, kdir);
+            rc = EXIT_INPUT;
+            goto done;
+        }
+        struct stat sb;
+        if (against_tr && (stat(against_tr, &sb) != 0 || !S_ISDIR(sb.st_mode))) {
+            cli_error("campaign", "--against-traces: '%s' is not a directory", against_tr);
+            rc = EXIT_INPUT;
+            goto done;
+        }
+        o.against = against;
+        o.against_traces = against_tr;
+        if (!against_tr) {
+            char w2[256] = "";
+            o.against_backend = backend_for(reg, against);
+            if (!o.against_backend || !o.against_backend->available(w2, sizeof w2)) {
+                cli_error("campaign", "--against %s: its backend cannot run here (%s); give its traces with "
+                          "--against-traces DIR", against, o.against_backend ? w2 : "no backend in this build");
+                rc = EXIT_INPUT;
+                goto done;
+            }
+        }
+    }
     if (!o.backend) {
         cli_error("campaign", "class '%s' has no backend in this build (known: cpu, and sm* classes through cuda)", cls);
         rc = EXIT_INPUT;
@@ -211,7 +262,7 @@ int cmd_campaign(int argc, char **argv)
         printf("parity campaign: class %s: skipped: %s (backend %s)\n", cls, why, o.backend->name);
         if (json || junit) {
             report_meta m = {cls, o.backend->name, NULL, preset, o.seed, dist_s, ref_engine_name((ref_engine)o.engine),
-                             o.repeats, o.threads, 0};
+                             o.repeats, o.threads, 0, against};
             if ((json && report_json(json, NULL, 0, &m, &err)) || (junit && report_junit(junit, NULL, 0, &m, &err)))
                 rc = cli_fail("campaign", &err);
         }
@@ -255,7 +306,7 @@ int cmd_campaign(int argc, char **argv)
     if (o.backend->describe(dev, sizeof dev, &err) != NX_OK)
         snprintf(dev, sizeof dev, "{}");
     report_meta m = {cls, o.backend->name, dev, preset, o.seed, dist_s, ref_engine_name((ref_engine)o.engine),
-                     o.repeats, o.threads, wall() - t0};
+                     o.repeats, o.threads, wall() - t0, against};
     report_table(stdout, res, n, &m);
     if (json && report_json(json, res, n, &m, &err) != NX_OK)
         rc = cli_fail("campaign", &err);
