@@ -148,6 +148,59 @@ PARITY_REDUCE_FAULT_ROW=0 "$PARITY" reduce --numerics '{ tree = "seq" }' --in "$
   --engine fast 2> /dev/null || fail "injected fault with --engine fast: exit $?"
 ls -a "$T" | grep -q '\.tmp\.' && fail "a temporary file was left behind"
 
+# The accumulator input c (docs/numerics.md §4.1, §6), rows as in $good.
+# seq from c: row 0 from -2^24: 0, 1, 1 - 2^24 = -16777215, -16777214
+# (0xcb7ffffe); row 1 from 1: 2, 2^24 + 2, 2^24 + 3 → 2^24 + 4 (a tie, even),
+# 4 (0x40800000).  pairwise is round(T + c): row 0 1 - 2^24 (0xcb7fffff),
+# row 1 1 + 1 = 2.  Without c: 1 and 0 (above).
+withc="$T/withc.safetensors"
+"$CRAFT" raw "$withc" '{"a":{"dtype":"F32","shape":[2,4],"data_offsets":[0,32]},"c":{"dtype":"F32","shape":[2],"data_offsets":[32,40]}}' \
+  "$P24$ONE$M24$ONE$ONE$P24$ONE$M24$M24$ONE"
+withc_bf16="$T/withc_bf16.safetensors" # the same c as BF16 (-2^24 = 0xcb80, 1 = 0x3f80)
+"$CRAFT" raw "$withc_bf16" '{"a":{"dtype":"F32","shape":[2,4],"data_offsets":[0,32]},"c":{"dtype":"BF16","shape":[2],"data_offsets":[32,36]}}' \
+  "$P24$ONE$M24$ONE$ONE$P24$ONE$M24"80cb803f
+check_c() {
+  name=$1 in=$2 tree=$3 engine=$4 want=$5
+  "$PARITY" reduce --numerics "{ tree = \"$tree\" }" --in "$in" --out "$T/yc.safetensors" --engine "$engine" \
+    2> "$T/err" || fail "c $name $tree $engine: exit $? ($(cat "$T/err"))"
+  got=$("$PARITY" inspect "$T/yc.safetensors" | grep -o '(0x[0-9a-f]*)' | tr -d '()' | tr '\n' ' ')
+  [ "$got" = "$want" ] || fail "c $name $tree $engine: y = $got, want $want"
+}
+for e in auto fast mpfr; do
+  check_c F32 "$withc" seq $e "0xcb7ffffe 0x40800000 "
+  check_c F32 "$withc" pairwise $e "0xcb7fffff 0x40000000 "
+  check_c BF16 "$withc_bf16" seq $e "0xcb7ffffe 0x40800000 "
+done
+"$PARITY" inspect "$T/yc.safetensors" | grep -q 'meta c = BF16' || fail "c: its dtype is not in the metadata"
+"$PARITY" reduce --numerics '{ tree = "seq" }' --in "$good" --out "$T/nc.safetensors" 2> /dev/null
+h_without=$("$PARITY" inspect "$T/nc.safetensors" | grep 'numerics_hash')
+h_with=$("$PARITY" inspect "$T/yc.safetensors" | grep 'numerics_hash')
+[ "$h_without" != "$h_with" ] || fail "c: the hash does not change with c"
+# The report's exact value includes c: seq's row 0 is exact (-16777214 =
+# 2 - 2^24); row 1's is 1 + 2^24 + 1 - 2^24 + c = 3, its result 4.  Without
+# c in the exact value no row would be exact.
+"$PARITY" reduce --numerics '{ tree = "seq" }' --in "$withc" --out "$T/rc.safetensors" --report "$T/rc.json" 2> "$T/err" \
+  || fail "c report: exit $? ($(cat "$T/err"))"
+grep -q '"c_format": "fp32"' "$T/rc.json" || fail "c report: no c_format"
+grep -q '"bound_violations": 0' "$T/rc.json" || fail "c report: the bound is violated"
+grep -q '"rows_exact": 1' "$T/rc.json" || fail "c report: row 0 is not exact against the sum + c"
+# auto's MPFR re-check runs from c too: a fault is still caught
+PARITY_REDUCE_FAULT_ROW=1 "$PARITY" reduce --numerics '{ tree = "seq" }' --in "$withc" --out "$T/fc.safetensors" \
+  2> "$T/err"
+rc=$?
+[ $rc -eq 3 ] || fail "c injected fault: exit $rc, want 3"
+grep -q "disagree on row 1: fast fp32 0x40800001" "$T/err" || fail "c injected fault: message '$(cat "$T/err")'"
+# c of the wrong shape or dtype: exit 2, naming c and its shape, nothing written
+"$CRAFT" raw "$T/c3" '{"a":{"dtype":"F32","shape":[2,1],"data_offsets":[0,8]},"c":{"dtype":"F32","shape":[3],"data_offsets":[8,20]}}' \
+  "$ONE$ONE$ONE$ONE$ONE"
+expect_reject "c of 3 rows" '{}' "$T/c3" "tensor 'c' has shape \[3\]; expected \[2\]"
+"$CRAFT" raw "$T/c21" '{"a":{"dtype":"F32","shape":[2,1],"data_offsets":[0,8]},"c":{"dtype":"F32","shape":[2,1],"data_offsets":[8,16]}}' \
+  "$ONE$ONE$ONE$ONE"
+expect_reject "c of 2 dimensions" '{}' "$T/c21" "tensor 'c' has shape \[2, 1\]"
+"$CRAFT" raw "$T/cint" '{"a":{"dtype":"F32","shape":[2,1],"data_offsets":[0,8]},"c":{"dtype":"I32","shape":[2],"data_offsets":[8,16]}}' \
+  "$ONE$ONE"0100000001000000
+expect_reject "c of I32" '{}' "$T/cint" "tensor 'c' (shape \[2\]): dtype I32"
+
 if [ $fails -ne 0 ]; then
   echo "$fails failure(s)"
   exit 1

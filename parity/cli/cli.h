@@ -49,5 +49,9 @@ struct st_tensor;
  * (cmd_reduce.c); the message names path and the tensor. */
 nx_status reduce_check_inputs(const char *path, const struct st_file *f, const struct st_tensor **a,
                               const struct st_tensor **b, nx_err *err);
+/* The same, also accepting the accumulator input 'c' of shape [rows] (*c =
+ * NULL when IN has none); a wrong shape or dtype names 'c' and its shape. */
+nx_status reduce_check_inputs_c(const char *path, const struct st_file *f, const struct st_tensor **a,
+                                const struct st_tensor **b, const struct st_tensor **c, nx_err *err);
 
 #endif

@@ -32,10 +32,13 @@ static const char reduce_usage[] =
     "Evaluates the numerics point POINT (an inline TOML table, NUMERICS.md §3)\n"
     "over every row of IN: tensor 'a' of shape [rows, n] and, for a dot product,\n"
     "tensor 'b' of the same shape, in any dtype of NUMERICS.md §1.  Row r's terms\n"
-    "are a[r,i]*b[r,i] (or a[r,i]).  OUT receives tensor 'y' of shape [rows] in the\n"
-    "point's `out` format (tf32 and e8m13 are stored as F32, and so are F4/F6\n"
+    "are a[r,i]*b[r,i] (or a[r,i]).  An optional tensor 'c' of shape [rows], any\n"
+    "dtype of §1, is the accumulator's start value, the C of D = A*B + C: row r\n"
+    "is reduced from c[r], exactly (NUMERICS.md §4.1, §6).  OUT receives tensor\n"
+    "'y' of shape [rows] in the point's `out` format (tf32 and e8m13 are stored as F32, and so are F4/F6\n"
     "formats whose rows do not fill whole bytes), with the canonical\n"
-    "point and its hash in __metadata__.  Every engine gives the same bits.\n"
+    "point and its hash in __metadata__ (and c's dtype, when IN has c).  Every\n"
+    "engine gives the same bits.\n"
     "\n"
     "example:\n"
     "  parity reduce --numerics '{ acc = \"fp32\", tree = \"split(4, seq, pairwise)\" }' \\\n"
@@ -53,7 +56,7 @@ static const char reduce_usage[] =
     "                 mpfr: the exact reference alone (slow)\n"
     "  --check K      rows auto re-evaluates with MPFR (default 32; all if fewer)\n"
     "  --report FILE  also write FILE.json: per row the exact value (hex float and\n"
-    "                 decimal), the result, its error in ulps of the out format\n"
+    "                 decimal; the terms' sum + c), the result, its error in ulps of the out format\n"
     "                 and the a-priori error bound; a summary with the largest\n"
     "                 error and the largest bound/observed ratio.  Atomic, like OUT\n"
     "  --threads N    rows evaluated in parallel (default: all cores)\n"
@@ -65,7 +68,7 @@ typedef struct reduce_job {
     nx_point pt;
     int have_pt;
     st_file in, out;
-    double *a, *b, *y;
+    double *a, *b, *c, *y;
     nx_program *prog;
 } reduce_job;
 
@@ -77,8 +80,20 @@ static void job_free(reduce_job *j)
     st_free(&j->out);
     free(j->a);
     free(j->b);
+    free(j->c);
     free(j->y);
     nx_program_free(j->prog);
+}
+
+/* A tensor's shape as text, "[2, 3]". */
+static const char *shape_text(const st_tensor *t, char *buf, size_t cap)
+{
+    size_t l = (size_t)snprintf(buf, cap, "[");
+    for (int d = 0; d < t->ndim && l < cap; d++)
+        l += (size_t)snprintf(buf + l, cap - l, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
+    if (l < cap)
+        snprintf(buf + l, cap - l, "]");
+    return buf;
 }
 
 /* Checks IN's tensors: 'a' [rows, n], optional 'b' of the same shape, nothing else
@@ -86,13 +101,23 @@ static void job_free(reduce_job *j)
 nx_status reduce_check_inputs(const char *path, const st_file *f, const st_tensor **a, const st_tensor **b,
                               nx_err *err)
 {
+    return reduce_check_inputs_c(path, f, a, b, NULL, err);
+}
+
+/* The same; c != NULL also accepts the accumulator input 'c' of shape [rows]
+ * (docs/numerics.md §6), *c = NULL when IN has none. */
+nx_status reduce_check_inputs_c(const char *path, const st_file *f, const st_tensor **a, const st_tensor **b,
+                                const st_tensor **c, nx_err *err)
+{
     *a = st_find(f, "a");
     *b = st_find(f, "b");
+    if (c)
+        *c = st_find(f, "c");
     for (size_t i = 0; i < f->ntensors; i++) {
         const char *nm = f->tensors[i].name;
-        if (strcmp(nm, "a") != 0 && strcmp(nm, "b") != 0)
-            return nx_err_set(err, NX_EINVAL, "%s: unexpected tensor '%s' (expected 'a' and, for a dot product, 'b')",
-                              path, nm);
+        if (strcmp(nm, "a") != 0 && strcmp(nm, "b") != 0 && !(c && strcmp(nm, "c") == 0))
+            return nx_err_set(err, NX_EINVAL, "%s: unexpected tensor '%s' (expected 'a' and, for a dot product, 'b'%s)",
+                              path, nm, c ? "; optionally 'c' of shape [rows]" : "");
     }
     if (!*a)
         return nx_err_set(err, NX_EINVAL, "%s: no tensor 'a' (expected 'a' of shape [rows, n])", path);
@@ -112,6 +137,18 @@ nx_status reduce_check_inputs(const char *path, const st_file *f, const st_tenso
         return nx_err_set(err, NX_EINVAL, "%s: tensor 'b' has shape [%lld, %lld] but 'a' has [%lld, %lld]", path,
                           (long long)(*b)->shape[0], (long long)(*b)->shape[1], (long long)(*a)->shape[0],
                           (long long)(*a)->shape[1]);
+    if (c && *c) {
+        const st_tensor *t = *c;
+        char sh[96];
+        if (t->ndim != 1 || t->shape[0] != (*a)->shape[0])
+            return nx_err_set(err, NX_EINVAL,
+                              "%s: tensor 'c' has shape %s; expected [%lld] (one start value per row of 'a')", path,
+                              shape_text(t, sh, sizeof sh), (long long)(*a)->shape[0]);
+        if (rows_fmt_of_dtype(t->dtype) < 0)
+            return nx_err_set(err, NX_EINVAL,
+                              "%s: tensor 'c' (shape %s): dtype %s is not a number format of NUMERICS.md §1", path,
+                              shape_text(t, sh, sizeof sh), st_dtype_name(t->dtype));
+    }
     return NX_OK;
 }
 
@@ -168,8 +205,8 @@ static long check_sample(const nx_program *p, const nx_rows *in, const double *y
 #pragma omp for schedule(dynamic, 1)
         for (size_t j = 0; j < m; j++)
             if (r)
-                ym[j] = nx_mpfr_row_eval(r, p, in->a_fmt, in->a + rs[j] * n, in->b_fmt,
-                                         in->b ? in->b + rs[j] * n : NULL);
+                ym[j] = nx_mpfr_row_eval_c(r, p, in->a_fmt, in->a + rs[j] * n, in->b_fmt,
+                                           in->b ? in->b + rs[j] * n : NULL, nx_rows_start(in, rs[j]));
         nx_mpfr_row_free(r);
         mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE);
     }
@@ -257,7 +294,8 @@ static nx_status build_report(const nx_program *p, const nx_rows *in, const doub
         for (size_t r = 0; r < rows; r++) {
             if (!b)
                 continue;
-            nx_bound_eval(b, p, in->a_fmt, in->a + r * n, in->b_fmt, in->b ? in->b + r * n : NULL, y[r], &br[r], x);
+            nx_bound_eval_c(b, p, in->a_fmt, in->a + r * n, in->b_fmt, in->b ? in->b + r * n : NULL,
+                            nx_rows_start(in, r), y[r], &br[r], x);
             rt[r].hex = mp_text("%Ra", x);
             rt[r].dec = mp_text("%.25Rg", x);
             if (!rt[r].hex || !rt[r].dec) {
@@ -317,6 +355,9 @@ static nx_status build_report(const nx_program *p, const nx_rows *in, const doub
     ok = ok && json_object_set_new(root, "out_format", json_string(nx_format(p->out)->name)) == 0;
     ok = ok && json_object_set_new(root, "rows", json_integer((json_int_t)rows)) == 0;
     ok = ok && json_object_set_new(root, "n", json_integer((json_int_t)n)) == 0;
+    /* the start values' format, or null: the exact values include c */
+    ok = ok && json_object_set_new(root, "c_format", in->c ? json_string(nx_format(in->c_fmt)->name)
+                                                          : json_null()) == 0;
     ok = ok && json_object_set_new(root, "summary", sum) == 0;
     sum = NULL;
     ok = ok && json_object_set_new(root, "per_row", arr) == 0;
@@ -447,15 +488,15 @@ int cmd_reduce(int argc, char **argv)
     nx_err err = {0};
     nx_status st;
     int rc = EXIT_PASS;
-    const st_tensor *ta, *tb;
+    const st_tensor *ta, *tb, *tc;
     char *rtext = NULL, *rtmp = NULL;
     if ((st = pt_from_text(numerics, "--numerics", &j.pt, &err)))
         goto fail;
     j.have_pt = 1;
-    if ((st = st_read(inp, &j.in, &err)) || (st = reduce_check_inputs(inp, &j.in, &ta, &tb, &err)))
+    if ((st = st_read(inp, &j.in, &err)) || (st = reduce_check_inputs_c(inp, &j.in, &ta, &tb, &tc, &err)))
         goto fail;
     size_t rows = (size_t)ta->shape[0], n = (size_t)ta->shape[1];
-    if ((st = nx_program_build(&j.pt, n, tb != NULL, &j.prog, &err))) {
+    if ((st = nx_program_build_ex(&j.pt, n, tb != NULL, tc != NULL, &j.prog, &err))) {
         nx_err_prefix(&err, "--numerics");
         goto fail;
     }
@@ -464,17 +505,24 @@ int cmd_reduce(int argc, char **argv)
                         "its seq order, one admissible order, not a bit-exact reference\n");
     j.a = alloc_vals(ta->nelem);
     j.b = tb ? alloc_vals(tb->nelem) : NULL;
+    j.c = tc ? alloc_vals(rows) : NULL;
     j.y = alloc_vals(rows);
-    if (!j.a || (tb && !j.b) || !j.y) {
+    if (!j.a || (tb && !j.b) || (tc && !j.c) || !j.y) {
         st = nx_err_set(&err, NX_ENOMEM, "out of memory for %zu x %zu values", rows, n);
         goto fail;
     }
-    if ((st = rows_decode(ta, j.a, &err)) || (tb && (st = rows_decode(tb, j.b, &err)))) {
+    if ((st = rows_decode(ta, j.a, &err)) || (tb && (st = rows_decode(tb, j.b, &err))) ||
+        (tc && (st = rows_decode(tc, j.c, &err)))) {
         nx_err_prefix(&err, "%s", inp);
         goto fail;
     }
-    nx_rows in = {rows, (nx_fmt)rows_fmt_of_dtype(ta->dtype), j.a,
-                  tb ? (nx_fmt)rows_fmt_of_dtype(tb->dtype) : NX_FP64, j.b};
+    nx_rows in = {.rows = rows,
+                  .a_fmt = (nx_fmt)rows_fmt_of_dtype(ta->dtype),
+                  .a = j.a,
+                  .b_fmt = tb ? (nx_fmt)rows_fmt_of_dtype(tb->dtype) : NX_FP64,
+                  .b = j.b,
+                  .c_fmt = tc ? (nx_fmt)rows_fmt_of_dtype(tc->dtype) : NX_FP64,
+                  .c = j.c};
     if (eng_mpfr) {
         if ((st = nx_mpfr_reduce(j.prog, &in, j.y, threads, &err)))
             goto fail;
@@ -533,6 +581,7 @@ int cmd_reduce(int argc, char **argv)
         (st = st_add_meta(&j.out, "numerics_hash", hash, &err)) ||
         (st = st_add_meta(&j.out, "out_format", nx_format(of)->name, &err)) ||
         (st = st_add_meta(&j.out, "engine", engine, &err)) ||
+        (tc && (st = st_add_meta(&j.out, "c", st_dtype_name(tc->dtype), &err))) ||
         (widened && (st = st_add_meta(&j.out, "y_storage",
                                       "F32: widened, the rows do not fill whole bytes of the packed dtype", &err)))) {
         free(ptxt);
