@@ -7,7 +7,7 @@
 
 static const char *const point_keys[] = {"acc", "rounding", "in", "in_rounding", "fma", "product",
                                          "tree", "atom", "out", "out_rounding", "saturate", NULL};
-static const char *const atom_keys[] = {"preset", "frac_bits", "term_round", "round", "acc", NULL};
+static const char *const atom_keys[] = {"preset", "frac_bits", "term_round", "round", "acc", "align", NULL};
 
 static const char *format_list(void)
 {
@@ -102,6 +102,16 @@ static nx_status read_atom(const tc_node *n, nx_atom *a, nx_err *err)
     a->term_round = (nx_mode)m;
     if ((st = get_mode(n, "round", &a->round, err)) || (st = get_fmt(n, "acc", 0, &a->acc, err)))
         return st;
+    const tc_node *al = tc_get(n, "align");
+    if (al) {
+        if ((st = tc_check_kind(al, TC_STRING, err)))
+            return st;
+        nx_align v;
+        if (nx_align_parse(al->str, &v))
+            return tc_errf(err, NX_EINVAL, al, "key 'atom.align': unknown rule '%s' (expected operands, values)",
+                           al->str);
+        a->align = (int)v;
+    }
     return NX_OK;
 }
 

@@ -23,6 +23,7 @@
 struct nx_bound {
     double *E, *A;        /* per operation */
     double *tA, *tE, *tV; /* per term: |a·b|, |a'b' - ab|, |a'b'| */
+    double *tW;           /* per term: a bound on 2^e, e the exponent an atom aligns it by */
     int atomic_combine;   /* `atomic` only as a combinator: see nx_bound_atomic_combinator */
     nx_xacc x;
 };
@@ -38,7 +39,8 @@ nx_bound *nx_bound_new(const nx_program *p)
     b->tA = malloc(n * sizeof *b->tA);
     b->tE = malloc(n * sizeof *b->tE);
     b->tV = malloc(n * sizeof *b->tV);
-    if (!b->E || !b->A || !b->tA || !b->tE || !b->tV) {
+    b->tW = malloc(n * sizeof *b->tW);
+    if (!b->E || !b->A || !b->tA || !b->tE || !b->tV || !b->tW) {
         nx_bound_free(b);
         return NULL;
     }
@@ -59,6 +61,7 @@ void nx_bound_free(nx_bound *b)
     free(b->tA);
     free(b->tE);
     free(b->tV);
+    free(b->tW);
     free(b);
 }
 
@@ -181,15 +184,17 @@ static double ops_pass(nx_bound *b, const nx_program *p, nx_fmt vfmt, int prod_e
                     e_ = b->tE[s];
                     v_ = b->tV[s];
                 }
+                double w_ = NX_SRC_IS_TERM(s) && g >= 0 ? b->tW[s] : v_;
                 A += a_;
                 E += e_;
                 V += v_;
-                if (!(v_ <= Vmax))
-                    Vmax = v_;
+                if (!(w_ <= Vmax))
+                    Vmax = w_;
             }
             int F = p->atom_frac_bits;
             if (F >= 0) {
-                /* each addend cut to a multiple of 2^(E-F), 2^E <= Vmax */
+                /* each addend cut to a multiple of 2^(E-F), 2^E <= Vmax: a
+                 * value's magnitude, or a product's alignment weight */
                 double cut = (double)(op->gn + 1) * ldexp(Vmax, -F) * (nearest(p->atom_term_round) ? 0.5 : 1);
                 E += cut;
                 V += cut;
@@ -212,12 +217,14 @@ static double apriori(nx_bound *b, const nx_program *p, nx_fmt a_fmt, const doub
     size_t n = p->n;
     nx_fmt vfmt = p->in >= 0 && p->in != NX_FP64 ? (nx_fmt)p->in : a_fmt;
     int prod_exact = p->in >= 0 && p->in != NX_FP64 ? 1 : a_fmt != NX_FP64 && (!p->dot || b_fmt != NX_FP64);
+    nx_fmt ofa = p->in >= 0 ? (nx_fmt)p->in : a_fmt, ofb = p->in >= 0 ? (nx_fmt)p->in : b_fmt;
     for (size_t i = 0; i < n; i++) {
         double da, db = 0;
         double ai = in_round(p, a[i], &da);
         if (!p->dot) {
             b->tA[i] = fabs(a[i]);
             b->tV[i] = fabs(ai);
+            b->tW[i] = fabs(ai);
             b->tE[i] = da;
             continue;
         }
@@ -225,6 +232,11 @@ static double apriori(nx_bound *b, const nx_program *p, nx_fmt a_fmt, const doub
         b->tA[i] = fabs(a[i] * bv[i]);
         b->tV[i] = fabs(ai * bi);
         b->tE[i] = fabs(ai) * db + fabs(bv[i]) * da;
+        /* §5 step 2, "operands": 2^(e_a + e_b) <= max(|a'|, 2^emin_a)·max(|b'|,
+         * 2^emin_b), which exceeds |a'b'| where an operand is subnormal */
+        b->tW[i] = p->atom_align == NX_ALIGN_OPERANDS
+                       ? fmax(fabs(ai), nx_fmt_min_normal(ofa)) * fmax(fabs(bi), nx_fmt_min_normal(ofb))
+                       : b->tV[i];
     }
     double E = ops_pass(b, p, vfmt, prod_exact, c, 0);
     int r = NX_SRC_OP(p->result);

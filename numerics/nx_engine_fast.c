@@ -252,6 +252,8 @@ typedef struct fx_plan {
     fx_fmt fmt[NX_NFORMATS];
     int dot, prod_exact, narrow_a, in_round;
     nx_fmt vfmt_a;   /* format the value terms are members of */
+    nx_fmt ofmt_a, ofmt_b; /* the operands' formats as an atom aligns them (§5 step 2) */
+    int align_ops;   /* atoms align products by their operands' exponents */
     fx_step *steps;
     size_t nsteps;
     int32_t *tidx;   /* run term lists */
@@ -369,6 +371,11 @@ static nx_status plan_build(fx_plan *pl, const nx_program *p, const nx_rows *in,
     int narrow_b = !p->dot || pl->in_round || in->b_fmt != NX_FP64;
     pl->prod_exact = pl->narrow_a && narrow_b;
     pl->vfmt_a = pl->in_round ? (nx_fmt)p->in : in->a_fmt;
+    /* §5 step 2: a subnormal operand counts at the emin of the `in` format
+     * when the point has one (fp64 included), else of its tensor's */
+    pl->ofmt_a = p->in >= 0 ? (nx_fmt)p->in : in->a_fmt;
+    pl->ofmt_b = p->in >= 0 ? (nx_fmt)p->in : (p->dot ? in->b_fmt : in->a_fmt);
+    pl->align_ops = p->dot && p->atom_align == NX_ALIGN_OPERANDS;
 
     size_t nops = p->nops;
     int32_t *uses = calloc(nops ? nops : 1, sizeof *uses);
@@ -582,12 +589,13 @@ static nx_status plan_build(fx_plan *pl, const nx_program *p, const nx_rows *in,
     }
     pl->result_slot = slot[NX_SRC_OP(p->result)];
     pl->nslots = nslots ? nslots : 1;
-    /* (maxg + 1) cut addends of at most 2^(F+1) units each must stay below
-     * 2^61 in an int64 */
+    /* (maxg + 1) cut addends of at most 2^(F+2) units each (a product's
+     * significand lies in [1, 4) against its operands' exponent sum) must
+     * stay below 2^62 in an int64 */
     int F = p->atom_frac_bits, lgn = 0;
     while ((1ll << lgn) < (long long)pl->maxg + 1)
         lgn++;
-    pl->atom_fixed = F >= 0 && F + 1 + lgn <= 60;
+    pl->atom_fixed = F >= 0 && F + 2 + lgn <= 60;
     /* atoms the vectorised kernel takes: fused = 1 */
     for (size_t k = 0; k < ns; k++) {
         fx_step *st = &pl->steps[k];
@@ -1192,7 +1200,12 @@ static double atom_row(const fx_plan *pl, fx_blk *b, const fx_step *st, int k)
         }
         if (a == 0)
             continue;
-        int e = dd ? nx_rf_lg_dd(hi[i], lo[i]) + sc[i] : (a >> 52) ? (int)(a >> 52) - 1023 : nx_rf_lg(hi[i]);
+        int e;
+        int32_t src = i ? pl->gsrc[st->y + i - 1] : -1;
+        if (pl->align_ops && src >= 0) /* a product: its operands' exponent sum */
+            e = nx_fmt_exp(b->A[k][src], pl->ofmt_a) + nx_fmt_exp(b->Bv[k][src], pl->ofmt_b);
+        else
+            e = dd ? nx_rf_lg_dd(hi[i], lo[i]) + sc[i] : (a >> 52) ? (int)(a >> 52) - 1023 : nx_rf_lg(hi[i]);
         if (!any || e > E)
             E = e;
         any = 1;
@@ -1315,15 +1328,33 @@ static inline __attribute__((always_inline)) void atom_vec(const fx_plan *pl, fx
     int32_t t0 = pl->gsrc[st->y];
     double *buf = b->ahi; /* maxg + 1 (+ 3 spare) addends */
     const v4l e7ff = v4l_splat(0x7ff);
+    /* §5 step 2 under "operands": a nonzero product counts with the biased
+     * max(e_a, emin_a) + max(e_b, emin_b); the operands here are normal
+     * binary64 numbers (no fp64 tensor takes this path) or zeros */
+    const int ops = pl->align_ops;
+    const int64_t ca = (int64_t)nx_format(pl->ofmt_a)->emin + 1023, cb = (int64_t)nx_format(pl->ofmt_b)->emin + 1023;
+    const v4l vca = v4l_splat(ca), vcb = v4l_splat(cb), vbias = v4l_splat(1023);
     for (int k = 0; k < b->nb; k++) {
         const double *ar = b->A[k] + t0, *br = b->Bv[k] + t0;
         buf[0] = b->vals[(size_t)st->x * FX_B + (size_t)k];
-        v4l vmax = e7ff - e7ff;
+        v4l vmax = e7ff - e7ff, vopn = vmax;
         int g = 0;
         for (; g + 4 <= gn; g += 4) {
-            v4d pr = v4d_load(ar + g);
-            if (dot)
-                pr *= v4d_load(br + g);
+            v4d va = v4d_load(ar + g), pr = va;
+            if (dot) {
+                v4d vb = v4d_load(br + g);
+                pr *= vb;
+                if (ops) {
+                    v4l ea = (v4l)((v4u)v4_bits(va) >> 52) & e7ff, eb = (v4l)((v4u)v4_bits(vb) >> 52) & e7ff;
+                    v4l lta = ea < vca, ltb = eb < vcb;
+                    ea = (vca & lta) | (ea & ~lta);
+                    eb = (vcb & ltb) | (eb & ~ltb);
+                    v4l nz = ((v4l)((v4u)v4_bits(pr) << 1)) != (vbias - vbias); /* the product is not ±0 */
+                    v4l es = (ea + eb - vbias) & nz;
+                    v4l gto = es > vopn;
+                    vopn = (es & gto) | (vopn & ~gto);
+                }
+            }
             memcpy(buf + 1 + g, &pr, sizeof pr);
             v4l e = (v4l)((v4u)v4_bits(pr) >> 52) & e7ff;
             v4l gt = e > vmax;
@@ -1332,11 +1363,19 @@ static inline __attribute__((always_inline)) void atom_vec(const fx_plan *pl, fx
         int64_t emax = vmax[0] > vmax[1] ? vmax[0] : vmax[1];
         emax = vmax[2] > emax ? vmax[2] : emax;
         emax = vmax[3] > emax ? vmax[3] : emax;
+        int64_t eopn = vopn[0] > vopn[1] ? vopn[0] : vopn[1];
+        eopn = vopn[2] > eopn ? vopn[2] : eopn;
+        eopn = vopn[3] > eopn ? vopn[3] : eopn;
         for (; g < gn; g++) {
             double pr = dot ? ar[g] * br[g] : ar[g];
             buf[1 + g] = pr;
             int64_t e = (int64_t)((bits(pr) >> 52) & 0x7ff);
             emax = e > emax ? e : emax;
+            if (ops && (bits(pr) << 1) != 0) {
+                int64_t ea = (int64_t)((bits(ar[g]) >> 52) & 0x7ff), eb = (int64_t)((bits(br[g]) >> 52) & 0x7ff);
+                int64_t eo = (ea > ca ? ea : ca) + (eb > cb ? eb : cb) - 1023;
+                eopn = eo > eopn ? eo : eopn;
+            }
         }
         int64_t es = (int64_t)((bits(buf[0]) >> 52) & 0x7ff);
         emax = es > emax ? es : emax;
@@ -1345,6 +1384,8 @@ static inline __attribute__((always_inline)) void atom_vec(const fx_plan *pl, fx
             b->vals[(size_t)st->dst * FX_B + (size_t)k] = atom_row(pl, b, st, k);
             continue;
         }
+        if (ops) /* the alignment exponent: products by operands, s by value */
+            emax = es > eopn ? es : eopn;
         int64_t sum;
         int64_t sh0 = emax + 52 - Fb;
         switch (tr) {

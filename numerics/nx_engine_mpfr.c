@@ -104,8 +104,19 @@ static void set_addend(nx_mpfr_row *r, const nx_program *p, mpfr_ptr x, int32_t 
     }
 }
 
-/* NUMERICS.md §5 */
-static double atom(nx_mpfr_row *r, const nx_program *p, const nx_op *op)
+/* The exponent addend i counts with in the alignment (§5 step 2): a product
+ * term under `align = "operands"` counts with e_a + e_b; every other addend
+ * (s, a value, a product under "values") with floor(log2 |x|). */
+static mpfr_exp_t addend_exp(const nx_mpfr_row *r, const nx_program *p, int32_t s, mpfr_srcptr x,
+                             nx_fmt fa, nx_fmt fb)
+{
+    if (p->dot && NX_SRC_IS_TERM(s) && p->atom_align == NX_ALIGN_OPERANDS)
+        return (mpfr_exp_t)nx_fmt_exp(r->av[s], fa) + (mpfr_exp_t)nx_fmt_exp(r->bv[s], fb);
+    return mpfr_get_exp(x) - 1;
+}
+
+/* §5 */
+static double atom(nx_mpfr_row *r, const nx_program *p, const nx_op *op, nx_fmt fa, nx_fmt fb)
 {
     size_t k = (size_t)op->gn + 1;
     set_addend(r, p, r->add[0], op->x);
@@ -123,7 +134,9 @@ static double atom(nx_mpfr_row *r, const nx_program *p, const nx_op *op)
         if (!(mpfr_zero_p(x) && mpfr_signbit(x)))
             all_negzero = 0;
         if (mpfr_regular_p(x)) {
-            mpfr_exp_t e = mpfr_get_exp(x) - 1;
+            /* add[0] is s, the accumulator: never a product */
+            mpfr_exp_t e = i ? addend_exp(r, p, p->gsrc[op->y + (int32_t)i - 1], x, fa, fb)
+                             : mpfr_get_exp(x) - 1;
             mpfr_exp_t l = mpfr_get_exp(x) - (mpfr_exp_t)mpfr_min_prec(x);
             if (!any || e > E)
                 E = e;
@@ -140,6 +153,8 @@ static double atom(nx_mpfr_row *r, const nx_program *p, const nx_op *op)
     if (!any)
         return nx_mp_round_d(&r->mp, all_negzero ? -0.0 : 0.0, acc, (nx_mode)op->mode, 0);
     int F = p->atom_frac_bits;
+    /* cut addends are multiples of 2^(E-F) below 2^(E+2) (a product's
+     * significand lies in [1, 4)): F + 2 bits each, plus carries */
     mpfr_prec_t prec = F >= 0 ? (mpfr_prec_t)F + 72 : (mpfr_prec_t)(E + 1 - lo) + 72;
     mpfr_set_prec(r->sum, prec);
     mpfr_set_zero(r->sum, 1);
@@ -210,7 +225,7 @@ double nx_mpfr_row_eval_c(nx_mpfr_row *r, const nx_program *p, nx_fmt a_fmt, con
                               value_of(r, p, op->y, op->pfmt, m, dblp), f, m);
             break;
         default:
-            v = atom(r, p, op);
+            v = atom(r, p, op, fa, fb);
             break;
         }
         r->vals[i] = v;

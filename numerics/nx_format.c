@@ -185,3 +185,10 @@ int nx_is_member(nx_fmt f, double v)
         return formats[f].nan != NX_NAN_NONE;
     return nx_encode(f, v, &b, NULL) == NX_OK;
 }
+
+int nx_fmt_exp(double x, nx_fmt f)
+{
+    int e = ilogb(x);
+    int emin = nx_format(f)->emin;
+    return e > emin ? e : emin;
+}

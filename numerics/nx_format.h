@@ -46,6 +46,11 @@ typedef struct nx_format_info {
 
 const nx_format_info *nx_format(nx_fmt f);
 
+/* The exponent of a nonzero finite member x of f as a tensor core sees its
+ * operand (§5 step 2): floor(log2 |x|) for a normal x, the format's emin for
+ * a subnormal one (a subnormal's significand is 0.m, its exponent emin). */
+int nx_fmt_exp(double x, nx_fmt f);
+
 /* Looks a format up by its NUMERICS.md name; returns -1 if unknown. */
 int nx_fmt_from_name(const char *name);
 int nx_mode_from_name(const char *name);

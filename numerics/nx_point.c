@@ -26,6 +26,22 @@ const nx_atom_preset *nx_atom_preset_at(size_t i)
     return i < sizeof presets / sizeof presets[0] ? &presets[i] : NULL;
 }
 
+const char *nx_align_name(nx_align a)
+{
+    return a == NX_ALIGN_VALUES ? "values" : "operands";
+}
+
+int nx_align_parse(const char *s, nx_align *a)
+{
+    if (strcmp(s, "operands") == 0)
+        *a = NX_ALIGN_OPERANDS;
+    else if (strcmp(s, "values") == 0)
+        *a = NX_ALIGN_VALUES;
+    else
+        return -1;
+    return 0;
+}
+
 void nx_atom_from_preset(nx_atom *a, const nx_atom_preset *p)
 {
     memset(a, 0, sizeof *a);
@@ -115,6 +131,7 @@ char *nx_point_print(const nx_point *pt)
             nx_sbuf_printf(&b, ", round = \"%s\"", nx_mode_name((nx_mode)pt->atom.round));
         if (pt->atom.acc >= 0)
             nx_sbuf_printf(&b, ", acc = \"%s\"", nx_format((nx_fmt)pt->atom.acc)->name);
+        nx_sbuf_printf(&b, ", align = \"%s\"", nx_align_name((nx_align)pt->atom.align));
         nx_sbuf_printf(&b, " }");
     }
     nx_sbuf_printf(&b, ", out = \"%s\", out_rounding = \"%s\", saturate = %s }",

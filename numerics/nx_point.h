@@ -8,12 +8,23 @@
 #include "nx_format.h"
 #include "nx_tree.h"
 
+/* §5 step 2: the exponent an addend counts with when the atom aligns.
+ * OPERANDS (the default, measured on every NVIDIA tensor core): a product
+ * a*b counts with e_a + e_b, e_x = max(floor(log2 |x|), emin of x's format);
+ * VALUES (the first edition's rule): every addend with floor(log2 |x|). */
+typedef enum nx_align { NX_ALIGN_OPERANDS = 0, NX_ALIGN_VALUES = 1 } nx_align;
+
+const char *nx_align_name(nx_align a);
+/* Returns 0 and sets *a for "operands" or "values", -1 otherwise. */
+int nx_align_parse(const char *s, nx_align *a);
+
 typedef struct nx_atom {
     int present;
     int frac_bits;      /* -1: addends stay exact */
     nx_mode term_round; /* default rz */
     int round;          /* nx_mode, or -1: the point's rounding */
     int acc;            /* nx_fmt, or -1: the current format */
+    int align;          /* nx_align: the exponent a product counts with (§5 step 2) */
     int group;          /* the preset's N (0 when given by parameters) */
     char preset[32];    /* the preset name it came from, or "" */
 } nx_atom;

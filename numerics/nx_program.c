@@ -289,6 +289,7 @@ nx_status nx_program_build_ex(const nx_point *pt, size_t n, int dot, int start, 
     p->saturate = pt->saturate;
     p->atom_frac_bits = pt->atom.present ? pt->atom.frac_bits : -1;
     p->atom_term_round = pt->atom.term_round;
+    p->atom_align = (nx_align)pt->atom.align;
     cx c = {p, pt, 0, 0, err, 0};
     int32_t *src = alloc_src(&c, n);
     if (src) {
@@ -361,8 +362,12 @@ nx_status nx_program_hash(const nx_program *p, char hex[65], nx_err *err)
                       (int)p->out_rounding, p->saturate);
     nx_sha256_update(&h, globals, (size_t)gl);
     if (has_atom) {
-        gl = snprintf(globals, sizeof globals, " atom=%d/%d", p->atom_frac_bits,
-                      p->atom_frac_bits >= 0 ? (int)p->atom_term_round : 0);
+        /* the alignment matters only where addends are cut and some are
+         * products: elsewhere both rules give the same bits, and hash alike */
+        int cut = p->atom_frac_bits >= 0;
+        gl = snprintf(globals, sizeof globals, " atom=%d/%d/%s", p->atom_frac_bits,
+                      cut ? (int)p->atom_term_round : 0,
+                      cut && p->dot ? nx_align_name(p->atom_align) : "-");
         nx_sha256_update(&h, globals, (size_t)gl);
     }
     hash_src(&h, (const uint8_t (*)[32])dig, p->result);

@@ -48,6 +48,7 @@ typedef struct nx_program {
     int saturate;
     int atom_frac_bits;
     nx_mode atom_term_round;
+    nx_align atom_align; /* §5 step 2: what a product addend's exponent is */
     int nondeterministic; /* the tree uses `atomic` */
     int start;            /* 1: rows are reduced from a start value c[r] (one NX_OP_START) */
     nx_op *ops;

@@ -179,6 +179,8 @@ void rp_case_make(rp_case *c)
         if (rp_below(3) == 0) p->atom_term_round = PICK(modes);
         if (rp_below(3) == 0) p->atom_round = PICK(modes);
         if (rp_below(3) == 0) p->atom_acc = rp_below(2) ? "e8m13" : pick_acc();
+        int al = rp_below(3); /* absent (the default, "operands"), "operands", "values" */
+        p->atom_align = al == 0 ? NULL : al == 1 ? "operands" : "values";
     }
     if (rp_below(3) == 0) p->out = rp_below(4) ? pick_acc() : PICK(fmts);
     if (rp_below(4) == 0) p->out_rounding = PICK(modes);
@@ -205,6 +207,8 @@ void rp_case_make(rp_case *c)
             l += (size_t)snprintf(s + l, cap - l, ", round = \"%s\"", p->atom_round);
         if (p->atom_acc)
             l += (size_t)snprintf(s + l, cap - l, ", acc = \"%s\"", p->atom_acc);
+        if (p->atom_align)
+            l += (size_t)snprintf(s + l, cap - l, ", align = \"%s\"", p->atom_align);
         l += (size_t)snprintf(s + l, cap - l, " }");
     }
     if (p->out)

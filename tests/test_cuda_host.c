@@ -359,7 +359,7 @@ static void test_mismatch(void **state)
     plan_fails(&s, "gemm_bf16_tc_legacy", NX_EUNSUPPORTED, "gemm_bf16_tc_legacy");
     fam_spec_free(&s);
     /* fp8 mma exists from sm89 on */
-    gemm_spec(&s, "sm80", 4, 8, 64, "{ acc = \"fp32\", tree = \"chain(32)\", atom = \"sm89.mma.fp8\", out = \"fp32\" }");
+    gemm_spec(&s, "sm80", 4, 8, 64, "{ acc = \"fp32\", tree = \"chain(16)\", atom = \"sm89.mma.fp8\", out = \"fp32\" }");
     param(&s, "in", "e4m3");
     plan_fails(&s, NULL, NX_EUNSUPPORTED, "realises nothing");
     fam_spec_free(&s);
@@ -434,12 +434,13 @@ static void test_alias(void **state)
     fam_spec_free(&s);
 }
 
-/* The fp8 kernel: one 32-term atom per mma, e8m13 accumulation. */
+/* The fp8 kernel: on Ada two 16-term atoms per m16n8k32 mma, on Hopper one
+ * 32-term atom; e8m13 accumulation. */
 static void test_fp8_plan(void **state)
 {
     (void)state;
     fam_spec s;
-    gemm_spec(&s, "sm89", 16, 256, 4096, "{ acc = \"fp32\", tree = \"chain(32)\", atom = \"sm89.mma.fp8\", out = \"fp32\" }");
+    gemm_spec(&s, "sm89", 16, 256, 4096, "{ acc = \"fp32\", tree = \"chain(16)\", atom = \"sm89.mma.fp8\", out = \"fp32\" }");
     param(&s, "in", "e4m3");
     cu_plan p = plan_ok(&s);
     assert_string_equal(p.kernel->id, "cuda_gemm_mma_fp8");
@@ -449,7 +450,12 @@ static void test_fp8_plan(void **state)
     /* the 16-bit kernel does not take e4m3 */
     plan_fails(&s, "cuda_gemm_mma", NX_EUNSUPPORTED, "takes bf16 fp16");
     fam_spec_free(&s);
-    /* sm90 (mma.sync fp8, not wgmma): the same parameters */
+    /* Ada's k32 is two halves: a 32-term chain is not what sm89 realises */
+    gemm_spec(&s, "sm89", 16, 256, 4096, "{ acc = \"fp32\", tree = \"chain(32)\", atom = \"sm89.mma.fp8\", out = \"fp32\" }");
+    param(&s, "in", "e4m3");
+    plan_fails(&s, NULL, NX_EUNSUPPORTED, "realises chain(16)");
+    fam_spec_free(&s);
+    /* sm90 (mma.sync fp8, not wgmma): one 32-term atom, wgmma's parameters */
     gemm_spec(&s, "sm90", 16, 256, 4096,
               "{ acc = \"fp32\", tree = \"split(2, chain(32), seq)\", atom = \"sm90.wgmma.fp8\", out = \"fp32\" }");
     param(&s, "in", "e5m2");

@@ -105,16 +105,30 @@ static const cu_claim claims[] = {
      FP32_FMA "tree = \"split({S}, chain(16), seq, align={A})\", atom = " WGMMA_ATOM ", out = \"fp32\", "
               "out_rounding = \"{out_rounding}\", saturate = {saturate} }",
      NULL},
-    /* gemm fp8: one 32-term atom per m16n8k32 */
-    {"cuda_gemm_mma_fp8", "sm89 sm90", "k",
+    /* gemm fp8 on Ada: m16n8k32 runs as two 16-term atoms (sm89.mma.fp8) */
+    {"cuda_gemm_mma_fp8", "sm89", "k",
+     FP32_FMA "tree = \"chain(16)\", atom = {atom}, out = \"fp32\", out_rounding = \"{out_rounding}\", "
+              "saturate = {saturate} }",
+     NULL},
+    {"cuda_gemm_mma_fp8", "sm89", "k",
+     FP32_FMA "tree = \"split({S}, chain(16), seq)\", atom = {atom}, out = \"fp32\", "
+              "out_rounding = \"{out_rounding}\", saturate = {saturate} }",
+     NULL},
+    {"cuda_gemm_mma_fp8", "sm89", "k",
+     FP32_FMA "tree = \"split({S}, chain(16), seq, align={A})\", atom = {atom}, out = \"fp32\", "
+              "out_rounding = \"{out_rounding}\", saturate = {saturate} }",
+     NULL},
+    /* gemm fp8 on Hopper's mma.sync: one 32-term atom per m16n8k32 (assumed
+     * like its wgmma until measured, POINTS.md) */
+    {"cuda_gemm_mma_fp8", "sm90", "k",
      FP32_FMA "tree = \"chain(32)\", atom = {atom}, out = \"fp32\", out_rounding = \"{out_rounding}\", "
               "saturate = {saturate} }",
      NULL},
-    {"cuda_gemm_mma_fp8", "sm89 sm90", "k",
+    {"cuda_gemm_mma_fp8", "sm90", "k",
      FP32_FMA "tree = \"split({S}, chain(32), seq)\", atom = {atom}, out = \"fp32\", "
               "out_rounding = \"{out_rounding}\", saturate = {saturate} }",
      NULL},
-    {"cuda_gemm_mma_fp8", "sm89 sm90", "k",
+    {"cuda_gemm_mma_fp8", "sm90", "k",
      FP32_FMA "tree = \"split({S}, chain(32), seq, align={A})\", atom = {atom}, out = \"fp32\", "
               "out_rounding = \"{out_rounding}\", saturate = {saturate} }",
      NULL},

@@ -117,7 +117,10 @@ int cmd_atoms(int argc, char **argv)
     if (argc > 1 && (cli_flag(argv, 1, "--help") || cli_flag(argv, 1, "-h"))) {
         puts("usage: parity atoms\n\nLists the tensor-core atom presets (NUMERICS.md §5): name, group N of\n"
              "chain(N), frac_bits, term rounding, final rounding, accumulator format.\n"
-             "Refer to one in a point as atom = \"NAME\".\n\nexit status: 0.");
+             "Refer to one in a point as atom = \"NAME\".  Every preset aligns its addends\n"
+             "by the operands' exponent sum (align = \"operands\", the rule measured on NVIDIA\n"
+             "tensor cores); atom = { preset = \"NAME\", align = \"values\" } gives the\n"
+             "first edition's rule.\n\nexit status: 0.");
         return EXIT_PASS;
     }
     if (argc > 1) {

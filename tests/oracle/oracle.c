@@ -693,6 +693,8 @@ typedef struct ctx {
     int term_round;
     int atom_round;
     const fmt_t *atom_acc; /* NULL: the current format */
+    int align_values;      /* 1: every addend aligns by its value (first edition) */
+    const fmt_t *opa, *opb; /* the formats a product's operands are members of */
     char *err;
     size_t errlen;
 } ctx;
@@ -822,6 +824,15 @@ static int atom(ctx *C, const fmt_t *F, const oval *s, const term *const *g, siz
             if (mpq_sgn(ad[i].q) == 0)
                 continue;
             long e = q_floor_log2(ad[i].q);
+            if (i > 0 && g[i - 1]->is_prod && !C->align_values) {
+                /* section 5 step 2: e_a + e_b, a subnormal operand at emin */
+                long ea = q_floor_log2(g[i - 1]->a.q), eb = q_floor_log2(g[i - 1]->b.q);
+                if (ea < C->opa->emin)
+                    ea = C->opa->emin;
+                if (eb < C->opb->emin)
+                    eb = C->opb->emin;
+                e = ea + eb;
+            }
             if (!have || e > E)
                 E = e;
             have = 1;
@@ -1255,8 +1266,15 @@ int orc_reduce_c(const orc_point *p, const char *in_fmt, const char *b_fmt,
     if (!root)
         return 1;
 
+    int align_values = 0;
+    if (p->has_atom && p->atom_align) {
+        if (strcmp(p->atom_align, "values") == 0)
+            align_values = 1;
+        else if (strcmp(p->atom_align, "operands") != 0)
+            return set_err(err, errlen, "atom.align: unknown rule '%s'", p->atom_align);
+    }
     ctx C = {mode, p->fma, prod, p->has_atom, p->has_atom ? p->atom_frac_bits : -1,
-             term_round, atom_round, atom_acc, err, errlen};
+             term_round, atom_round, atom_acc, align_values, in ? in : fa, in ? in : fb, err, errlen};
 
     term *tm = calloc(n ? n : 1, sizeof *tm);
     const term **pt = calloc(n ? n : 1, sizeof *pt);

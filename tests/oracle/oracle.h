@@ -30,6 +30,7 @@ typedef struct orc_point {
     const char *atom_term_round; /* NULL = "rz" */
     const char *atom_round;      /* NULL = the point's rounding */
     const char *atom_acc;        /* NULL = the current format */
+    const char *atom_align;      /* "operands" (NULL, the default) or "values" */
     const char *out;          /* NULL = acc */
     const char *out_rounding; /* NULL = rounding */
     int saturate;

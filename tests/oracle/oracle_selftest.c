@@ -302,11 +302,18 @@ int main(void)
         p = pt("chain(2)"); p.has_atom = 1; p.atom_frac_bits = 2; p.atom_round = "rz";
         sum("H chain(2)", &p, "fp32", x, 4, 0x3FE00000);
         /* dot, fp16 a = 1.5, 1.5 (0x3e00), b = 1.5, -0.5 (0xb800): products 2.25,
-         * -0.75; E = 1; frac_bits 1: multiples of 1, rz: 2 and -0: sum 2.
-         * The exact sum is 1.5. */
+         * -0.75.  align "values": E = floor(log2 2.25) = 1; frac_bits 1:
+         * multiples of 1, rz: 2 and -0: sum 2.  align "operands" (the
+         * default): 2.25 counts with 0 + 0, -0.75 with 0 + -1, so E = 0 and
+         * the quantum is 2^-1: 2 and -0.5, sum 1.5.  The exact sum is 1.5. */
         const uint64_t a[2] = {0x3E00, 0x3E00}, b[2] = {0x3E00, 0xB800};
         p = pt("chain(2)"); p.has_atom = 1; p.atom_frac_bits = 1; p.atom_round = "rz";
-        dot("H atom dot trunc", &p, "fp16", a, b, 2, 0x40000000);
+        p.atom_align = "values";
+        dot("H atom dot trunc values", &p, "fp16", a, b, 2, 0x40000000);
+        p.atom_align = NULL;
+        dot("H atom dot trunc operands", &p, "fp16", a, b, 2, 0x3FC00000);
+        p.atom_align = "operands";
+        dot("H atom dot trunc operands (explicit)", &p, "fp16", a, b, 2, 0x3FC00000);
         p = pt("chain(2)"); p.has_atom = 1; p.atom_round = "rz";
         dot("H atom dot exact", &p, "fp16", a, b, 2, 0x3FC00000);
         /* product = "fp16" would round 2.25 -> 2.25 anyway; atoms take exact
