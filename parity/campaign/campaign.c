@@ -103,8 +103,8 @@ void camp_compare_summary(const char *text, char *out, size_t len)
             in = 1;
         else if (l >= 10 && strncmp(q, "tolerance:", 10) == 0)
             in = 0;
-        else if (in && l && k + l + 3 < len)
-            k += (size_t)snprintf(out + k, len - k, "%s%.*s", k ? "; " : "", (int)l, q);
+        else if (in && l && k + l + 3 < len) /* "reduction k: tree: ...; split count: 4 vs 8" */
+            k += (size_t)snprintf(out + k, len - k, "%s%.*s", !k ? "" : out[k - 1] == ':' ? " " : "; ", (int)l, q);
         p = e ? e + 1 : NULL;
     }
 }
