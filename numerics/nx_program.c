@@ -50,36 +50,53 @@ static int32_t emit(cx *c, nx_opkind k, nx_fmt f, nx_mode m, int32_t x, int32_t 
     return -(int32_t)(p->nops++) - 1;
 }
 
+/* The settings in force at a node (§3 keys, overridden per subtree by
+ * `@FMT` and `[k=v, ...]`, §4.1): the format F, the mode R, fma, product. */
+typedef struct cs {
+    nx_fmt F;
+    nx_mode R;
+    int fma;
+    int product; /* nx_fmt or -1: exact */
+} cs;
+
 /* The format a product term's value rounds to, when the op uses value(t). */
-static void set_pfmt(cx *c, int32_t op, int32_t src, nx_fmt F)
+static void set_pfmt(cx *c, int32_t op, int32_t src, cs S)
 {
     if (c->failed || !c->p->dot || !NX_SRC_IS_TERM(src))
         return;
-    c->p->ops[NX_SRC_OP(op)].pfmt = (uint8_t)(c->pt->product >= 0 ? c->pt->product : (int)F);
+    c->p->ops[NX_SRC_OP(op)].pfmt = (uint8_t)(S.product >= 0 ? S.product : (int)S.F);
 }
 
-static int32_t leaf(cx *c, int32_t src, nx_fmt F)
+static int32_t leaf(cx *c, int32_t src, cs S)
 {
-    int32_t r = emit(c, NX_OP_LEAF, F, c->pt->rounding, src, 0);
-    set_pfmt(c, r, src, F);
+    int32_t r = emit(c, NX_OP_LEAF, S.F, S.R, src, 0);
+    set_pfmt(c, r, src, S);
     return r;
 }
 
-static int32_t add(cx *c, int32_t x, int32_t y, nx_fmt F)
+static int32_t add(cx *c, int32_t x, int32_t y, cs S)
 {
-    int32_t r = emit(c, NX_OP_ADD, F, c->pt->rounding, x, y);
+    int32_t r = emit(c, NX_OP_ADD, S.F, S.R, x, y);
     if (c->failed)
         return r;
-    if (c->p->dot && NX_SRC_IS_TERM(y) && c->pt->fma && c->pt->product < 0)
+    if (c->p->dot && NX_SRC_IS_TERM(y) && S.fma && S.product < 0)
         c->p->ops[NX_SRC_OP(r)].fma = 1;
     else
-        set_pfmt(c, r, y, F);
+        set_pfmt(c, r, y, S);
     return r;
 }
 
-static int32_t zero(cx *c, nx_fmt F)
+/* round(x + y), never fused (expr's `+`, the combine of computed values). */
+static int32_t add_plain(cx *c, int32_t x, int32_t y, cs S)
 {
-    return emit(c, NX_OP_ZERO, F, c->pt->rounding, 0, 0);
+    cs T = S;
+    T.fma = 0;
+    return add(c, x, y, T);
+}
+
+static int32_t zero(cx *c, cs S)
+{
+    return emit(c, NX_OP_ZERO, S.F, S.R, 0, 0);
 }
 
 static int32_t *alloc_src(cx *c, size_t n)
@@ -95,44 +112,137 @@ static int32_t *alloc_src(cx *c, size_t n)
 /* No start value: the tree is reduced from scratch. */
 #define NO_START INT32_MIN
 
-static int32_t compile(cx *c, const nx_tree *t, const int32_t *src, size_t n, nx_fmt F, int32_t s0);
-
-/* Reduces `count` partials, each a slice [lo_k, hi_k) of src, by T; then C
- * (from s0 when C takes it: the caller decided, docs/numerics.md §4.1). */
-static int32_t reduce_parts(cx *c, const nx_tree *t, int32_t *parts, size_t count, nx_fmt F,
-                            int32_t s0)
-{
-    int32_t r = compile(c, t->c, parts, count, F, s0);
-    return r;
-}
+static int32_t compile(cx *c, const nx_tree *t, const int32_t *src, size_t n, cs S, int32_t s0);
 
 /* Whether a tree itself takes a start value (docs/numerics.md §4.1): seq and
- * chain start from it, reverse passes it on, split/tile/stride pass it to a
- * seq combinator.  Every other tree T is reduced from scratch and gets
- * round(T + s0).  (`@FMT` is the node's own format, applied first.) */
+ * chain start from it, reverse and order pass it on, split/tile/stride/body
+ * pass it to a seq combinator (body: also to carry).  Every other tree T is
+ * reduced from scratch and gets round(T + s0).  (`@FMT` and `[...]` are the
+ * node's own settings, applied first.) */
 static int takes_start(const nx_tree *t)
 {
     switch (t->kind) {
-    case NX_T_SEQ: case NX_T_CHAIN: case NX_T_REVERSE:
+    case NX_T_SEQ: case NX_T_CHAIN: case NX_T_REVERSE: case NX_T_ORDER:
         return 1;
     case NX_T_SPLIT: case NX_T_TILE: case NX_T_STRIDE:
         return t->c->kind == NX_T_SEQ;
+    case NX_T_BODY:
+        return t->carry || !t->c || t->c->kind == NX_T_SEQ;
     default:
         return 0;
     }
 }
 
+/* The tiles of `tile`: their lengths into len[] (malloc'd), their count
+ * returned. */
+static size_t tile_lengths(cx *c, const nx_tree *t, size_t n, size_t **len)
+{
+    size_t cap = 16, k = 0, pos = 0;
+    size_t *l = malloc(cap * sizeof *l);
+    if (!l) {
+        nx_err_set(c->err, NX_ENOMEM, "out of memory expanding the tree");
+        c->failed = 1;
+        return 0;
+    }
+#define PUSH(v)                                                                                  \
+    do {                                                                                         \
+        if (k == cap) {                                                                          \
+            size_t *nl = realloc(l, (cap *= 2) * sizeof *l);                                     \
+            if (!nl) {                                                                           \
+                free(l);                                                                         \
+                nx_err_set(c->err, NX_ENOMEM, "out of memory expanding the tree");               \
+                c->failed = 1;                                                                   \
+                return 0;                                                                        \
+            }                                                                                    \
+            l = nl;                                                                              \
+        }                                                                                        \
+        l[k++] = (v);                                                                            \
+        pos += (v);                                                                              \
+    } while (0)
+    if (t->list) {
+        /* the listed sizes in order (cut at n), then one tile of what is left */
+        for (size_t i = 0; i < t->nlist && pos < n; i++) {
+            size_t b = (size_t)t->list[i];
+            PUSH(b < n - pos ? b : n - pos);
+        }
+        if (pos < n)
+            PUSH(n - pos);
+    } else if (t->opt > 0) {
+        /* halve=A: P while at least 2P remain; then two near-halves, the
+         * first ceil(r/2) rounded up to a multiple of A, or one tile */
+        size_t P = (size_t)t->count, A = (size_t)t->opt;
+        while (n - pos >= 2 * P)
+            PUSH(P);
+        size_t r = n - pos;
+        if (r > P) {
+            size_t h = (r + 1) / 2;
+            h = (h + A - 1) / A * A;
+            if (h > r)
+                h = r;
+            PUSH(h);
+            if (n - pos > 0)
+                PUSH(n - pos);
+        } else if (r > 0) {
+            PUSH(r);
+        }
+    } else {
+        size_t P = (size_t)t->count;
+        while (pos < n)
+            PUSH(n - pos < P ? n - pos : P);
+    }
+#undef PUSH
+    *len = l;
+    return k;
+}
+
+/* expr(B) over src[0..n): indices >= n are absent. */
+static int32_t compile_expr(cx *c, const nx_tree *t, const int32_t *src, size_t n, cs S)
+{
+    if (n > (size_t)t->k) {
+        nx_err_set(c->err, NX_EINVAL,
+                   "key 'tree': expr(...) orders %ld terms but is given %zu (use it inside tile(%ld, expr(...), C))",
+                   t->k, n, t->k);
+        c->failed = 1;
+        return -1;
+    }
+    int32_t *st = alloc_src(c, t->nlist);
+    if (!st)
+        return -1;
+    const int32_t ABSENT = INT32_MIN + 1;
+    size_t sp = 0;
+    for (size_t i = 0; i < t->nlist && !c->failed; i++) {
+        long v = t->list[i];
+        if (v != NX_EXPR_ADD) {
+            st[sp++] = (size_t)v < n ? leaf(c, src[v], S) : ABSENT;
+            continue;
+        }
+        int32_t y = st[--sp], x = st[--sp];
+        st[sp++] = x == ABSENT ? y : y == ABSENT ? x : add_plain(c, x, y, S);
+    }
+    int32_t r = sp == 1 ? st[0] : -1;
+    free(st);
+    if (r == ABSENT) /* n = 0 */
+        r = zero(c, S);
+    return r;
+}
+
 /* s0: the source of the start value, or NO_START. */
-static int32_t compile(cx *c, const nx_tree *t, const int32_t *src, size_t n, nx_fmt F, int32_t s0)
+static int32_t compile(cx *c, const nx_tree *t, const int32_t *src, size_t n, cs S, int32_t s0)
 {
     if (c->failed)
         return -1;
     if (t->fmt >= 0)
-        F = (nx_fmt)t->fmt;
+        S.F = (nx_fmt)t->fmt;
+    if (t->rounding >= 0)
+        S.R = (nx_mode)t->rounding;
+    if (t->fma >= 0)
+        S.fma = t->fma;
+    if (t->product != -2)
+        S.product = t->product;
     if (s0 != NO_START && !takes_start(t)) {
         /* round(T + s0): one addition in the current format and mode */
-        int32_t r = compile(c, t, src, n, F, NO_START);
-        return add(c, r, s0, F);
+        int32_t r = compile(c, t, src, n, S, NO_START);
+        return add_plain(c, r, s0, S);
     }
     switch (t->kind) {
     case NX_T_ATOMIC:
@@ -140,20 +250,20 @@ static int32_t compile(cx *c, const nx_tree *t, const int32_t *src, size_t n, nx
         /* evaluated in seq order: one admissible order */
         __attribute__((fallthrough));
     case NX_T_SEQ: {
-        int32_t s = s0 != NO_START ? s0 : zero(c, F);
+        int32_t s = s0 != NO_START ? s0 : zero(c, S);
         for (size_t i = 0; i < n && !c->failed; i++)
-            s = add(c, s, src[i], F);
+            s = add(c, s, src[i], S);
         return s;
     }
     case NX_T_PAIRWISE: {
         if (n == 0)
-            return zero(c, F);
+            return zero(c, S);
         if (n == 1)
-            return leaf(c, src[0], F);
+            return leaf(c, src[0], S);
         size_t h = (n + 1) / 2;
-        int32_t a = compile(c, t, src, h, F, NO_START);
-        int32_t b = compile(c, t, src + h, n - h, F, NO_START);
-        return add(c, a, b, F);
+        int32_t a = compile(c, t, src, h, S, NO_START);
+        int32_t b = compile(c, t, src + h, n - h, S, NO_START);
+        return add(c, a, b, S);
     }
     case NX_T_HALVING: {
         size_t w = 1;
@@ -163,48 +273,95 @@ static int32_t compile(cx *c, const nx_tree *t, const int32_t *src, size_t n, nx
         if (!v)
             return -1;
         for (size_t j = 0; j < w; j++)
-            v[j] = j < n ? leaf(c, src[j], F) : zero(c, F);
+            v[j] = j < n ? leaf(c, src[j], S) : zero(c, S);
         for (size_t o = w / 2; o >= 1; o /= 2)
             for (size_t j = 0; j < o; j++)
-                v[j] = add(c, v[j], v[j + o], F);
+                v[j] = add(c, v[j], v[j + o], S);
         int32_t r = v[0];
         free(v);
         return r;
     }
-    case NX_T_REVERSE: {
+    case NX_T_REVERSE: case NX_T_ORDER: {
         int32_t *rv = alloc_src(c, n);
         if (!rv)
             return -1;
-        for (size_t i = 0; i < n; i++)
-            rv[i] = src[n - 1 - i];
-        int32_t r = compile(c, t->t, rv, n, F, s0);
+        if (t->kind == NX_T_REVERSE) {
+            for (size_t i = 0; i < n; i++)
+                rv[i] = src[n - 1 - i];
+        } else {
+            /* full blocks of k in the listed order; a last partial block as it is */
+            size_t k = (size_t)t->count, full = n / k * k;
+            for (size_t b = 0; b < full; b += k)
+                for (size_t j = 0; j < k; j++)
+                    rv[b + j] = src[b + (size_t)t->list[j]];
+            for (size_t i = full; i < n; i++)
+                rv[i] = src[i];
+        }
+        int32_t r = compile(c, t->t, rv, n, S, s0);
         free(rv);
         return r;
     }
+    case NX_T_EXPR:
+        return compile_expr(c, t, src, n, S);
+    case NX_T_BODY: {
+        size_t L = (size_t)t->count, m = n - n % L;
+        if (t->carry) {
+            /* T from scratch; the tail continues from its value (a start
+             * value enters first, as a seq combinator's would) */
+            int32_t v = s0;
+            if (m > 0) {
+                int32_t h = compile(c, t->t, src, m, S, NO_START);
+                v = v == NO_START ? h : add_plain(c, v, h, S);
+            }
+            if (m < n)
+                return compile(c, t->u, src + m, n - m, S, v);
+            return v == NO_START ? compile(c, t->t, src, 0, S, NO_START) : v;
+        }
+        int32_t parts[2];
+        size_t np = 0;
+        if (m > 0)
+            parts[np++] = compile(c, t->t, src, m, S, NO_START);
+        if (m < n)
+            parts[np++] = compile(c, t->u, src + m, n - m, S, NO_START);
+        static const nx_tree seq_c = {.kind = NX_T_SEQ, .fmt = -1, .fma = -1, .product = -2, .rounding = -1};
+        return compile(c, t->c ? t->c : &seq_c, parts, np, S, s0);
+    }
     case NX_T_SPLIT: case NX_T_TILE: {
-        size_t S, len;
+        size_t nparts, slen = 0, *lens = NULL;
         if (t->kind == NX_T_SPLIT) {
-            S = (size_t)t->count;
-            len = (n + S - 1) / S;
+            nparts = (size_t)t->count;
+            slen = (n + nparts - 1) / nparts;
             size_t A = (size_t)t->opt;
-            len = (len + A - 1) / A * A;
+            slen = (slen + A - 1) / A * A;
         } else {
-            len = (size_t)t->count;
-            S = (n + len - 1) / len;
+            nparts = tile_lengths(c, t, n, &lens);
+            if (c->failed)
+                return -1;
         }
-        int32_t *parts = alloc_src(c, S);
-        if (!parts)
+        int32_t *parts = alloc_src(c, nparts);
+        if (!parts) {
+            free(lens);
             return -1;
-        for (size_t k = 0; k < S && !c->failed; k++) {
-            size_t lo = k * len, hi = lo + len;
-            if (len && lo / len != k)
-                lo = n; /* overflowed: past the end */
-            if (hi > n || hi < lo)
-                hi = n;
-            parts[k] = lo >= n ? zero(c, F) : compile(c, t->t, src + lo, hi - lo, F, NO_START);
         }
-        int32_t r = reduce_parts(c, t, parts, S, F, s0);
+        size_t lo = 0;
+        for (size_t k = 0; k < nparts && !c->failed; k++) {
+            size_t hi;
+            if (t->kind == NX_T_SPLIT) {
+                lo = k * slen;
+                if (slen && lo / slen != k)
+                    lo = n; /* overflowed: past the end */
+                hi = lo + slen;
+                if (hi > n || hi < lo)
+                    hi = n;
+            } else {
+                hi = lo + lens[k];
+            }
+            parts[k] = lo >= n ? zero(c, S) : compile(c, t->t, src + lo, hi - lo, S, NO_START);
+            lo = hi;
+        }
+        int32_t r = compile(c, t->c, parts, nparts, S, s0);
         free(parts);
+        free(lens);
         return r;
     }
     case NX_T_STRIDE: {
@@ -222,20 +379,20 @@ static int32_t compile(cx *c, const nx_tree *t, const int32_t *src, size_t n, nx
             for (size_t b = l; b < nblocks; b += L)
                 for (size_t i = b * V; i < (b + 1) * V && i < n; i++)
                     lane[m++] = src[i];
-            parts[l] = m == 0 ? zero(c, F) : compile(c, t->t, lane, m, F, NO_START);
+            parts[l] = m == 0 ? zero(c, S) : compile(c, t->t, lane, m, S, NO_START);
         }
-        int32_t r = reduce_parts(c, t, parts, L, F, s0);
+        int32_t r = compile(c, t->c, parts, L, S, s0);
         free(parts);
         free(lane);
         return r;
     }
     case NX_T_CHAIN: {
         const nx_atom *a = &c->pt->atom;
-        nx_fmt af = a->acc >= 0 ? (nx_fmt)a->acc : F;
-        nx_mode am = a->round >= 0 ? (nx_mode)a->round : c->pt->rounding;
+        nx_fmt af = a->acc >= 0 ? (nx_fmt)a->acc : S.F;
+        nx_mode am = a->round >= 0 ? (nx_mode)a->round : S.R;
         size_t N = (size_t)t->count;
         /* from s0: it is the accumulator addend of the first atom */
-        int32_t s = s0 != NO_START ? s0 : zero(c, F);
+        int32_t s = s0 != NO_START ? s0 : zero(c, S);
         for (size_t g = 0; g < n && !c->failed; g += N) {
             size_t gn = n - g < N ? n - g : N;
             nx_program *p = c->p;
@@ -297,7 +454,8 @@ nx_status nx_program_build_ex(const nx_point *pt, size_t n, int dot, int start, 
             src[i] = (int32_t)i;
         /* the start value is operation 0 when there is one */
         int32_t s0 = start ? emit(&c, NX_OP_START, NX_FP64, NX_RNE, 0, 0) : NO_START;
-        p->result = compile(&c, pt->tree, src, n, pt->acc, s0);
+        cs S = {pt->acc, pt->rounding, pt->fma, pt->product};
+        p->result = compile(&c, pt->tree, src, n, S, s0);
         free(src);
     }
     if (c.failed) {

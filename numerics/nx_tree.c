@@ -1,5 +1,6 @@
 /* nx_tree.c: recursive-descent parser and canonical printer of the tree
- * language (NUMERICS.md §4). */
+ * language (docs/numerics.md §4, third edition §4.1).  Nesting is bounded by
+ * NX_TREE_MAX_DEPTH, so no input can exhaust the stack. */
 #include "nx_tree.h"
 #include "nx_sbuf.h"
 
@@ -15,6 +16,7 @@ typedef struct parser {
     const char *name;
     nx_err *err;
     int failed;
+    int depth; /* nesting of trees, bounded: the parser recurses */
 } parser;
 
 static void position(const parser *ps, const char *at, int *line, int *col)
@@ -107,6 +109,28 @@ static long integer(parser *ps, const char *what)
     return v;
 }
 
+/* Non-negative integer (an index of `order` or `expr`). */
+static long index_int(parser *ps, const char *what)
+{
+    skip_ws(ps);
+    const char *start = ps->p;
+    char b[8];
+    if (!isdigit((unsigned char)*ps->p)) {
+        fail(ps, ps->p, "expected an integer (%s), found %s", what, found(ps, b, sizeof b));
+        return 0;
+    }
+    long v = 0;
+    while (isdigit((unsigned char)*ps->p)) {
+        v = v * 10 + (*ps->p - '0');
+        ps->p++;
+        if (v > NX_TREE_INT_MAX) {
+            fail(ps, start, "%s is too large (at most %ld)", what, NX_TREE_INT_MAX);
+            return 0;
+        }
+    }
+    return v;
+}
+
 static nx_tree *tree(parser *ps);
 
 static nx_tree *node(parser *ps, nx_tree_kind k)
@@ -120,11 +144,32 @@ static nx_tree *node(parser *ps, nx_tree_kind k)
     }
     t->kind = k;
     t->fmt = -1;
-    t->opt = 1;
+    t->fma = -1;
+    t->product = -2;
+    t->rounding = -1;
+    t->opt = k == NX_T_TILE ? 0 : 1;
     return t;
 }
 
-/* Parses ", key=INT" options: `key` is "align" or "block". */
+/* Appends v to t->list. */
+static void push(parser *ps, nx_tree *t, long v)
+{
+    if (ps->failed)
+        return;
+    if ((t->nlist & (t->nlist + 1)) == 0 || t->nlist == 0) { /* 0, 1, 3, 7, ...: grow */
+        size_t cap = t->nlist ? (t->nlist + 1) * 2 : 4;
+        long *l = realloc(t->list, cap * sizeof *l);
+        if (!l) {
+            nx_err_set(ps->err, NX_ENOMEM, "out of memory");
+            ps->failed = 1;
+            return;
+        }
+        t->list = l;
+    }
+    t->list[t->nlist++] = v;
+}
+
+/* Parses ", key=INT" options: `key` is "align", "block" or "halve". */
 static void option(parser *ps, nx_tree *t, const char *key, const char *ctx)
 {
     skip_ws(ps);
@@ -142,9 +187,76 @@ static void option(parser *ps, nx_tree *t, const char *key, const char *ctx)
         return;
     }
     ps->p += n;
-    if (!expect(ps, '=', key[0] == 'a' ? "after 'align'" : "after 'block'"))
+    char after[32], what[32];
+    snprintf(after, sizeof after, "after '%s'", key);
+    snprintf(what, sizeof what, "%s", key[0] == 'a' ? "the alignment" : key[0] == 'b' ? "the block size"
+                                                                                        : "the halving multiple");
+    if (!expect(ps, '=', after))
         return;
-    t->opt = integer(ps, key[0] == 'a' ? "the alignment" : "the block size");
+    t->opt = integer(ps, what);
+}
+
+/* '[' INT {',' INT} ']' into t->list, each >= 1 (sizes) or >= 0 (a permutation). */
+static void int_list(parser *ps, nx_tree *t, int allow_zero, const char *what)
+{
+    if (!expect(ps, '[', allow_zero ? "to open the permutation" : "to open the list of sizes"))
+        return;
+    do {
+        long v = allow_zero ? index_int(ps, what) : integer(ps, what);
+        push(ps, t, v);
+        skip_ws(ps);
+    } while (!ps->failed && *ps->p == ',' && ps->p++);
+    if (!ps->failed)
+        expect(ps, ']', allow_zero ? "to close the permutation" : "to close the list of sizes");
+}
+
+/* expr's bracketing: INT | '(' brk '+' brk ')', into postfix. */
+static void bracketing(parser *ps, nx_tree *t, int depth)
+{
+    skip_ws(ps);
+    if (depth > NX_TREE_MAX_DEPTH) {
+        fail(ps, ps->p, "the bracketing is nested deeper than %d levels", NX_TREE_MAX_DEPTH);
+        return;
+    }
+    if (*ps->p == '(') {
+        ps->p++;
+        bracketing(ps, t, depth + 1);
+        if (ps->failed || !expect(ps, '+', "between the two sides of a bracket"))
+            return;
+        bracketing(ps, t, depth + 1);
+        if (ps->failed || !expect(ps, ')', "to close the bracket"))
+            return;
+        push(ps, t, NX_EXPR_ADD);
+        return;
+    }
+    push(ps, t, index_int(ps, "a term index"));
+}
+
+/* Checks that values[0..n) (skipping NX_EXPR_ADD) are 0 ... k-1, each once. */
+static void check_perm(parser *ps, const char *at, const nx_tree *t, long *k, const char *what)
+{
+    size_t m = 0;
+    for (size_t i = 0; i < t->nlist; i++)
+        m += t->list[i] != NX_EXPR_ADD;
+    unsigned char *seen = calloc(m ? m : 1, 1);
+    if (!seen) {
+        nx_err_set(ps->err, NX_ENOMEM, "out of memory");
+        ps->failed = 1;
+        return;
+    }
+    for (size_t i = 0; i < t->nlist && !ps->failed; i++) {
+        long v = t->list[i];
+        if (v == NX_EXPR_ADD)
+            continue;
+        if (v >= (long)m)
+            fail(ps, at, "%s has %zu indices, so each must be below %zu; found %ld", what, m, m, v);
+        else if (seen[v])
+            fail(ps, at, "%s uses index %ld twice", what, v);
+        else
+            seen[v] = 1;
+    }
+    free(seen);
+    *k = (long)m;
 }
 
 static nx_tree *composite(parser *ps, nx_tree_kind k, const char *kw)
@@ -152,32 +264,70 @@ static nx_tree *composite(parser *ps, nx_tree_kind k, const char *kw)
     nx_tree *t = node(ps, k);
     if (!t)
         return NULL;
-    char ctx[32];
+    char ctx[32], after_kw[32];
     snprintf(ctx, sizeof ctx, "'%s('", kw);
-    if (!expect(ps, '(', k == NX_T_REVERSE ? "after 'reverse'" : k == NX_T_CHAIN ? "after 'chain'" :
-                k == NX_T_SPLIT ? "after 'split'" : k == NX_T_TILE ? "after 'tile'" : "after 'stride'"))
+    snprintf(after_kw, sizeof after_kw, "after '%s'", kw);
+    if (!expect(ps, '(', after_kw))
         goto out;
     if (k == NX_T_REVERSE) {
         t->t = tree(ps);
     } else if (k == NX_T_CHAIN) {
         t->count = integer(ps, "the group size");
+    } else if (k == NX_T_ORDER) {
+        const char *at = (skip_ws(ps), ps->p);
+        int_list(ps, t, 1, "a position");
+        long kk;
+        if (!ps->failed)
+            check_perm(ps, at, t, &kk, "the order");
+        if (ps->failed || !expect(ps, ',', "after the order"))
+            goto out;
+        t->count = kk;
+        t->t = tree(ps);
+    } else if (k == NX_T_EXPR) {
+        const char *at = (skip_ws(ps), ps->p);
+        bracketing(ps, t, 0);
+        if (!ps->failed)
+            check_perm(ps, at, t, &t->k, "the bracketing");
     } else {
         const char *what = k == NX_T_SPLIT ? "the split count" : k == NX_T_TILE ? "the tile size"
-                                                                                 : "the lane count";
-        t->count = integer(ps, what);
+                           : k == NX_T_BODY ? "the body multiple" : "the lane count";
+        skip_ws(ps);
+        if (k == NX_T_TILE && *ps->p == '[')
+            int_list(ps, t, 0, "a tile size");
+        else
+            t->count = integer(ps, what);
         char after[64];
-        snprintf(after, sizeof after, "after %s", what);
+        snprintf(after, sizeof after, "after %s", t->list ? "the list of sizes" : what);
         if (ps->failed || !expect(ps, ',', after))
             goto out;
         t->t = tree(ps);
         if (ps->failed || !expect(ps, ',', k == NX_T_SPLIT ? "after the tree of the slices" :
-                                  k == NX_T_TILE ? "after the tree of the tiles" : "after the tree of the lanes"))
+                                  k == NX_T_TILE ? "after the tree of the tiles" :
+                                  k == NX_T_BODY ? "after the tree of the body" : "after the tree of the lanes"))
             goto out;
-        t->c = tree(ps);
+        if (k == NX_T_BODY) {
+            t->u = tree(ps);
+            skip_ws(ps);
+            if (!ps->failed && *ps->p == ',') {
+                ps->p++;
+                skip_ws(ps);
+                size_t n = ident(ps);
+                if (n == 5 && strncmp(ps->p, "carry", 5) == 0) {
+                    ps->p += 5;
+                    t->carry = 1;
+                } else {
+                    t->c = tree(ps);
+                }
+            }
+        } else {
+            t->c = tree(ps);
+        }
         if (!ps->failed && k == NX_T_SPLIT)
             option(ps, t, "align", ctx);
         else if (!ps->failed && k == NX_T_STRIDE)
             option(ps, t, "block", ctx);
+        else if (!ps->failed && k == NX_T_TILE && !t->list)
+            option(ps, t, "halve", ctx);
     }
     if (!ps->failed) {
         char what[48];
@@ -188,23 +338,86 @@ out:
     return t;
 }
 
-static nx_tree *tree(parser *ps)
+/* '[' k=v {',' k=v} ']': the subtree's settings (§4.1). */
+static void settings(parser *ps, nx_tree *t)
 {
-    if (ps->failed)
-        return NULL;
+    ps->p++; /* '[' */
+    do {
+        skip_ws(ps);
+        const char *ks = ps->p;
+        size_t kn = ident(ps);
+        char b[8];
+        if (!kn) {
+            fail(ps, ps->p, "expected a setting (acc, fma, product, rounding), found %s", found(ps, b, sizeof b));
+            return;
+        }
+        ps->p += kn;
+        if (!expect(ps, '=', "after the setting's name"))
+            return;
+        skip_ws(ps);
+        const char *vs = ps->p;
+        size_t vn = ident(ps);
+        char v[32] = "";
+        if (vn && vn < sizeof v)
+            memcpy(v, vs, vn);
+        if (!vn) {
+            fail(ps, vs, "expected a value for '%.*s', found %s", (int)kn, ks, found(ps, b, sizeof b));
+            return;
+        }
+        ps->p += vn;
+#define KEY(name) (kn == strlen(name) && strncmp(ks, name, kn) == 0)
+        int *slot = KEY("acc") ? &t->fmt : KEY("fma") ? &t->fma : KEY("product") ? &t->product
+                  : KEY("rounding") ? &t->rounding : NULL;
+        if (!slot) {
+            fail(ps, ks, "unknown setting '%.*s' (expected acc, fma, product, rounding)", (int)kn, ks);
+            return;
+        }
+        if (*slot != (slot == &t->product ? -2 : -1)) {
+            fail(ps, ks, "setting '%.*s' given twice%s", (int)kn, ks,
+                 slot == &t->fmt ? " (an '@FMT' suffix sets acc)" : "");
+            return;
+        }
+        int val = -1;
+        if (KEY("fma")) {
+            val = !strcmp(v, "true") ? 1 : !strcmp(v, "false") ? 0 : -1;
+            if (val < 0)
+                fail(ps, vs, "fma must be true or false, found '%s'", v);
+        } else if (KEY("rounding")) {
+            val = nx_mode_from_name(v);
+            if (val < 0)
+                fail(ps, vs, "unknown rounding mode '%s' (expected rne, rna, rz, ru, rd)", v);
+        } else if (KEY("product") && !strcmp(v, "exact")) {
+            val = -1;
+        } else {
+            val = nx_fmt_from_name(v);
+            if (val < 0)
+                fail(ps, vs, "unknown format '%s' for '%.*s'", v, (int)kn, ks);
+        }
+#undef KEY
+        if (ps->failed)
+            return;
+        *slot = val;
+        skip_ws(ps);
+    } while (*ps->p == ',' && ps->p++);
+    expect(ps, ']', "to close the settings");
+}
+
+static nx_tree *tree_at(parser *ps)
+{
     skip_ws(ps);
     const char *start = ps->p;
     size_t n = ident(ps);
     char b[8];
     if (n == 0) {
-        fail(ps, ps->p, "expected a tree (seq, pairwise, halving, atomic, chain, reverse, split, tile, stride), found %s",
-             found(ps, b, sizeof b));
+        fail(ps, ps->p, "expected a tree (seq, pairwise, halving, atomic, chain, reverse, split, tile, stride, "
+             "body, order, expr), found %s", found(ps, b, sizeof b));
         return NULL;
     }
     static const struct { const char *kw; nx_tree_kind k; int args; } kws[] = {
         {"seq", NX_T_SEQ, 0}, {"pairwise", NX_T_PAIRWISE, 0}, {"halving", NX_T_HALVING, 0},
         {"atomic", NX_T_ATOMIC, 0}, {"chain", NX_T_CHAIN, 1}, {"reverse", NX_T_REVERSE, 1},
         {"split", NX_T_SPLIT, 1}, {"tile", NX_T_TILE, 1}, {"stride", NX_T_STRIDE, 1},
+        {"body", NX_T_BODY, 1}, {"order", NX_T_ORDER, 1}, {"expr", NX_T_EXPR, 1},
     };
     nx_tree *t = NULL;
     for (size_t i = 0; i < sizeof kws / sizeof kws[0]; i++) {
@@ -215,8 +428,11 @@ static nx_tree *tree(parser *ps)
         }
     }
     if (!t && !ps->failed) {
-        fail(ps, start, "unknown tree '%.*s' (expected seq, pairwise, halving, atomic, chain, reverse, split, tile, stride)",
-             (int)n, start);
+        if (n == 5 && strncmp(start, "carry", 5) == 0)
+            fail(ps, start, "'carry' is allowed only as the last argument of body(...)");
+        else
+            fail(ps, start, "unknown tree '%.*s' (expected seq, pairwise, halving, atomic, chain, reverse, split, "
+                 "tile, stride, body, order, expr)", (int)n, start);
         return NULL;
     }
     if (ps->failed)
@@ -240,13 +456,30 @@ static nx_tree *tree(parser *ps)
         }
         ps->p += fn;
         t->fmt = f;
+        skip_ws(ps);
     }
+    if (*ps->p == '[')
+        settings(ps, t);
+    return t;
+}
+
+static nx_tree *tree(parser *ps)
+{
+    if (ps->failed)
+        return NULL;
+    if (++ps->depth > NX_TREE_MAX_DEPTH) {
+        skip_ws(ps);
+        fail(ps, ps->p, "the tree is nested deeper than %d levels", NX_TREE_MAX_DEPTH);
+        return NULL;
+    }
+    nx_tree *t = tree_at(ps);
+    ps->depth--;
     return t;
 }
 
 nx_status nx_tree_parse(const char *text, const char *name, nx_tree **out, nx_err *err)
 {
-    parser ps = {text, text, name ? name : "tree", err, 0};
+    parser ps = {text, text, name ? name : "tree", err, 0, 0};
     nx_tree *t = tree(&ps);
     if (!ps.failed) {
         skip_ws(&ps);
@@ -268,13 +501,49 @@ void nx_tree_free(nx_tree *t)
         return;
     nx_tree_free(t->t);
     nx_tree_free(t->c);
+    nx_tree_free(t->u);
+    free(t->list);
     free(t);
+}
+
+static void print_expr(nx_sbuf *b, const nx_tree *t)
+{
+    /* postfix back to brackets: a stack of strings */
+    char **st = malloc((t->nlist ? t->nlist : 1) * sizeof *st);
+    size_t sp = 0;
+    if (!st)
+        return;
+    for (size_t i = 0; i < t->nlist; i++) {
+        nx_sbuf e = {0};
+        if (t->list[i] == NX_EXPR_ADD && sp >= 2) {
+            nx_sbuf_printf(&e, "(%s + %s)", st[sp - 2], st[sp - 1]);
+            free(st[sp - 2]);
+            free(st[sp - 1]);
+            sp -= 2;
+        } else {
+            nx_sbuf_printf(&e, "%ld", t->list[i]);
+        }
+        st[sp++] = nx_sbuf_take(&e);
+    }
+    if (sp == 1 && st[0])
+        nx_sbuf_printf(b, "%s", st[0]);
+    for (size_t i = 0; i < sp; i++)
+        free(st[i]);
+    free(st);
+}
+
+static void print_list(nx_sbuf *b, const nx_tree *t)
+{
+    nx_sbuf_printf(b, "[");
+    for (size_t i = 0; i < t->nlist; i++)
+        nx_sbuf_printf(b, "%s%ld", i ? ", " : "", t->list[i]);
+    nx_sbuf_printf(b, "]");
 }
 
 static void print_rec(nx_sbuf *b, const nx_tree *t)
 {
-    static const char *const names[] = {"seq", "pairwise", "halving", "atomic", "chain",
-                                        "reverse", "split", "tile", "stride"};
+    static const char *const names[] = {"seq", "pairwise", "halving", "atomic", "chain", "reverse",
+                                        "split", "tile", "stride", "body", "order", "expr"};
     switch (t->kind) {
     case NX_T_SEQ: case NX_T_PAIRWISE: case NX_T_HALVING: case NX_T_ATOMIC:
         nx_sbuf_printf(b, "%s", names[t->kind]);
@@ -287,18 +556,65 @@ static void print_rec(nx_sbuf *b, const nx_tree *t)
         print_rec(b, t->t);
         nx_sbuf_printf(b, ")");
         break;
+    case NX_T_ORDER:
+        nx_sbuf_printf(b, "order(");
+        print_list(b, t);
+        nx_sbuf_printf(b, ", ");
+        print_rec(b, t->t);
+        nx_sbuf_printf(b, ")");
+        break;
+    case NX_T_EXPR:
+        nx_sbuf_printf(b, "expr(");
+        print_expr(b, t);
+        nx_sbuf_printf(b, ")");
+        break;
+    case NX_T_BODY:
+        nx_sbuf_printf(b, "body(%ld, ", t->count);
+        print_rec(b, t->t);
+        nx_sbuf_printf(b, ", ");
+        print_rec(b, t->u);
+        if (t->carry) {
+            nx_sbuf_printf(b, ", carry");
+        } else if (t->c && !(t->c->kind == NX_T_SEQ && t->c->fmt < 0 && t->c->fma < 0 && t->c->product == -2 &&
+                             t->c->rounding < 0)) {
+            nx_sbuf_printf(b, ", ");
+            print_rec(b, t->c);
+        }
+        nx_sbuf_printf(b, ")");
+        break;
     default:
-        nx_sbuf_printf(b, "%s(%ld, ", names[t->kind], t->count);
+        if (t->kind == NX_T_TILE && t->list) {
+            nx_sbuf_printf(b, "tile(");
+            print_list(b, t);
+            nx_sbuf_printf(b, ", ");
+        } else {
+            nx_sbuf_printf(b, "%s(%ld, ", names[t->kind], t->count);
+        }
         print_rec(b, t->t);
         nx_sbuf_printf(b, ", ");
         print_rec(b, t->c);
-        if (t->opt != 1)
-            nx_sbuf_printf(b, ", %s=%ld", t->kind == NX_T_SPLIT ? "align" : "block", t->opt);
+        if (t->kind == NX_T_TILE ? t->opt > 0 : t->opt != 1)
+            nx_sbuf_printf(b, ", %s=%ld",
+                           t->kind == NX_T_SPLIT ? "align" : t->kind == NX_T_TILE ? "halve" : "block", t->opt);
         nx_sbuf_printf(b, ")");
         break;
     }
     if (t->fmt >= 0)
         nx_sbuf_printf(b, "@%s", nx_format((nx_fmt)t->fmt)->name);
+    if (t->fma >= 0 || t->product != -2 || t->rounding >= 0) {
+        const char *sep = "[";
+        if (t->fma >= 0) {
+            nx_sbuf_printf(b, "%sfma=%s", sep, t->fma ? "true" : "false");
+            sep = ", ";
+        }
+        if (t->product != -2) {
+            nx_sbuf_printf(b, "%sproduct=%s", sep, t->product < 0 ? "exact" : nx_format((nx_fmt)t->product)->name);
+            sep = ", ";
+        }
+        if (t->rounding >= 0)
+            nx_sbuf_printf(b, "%srounding=%s", sep, nx_mode_name((nx_mode)t->rounding));
+        nx_sbuf_printf(b, "]");
+    }
 }
 
 char *nx_tree_print(const nx_tree *t)
@@ -312,5 +628,5 @@ int nx_tree_uses(const nx_tree *t, nx_tree_kind k)
 {
     if (!t)
         return 0;
-    return t->kind == k || nx_tree_uses(t->t, k) || nx_tree_uses(t->c, k);
+    return t->kind == k || nx_tree_uses(t->t, k) || nx_tree_uses(t->c, k) || nx_tree_uses(t->u, k);
 }

@@ -1,4 +1,4 @@
-/* nx_tree.h: the reduction-tree language of NUMERICS.md §4: parse (errors
+/* nx_tree.h: the reduction-tree language of docs/numerics.md §4 and §4.1: parse (errors
  * point at the line and column), the canonical printer (parse ∘ print is
  * the identity) and the tree's structure. */
 #ifndef NX_TREE_H
@@ -9,19 +9,35 @@
 
 typedef enum nx_tree_kind {
     NX_T_SEQ, NX_T_PAIRWISE, NX_T_HALVING, NX_T_ATOMIC, NX_T_CHAIN,
-    NX_T_REVERSE, NX_T_SPLIT, NX_T_TILE, NX_T_STRIDE
+    NX_T_REVERSE, NX_T_SPLIT, NX_T_TILE, NX_T_STRIDE,
+    /* third edition (§4.1) */
+    NX_T_BODY, NX_T_ORDER, NX_T_EXPR
 } nx_tree_kind;
+
+/* An `expr` bracketing in postfix: an index (>= 0) pushes leaf(t_i),
+ * NX_EXPR_ADD pops two and pushes their rounded sum. */
+#define NX_EXPR_ADD (-1L)
 
 typedef struct nx_tree {
     nx_tree_kind kind;
-    int fmt;              /* -1, or the nx_fmt of an `@FMT` suffix */
-    long count;           /* split S, tile T0, stride L, chain N */
-    long opt;             /* split align A, stride block V (1 = default) */
-    struct nx_tree *t;    /* reverse/split/tile/stride: the tree of the parts */
-    struct nx_tree *c;    /* split/tile/stride: the combinator */
+    int fmt;              /* -1, or the nx_fmt of an `@FMT` suffix or `[acc=FMT]` */
+    int fma;              /* -1, or `[fma=...]` (0/1) */
+    int product;          /* -2: not set; -1: `[product=exact]`; else an nx_fmt */
+    int rounding;         /* -1, or `[rounding=...]` (an nx_mode) */
+    long count;           /* split S, tile T0 (0 with a size list), stride L, chain N, body L */
+    long opt;             /* split align A, stride block V, tile halve A (1 = default; tile: 0 = none) */
+    struct nx_tree *t;    /* reverse/split/tile/stride/order: the tree of the parts; body: of the body */
+    struct nx_tree *c;    /* split/tile/stride/body: the combinator (body: NULL with carry) */
+    struct nx_tree *u;    /* body: the tree of the tail */
+    int carry;            /* body: the tail continues from the body's value */
+    long *list;           /* tile: the sizes; order: the permutation; expr: the postfix program */
+    size_t nlist;
+    long k;               /* expr: the number of indices (0 ... k-1) */
 } nx_tree;
 
 #define NX_TREE_INT_MAX (1L << 30)
+/* Deepest nesting the parser accepts (trees, and brackets of an expr). */
+#define NX_TREE_MAX_DEPTH 256
 
 /* Parses text; `name` prefixes messages ("tree:1:9: expected ',' after the
  * split count").  Returns NX_OK and *out, or NX_EINVAL. */

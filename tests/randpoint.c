@@ -53,40 +53,141 @@ static const char *pick_acc(void)
     return PICK(acc_fmts);
 }
 
+int rp_edition = 2;
+
+static void gen_tree(char *buf, size_t cap, int depth, int has_atom);
+
+/* A random bracketing of the indices perm[0..k) into buf. */
+static void gen_brk(char *buf, size_t cap, const int *perm, int k)
+{
+    if (k == 1) {
+        snprintf(buf, cap, "%d", perm[0]);
+        return;
+    }
+    int h = 1 + rp_below(k - 1);
+    char x[256], y[256];
+    gen_brk(x, sizeof x, perm, h);
+    gen_brk(y, sizeof y, perm + h, k - h);
+    snprintf(buf, cap, "(%s + %s)", x, y);
+}
+
+static void shuffle(int *perm, int k)
+{
+    for (int i = 0; i < k; i++)
+        perm[i] = i;
+    for (int i = k - 1; i > 0; i--) {
+        int j = rp_below(i + 1), tmp = perm[i];
+        perm[i] = perm[j];
+        perm[j] = tmp;
+    }
+}
+
+/* The third edition's forms (docs/numerics.md §4.1). */
+static void gen_tree3(char *buf, size_t cap, int depth, int has_atom)
+{
+    char t[512], u[512], c[512], b[300];
+    int perm[8];
+    switch (rp_below(5)) {
+    case 0:
+        gen_tree(t, sizeof t, depth + 1, has_atom);
+        gen_tree(u, sizeof u, depth + 1, has_atom);
+        switch (rp_below(3)) {
+        case 0: snprintf(buf, cap, "body(%d, %s, %s)", 1 + rp_below(8), t, u); break;
+        case 1: snprintf(buf, cap, "body(%d, %s, %s, carry)", 1 + rp_below(8), t, u); break;
+        default:
+            gen_tree(c, sizeof c, depth + 1, has_atom);
+            snprintf(buf, cap, "body(%d, %s, %s, %s)", 1 + rp_below(8), t, u, c);
+            break;
+        }
+        break;
+    case 1: {
+        gen_tree(t, sizeof t, depth + 1, has_atom);
+        gen_tree(c, sizeof c, depth + 1, has_atom);
+        int m = 1 + rp_below(3), l = 0;
+        char sizes[64];
+        for (int i = 0; i < m; i++)
+            l += snprintf(sizes + l, sizeof sizes - (size_t)l, "%s%d", i ? ", " : "", 1 + rp_below(6));
+        snprintf(buf, cap, "tile([%s], %s, %s)", sizes, t, c);
+        break;
+    }
+    case 2:
+        gen_tree(t, sizeof t, depth + 1, has_atom);
+        gen_tree(c, sizeof c, depth + 1, has_atom);
+        snprintf(buf, cap, "tile(%d, %s, %s, halve=%d)", 1 + rp_below(6), t, c, 1 + rp_below(4));
+        break;
+    case 3: {
+        int k = 2 + rp_below(3), l = 0;
+        shuffle(perm, k);
+        char ord[64];
+        for (int i = 0; i < k; i++)
+            l += snprintf(ord + l, sizeof ord - (size_t)l, "%s%d", i ? ", " : "", perm[i]);
+        gen_tree(t, sizeof t, depth + 1, has_atom);
+        snprintf(buf, cap, "order([%s], %s)", ord, t);
+        break;
+    }
+    default: {
+        int k = 1 + rp_below(5);
+        shuffle(perm, k);
+        gen_brk(b, sizeof b, perm, k);
+        gen_tree(c, sizeof c, depth + 1, has_atom);
+        snprintf(buf, cap, "tile(%d, expr(%s), %s)", k, b, c);
+        break;
+    }
+    }
+}
+
 static void gen_tree(char *buf, size_t cap, int depth, int has_atom)
 {
-    int k = rp_below(depth > 2 ? 4 : 10);
-    char t[512], c[512];
-    switch (k) {
-    case 0: snprintf(buf, cap, rp_below(12) ? "seq" : "atomic"); break;
-    case 1: snprintf(buf, cap, "pairwise"); break;
-    case 2: snprintf(buf, cap, "halving"); break;
-    case 3:
-        if (has_atom) snprintf(buf, cap, "chain(%d)", 1 + rp_below(9));
-        else snprintf(buf, cap, "seq");
-        break;
-    case 4: gen_tree(t, sizeof t, depth + 1, has_atom); snprintf(buf, cap, "reverse(%s)", t); break;
-    case 5: case 6:
-        gen_tree(t, sizeof t, depth + 1, has_atom);
-        gen_tree(c, sizeof c, depth + 1, has_atom);
-        if (rp_below(3) == 0) snprintf(buf, cap, "split(%d, %s, %s, align=%d)", 1 + rp_below(6), t, c, 1 + rp_below(5));
-        else snprintf(buf, cap, "split(%d,%s,%s)", 1 + rp_below(6), t, c);
-        break;
-    case 7:
-        gen_tree(t, sizeof t, depth + 1, has_atom);
-        gen_tree(c, sizeof c, depth + 1, has_atom);
-        snprintf(buf, cap, "tile(%d, %s, %s)", 1 + rp_below(7), t, c);
-        break;
-    default:
-        gen_tree(t, sizeof t, depth + 1, has_atom);
-        gen_tree(c, sizeof c, depth + 1, has_atom);
-        if (rp_below(2)) snprintf(buf, cap, "stride(%d, %s, %s, block=%d)", 1 + rp_below(5), t, c, 1 + rp_below(4));
-        else snprintf(buf, cap, "stride(%d, %s, %s)", 1 + rp_below(5), t, c);
-        break;
+    if (rp_edition >= 3 && depth <= 2 && rp_below(3) == 0) {
+        gen_tree3(buf, cap, depth, has_atom);
+    } else {
+        int k = rp_below(depth > 2 ? 4 : 10);
+        char t[512], c[512];
+        switch (k) {
+        case 0: snprintf(buf, cap, rp_below(12) ? "seq" : "atomic"); break;
+        case 1: snprintf(buf, cap, "pairwise"); break;
+        case 2: snprintf(buf, cap, "halving"); break;
+        case 3:
+            if (has_atom) snprintf(buf, cap, "chain(%d)", 1 + rp_below(9));
+            else snprintf(buf, cap, "seq");
+            break;
+        case 4: gen_tree(t, sizeof t, depth + 1, has_atom); snprintf(buf, cap, "reverse(%s)", t); break;
+        case 5: case 6:
+            gen_tree(t, sizeof t, depth + 1, has_atom);
+            gen_tree(c, sizeof c, depth + 1, has_atom);
+            if (rp_below(3) == 0) snprintf(buf, cap, "split(%d, %s, %s, align=%d)", 1 + rp_below(6), t, c, 1 + rp_below(5));
+            else snprintf(buf, cap, "split(%d,%s,%s)", 1 + rp_below(6), t, c);
+            break;
+        case 7:
+            gen_tree(t, sizeof t, depth + 1, has_atom);
+            gen_tree(c, sizeof c, depth + 1, has_atom);
+            snprintf(buf, cap, "tile(%d, %s, %s)", 1 + rp_below(7), t, c);
+            break;
+        default:
+            gen_tree(t, sizeof t, depth + 1, has_atom);
+            gen_tree(c, sizeof c, depth + 1, has_atom);
+            if (rp_below(2)) snprintf(buf, cap, "stride(%d, %s, %s, block=%d)", 1 + rp_below(5), t, c, 1 + rp_below(4));
+            else snprintf(buf, cap, "stride(%d, %s, %s)", 1 + rp_below(5), t, c);
+            break;
+        }
     }
     if (rp_below(8) == 0) {
         size_t l = strlen(buf);
         snprintf(buf + l, cap - l, "@%s", pick_acc());
+    }
+    if (rp_edition >= 3 && rp_below(6) == 0) {
+        /* subtree settings: one to three of fma, product, rounding */
+        static const char *const prods[] = {"exact", "fp32", "bf16", "fp16", "tf32"};
+        char set[96] = "";
+        int l = 0, which = 1 + rp_below(7);
+        if (which & 1)
+            l += snprintf(set + l, sizeof set - (size_t)l, "%sfma=%s", l ? ", " : "", rp_below(2) ? "true" : "false");
+        if (which & 2)
+            l += snprintf(set + l, sizeof set - (size_t)l, "%sproduct=%s", l ? ", " : "", PICK(prods));
+        if (which & 4)
+            l += snprintf(set + l, sizeof set - (size_t)l, "%srounding=%s", l ? ", " : "", PICK(modes));
+        size_t bl = strlen(buf);
+        snprintf(buf + bl, cap - bl, "[%s]", set);
     }
 }
 

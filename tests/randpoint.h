@@ -30,6 +30,11 @@ typedef struct rp_case {
     int c_scale;         /* the scale c was drawn near (for more rows) */
 } rp_case;
 
+/* 2 (the default): trees of the second edition only, so a seed draws the
+ * cases it always drew; 3: also the third edition's forms and subtree
+ * settings (docs/numerics.md §4.1). */
+extern int rp_edition;
+
 void rp_seed(uint64_t seed);
 uint64_t rp_rand(void);
 int rp_below(int n); /* uniform in [0, n) */

@@ -39,6 +39,70 @@ static double eval(const char *toml, const double *a, const double *b, size_t n,
         assert_double_bits_eq_ctx(got_, want, toml);                                    \
     } while (0)
 
+/* Subtree settings (docs/numerics.md §4.1), worked by hand. */
+static void test_settings(void **state)
+{
+    (void)state;
+    /* fp32 dot: t0 = -(1 + 2^-11)·1, t1 = (1 + 2^-12)^2 = 1 + 2^-11 + 2^-24.
+     * fused: -(1 + 2^-11) + t1 exactly = 2^-24.  Not fused: t1 rounds to
+     * fp32 first, 2^-24 is half an ulp of 1 and ties to even 1 + 2^-11: 0. */
+    const double a[2] = {-0x1.002p0, 0x1.001p0}, b[2] = {1.0, 0x1.001p0};
+    CHECK("{ tree = \"seq\" }", a, b, 2, NX_FP32, 0x1p-24);
+    CHECK("{ tree = \"seq[fma=false]\" }", a, b, 2, NX_FP32, 0.0);
+    CHECK("{ fma = false, tree = \"seq[fma=true]\" }", a, b, 2, NX_FP32, 0x1p-24);
+    /* a setting on a node reaches every descendant, down to one that sets
+     * its own: the slices of split(1, seq, seq)[fma=false] are not fused */
+    CHECK("{ tree = \"split(1, seq, seq)[fma=false]\" }", a, b, 2, NX_FP32, 0.0);
+    CHECK("{ tree = \"split(1, seq[fma=true], seq)[fma=false]\" }", a, b, 2, NX_FP32, 0x1p-24);
+    /* product: (1 + 2^-8)^2 = 1 + 2^-7 + 2^-16; rounded to bf16 (ulp 2^-7
+     * at 1) it is 1 + 2^-7; exact (fused into fp32) it stays */
+    const double p[1] = {0x1.01p0};
+    CHECK("{ tree = \"seq\" }", p, p, 1, NX_FP32, 0x1.0201p0);
+    CHECK("{ tree = \"seq[product=bf16]\" }", p, p, 1, NX_FP32, 0x1.02p0);
+    CHECK("{ product = \"bf16\", tree = \"seq[product=exact]\" }", p, p, 1, NX_FP32, 0x1.0201p0);
+    /* rounding: 1 + 2^-30 in fp32 is 1 under rne, 1 + 2^-23 under ru */
+    const double x[2] = {1.0, 0x1p-30};
+    CHECK("{ tree = \"seq\" }", x, NULL, 2, NX_FP32, 1.0);
+    CHECK("{ tree = \"seq[rounding=ru]\" }", x, NULL, 2, NX_FP32, 0x1.000002p0);
+    CHECK("{ rounding = \"ru\", tree = \"pairwise[rounding=rne]\" }", x, NULL, 2, NX_FP32, 1.0);
+    /* acc: 1 + 2^-9 is 1 in bf16 (a quarter ulp), exact in fp32 */
+    const double y[2] = {1.0, 0x1p-9};
+    CHECK("{ tree = \"seq\" }", y, NULL, 2, NX_FP32, 0x1.008p0);
+    CHECK("{ tree = \"seq[acc=bf16]\" }", y, NULL, 2, NX_FP32, 1.0);
+    CHECK("{ tree = \"seq@bf16\" }", y, NULL, 2, NX_FP32, 1.0);
+}
+
+/* The third edition's orders on values that tell them apart (fp32 sums). */
+static void test_paths(void **state)
+{
+    (void)state;
+    /* body(2, seq, seq, carry) over 2^24, 1, 1: body 2^24 + 1 ties to 2^24;
+     * the tail continues: 2^24 + 1 → 2^24.  With C = seq the tail is 1 on
+     * its own, and 2^24 + 1 → 2^24 again; with the tail first (reverse as
+     * C), 1 + 2^24 → 2^24.  A 3-term tail tells carry from seq:
+     * body(1, ...) has no tail; body(4, seq, seq, carry) over 2^24, 1, 1, 1,
+     * 1, 1: body = 2^24 (each +1 ties down); tail 1, 1 from 2^24: 2^24.
+     * body(4, seq, seq) over the same: tail 1 + 1 = 2 alone; 2^24 + 2 = 2^24 + 2 */
+    const double v[6] = {0x1p24, 1, 1, 1, 1, 1};
+    CHECK("{ tree = \"body(4, seq, seq, carry)\" }", v, NULL, 6, NX_FP32, 0x1p24);
+    CHECK("{ tree = \"body(4, seq, seq)\" }", v, NULL, 6, NX_FP32, 0x1.000002p24);
+    /* order([1, 0], seq) over 1, 2^24, 1, 2^24: 2^24 + 1 → 2^24, + 2^24 = 2^25,
+     * + 1 → 2^25; seq: 1 + 2^24 → 2^24, + 1 → 2^24, + 2^24 = 2^25, + 1 → 2^25.
+     * Over 2^24, 1, 1, 1: order gives 1 + 2^24 → 2^24, + 1 → 2^24, + 1 → 2^24;
+     * seq the same.  A value that tells: 1, 1, 2^24: seq: 2, + 2^24 = 2^24 + 2;
+     * order([2, 0, 1], seq): 2^24 + 1 → 2^24, + 1 → 2^24. */
+    const double w[3] = {1, 1, 0x1p24};
+    CHECK("{ tree = \"seq\" }", w, NULL, 3, NX_FP32, 0x1.000002p24);
+    CHECK("{ tree = \"order([2, 0, 1], seq)\" }", w, NULL, 3, NX_FP32, 0x1p24);
+    /* expr(((0 + 1) + 2)) is seq without the +0: the same bits here;
+     * expr((0 + (1 + 2))): 1 + 2^24 → 2^24, 1 + 2^24 → 2^24 */
+    CHECK("{ tree = \"expr(((0 + 1) + 2))\" }", w, NULL, 3, NX_FP32, 0x1.000002p24);
+    CHECK("{ tree = \"expr((0 + (1 + 2)))\" }", w, NULL, 3, NX_FP32, 0x1p24);
+    /* tile([1, 2], seq, seq): tiles 1 | 1, 2^24: 1 + (1 + 2^24 → 2^24) → 2^24 */
+    CHECK("{ tree = \"tile([1, 2], seq, seq)\" }", w, NULL, 3, NX_FP32, 0x1p24);
+    CHECK("{ tree = \"tile([2], seq, seq)\" }", w, NULL, 3, NX_FP32, 0x1.000002p24);
+}
+
 /* fp32 terms 2^24, 1, -2^24, 1 (NUMERICS.md's hint).  In fp32 2^24 + 1 is a
  * tie between 2^24 and 2^24 + 2, and rne picks 2^24 (even). */
 static void test_constructs_differ(void **state)
@@ -419,6 +483,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_start_trees),       cmocka_unit_test(test_start_values),
         cmocka_unit_test(test_start_program),
+        cmocka_unit_test(test_settings),          cmocka_unit_test(test_paths),
         cmocka_unit_test(test_constructs_differ), cmocka_unit_test(test_signed_zeros),
         cmocka_unit_test(test_subtree_format),    cmocka_unit_test(test_fma_and_products),
         cmocka_unit_test(test_atom_truncation),   cmocka_unit_test(test_out_conversion),

@@ -248,6 +248,16 @@ static void test_random_points(void **state)
     random_points(env_long("PARITY_CASES", 20000), tu_seed(20261203));
 }
 
+/* The same with the third edition's forms and subtree settings
+ * (docs/numerics.md §4.1) in the trees. */
+static void test_random_points_edition3(void **state)
+{
+    (void)state;
+    rp_edition = 3;
+    random_points(env_long("PARITY_CASES", 20000), tu_seed(20261204));
+    rp_edition = 2;
+}
+
 /* ---------------------------------------------------------------------- */
 /* Longer rows through the hot paths. */
 
@@ -417,6 +427,7 @@ int main(void)
         cmocka_unit_test(test_shapes),
         cmocka_unit_test(test_fallback),
         cmocka_unit_test(test_random_points),
+        cmocka_unit_test(test_random_points_edition3),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -32,8 +32,8 @@ static void test_parse_errors(void **state)
     expect_parse_error("split(4 seq", "tree:1:9: expected ',' after the split count, found 's'");
     expect_parse_error("split(4, seq", "tree:1:13: expected ',' after the tree of the slices, found the end of the tree");
     expect_parse_error("split(4, seq, seq", "tree:1:18: expected ')' to close 'split(', found the end of the tree");
-    expect_parse_error("sequential", "tree:1:1: unknown tree 'sequential' (expected seq, pairwise, halving, atomic, chain, reverse, split, tile, stride)");
-    expect_parse_error("", "tree:1:1: expected a tree (seq, pairwise, halving, atomic, chain, reverse, split, tile, stride), found the end of the tree");
+    expect_parse_error("sequential", "tree:1:1: unknown tree 'sequential' (expected seq, pairwise, halving, atomic, chain, reverse, split, tile, stride, body, order, expr)");
+    expect_parse_error("", "tree:1:1: expected a tree (seq, pairwise, halving, atomic, chain, reverse, split, tile, stride, body, order, expr), found the end of the tree");
     expect_parse_error("seq@bf17", "tree:1:5: unknown format 'bf17' after '@'");
     expect_parse_error("seq@", "tree:1:5: expected a format name after '@', found the end of the tree");
     expect_parse_error("seq seq", "tree:1:5: unexpected 's' after the end of the tree");
@@ -44,7 +44,55 @@ static void test_parse_errors(void **state)
                        "tree:1:32: expected an integer (the block size), found ')'");
     expect_parse_error("tile(99999999999, seq, seq)", "tree:1:6: the tile size is too large (at most 1073741824)");
     expect_parse_error("reverse seq", "tree:1:9: expected '(' after 'reverse', found 's'");
-    expect_parse_error("split(2,\n seq,\n sq)", "tree:3:2: unknown tree 'sq' (expected seq, pairwise, halving, atomic, chain, reverse, split, tile, stride)");
+    expect_parse_error("split(2,\n seq,\n sq)", "tree:3:2: unknown tree 'sq' (expected seq, pairwise, halving, atomic, chain, reverse, split, tile, stride, body, order, expr)");
+    /* third edition (docs/numerics.md §4.1) */
+    expect_parse_error("body(0, seq, seq)", "tree:1:6: the body multiple must be at least 1");
+    expect_parse_error("body(4, seq, seq, carry, seq)", "tree:1:24: expected ')' to close 'body(', found ','");
+    expect_parse_error("split(2, seq, carry)", "tree:1:15: 'carry' is allowed only as the last argument of body(...)");
+    expect_parse_error("tile([4, 0], seq, seq)", "tree:1:10: a tile size must be at least 1");
+    expect_parse_error("tile([4, 2], seq, seq, halve=2)", "tree:1:22: expected ')' to close 'tile(', found ','");
+    expect_parse_error("tile(4, seq, seq, halve=0)", "tree:1:25: the halving multiple must be at least 1");
+    expect_parse_error("order([1, 1], seq)", "tree:1:7: the order uses index 1 twice");
+    expect_parse_error("order([0, 2], seq)", "tree:1:7: the order has 2 indices, so each must be below 2; found 2");
+    expect_parse_error("expr(((0 + 1) + 3))", "tree:1:6: the bracketing has 3 indices, so each must be below 3; found 3");
+    expect_parse_error("expr((0 1))", "tree:1:9: expected '+' between the two sides of a bracket, found '1'");
+    expect_parse_error("seq[fma=true, fma=false]", "tree:1:15: setting 'fma' given twice");
+    expect_parse_error("seq@bf16[acc=fp32]", "tree:1:10: setting 'acc' given twice (an '@FMT' suffix sets acc)");
+    expect_parse_error("seq[speed=fast]", "tree:1:5: unknown setting 'speed' (expected acc, fma, product, rounding)");
+    expect_parse_error("seq[fma=maybe]", "tree:1:9: fma must be true or false, found 'maybe'");
+    expect_parse_error("seq[rounding=up]", "tree:1:14: unknown rounding mode 'up' (expected rne, rna, rz, ru, rd)");
+    expect_parse_error("seq[fma=false", "tree:1:14: expected ']' to close the settings, found the end of the tree");
+}
+
+/* Nesting deeper than NX_TREE_MAX_DEPTH is an input error, not a crash. */
+static void test_depth_limit(void **state)
+{
+    (void)state;
+    size_t depth = 50000;
+    char *text = malloc(depth * 9 + 8);
+    assert_non_null(text);
+    size_t l = 0;
+    for (size_t i = 0; i < depth; i++)
+        l += (size_t)sprintf(text + l, "reverse(");
+    l += (size_t)sprintf(text + l, "seq");
+    for (size_t i = 0; i < depth; i++)
+        text[l++] = ')';
+    text[l] = 0;
+    nx_tree *t = NULL;
+    nx_err err = {0};
+    assert_int_equal(nx_tree_parse(text, "tree", &t, &err), NX_EINVAL);
+    assert_non_null(strstr(err.msg, "nested deeper than 256 levels"));
+    /* 256 levels are fine */
+    l = 0;
+    for (size_t i = 0; i < 255; i++)
+        l += (size_t)sprintf(text + l, "reverse(");
+    l += (size_t)sprintf(text + l, "seq");
+    for (size_t i = 0; i < 255; i++)
+        text[l++] = ')';
+    text[l] = 0;
+    assert_int_equal(nx_tree_parse(text, "tree", &t, &err), NX_OK);
+    nx_tree_free(t);
+    free(text);
 }
 
 static void expect_canonical(const char *text, const char *want)
@@ -67,6 +115,17 @@ static void expect_canonical(const char *text, const char *want)
 static void test_canonical(void **state)
 {
     (void)state;
+    expect_canonical("body( 4 ,seq,pairwise , seq )", "body(4, seq, pairwise)");
+    expect_canonical("body(4, seq, pairwise, seq@bf16)", "body(4, seq, pairwise, seq@bf16)");
+    expect_canonical("body(4,seq,seq,carry)", "body(4, seq, seq, carry)");
+    expect_canonical("tile([320,320 , 8],seq,seq)", "tile([320, 320, 8], seq, seq)");
+    expect_canonical("tile(320, seq, seq, halve = 8)", "tile(320, seq, seq, halve=8)");
+    expect_canonical("order([1,0],seq)", "order([1, 0], seq)");
+    expect_canonical("expr(((0+2)+(1+3)))", "expr(((0 + 2) + (1 + 3)))");
+    expect_canonical("expr(0)", "expr(0)");
+    expect_canonical("seq[rounding=rz, fma=false, acc=bf16]", "seq@bf16[fma=false, rounding=rz]");
+    expect_canonical("pairwise [ product = exact ]", "pairwise[product=exact]");
+    expect_canonical("split(2, seq[product=bf16], seq)@fp32", "split(2, seq[product=bf16], seq)@fp32");
     expect_canonical("seq", "seq");
     expect_canonical("  halving  ", "halving");
     expect_canonical("split(4,stride(32,seq,halving,block=8),seq)", "split(4, stride(32, seq, halving, block=8), seq)");
@@ -138,6 +197,32 @@ static void test_expansions(void **state)
     expect_expansion("split(2, chain(2), pairwise)", 4, "[+0+t0+t1]+[+0+t2+t3]");
     expect_expansion("atomic", 2, "(+0+t0)+t1");
     expect_expansion("seq@bf16", 2, "(+0+t0)+t1");
+    /* §4.1's example, n = 7, L = 4: H = ((t0 + t2) + (t1 + t3)) from the
+     * strided lanes (+0 + t_l); carry: ((H + (t4 + t5)) + t6) */
+    expect_expansion("body(4, stride(4, seq, halving), tile(2, pairwise, seq), carry)", 7,
+                     "((((+0+t0)+(+0+t2))+((+0+t1)+(+0+t3)))+(t4+t5))+t6");
+    /* C = seq: the tail from scratch, then +0 + H + tail */
+    expect_expansion("body(4, stride(4, seq, halving), tile(2, pairwise, seq))", 7,
+                     "(+0+(((+0+t0)+(+0+t2))+((+0+t1)+(+0+t3))))+((+0+(t4+t5))+t6)");
+    /* carry with an empty tail is the body's value; an empty body leaves the tail alone */
+    expect_expansion("body(2, pairwise, seq, carry)", 4, "(t0+t1)+(t2+t3)");
+    expect_expansion("body(8, pairwise, pairwise, carry)", 3, "(t0+t1)+t2");
+    expect_expansion("body(8, pairwise, pairwise)", 3, "+0+((t0+t1)+t2)");
+    /* halve=1, n = 13, P = 4: 4, 4 (9 >= 8), then 5 > 4: ceil(5/2) = 3 and 2 */
+    expect_expansion("tile(4, pairwise, seq, halve=1)", 13,
+                     "(((+0+((t0+t1)+(t2+t3)))+((t4+t5)+(t6+t7)))+((t8+t9)+t10))+(t11+t12)");
+    /* halve=2: ceil(5/2) = 3 rounds up to 4, the rest 1 */
+    expect_expansion("tile(4, pairwise, seq, halve=2)", 13,
+                     "(((+0+((t0+t1)+(t2+t3)))+((t4+t5)+(t6+t7)))+((t8+t9)+(t10+t11)))+t12");
+    /* listed tiles, then one tile of the rest; cut at n */
+    expect_expansion("tile([2, 3], pairwise, seq)", 7, "((+0+(t0+t1))+((t2+t3)+t4))+(t5+t6)");
+    expect_expansion("tile([2, 3], pairwise, seq)", 3, "(+0+(t0+t1))+t2");
+    /* full blocks of 2 odd term first; the last partial block as it is */
+    expect_expansion("order([1, 0], seq)", 5, "((((+0+t1)+t0)+t3)+t2)+t4");
+    /* the second tile has t4, t5 only: indices 2 and 3 are absent */
+    expect_expansion("tile(4, expr(((0 + 2) + (1 + 3))), seq)", 6, "(+0+((t0+t2)+(t1+t3)))+(t4+t5)");
+    /* settings leave the bracketing alone */
+    expect_expansion("seq[fma=false, rounding=rz]", 2, "(+0+t0)+t1");
 }
 
 static void point_hash(const char *toml, size_t n, int dot, char hex[65])
@@ -204,6 +289,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_errors),
+        cmocka_unit_test(test_depth_limit),
         cmocka_unit_test(test_canonical),
         cmocka_unit_test(test_expansions),
         cmocka_unit_test(test_hash),

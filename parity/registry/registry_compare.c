@@ -21,6 +21,9 @@ static const char *tree_kind_name(nx_tree_kind k)
     case NX_T_SPLIT: return "split";
     case NX_T_TILE: return "tile";
     case NX_T_STRIDE: return "stride";
+    case NX_T_BODY: return "body";
+    case NX_T_ORDER: return "order";
+    case NX_T_EXPR: return "expr";
     }
     return "?";
 }
@@ -55,16 +58,36 @@ static void tree_diff(nx_sbuf *b, size_t *nd, const nx_tree *x, const nx_tree *y
                        fmt_or(y->fmt, "inherited"));
         (*nd)++;
     }
+    if (x->fma != y->fma || x->product != y->product || x->rounding != y->rounding) {
+        nx_sbuf_printf(b, "      %s%s settings: fma %s vs %s, product %s vs %s, rounding %s vs %s\n", where, k,
+                       x->fma < 0 ? "inherited" : x->fma ? "true" : "false",
+                       y->fma < 0 ? "inherited" : y->fma ? "true" : "false",
+                       x->product == -2 ? "inherited" : fmt_or(x->product, "exact"),
+                       y->product == -2 ? "inherited" : fmt_or(y->product, "exact"), mode_or(x->rounding, "inherited"),
+                       mode_or(y->rounding, "inherited"));
+        (*nd)++;
+    }
+    int lists_differ = x->nlist != y->nlist || (x->nlist && memcmp(x->list, y->list, x->nlist * sizeof *x->list));
+    if (lists_differ || x->carry != y->carry || (!x->c) != (!y->c)) {
+        char *tx = nx_tree_print(x), *ty = nx_tree_print(y);
+        nx_sbuf_printf(b, "      %s%s: %s vs %s\n", where, k, tx ? tx : "?", ty ? ty : "?");
+        free(tx);
+        free(ty);
+        (*nd)++;
+        return;
+    }
     const char *cname = x->kind == NX_T_SPLIT    ? "count"
                         : x->kind == NX_T_STRIDE ? "lanes"
                         : x->kind == NX_T_TILE   ? "size"
                         : x->kind == NX_T_CHAIN  ? "group"
+                        : x->kind == NX_T_BODY   ? "multiple"
                                                  : NULL;
     if (cname && x->count != y->count) {
         nx_sbuf_printf(b, "      %s%s %s: %ld vs %ld\n", where, k, cname, x->count, y->count);
         (*nd)++;
     }
-    const char *oname = x->kind == NX_T_SPLIT ? "align" : x->kind == NX_T_STRIDE ? "block" : NULL;
+    const char *oname = x->kind == NX_T_SPLIT ? "align" : x->kind == NX_T_STRIDE ? "block"
+                        : x->kind == NX_T_TILE ? "halve" : NULL;
     if (oname && x->opt != y->opt) {
         nx_sbuf_printf(b, "      %s%s %s: %ld vs %ld\n", where, k, oname, x->opt, y->opt);
         (*nd)++;
@@ -73,6 +96,10 @@ static void tree_diff(nx_sbuf *b, size_t *nd, const nx_tree *x, const nx_tree *y
     if (x->t && y->t) {
         snprintf(sub, sizeof sub, "%s%s%s%s", path, *path ? " " : "", k, x->kind == NX_T_REVERSE ? ":" : " parts:");
         tree_diff(b, nd, x->t, y->t, sub);
+    }
+    if (x->u && y->u) {
+        snprintf(sub, sizeof sub, "%s%s%s tail:", path, *path ? " " : "", k);
+        tree_diff(b, nd, x->u, y->u, sub);
     }
     if (x->c && y->c) {
         snprintf(sub, sizeof sub, "%s%s%s combine:", path, *path ? " " : "", k);
