@@ -2,6 +2,7 @@
  * atom presets of atom_presets.def. */
 #include "nx_point.h"
 #include "nx_sbuf.h"
+#include "nx_select.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +77,53 @@ void nx_point_free(nx_point *pt)
 {
     nx_tree_free(pt->tree);
     pt->tree = NULL;
+    for (size_t k = 0; k < pt->nclasses; k++) {
+        free(pt->classes[k].select);
+        nx_select_free(pt->classes[k].sel);
+        if (pt->classes[k].pt) {
+            nx_point_free(pt->classes[k].pt);
+            free(pt->classes[k].pt);
+        }
+    }
+    free(pt->classes);
+    pt->classes = NULL;
+    pt->nclasses = 0;
+}
+
+nx_status nx_point_copy_base(const nx_point *pt, nx_point *out, nx_err *err)
+{
+    *out = *pt;
+    out->classes = NULL;
+    out->nclasses = 0;
+    out->grid_m = out->grid_n = 0;
+    out->tree = NULL;
+    char *text = nx_tree_print(pt->tree);
+    if (!text)
+        return nx_err_set(err, NX_ENOMEM, "out of memory");
+    nx_status st = nx_tree_parse(text, "tree", &out->tree, err);
+    free(text);
+    return st;
+}
+
+nx_status nx_point_for_row(const nx_point *pt, size_t r, size_t R, const nx_point **out, nx_err *err)
+{
+    *out = pt;
+    if (pt->nclasses && pt->grid_m > 0 && (size_t)(pt->grid_m * pt->grid_n) != R)
+        return nx_err_set(err, NX_EINVAL, "key 'grid': [%ld, %ld] lays out %ld rows, but there are %zu", pt->grid_m,
+                          pt->grid_n, pt->grid_m * pt->grid_n, R);
+    for (size_t k = 0; k < pt->nclasses; k++) {
+        int hit;
+        nx_status st = nx_select_eval(pt->classes[k].sel, (long long)r, (long long)R, pt->grid_m, pt->grid_n, &hit, err);
+        if (st) {
+            nx_err_prefix(err, "key 'rows[%zu].select' (\"%s\")", k, pt->classes[k].select);
+            return st;
+        }
+        if (hit) {
+            *out = pt->classes[k].pt;
+            return NX_OK;
+        }
+    }
+    return NX_OK;
 }
 
 nx_status nx_point_set_tree(nx_point *pt, const char *text, const char *name, nx_err *err)
@@ -134,9 +182,22 @@ char *nx_point_print(const nx_point *pt)
         nx_sbuf_printf(&b, ", align = \"%s\"", nx_align_name((nx_align)pt->atom.align));
         nx_sbuf_printf(&b, " }");
     }
-    nx_sbuf_printf(&b, ", out = \"%s\", out_rounding = \"%s\", saturate = %s }",
+    nx_sbuf_printf(&b, ", out = \"%s\", out_rounding = \"%s\", saturate = %s",
                    nx_format(nx_point_out(pt))->name, nx_mode_name(nx_point_out_rounding(pt)),
                    pt->saturate ? "true" : "false");
+    if (pt->grid_m > 0)
+        nx_sbuf_printf(&b, ", grid = [%ld, %ld]", pt->grid_m, pt->grid_n);
+    if (pt->nclasses) {
+        /* each class in full: its own canonical point with its selector */
+        nx_sbuf_printf(&b, ", rows = [");
+        for (size_t k = 0; k < pt->nclasses; k++) {
+            char *c = nx_point_print(pt->classes[k].pt);
+            nx_sbuf_printf(&b, "%s{ select = \"%s\", %s", k ? ", " : "", pt->classes[k].select, c ? c + 2 : "?");
+            free(c);
+        }
+        nx_sbuf_printf(&b, "]");
+    }
+    nx_sbuf_printf(&b, " }");
     free(tree);
     return nx_sbuf_take(&b);
 }

@@ -53,7 +53,25 @@ typedef struct nx_point {
     int out;            /* nx_fmt or -1 (= acc) */
     int out_rounding;   /* nx_mode or -1 (= rounding) */
     int saturate;
+    /* row classes (§4.3): rows matching classes[k].select are reduced by
+     * classes[k].pt (the first match wins); no class: every row by this */
+    struct nx_rowclass *classes;
+    size_t nclasses;
+    long grid_m, grid_n;  /* grid = [M, N], or 0 x 0 */
 } nx_point;
+
+typedef struct nx_select nx_select;
+typedef struct nx_rowclass {
+    char *select;       /* the text, as given */
+    nx_select *sel;
+    nx_point *pt;       /* the whole point for these rows (no classes of its own) */
+} nx_rowclass;
+
+/* The point row r of R is reduced with (pt itself, or one of its classes'). */
+nx_status nx_point_for_row(const nx_point *pt, size_t r, size_t R, const nx_point **out, nx_err *err);
+
+/* A deep copy of pt without its classes and grid. */
+nx_status nx_point_copy_base(const nx_point *pt, nx_point *out, nx_err *err);
 
 /* Defaults of §3: fp32, rne, fma, exact products, seq, no atom. */
 nx_status nx_point_init(nx_point *pt, nx_err *err);

@@ -64,6 +64,23 @@ got=$("$PARITY" inspect "$T/f4w.safetensors" | grep -o '(0x[0-9a-f]*)' | tr -d '
 [ "$got" = "0x3f800000 0x40400000 0x40800000 " ] || fail "F4 out, 3 rows: y = $got"
 "$PARITY" inspect "$T/f4w.safetensors" | grep -q 'meta y_storage = F32: widened' || fail "F4 out, 3 rows: not said"
 
+# Row classes (docs/numerics.md §4.3): row 1 by halving (2), row 0 by seq (1),
+# in every engine; a third-edition tree in a class.
+for eng in auto fast mpfr; do
+  "$PARITY" reduce --engine $eng --numerics '{ tree = "seq", rows = [{ select = "r == R - 1", tree = "halving" }] }' \
+    --in "$good" --out "$T/rc.safetensors" 2> "$T/err" || fail "row classes ($eng): exit $? ($(cat "$T/err"))"
+  got=$("$PARITY" inspect "$T/rc.safetensors" | grep -o '(0x[0-9a-f]*)' | tr -d '()' | tr '\n' ' ')
+  [ "$got" = "0x3f800000 0x40000000 " ] || fail "row classes ($eng): y = $got"
+done
+"$PARITY" reduce --numerics '{ rows = [{ select = "r < 1", tree = "body(2, seq[fma=false], pairwise, carry)" }] }' \
+  --in "$good" --out "$T/rc3.safetensors" 2> "$T/err" || fail "row class with body: exit $? ($(cat "$T/err"))"
+expect_reject "row class out" '{ rows = [{ select = "r < 1", out = "bf16" }] }' "$good" "rows\[0\]': out = \"bf16\" differs"
+expect_reject "row class selector" '{ rows = [{ select = "r <" }] }' "$good" "rows\[0\].select"
+expect_reject "row class grid" '{ grid = [3, 3], rows = [{ select = "i == 0" }] }' "$good" "lays out 9 rows, but there are 2"
+"$PARITY" reduce --numerics '{ rows = [{ select = "r < 1" }] }' --in "$good" --out "$T/rr.safetensors" \
+  --report "$T/rr.json" 2> "$T/err"
+[ $? -eq 2 ] && grep -q "row classes are not supported by the report" "$T/err" || fail "row classes with --report"
+[ ! -e "$T/rr.safetensors" ] || fail "row classes with --report: an output was written"
 # Malformed points.
 expect_reject "tree column" '{ tree = "split(4 seq" }' "$good" "tree:1:9: expected ',' after the split count"
 expect_reject "unknown key" '{ acc = "fp32", treee = "seq" }' "$good" "treee"

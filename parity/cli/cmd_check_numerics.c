@@ -123,6 +123,11 @@ int cmd_check_numerics(int argc, char **argv)
     if ((st = st_read(inp, &j.in, &err)) || (st = reduce_check_inputs(inp, &j.in, &ta, &tb, &err)))
         goto fail;
     size_t rows = (size_t)ta->shape[0], n = (size_t)ta->shape[1];
+    if (j.pt.nclasses) {
+        st = nx_err_set(&err, NX_EINVAL, "--numerics: row classes are accepted by `parity reduce` only, not by "
+                                         "check --numerics yet");
+        goto fail;
+    }
     if ((st = nx_program_build(&j.pt, n, tb != NULL, &j.prog, &err))) {
         nx_err_prefix(&err, "--numerics");
         goto fail;

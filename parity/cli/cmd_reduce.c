@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "nx_bound.h"
 #include "nx_engine.h"
+#include "nx_rowclass.h"
 #include "point_toml.h"
 #include "rows.h"
 
@@ -523,7 +524,49 @@ int cmd_reduce(int argc, char **argv)
                   .b = j.b,
                   .c_fmt = tc ? (nx_fmt)rows_fmt_of_dtype(tc->dtype) : NX_FP64,
                   .c = j.c};
-    if (eng_mpfr) {
+    if (j.pt.nclasses) {
+        /* row classes (docs/numerics.md §4.3): one program per class */
+        for (size_t k = 0; k < j.pt.nclasses; k++)
+            if (nx_point_out(j.pt.classes[k].pt) != nx_point_out(&j.pt)) {
+                st = nx_err_set(&err, NX_EINVAL,
+                                "--numerics: key 'rows[%zu]': out = \"%s\" differs from the point's \"%s\": the "
+                                "rows are one tensor y of one format",
+                                k, nx_format(nx_point_out(j.pt.classes[k].pt))->name,
+                                nx_format(nx_point_out(&j.pt))->name);
+                goto fail;
+            }
+        if (reportp) {
+            st = nx_err_set(&err, NX_EINVAL, "--report: points with row classes are not supported by the report yet");
+            goto fail;
+        }
+        if ((st = nx_point_reduce(&j.pt, &in, n, tb != NULL, eng_mpfr ? NX_ENGINE_MPFR : NX_ENGINE_FAST, threads,
+                                  j.y, &err)))
+            goto fail;
+        if (!eng_mpfr)
+            inject_fault(j.prog, j.y, rows);
+        if (eng_auto && rows > 0) {
+            /* every row again with MPFR: the classes' programs differ */
+            double *ym = alloc_vals(rows);
+            if (!ym) {
+                st = nx_err_set(&err, NX_ENOMEM, "out of memory re-evaluating rows with MPFR");
+                goto fail;
+            }
+            st = nx_point_reduce(&j.pt, &in, n, tb != NULL, NX_ENGINE_MPFR, threads, ym, &err);
+            long diff = 0;
+            for (size_t r = 0; r < rows && !st; r++)
+                diff += memcmp(&ym[r], &j.y[r], sizeof *ym) != 0 && !(isnan(ym[r]) && isnan(j.y[r]));
+            free(ym);
+            if (st)
+                goto fail;
+            if (diff > 0) {
+                st = nx_err_set(&err, NX_EINTERNAL,
+                                "the fast engine differs from MPFR on %ld of the %zu rows; %s was not written.  "
+                                "This is a bug: please report it with the point and %s",
+                                diff, rows, outp, inp);
+                goto fail;
+            }
+        }
+    } else if (eng_mpfr) {
         if ((st = nx_mpfr_reduce(j.prog, &in, j.y, threads, &err)))
             goto fail;
     } else {
@@ -577,7 +620,9 @@ int cmd_reduce(int argc, char **argv)
             nx_err_prefix(&err, "cannot write the result (the element index is the row)");
         goto fail;
     }
-    if ((st = nx_program_hash(j.prog, hash, &err)) || (st = st_add_meta(&j.out, "numerics", ptxt ? ptxt : "", &err)) ||
+    if ((st = j.pt.nclasses ? nx_point_hash(&j.pt, n, tb != NULL, tc != NULL, hash, &err)
+                            : nx_program_hash(j.prog, hash, &err)) ||
+        (st = st_add_meta(&j.out, "numerics", ptxt ? ptxt : "", &err)) ||
         (st = st_add_meta(&j.out, "numerics_hash", hash, &err)) ||
         (st = st_add_meta(&j.out, "out_format", nx_format(of)->name, &err)) ||
         (st = st_add_meta(&j.out, "engine", engine, &err)) ||

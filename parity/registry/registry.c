@@ -931,6 +931,15 @@ nx_status rg_point_from_table(const tc_node *table, const rs_env *env, const cha
     if (!c)
         return st;
     st = pt_from_toml(c, pt, err);
+    if (!st && (pt->nclasses || pt->grid_m)) {
+        /* the families' references and backends evaluate one point per
+         * reduction: refused rather than silently ignored */
+        st = tc_errf(err, NX_EINVAL, table,
+                     "numerics '%s': row classes ('rows', 'grid') are accepted by `parity reduce` only; a family "
+                     "point cannot use them yet",
+                     table->key ? table->key : "?");
+        nx_point_free(pt);
+    }
     const tc_node *tree0 = tc_get(table, "tree"), *tree1 = tc_get(c, "tree");
     if (st && err && tree0 && tree1 && tree0->kind == TC_STRING && strcmp(tree0->str, tree1->str) != 0 &&
         strstr(err->msg, "key 'tree'")) {

@@ -1,0 +1,173 @@
+/* test_rowclass.c: row classes (docs/numerics.md §4.3): selectors, their
+ * errors, points with rows/grid, and rows reduced by their class's point in
+ * both engines.  Expected values are worked by hand in the comments. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nx_rowclass.h"
+#include "nx_select.h"
+#include "point_toml.h"
+#include "testutil.h"
+
+/* Which of R rows a selector picks, as a string of 0/1. */
+static void picks(const char *sel, long long R, long long M, long long N, const char *want)
+{
+    nx_select *s;
+    nx_err err = {0};
+    if (nx_select_parse(sel, "select", &s, &err) != NX_OK) {
+        print_error("%s: %s\n", sel, err.msg);
+        fail();
+    }
+    char got[64] = "";
+    for (long long r = 0; r < R; r++) {
+        int hit = -1;
+        assert_int_equal(nx_select_eval(s, r, R, M, N, &hit, &err), NX_OK);
+        got[r] = hit ? '1' : '0';
+    }
+    nx_select_free(s);
+    if (strcmp(got, want) != 0) {
+        print_error("%s over %lld rows: got %s, want %s\n", sel, R, got, want);
+        fail();
+    }
+}
+
+static void test_selectors(void **state)
+{
+    (void)state;
+    /* R = 10: R % 4 = 2, so r >= 8: the last two rows */
+    picks("r >= R - R % 4", 10, 0, 0, "0000000011");
+    picks("r < 4", 6, 0, 0, "111100");
+    picks("r % 3 == 1 || r == 0", 7, 0, 0, "1100100");
+    picks("!(r % 2) && r != 4", 7, 0, 0, "1010001");
+    picks("1 + 2 * 3 == 7 && r / 2 == 1", 5, 0, 0, "00110"); /* * before +, / floors */
+    picks("r - 1 - 1 == 0", 4, 0, 0, "0010");                  /* left associative */
+    /* grid 2 x 3: i = r / 3, j = r % 3: the last column and the last row */
+    picks("j == N - 1", 6, 2, 3, "001001");
+    picks("i == M - 1", 6, 2, 3, "000111");
+
+    nx_select *s;
+    nx_err err = {0};
+    assert_int_equal(nx_select_parse("r >= ", "select", &s, &err), NX_EINVAL);
+    assert_string_equal(err.msg, "select: column 6: expected a number, a name or '(' at the end");
+    assert_int_equal(nx_select_parse("r >= q", "select", &s, &err), NX_EINVAL);
+    assert_string_equal(err.msg, "select: column 6: unknown name 'q' (expected r, R, i, j, M, N or a number)");
+    assert_int_equal(nx_select_parse("(r < 2", "select", &s, &err), NX_EINVAL);
+    assert_string_equal(err.msg, "select: column 7: expected ')'");
+    assert_int_equal(nx_select_parse("r 2", "select", &s, &err), NX_EINVAL);
+    assert_string_equal(err.msg, "select: column 3: unexpected '2' after the selector");
+    /* division by zero is found when a row makes it happen */
+    assert_int_equal(nx_select_parse("r / (R - 4) == 0", "select", &s, &err), NX_OK);
+    int hit;
+    assert_int_equal(nx_select_eval(s, 1, 5, 0, 0, &hit, &err), NX_OK);
+    assert_int_equal(nx_select_eval(s, 1, 4, 0, 0, &hit, &err), NX_EINVAL);
+    assert_string_equal(err.msg, "column 3: division by zero at row 1");
+    nx_select_free(s);
+}
+
+static void point_fails(const char *toml, const char *want_part)
+{
+    nx_point pt;
+    nx_err err = {0};
+    assert_int_equal(pt_from_text(toml, "point", &pt, &err), NX_EINVAL);
+    if (!strstr(err.msg, want_part)) {
+        print_error("%s\n  got:  %s\n  want: ...%s...\n", toml, err.msg, want_part);
+        fail();
+    }
+}
+
+static void test_point_keys(void **state)
+{
+    (void)state;
+    point_fails("{ rows = [{ tree = \"seq\" }] }", "select");
+    point_fails("{ rows = [{ select = \"r <\" }] }", "rows[0].select");
+    point_fails("{ rows = [{ select = \"r < 1\", rows = [] }] }", "cannot hold 'rows' or 'grid'");
+    point_fails("{ rows = [{ select = \"r < 1\", grid = [1, 1] }] }", "cannot hold 'rows' or 'grid'");
+    point_fails("{ rows = [{ select = \"j == 0\" }] }", "has no 'grid'");
+    point_fails("{ grid = [2] }", "key 'grid' must be [M, N]");
+    point_fails("{ rows = [{ select = \"r < 1\", tree = \"sek\" }] }", "unknown tree 'sek'");
+    point_fails("{ rows = [{ select = \"r < 1\", speed = 1 }] }", "speed");
+
+    /* the canonical text carries every class in full */
+    nx_point pt;
+    nx_err err = {0};
+    assert_int_equal(pt_from_text("{ acc = \"bf16\", rows = [{ select = \"r >= R - R % 4\", fma = false }] }", "p",
+                                  &pt, &err),
+                     NX_OK);
+    assert_int_equal(pt.nclasses, 1);
+    assert_int_equal(pt.classes[0].pt->acc, NX_BF16); /* inherited */
+    assert_int_equal(pt.classes[0].pt->fma, 0);
+    char *s = nx_point_print(&pt);
+    assert_non_null(strstr(s, ", rows = [{ select = \"r >= R - R % 4\", acc = \"bf16\", rounding = \"rne\", fma = false"));
+    nx_point p2;
+    assert_int_equal(pt_from_text(s, "p", &p2, &err), NX_OK); /* the print parses back */
+    char *s2 = nx_point_print(&p2);
+    assert_string_equal(s, s2);
+    free(s);
+    free(s2);
+    nx_point_free(&p2);
+    nx_point_free(&pt);
+}
+
+/* fp32 rows 1, 1, 2^24: seq gives 2 + 2^24 = 0x1.000002p24; reverse(seq)
+ * adds 2^24 + 1 twice, each a tie that stays 2^24. */
+static void test_reduce(void **state)
+{
+    (void)state;
+    const size_t R = 4, n = 3;
+    double a[12];
+    for (size_t r = 0; r < R; r++) {
+        a[r * n] = 1;
+        a[r * n + 1] = 1;
+        a[r * n + 2] = 0x1p24;
+    }
+    nx_rows in = {.rows = R, .a_fmt = NX_FP32, .a = a, .b_fmt = NX_FP32};
+    nx_point pt;
+    nx_err err = {0};
+    assert_int_equal(pt_from_text("{ rows = [{ select = \"r % 2 == 1\", tree = \"reverse(seq)\" }] }", "p", &pt, &err),
+                     NX_OK);
+    const double want[4] = {0x1.000002p24, 0x1p24, 0x1.000002p24, 0x1p24};
+    for (int e = 0; e < 2; e++) {
+        double y[4] = {0};
+        assert_int_equal(nx_point_reduce(&pt, &in, n, 0, e ? NX_ENGINE_FAST : NX_ENGINE_MPFR, 1, y, &err), NX_OK);
+        for (size_t r = 0; r < R; r++)
+            assert_double_bits_eq_ctx(y[r], want[r], e ? "fast" : "mpfr");
+    }
+    /* the hash sees the classes */
+    char h1[65], h2[65];
+    assert_int_equal(nx_point_hash(&pt, n, 0, 0, h1, &err), NX_OK);
+    nx_point plain;
+    assert_int_equal(pt_from_text("{ }", "p", &plain, &err), NX_OK);
+    assert_int_equal(nx_point_hash(&plain, n, 0, 0, h2, &err), NX_OK);
+    assert_string_not_equal(h1, h2);
+    nx_point_free(&plain);
+    nx_point_free(&pt);
+
+    /* a grid that does not lay out the rows, and a division by zero */
+    assert_int_equal(pt_from_text("{ grid = [3, 2], rows = [{ select = \"j == 1\", tree = \"pairwise\" }] }", "p", &pt,
+                                  &err),
+                     NX_OK);
+    double y[4];
+    assert_int_equal(nx_point_reduce(&pt, &in, n, 0, NX_ENGINE_FAST, 1, y, &err), NX_EINVAL);
+    assert_non_null(strstr(err.msg, "lays out 6 rows, but there are 4"));
+    nx_point_free(&pt);
+    assert_int_equal(pt_from_text("{ rows = [{ select = \"r / (R - 4) == 0\" }] }", "p", &pt, &err), NX_OK);
+    assert_int_equal(nx_point_reduce(&pt, &in, n, 0, NX_ENGINE_MPFR, 1, y, &err), NX_EINVAL);
+    assert_non_null(strstr(err.msg, "division by zero at row 0"));
+    nx_point_free(&pt);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_selectors),
+        cmocka_unit_test(test_point_keys),
+        cmocka_unit_test(test_reduce),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
