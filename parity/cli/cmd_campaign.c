@@ -3,6 +3,7 @@
  * at Tier 1 and Tier 2 against the exact reference. */
 #include "cli.h"
 #include "campaign.h"
+#include "ledger.h"
 #include "nx_philox.h"
 #include "refimpl.h"
 #include "report.h"
@@ -20,6 +21,7 @@ static const char campaign_usage[] =
     "                       [--traces DIR] [--repeats N] [--threads N] [--seed S]\n"
     "                       [--dist normal|uniform|int|adversarial] [--engine fast|mpfr]\n"
     "                       [--against D [--against-traces DIR]] [--quiet]\n"
+    "                       [--model M] [--ledger FILE | --no-ledger] [--kernel-src DIR]\n"
     "\n"
     "Runs every family point visible from class C in the registry (default\n"
     "kernels/) on the class's backend and checks it:\n"
@@ -64,6 +66,15 @@ static const char campaign_usage[] =
     "                   in DIR (as --traces writes them); without it D's\n"
     "                   backend runs here\n"
     "  --quiet          no progress lines\n"
+    "  --model M        a label for the model the campaign is for (a checkpoint\n"
+    "                   name): recorded in the ledger, `parity ttbp --model M`\n"
+    "  --ledger FILE    the campaign ledger (SQLite, docs/ledger.md) this run is\n"
+    "                   recorded in (default out/ledger.sqlite); the run is\n"
+    "                   recorded incomplete at the start and completed at the end\n"
+    "  --no-ledger      record nothing\n"
+    "  --kernel-src DIR where the kernels' sources are, for the git commit and\n"
+    "                   dirty flag the ledger records (default: the backend's\n"
+    "                   sources in this harness's tree)\n"
     "\n"
     "exit status: 0 every check passed (a negative control failing as it must,\n"
     "and a declared cross-class difference, are passes); 1 a parity check failed\n"
@@ -126,8 +137,9 @@ int cmd_campaign(int argc, char **argv)
 {
     const char *cls = NULL, *kdir = "kernels", *fams = NULL, *preset = "small", *json = NULL, *junit = NULL,
                *traces = NULL, *rep_s = NULL, *thr_s = NULL, *seed_s = NULL, *dist_s = "normal", *eng_s = NULL,
-               *against = NULL, *against_tr = NULL;
-    int bad = 0, quiet = 0;
+               *against = NULL, *against_tr = NULL, *ledger_path = "out/ledger.sqlite", *model = NULL,
+               *kernel_src = NULL;
+    int bad = 0, quiet = 0, no_ledger = 0;
     for (int i = 1; i < argc && !bad; i++) {
         if (cli_flag(argv, i, "--help") || cli_flag(argv, i, "-h")) {
             fputs(campaign_usage, stdout);
@@ -137,6 +149,13 @@ int cmd_campaign(int argc, char **argv)
             quiet = 1;
             continue;
         }
+        if (cli_flag(argv, i, "--no-ledger")) {
+            no_ledger = 1;
+            continue;
+        }
+        if (cli_opt(argc, argv, &i, "--ledger", &ledger_path, &bad) || cli_opt(argc, argv, &i, "--model", &model, &bad) ||
+            cli_opt(argc, argv, &i, "--kernel-src", &kernel_src, &bad))
+            continue;
         if (cli_opt(argc, argv, &i, "--class", &cls, &bad) || cli_opt(argc, argv, &i, "--kernels", &kdir, &bad) ||
             cli_opt(argc, argv, &i, "--families", &fams, &bad) || cli_opt(argc, argv, &i, "--shapes", &preset, &bad) ||
             cli_opt(argc, argv, &i, "--json", &json, &bad) || cli_opt(argc, argv, &i, "--junit", &junit, &bad) ||
@@ -276,6 +295,16 @@ int cmd_campaign(int argc, char **argv)
         goto done;
     }
     size_t n = 0;
+    ledger *lg = NULL;
+    if (!no_ledger) {
+        ledger_run_info li = {cls, model, preset, o.seed, dist_s, ref_engine_name((ref_engine)o.engine),
+                              o.backend->name, o.repeats, o.threads, kdir, kernel_src, traces, against, NULL};
+        if (ledger_start(ledger_path, &li, &lg, &err) != NX_OK) {
+            free(res);
+            rc = cli_fail("campaign", &err);
+            goto done;
+        }
+    }
     double t0 = wall();
     size_t todo = 0;
     for (size_t i = 0; i < nids; i++) {
@@ -295,6 +324,11 @@ int cmd_campaign(int argc, char **argv)
         double ts = wall();
         nx_err perr = {0};
         camp_run_point(reg, cls, ids[i], shape, &o, &res[n], &perr);
+        if (ledger_point(lg, reg, &res[n], &err) != NX_OK) {
+            cli_fail("campaign", &err);
+            ledger_close(lg);
+            lg = NULL;
+        }
         if (res[n].error)
             input_error = 1;
         if (!quiet)
@@ -322,6 +356,8 @@ int cmd_campaign(int argc, char **argv)
         cli_error("campaign", "--families: no point of class %s belongs to '%s'", cls, fams);
         rc = EXIT_INPUT;
     }
+    if (lg && ledger_finish(lg, rc, NULL, &err) != NX_OK && cli_fail("campaign", &err) && rc == EXIT_PASS)
+        rc = EXIT_INPUT;
     for (size_t i = 0; i < n; i++)
         camp_result_free(&res[i]);
     free(res);

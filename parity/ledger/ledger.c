@@ -1,0 +1,702 @@
+/* ledger.c: the campaign ledger (ledger.h, docs/ledger.md): opening and
+ * migrating the SQLite file, recording a campaign's run and points, the
+ * clock and the git state of the registry and of the kernels. */
+#include "ledger.h"
+#include "ledger_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef PARITY_VERSION
+#define PARITY_VERSION "unknown"
+#endif
+
+/* --- schema ----------------------------------------------------------------------- */
+
+/* migrations[v] brings a ledger from user_version v to v + 1.  Never edit
+ * a migration that has shipped: append one. */
+static const char *const migrations[LEDGER_SCHEMA_VERSION] = {
+    /* 0 -> 1: runs, points, checks, traces */
+    "CREATE TABLE schema_migration (version INTEGER PRIMARY KEY, applied_utc TEXT NOT NULL);"
+    "CREATE TABLE run ("
+    "  id INTEGER PRIMARY KEY,"
+    "  uuid TEXT NOT NULL UNIQUE,"
+    "  started_utc TEXT NOT NULL, started_s INTEGER NOT NULL,"
+    "  ended_utc TEXT, ended_s INTEGER,"
+    "  complete INTEGER NOT NULL DEFAULT 0,"
+    "  exit_status INTEGER,"
+    "  class TEXT NOT NULL, model TEXT, shapes TEXT NOT NULL, seed TEXT NOT NULL,"
+    "  dist TEXT, engine TEXT, backend TEXT, repeats INTEGER, threads INTEGER,"
+    "  harness_version TEXT NOT NULL,"
+    "  registry_dir TEXT, registry_commit TEXT, registry_dirty INTEGER,"
+    "  kernels_dir TEXT, kernels_commit TEXT, kernels_dirty INTEGER,"
+    "  host TEXT, pid INTEGER, traces_dir TEXT, against TEXT, shard TEXT,"
+    "  points INTEGER, points_failed INTEGER, exit_lines TEXT);"
+    "CREATE INDEX run_class ON run(class, started_s);"
+    "CREATE INDEX run_model ON run(model, started_s);"
+    "CREATE TABLE point ("
+    "  run_id INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,"
+    "  seq INTEGER NOT NULL,"
+    "  id TEXT NOT NULL, family TEXT NOT NULL, point TEXT NOT NULL,"
+    "  shape TEXT, hash TEXT, kernel TEXT, legacy_kernel TEXT,"
+    "  error TEXT,"
+    "  tier1 TEXT NOT NULL, tier2 TEXT NOT NULL, tier2_basis TEXT, declared_tolerance TEXT,"
+    "  bit_exact INTEGER, max_ulp INTEGER, bits_differ INTEGER,"
+    "  t_gen REAL, t_run REAL, t_ref REAL, t_cmp REAL,"
+    "  PRIMARY KEY (run_id, id));"
+    "CREATE TABLE check_result ("
+    "  run_id INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,"
+    "  point_id TEXT NOT NULL, name TEXT NOT NULL,"
+    "  verdict TEXT NOT NULL, negative INTEGER NOT NULL, detail TEXT,"
+    "  PRIMARY KEY (run_id, point_id, name));"
+    "CREATE TABLE trace ("
+    "  run_id INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,"
+    "  point_id TEXT NOT NULL, path TEXT NOT NULL,"
+    "  PRIMARY KEY (run_id, path));",
+};
+
+struct ledger {
+    sqlite3 *db;
+    char *path;
+    int64_t run_id;
+    int seq;
+};
+
+nx_status ledger_sql_error(sqlite3 *db, const char *path, const char *what, nx_err *err)
+{
+    return nx_err_set(err, NX_EIO, "ledger %s: %s: %s", path, what, db ? sqlite3_errmsg(db) : "out of memory");
+}
+
+static nx_status exec(sqlite3 *db, const char *path, const char *sql, nx_err *err)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        nx_status st = nx_err_set(err, NX_EIO, "ledger %s: %s", path, msg ? msg : sqlite3_errmsg(db));
+        sqlite3_free(msg);
+        return st;
+    }
+    return NX_OK;
+}
+
+static int user_version(sqlite3 *db)
+{
+    sqlite3_stmt *s;
+    int v = -1;
+    if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &s, NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
+        v = sqlite3_column_int(s, 0);
+    sqlite3_finalize(s);
+    return v;
+}
+
+/* mkdir of path's parent directory (one level) when it is missing. */
+static void make_parent(const char *path)
+{
+    char *d = strdup(path);
+    if (!d)
+        return;
+    char *slash = strrchr(d, '/');
+    if (slash && slash != d) {
+        *slash = 0;
+        struct stat sb;
+        if (stat(d, &sb) != 0)
+            mkdir(d, 0777);
+    }
+    free(d);
+}
+
+nx_status ledger_open_db(const char *path, int create, sqlite3 **out, nx_err *err)
+{
+    *out = NULL;
+    struct stat sb;
+    if (!create && stat(path, &sb) != 0)
+        return nx_err_set(err, NX_EIO, "ledger %s: %s", path, strerror(errno));
+    if (create)
+        make_parent(path);
+    sqlite3 *db = NULL;
+    int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0);
+    if (sqlite3_open_v2(path, &db, flags, NULL) != SQLITE_OK) {
+        nx_status st = ledger_sql_error(db, path, "cannot open", err);
+        sqlite3_close(db);
+        return st;
+    }
+    sqlite3_busy_timeout(db, LEDGER_BUSY_MS);
+    nx_status st;
+    /* WAL: readers never block the writer; a concurrent first open may
+     * find the file locked while the other switches the journal mode */
+    for (int tries = 0;; tries++) {
+        sqlite3_stmt *s = NULL;
+        int rc = sqlite3_prepare_v2(db, "PRAGMA journal_mode=WAL", -1, &s, NULL);
+        if (rc == SQLITE_OK)
+            rc = sqlite3_step(s);
+        const char *mode = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(s, 0) : NULL;
+        int wal = mode && strcmp(mode, "wal") == 0;
+        sqlite3_finalize(s);
+        if (wal)
+            break;
+        if ((rc == SQLITE_BUSY || rc == SQLITE_LOCKED) && tries < LEDGER_BUSY_MS / 10) {
+            nanosleep(&(struct timespec){0, 10000000}, NULL);
+            continue;
+        }
+        if (rc == SQLITE_NOTADB || rc == SQLITE_CORRUPT)
+            st = nx_err_set(err, NX_EINVAL, "ledger %s: not an SQLite database", path);
+        else
+            st = ledger_sql_error(db, path, "cannot switch to WAL mode", err);
+        goto fail;
+    }
+    if ((st = exec(db, path, "PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL", err)))
+        goto fail;
+    int v = user_version(db);
+    if (v < 0) {
+        st = nx_err_set(err, NX_EINVAL, "ledger %s: not an SQLite database", path);
+        goto fail;
+    }
+    if (v > LEDGER_SCHEMA_VERSION) {
+        st = nx_err_set(err, NX_EINVAL, "ledger %s: schema version %d is newer than this parity's (%d)", path, v,
+                        LEDGER_SCHEMA_VERSION);
+        goto fail;
+    }
+    if (v < LEDGER_SCHEMA_VERSION) {
+        if ((st = exec(db, path, "BEGIN IMMEDIATE", err)))
+            goto fail;
+        v = user_version(db); /* another process may have migrated meanwhile */
+        int64_t now;
+        ledger_now(&now, NULL);
+        char ts[32];
+        ledger_format_utc(now, ts, sizeof ts);
+        for (; v < LEDGER_SCHEMA_VERSION && !st; v++) {
+            char sql[160];
+            snprintf(sql, sizeof sql,
+                     "INSERT INTO schema_migration(version, applied_utc) VALUES (%d, '%s'); PRAGMA user_version=%d",
+                     v + 1, ts, v + 1);
+            if ((st = exec(db, path, migrations[v], err)) == NX_OK)
+                st = exec(db, path, sql, err);
+        }
+        if (st) {
+            sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+            nx_err_prefix(err, "migrating the schema");
+            goto fail;
+        }
+        if ((st = exec(db, path, "COMMIT", err)))
+            goto fail;
+    }
+    *out = db;
+    return NX_OK;
+fail:
+    sqlite3_close(db);
+    return st;
+}
+
+/* --- the clock -------------------------------------------------------------------- */
+
+/* Days from 1970-01-01 to y-m-d (proleptic Gregorian). */
+static int64_t days_from_civil(int64_t y, int m, int d)
+{
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+int ledger_parse_utc(const char *s, int64_t *secs)
+{
+    int y, mo, d, h = 0, mi = 0, se = 0, n = 0;
+    if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2dZ%n", &y, &mo, &d, &h, &mi, &se, &n) == 6 && s[n] == 0) {
+    } else if (sscanf(s, "%4d-%2d-%2d%n", &y, &mo, &d, &n) == 3 && s[n] == 0) {
+        h = mi = se = 0;
+    } else {
+        return -1;
+    }
+    if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60 || y < 1970)
+        return -1;
+    *secs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se;
+    return 0;
+}
+
+void ledger_format_utc(int64_t secs, char *buf, size_t len)
+{
+    time_t t = (time_t)secs;
+    struct tm tm;
+    if (!gmtime_r(&t, &tm)) {
+        snprintf(buf, len, "?");
+        return;
+    }
+    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+void ledger_format_duration(int64_t s, char *buf, size_t len)
+{
+    const char *sign = s < 0 ? "-" : "";
+    if (s < 0)
+        s = -s;
+    int64_t d = s / 86400, h = s / 3600 % 24, m = s / 60 % 60, x = s % 60;
+    if (d)
+        snprintf(buf, len, "%s%lldd %02lld:%02lld:%02lld", sign, (long long)d, (long long)h, (long long)m,
+                 (long long)x);
+    else
+        snprintf(buf, len, "%s%02lld:%02lld:%02lld", sign, (long long)h, (long long)m, (long long)x);
+}
+
+nx_status ledger_now(int64_t *secs, nx_err *err)
+{
+    static int init;
+    static int64_t base;
+    static struct timespec mono0;
+    struct timespec mono;
+    clock_gettime(CLOCK_MONOTONIC, &mono);
+    if (!init) {
+        const char *env = getenv("PARITY_LEDGER_CLOCK");
+        if (env && *env) {
+            char *end;
+            errno = 0;
+            long long v = strtoll(env, &end, 10);
+            int64_t t;
+            if (!errno && end != env && !*end && v >= 0)
+                base = v;
+            else if (ledger_parse_utc(env, &t) == 0)
+                base = t;
+            else
+                return nx_err_set(err, NX_EINVAL,
+                                  "PARITY_LEDGER_CLOCK: '%s' is neither YYYY-MM-DDTHH:MM:SSZ nor seconds since the "
+                                  "epoch", env);
+        } else {
+            base = (int64_t)time(NULL);
+        }
+        mono0 = mono;
+        init = 1;
+    }
+    *secs = base + (int64_t)(mono.tv_sec - mono0.tv_sec) - (mono.tv_nsec < mono0.tv_nsec);
+    return NX_OK;
+}
+
+/* --- git -------------------------------------------------------------------------- */
+
+/* Runs argv with stdout captured into buf (stderr discarded); returns the
+ * exit status, or -1. */
+static int capture(char *const argv[], char *buf, size_t len)
+{
+    int fd[2];
+    if (pipe(fd) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fd[0]);
+        close(fd[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        int devnull = open("/dev/null", O_WRONLY);
+        dup2(fd[1], 1);
+        if (devnull >= 0)
+            dup2(devnull, 2);
+        close(fd[0]);
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    close(fd[1]);
+    size_t n = 0;
+    char tmp[512];
+    ssize_t r;
+    while ((r = read(fd[0], tmp, sizeof tmp)) > 0 || (r < 0 && errno == EINTR))
+        for (ssize_t i = 0; i < r; i++)
+            if (n + 1 < len)
+                buf[n++] = tmp[i];
+    if (len)
+        buf[n] = 0;
+    close(fd[0]);
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+void ledger_git_state(const char *dir, char *commit, size_t len, int *dirty)
+{
+    commit[0] = 0;
+    *dirty = -1;
+    struct stat sb;
+    if (!dir || stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return;
+    char out[8192];
+    char *head[] = {"git", "-C", (char *)dir, "rev-parse", "--verify", "-q", "HEAD", NULL};
+    if (capture(head, out, sizeof out) != 0)
+        return;
+    out[strcspn(out, "\r\n")] = 0;
+    if (!*out)
+        return;
+    snprintf(commit, len, "%s", out);
+    char *st[] = {"git", "-C", (char *)dir, "status", "--porcelain", "--", ".", NULL};
+    if (capture(st, out, sizeof out) == 0)
+        *dirty = out[0] != 0;
+}
+
+/* --- verdicts --------------------------------------------------------------------- */
+
+const char *ledger_tier1(const camp_result *res)
+{
+    if (res->error)
+        return "error";
+    int any = 0;
+    for (int c = CK_DETERMINISM; c <= CK_ROWS; c++) {
+        if (res->checks[c].verdict == CV_FAIL)
+            return "fail";
+        any |= res->checks[c].verdict == CV_PASS;
+    }
+    return any ? "pass" : "skip";
+}
+
+static const char *verdict_name(camp_verdict v)
+{
+    return v == CV_PASS ? "pass" : v == CV_FAIL ? "fail" : "skip";
+}
+
+const char *ledger_tier2_basis(const camp_result *res, const fam_tolerance *tol)
+{
+    if (res->error || res->checks[CK_TIER2].verdict != CV_PASS)
+        return NULL;
+    if (res->t2.opt.policy == CMP_BITWISE)
+        return "bits";
+    if (tol && (tol->has_ulp || tol->has_rtol))
+        return "declared";
+    if (res->t2.opt.policy == CMP_BOUND)
+        return "derived";
+    return "default";
+}
+
+void ledger_tolerance_text(const fam_tolerance *t, char *buf, size_t len)
+{
+    buf[0] = 0;
+    if (!t)
+        return;
+    size_t k = 0;
+    if (t->has_ulp)
+        k += (size_t)snprintf(buf, len, "ulp %.17g", t->ulp);
+    if (t->has_rtol && k < len)
+        snprintf(buf + k, len - k, "%srtol %.17g, atol %.17g", k ? ", " : "", t->rtol, t->atol);
+}
+
+/* --- recording a campaign --------------------------------------------------------- */
+
+static void random_uuid(char *buf, size_t len)
+{
+    unsigned char b[16] = {0};
+    int fd = open("/dev/urandom", O_RDONLY);
+    int ok = fd >= 0 && read(fd, b, sizeof b) == (ssize_t)sizeof b;
+    if (fd >= 0)
+        close(fd);
+    if (!ok) { /* no /dev/urandom: time, pid and address bits */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        uint64_t x = (uint64_t)ts.tv_sec * 1000000007u ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32) ^
+                     (uint64_t)(uintptr_t)&ts;
+        for (int i = 0; i < 16; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            b[i] = (unsigned char)x;
+        }
+    }
+    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+    snprintf(buf, len, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2],
+             b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+}
+
+static void bind_text(sqlite3_stmt *s, int i, const char *v)
+{
+    if (v && *v)
+        sqlite3_bind_text(s, i, v, -1, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_null(s, i);
+}
+
+static void bind_tri(sqlite3_stmt *s, int i, int v)
+{
+    if (v < 0)
+        sqlite3_bind_null(s, i);
+    else
+        sqlite3_bind_int(s, i, v);
+}
+
+nx_status ledger_start(const char *path, const ledger_run_info *info, ledger **out, nx_err *err)
+{
+    *out = NULL;
+    int64_t now;
+    nx_status st = ledger_now(&now, err);
+    if (st)
+        return st;
+    ledger *lg = calloc(1, sizeof *lg);
+    if (!lg || !(lg->path = strdup(path))) {
+        free(lg);
+        return nx_err_set(err, NX_ENOMEM, "out of memory");
+    }
+    if ((st = ledger_open_db(path, 1, &lg->db, err))) {
+        free(lg->path);
+        free(lg);
+        return st;
+    }
+    /* staging: the points of this run, written to the file at the end */
+    if ((st = exec(lg->db, path,
+                   "CREATE TEMP TABLE stage_point AS SELECT * FROM main.point WHERE 0;"
+                   "CREATE TEMP TABLE stage_check AS SELECT * FROM main.check_result WHERE 0;"
+                   "CREATE TEMP TABLE stage_trace AS SELECT * FROM main.trace WHERE 0;",
+                   err)))
+        goto fail;
+
+    char reg_commit[64], ker_commit[64], ts[32], uuid[40], seed[32], host[256] = "";
+    int reg_dirty, ker_dirty;
+    ledger_git_state(info->registry_dir, reg_commit, sizeof reg_commit, &reg_dirty);
+    char ksrc[4096] = "";
+    if (info->kernel_src)
+        snprintf(ksrc, sizeof ksrc, "%s", info->kernel_src);
+#ifdef PARITY_SOURCE_DIR
+    else if (info->backend)
+        snprintf(ksrc, sizeof ksrc, "%s/devices/%s", PARITY_SOURCE_DIR, info->backend);
+    struct stat sb;
+    if (!info->kernel_src && (stat(ksrc, &sb) != 0 || !S_ISDIR(sb.st_mode)))
+        ksrc[0] = 0;
+#endif
+    ledger_git_state(*ksrc ? ksrc : NULL, ker_commit, sizeof ker_commit, &ker_dirty);
+    gethostname(host, sizeof host - 1);
+    ledger_format_utc(now, ts, sizeof ts);
+    random_uuid(uuid, sizeof uuid);
+    snprintf(seed, sizeof seed, "%llu", info->seed);
+
+    sqlite3_stmt *s = NULL;
+    const char *sql =
+        "INSERT INTO run(uuid, started_utc, started_s, class, model, shapes, seed, dist, engine, backend, repeats,"
+        " threads, harness_version, registry_dir, registry_commit, registry_dirty, kernels_dir, kernels_commit,"
+        " kernels_dirty, host, pid, traces_dir, against, shard)"
+        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+    if (sqlite3_prepare_v2(lg->db, sql, -1, &s, NULL) != SQLITE_OK) {
+        st = ledger_sql_error(lg->db, path, "preparing the run", err);
+        goto fail;
+    }
+    int i = 1;
+    bind_text(s, i++, uuid);
+    bind_text(s, i++, ts);
+    sqlite3_bind_int64(s, i++, now);
+    bind_text(s, i++, info->class_name);
+    bind_text(s, i++, info->model);
+    bind_text(s, i++, info->shapes);
+    bind_text(s, i++, seed);
+    bind_text(s, i++, info->dist);
+    bind_text(s, i++, info->engine);
+    bind_text(s, i++, info->backend);
+    sqlite3_bind_int(s, i++, info->repeats);
+    sqlite3_bind_int(s, i++, info->threads);
+    bind_text(s, i++, "parity " PARITY_VERSION);
+    bind_text(s, i++, info->registry_dir);
+    bind_text(s, i++, reg_commit);
+    bind_tri(s, i++, reg_dirty);
+    bind_text(s, i++, ksrc);
+    bind_text(s, i++, ker_commit);
+    bind_tri(s, i++, ker_dirty);
+    bind_text(s, i++, host);
+    sqlite3_bind_int64(s, i++, (sqlite3_int64)getpid());
+    bind_text(s, i++, info->traces_dir);
+    bind_text(s, i++, info->against);
+    bind_text(s, i++, info->shard);
+    /* a single INSERT is its own transaction: committed now, so the run is
+     * in the file (incomplete) whatever happens to this process later */
+    int rc = sqlite3_step(s);
+    sqlite3_finalize(s);
+    if (rc != SQLITE_DONE) {
+        st = ledger_sql_error(lg->db, path, "recording the run", err);
+        goto fail;
+    }
+    lg->run_id = sqlite3_last_insert_rowid(lg->db);
+    *out = lg;
+    return NX_OK;
+fail:
+    ledger_close(lg);
+    return st;
+}
+
+int64_t ledger_run_id(const ledger *lg)
+{
+    return lg ? lg->run_id : 0;
+}
+
+static int step_done(sqlite3_stmt *s)
+{
+    int rc = sqlite3_step(s);
+    sqlite3_finalize(s);
+    return rc == SQLITE_DONE;
+}
+
+nx_status ledger_point(ledger *lg, const reg_registry *reg, const camp_result *res, nx_err *err)
+{
+    if (!lg)
+        return NX_OK;
+    char fam[128], tol[256] = "";
+    snprintf(fam, sizeof fam, "%s", res->id);
+    char *dot = strchr(fam, '.');
+    const char *pt = dot ? dot + 1 : "";
+    if (dot)
+        *dot = 0;
+    fam_spec spec = {0};
+    const fam_tolerance *tp = NULL;
+    nx_err rerr;
+    if (reg && !res->error && reg_resolve(reg, res->class_name, res->id, res->shape, &spec, &rerr) == NX_OK) {
+        tp = &spec.tol;
+        ledger_tolerance_text(tp, tol, sizeof tol);
+    }
+    const char *basis = ledger_tier2_basis(res, tp);
+    sqlite3_stmt *s = NULL;
+    nx_status st = NX_OK;
+    const char *sql = "INSERT INTO temp.stage_point(run_id, seq, id, family, point, shape, hash, kernel,"
+                      " legacy_kernel, error, tier1, tier2, tier2_basis, declared_tolerance, bit_exact, max_ulp,"
+                      " bits_differ, t_gen, t_run, t_ref, t_cmp) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+    if (sqlite3_prepare_v2(lg->db, sql, -1, &s, NULL) != SQLITE_OK) {
+        st = ledger_sql_error(lg->db, lg->path, "staging a point", err);
+        goto out;
+    }
+    int i = 1;
+    int t2run = !res->error && res->checks[CK_TIER2].verdict != CV_SKIP;
+    sqlite3_bind_int64(s, i++, lg->run_id);
+    sqlite3_bind_int(s, i++, lg->seq++);
+    bind_text(s, i++, res->id);
+    bind_text(s, i++, fam);
+    sqlite3_bind_text(s, i++, pt, -1, SQLITE_TRANSIENT);
+    bind_text(s, i++, res->shape);
+    bind_text(s, i++, res->hash);
+    bind_text(s, i++, res->kernel);
+    bind_text(s, i++, res->legacy);
+    bind_text(s, i++, res->error ? res->errmsg : NULL);
+    bind_text(s, i++, ledger_tier1(res));
+    bind_text(s, i++, res->error ? "error" : verdict_name(res->checks[CK_TIER2].verdict));
+    bind_text(s, i++, basis);
+    bind_text(s, i++, tol);
+    if (t2run) {
+        sqlite3_bind_int(s, i++, res->bit_exact ? 1 : 0);
+        sqlite3_bind_int64(s, i++, res->t2.max_ulp > (uint64_t)INT64_MAX ? INT64_MAX : (sqlite3_int64)res->t2.max_ulp);
+        sqlite3_bind_int64(s, i++, (sqlite3_int64)res->t2.bits_differ);
+    } else {
+        sqlite3_bind_null(s, i++);
+        sqlite3_bind_null(s, i++);
+        sqlite3_bind_null(s, i++);
+    }
+    sqlite3_bind_double(s, i++, res->t_gen);
+    sqlite3_bind_double(s, i++, res->t_run);
+    sqlite3_bind_double(s, i++, res->t_ref);
+    sqlite3_bind_double(s, i++, res->t_cmp);
+    if (!step_done(s)) {
+        st = ledger_sql_error(lg->db, lg->path, "staging a point", err);
+        goto out;
+    }
+    for (int c = 0; c < CK_COUNT && !res->error; c++) {
+        if (c == CK_PARITY && !*res->against)
+            continue;
+        if (sqlite3_prepare_v2(lg->db,
+                               "INSERT INTO temp.stage_check(run_id, point_id, name, verdict, negative, detail)"
+                               " VALUES (?,?,?,?,?,?)",
+                               -1, &s, NULL) != SQLITE_OK) {
+            st = ledger_sql_error(lg->db, lg->path, "staging a check", err);
+            goto out;
+        }
+        sqlite3_bind_int64(s, 1, lg->run_id);
+        bind_text(s, 2, res->id);
+        bind_text(s, 3, camp_check_name(c));
+        bind_text(s, 4, verdict_name(res->checks[c].verdict));
+        sqlite3_bind_int(s, 5, res->checks[c].negative ? 1 : 0);
+        bind_text(s, 6, res->checks[c].detail);
+        if (!step_done(s)) {
+            st = ledger_sql_error(lg->db, lg->path, "staging a check", err);
+            goto out;
+        }
+    }
+    /* the trace files the campaign wrote for this point */
+    sqlite3_stmt *q = NULL;
+    const char *tdir = NULL;
+    if (sqlite3_prepare_v2(lg->db, "SELECT traces_dir FROM main.run WHERE id = ?", -1, &q, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(q, 1, lg->run_id);
+        if (sqlite3_step(q) == SQLITE_ROW)
+            tdir = (const char *)sqlite3_column_text(q, 0);
+    }
+    if (tdir && !res->error) {
+        char pat[4096];
+        snprintf(pat, sizeof pat, "%s/%s.%s.*.safetensors", tdir, res->class_name, res->id);
+        glob_t g;
+        if (glob(pat, 0, NULL, &g) == 0) {
+            for (size_t k = 0; k < g.gl_pathc && !st; k++) {
+                if (sqlite3_prepare_v2(lg->db, "INSERT OR IGNORE INTO temp.stage_trace(run_id, point_id, path)"
+                                       " VALUES (?,?,?)", -1, &s, NULL) != SQLITE_OK ||
+                    (sqlite3_bind_int64(s, 1, lg->run_id), bind_text(s, 2, res->id),
+                     bind_text(s, 3, g.gl_pathv[k]), !step_done(s)))
+                    st = ledger_sql_error(lg->db, lg->path, "staging a trace", err);
+            }
+            globfree(&g);
+        }
+    }
+    sqlite3_finalize(q);
+out:
+    fam_spec_free(&spec);
+    return st;
+}
+
+nx_status ledger_finish(ledger *lg, int exit_status, const char *exit_lines, nx_err *err)
+{
+    if (!lg)
+        return NX_OK;
+    int64_t now;
+    ledger_now(&now, NULL);
+    char ts[32];
+    ledger_format_utc(now, ts, sizeof ts);
+    nx_status st = exec(lg->db, lg->path, "BEGIN IMMEDIATE", err);
+    if (st)
+        goto out;
+    if ((st = exec(lg->db, lg->path,
+                   "INSERT INTO main.point SELECT * FROM temp.stage_point;"
+                   "INSERT INTO main.check_result SELECT * FROM temp.stage_check;"
+                   "INSERT INTO main.trace SELECT * FROM temp.stage_trace;",
+                   err)))
+        goto rollback;
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(lg->db,
+                           "UPDATE main.run SET complete = 1, ended_utc = ?, ended_s = ?, exit_status = ?,"
+                           " exit_lines = ?,"
+                           " points = (SELECT count(*) FROM temp.stage_point),"
+                           " points_failed = (SELECT count(*) FROM temp.stage_point"
+                           "   WHERE tier1 IN ('fail', 'error') OR tier2 IN ('fail', 'error'))"
+                           " WHERE id = ?",
+                           -1, &s, NULL) != SQLITE_OK) {
+        st = ledger_sql_error(lg->db, lg->path, "completing the run", err);
+        goto rollback;
+    }
+    bind_text(s, 1, ts);
+    sqlite3_bind_int64(s, 2, now);
+    sqlite3_bind_int(s, 3, exit_status);
+    bind_text(s, 4, exit_lines);
+    sqlite3_bind_int64(s, 5, lg->run_id);
+    if (!step_done(s)) {
+        st = ledger_sql_error(lg->db, lg->path, "completing the run", err);
+        goto rollback;
+    }
+    st = exec(lg->db, lg->path, "COMMIT", err);
+    if (!st)
+        goto out;
+rollback:
+    sqlite3_exec(lg->db, "ROLLBACK", NULL, NULL, NULL);
+out:
+    ledger_close(lg);
+    return st;
+}
+
+void ledger_close(ledger *lg)
+{
+    if (!lg)
+        return;
+    sqlite3_close(lg->db);
+    free(lg->path);
+    free(lg);
+}

@@ -1,0 +1,85 @@
+/* ledger.h: the campaign ledger (docs/ledger.md): one SQLite file in WAL
+ * mode that every `parity campaign` appends a run to, and that `parity
+ * ttbp`, `parity gate` and `parity ledger merge` read.
+ *
+ * A campaign makes three calls: ledger_start (opens the file, migrates its
+ * schema, inserts the run marked incomplete and commits at once, so a
+ * campaign killed later leaves a valid ledger with an incomplete run),
+ * ledger_point per point (staged in the connection's temporary tables, no
+ * lock on the file), ledger_finish (the points, their checks and traces and
+ * the completed run in one transaction).  Concurrent campaigns on one file
+ * wait for each other's short transactions (busy timeout), never fail. */
+#ifndef PARITY_LEDGER_H
+#define PARITY_LEDGER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "campaign.h"
+#include "registry.h"
+
+/* The schema version this build writes (PRAGMA user_version). */
+#define LEDGER_SCHEMA_VERSION 1
+/* The busy timeout of every connection, milliseconds. */
+#define LEDGER_BUSY_MS 60000
+
+typedef struct ledger ledger;
+
+typedef struct ledger_run_info {
+    const char *class_name;
+    const char *model;        /* --model label, or NULL */
+    const char *shapes;       /* preset name */
+    unsigned long long seed;
+    const char *dist, *engine, *backend;
+    int repeats, threads;
+    const char *registry_dir; /* --kernels */
+    const char *kernel_src;   /* the kernels' source directory, or NULL: the backend's own sources */
+    const char *traces_dir;   /* --traces, or NULL */
+    const char *against;      /* --against, or NULL */
+    const char *shard;        /* "i/N", or NULL */
+} ledger_run_info;
+
+/* Opens (creating it and its parent directory when missing) and migrates
+ * the ledger at path, and inserts the run, marked incomplete. */
+nx_status ledger_start(const char *path, const ledger_run_info *info, ledger **out, nx_err *err);
+/* Stages one point's result (reg resolves the point's declared tolerance;
+ * NULL: not recorded). */
+nx_status ledger_point(ledger *lg, const reg_registry *reg, const camp_result *res, nx_err *err);
+/* Writes the staged points and completes the run with the campaign's exit
+ * status and exit lines (NULL: none); closes lg in every case. */
+nx_status ledger_finish(ledger *lg, int exit_status, const char *exit_lines, nx_err *err);
+/* Closes without completing (the run stays incomplete). */
+void ledger_close(ledger *lg);
+int64_t ledger_run_id(const ledger *lg);
+
+/* Opens an existing ledger for reading or writing (migrating it when it is
+ * older), for the commands that query it. *db is an sqlite3 handle. */
+struct sqlite3;
+nx_status ledger_open_db(const char *path, int create, struct sqlite3 **db, nx_err *err);
+
+/* The clock of the ledger: seconds since the epoch, UTC.  The environment
+ * variable PARITY_LEDGER_CLOCK ("2026-01-31T12:00:00Z" or seconds since the
+ * epoch) sets the time at the first call of the process; the clock then
+ * advances with the real one.  For tests and replays. */
+nx_status ledger_now(int64_t *secs, nx_err *err);
+/* "2026-01-31T12:00:00Z" <-> seconds since the epoch. */
+void ledger_format_utc(int64_t secs, char *buf, size_t len);
+int ledger_parse_utc(const char *s, int64_t *secs);
+/* "3d 04:05:06" for a duration in seconds. */
+void ledger_format_duration(int64_t secs, char *buf, size_t len);
+
+/* The git commit of dir and whether dir's part of the work tree differs
+ * from it: commit "" and *dirty -1 when dir is not in git (or git is
+ * missing). */
+void ledger_git_state(const char *dir, char *commit, size_t len, int *dirty);
+
+/* Tier 1 summary of a result: "pass", "fail", "skip" (every check skipped)
+ * or "error" (an input error). */
+const char *ledger_tier1(const camp_result *res);
+/* The basis of a passing Tier 2: "bits", "declared" (the declared
+ * tolerance), "derived" (the bound from the trees), "default" (the last
+ * resort), or NULL when Tier 2 did not pass. tol: the declared tolerance
+ * of the point, or NULL. */
+const char *ledger_tier2_basis(const camp_result *res, const fam_tolerance *tol);
+
+#endif

@@ -1,0 +1,120 @@
+#!/bin/sh
+# cli_ledger.sh PARITY KERNELS: the campaign ledger (docs/ledger.md) from the
+# outside, read back with the sqlite3 shell: a campaign's run and points, the
+# clock override, git state of the registry, --no-ledger, bad ledgers, a
+# campaign killed with SIGKILL (the ledger stays valid, the run incomplete)
+# and concurrent campaigns on one ledger (all of them land).
+set -u
+PARITY=$1
+KERNELS=$2
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+q() { sqlite3 -batch -noheader "$1" "$2"; }
+command -v sqlite3 > /dev/null || { echo "needs the sqlite3 shell (Debian package sqlite3)"; exit 1; }
+
+# --- one campaign, its run and points
+cd "$T" || exit 1
+PARITY_LEDGER_CLOCK=2026-03-01T10:00:00Z "$PARITY" campaign --class cpu --kernels "$KERNELS" --model ck-7b \
+  --seed 7 --traces "$T/tr" > stdout 2> err
+rc=$?
+[ $rc -eq 0 ] || fail "campaign: exit $rc ($(cat err))"
+L=$T/out/ledger.sqlite
+[ -f "$L" ] || fail "no default ledger out/ledger.sqlite"
+[ "$(q "$L" 'PRAGMA journal_mode')" = wal ] || fail "ledger not in WAL mode"
+[ "$(q "$L" 'PRAGMA user_version')" = 1 ] || fail "schema version is not 1"
+[ "$(q "$L" 'SELECT max(version) FROM schema_migration')" = 1 ] || fail "migration not logged"
+row=$(q "$L" "SELECT complete, exit_status, class, model, shapes, seed, started_utc, harness_version FROM run")
+case "$row" in
+  "1|0|cpu|ck-7b|small|7|2026-03-01T10:00:0"?"Z|parity "*) ;;
+  *) fail "run row: '$row'" ;;
+esac
+# the points: as many as the table has lines, each with its checks
+npt=$(grep -cE '^[a-z_0-9]+\.[a-z_0-9]+ +(ok|FAIL|skip)' stdout)
+[ "$npt" -gt 10 ] || fail "campaign table has only $npt points"
+[ "$(q "$L" 'SELECT count(*) FROM point')" = "$npt" ] || fail "ledger points != table lines ($npt)"
+[ "$(q "$L" 'SELECT points FROM run')" = "$npt" ] || fail "run.points != $npt"
+[ "$(q "$L" 'SELECT count(*) FROM check_result')" = $((npt * 5)) ] || fail "not 5 checks per point"
+r=$(q "$L" "SELECT family, point, kernel, legacy_kernel, tier1, tier2, tier2_basis, bit_exact, max_ulp, length(hash)
+            FROM point WHERE id = 'gemm.splitk'")
+[ "$r" = "gemm|splitk|cpu_gemm_splitk|cpu_gemm_splitk_legacy|pass|pass|bits|1|0|64" ] || fail "gemm.splitk row: '$r'"
+r=$(q "$L" "SELECT tier2_basis, declared_tolerance, bit_exact FROM point WHERE id = 'gemm.batch_split'")
+[ "$r" = "declared|rtol 0.0001, atol 0.001|0" ] || fail "gemm.batch_split row: '$r'"
+r=$(q "$L" "SELECT verdict, negative FROM check_result WHERE point_id = 'gemm.batch_split' AND name = 'rows'")
+[ "$r" = "pass|1" ] || fail "negative control row check: '$r'"
+q "$L" "SELECT detail FROM check_result WHERE point_id = 'gemm.batch_split' AND name = 'rows'" | grep -q 'bits differ' \
+  || fail "check detail not recorded"
+ntr=$(ls "$T"/tr/cpu.gemm.splitk.*.safetensors | wc -l)
+[ "$(q "$L" "SELECT count(*) FROM trace WHERE point_id = 'gemm.splitk'")" = "$ntr" ] || fail "traces of gemm.splitk: want $ntr"
+q "$L" "SELECT path FROM trace WHERE point_id = 'gemm.splitk'" | grep -q 'cpu.gemm.splitk.graphed-0.safetensors$' \
+  || fail "graphed-0 trace not recorded"
+[ "$(q "$L" "SELECT t_run >= 0 AND t_ref > 0 FROM point WHERE id = 'gemm.splitk'")" = 1 ] || fail "timings"
+
+# --- git state: a registry in git, clean then dirty; one outside git
+if command -v git > /dev/null; then
+  cp -r "$KERNELS" "$T/reg"
+  (cd "$T/reg" && git init -q && git add . && git -c user.email=t@t -c user.name=t commit -qm x) || fail "git init"
+  head=$(git -C "$T/reg" rev-parse HEAD)
+  "$PARITY" campaign --class cpu --kernels "$T/reg" --ledger "$T/g.sqlite" --quiet > /dev/null 2>&1 || fail "campaign in git"
+  echo "# edit" >> "$T/reg/cpu/HARDWARE.toml"
+  "$PARITY" campaign --class cpu --kernels "$T/reg" --ledger "$T/g.sqlite" --quiet > /dev/null 2>&1 || fail "campaign dirty"
+  r=$(q "$T/g.sqlite" "SELECT group_concat(registry_commit || ':' || registry_dirty, ' ') FROM (SELECT * FROM run ORDER BY id)")
+  [ "$r" = "$head:0 $head:1" ] || fail "registry git state: '$r', want '$head:0 $head:1'"
+  rm -rf "$T/reg/.git"
+  "$PARITY" campaign --class cpu --kernels "$T/reg" --ledger "$T/g.sqlite" --quiet > /dev/null 2>&1 || fail "campaign no git"
+  r=$(q "$T/g.sqlite" "SELECT registry_commit IS NULL AND registry_dirty IS NULL FROM run WHERE id = 3")
+  [ "$r" = 1 ] || fail "registry outside git: '$r'"
+fi
+
+# --- --no-ledger, and bad ledgers (exit 2, the file named)
+"$PARITY" campaign --class cpu --kernels "$KERNELS" --no-ledger --ledger "$T/none.sqlite" --quiet > /dev/null 2>&1
+[ -e "$T/none.sqlite" ] && fail "--no-ledger wrote a ledger"
+echo "not a database at all, not at all, not at all, not at all, not at all....." > "$T/bad.sqlite"
+"$PARITY" campaign --class cpu --kernels "$KERNELS" --ledger "$T/bad.sqlite" --quiet > /dev/null 2> "$T/e1"
+rc=$?
+[ $rc -eq 2 ] || fail "a non-SQLite ledger: exit $rc, want 2"
+grep -q "bad.sqlite" "$T/e1" || fail "the bad ledger is not named: $(cat "$T/e1")"
+cp "$L" "$T/new.sqlite"
+sqlite3 "$T/new.sqlite" 'PRAGMA user_version = 99'
+"$PARITY" campaign --class cpu --kernels "$KERNELS" --ledger "$T/new.sqlite" --quiet > /dev/null 2> "$T/e2"
+rc=$?
+[ $rc -eq 2 ] || fail "a newer schema: exit $rc, want 2"
+grep -q "new.sqlite: schema version 99 is newer" "$T/e2" || fail "newer schema message: $(cat "$T/e2")"
+
+# --- SIGKILL in the middle of a campaign: valid ledger, run incomplete
+K=$T/kill.sqlite
+"$PARITY" campaign --class cpu --kernels "$KERNELS" --ledger "$K" --quiet > /dev/null 2>&1 &
+"$PARITY" campaign --class cpu --kernels "$KERNELS" --shapes 8b-layer --families gemm --ledger "$K" --quiet \
+  > /dev/null 2>&1 &
+pid=$!
+i=0
+while [ "$(q "$K" "SELECT count(*) FROM run WHERE shapes = '8b-layer'" 2> /dev/null)" != 1 ] && [ $i -lt 300 ]; do
+  sleep 0.1
+  i=$((i + 1))
+done
+sleep 0.5
+kill -9 $pid 2> /dev/null || fail "the 8b-layer campaign ended before it could be killed"
+wait
+[ "$(q "$K" 'PRAGMA integrity_check')" = ok ] || fail "integrity_check after kill -9"
+r=$(q "$K" "SELECT complete, ended_utc IS NULL, (SELECT count(*) FROM point WHERE run_id = run.id) FROM run WHERE shapes = '8b-layer'")
+[ "$r" = "0|1|0" ] || fail "killed run: '$r', want incomplete, no end, no points"
+[ "$(q "$K" "SELECT complete FROM run WHERE shapes = 'small'")" = 1 ] || fail "the other campaign did not complete"
+# and the ledger takes the next campaign
+"$PARITY" campaign --class cpu --kernels "$KERNELS" --ledger "$K" --quiet > /dev/null 2>&1 || fail "campaign after kill"
+[ "$(q "$K" 'SELECT count(*) FROM run WHERE complete = 1')" = 2 ] || fail "runs after the kill"
+
+# --- concurrent campaigns on one new ledger: all land, whole
+C=$T/conc.sqlite
+for s in 1 2 3 4; do
+  "$PARITY" campaign --class cpu --kernels "$KERNELS" --ledger "$C" --seed $s --quiet > /dev/null 2> "$T/c$s.err" &
+done
+wait
+for s in 1 2 3 4; do [ -s "$T/c$s.err" ] && fail "concurrent campaign $s: $(cat "$T/c$s.err")"; done
+r=$(q "$C" "SELECT count(*), sum(complete), count(DISTINCT seed) FROM run")
+[ "$r" = "4|4|4" ] || fail "concurrent runs: '$r', want 4|4|4"
+[ "$(q "$C" 'SELECT count(*) FROM point')" = $((npt * 4)) ] || fail "concurrent points: want $((npt * 4))"
+[ "$(q "$C" 'PRAGMA integrity_check')" = ok ] || fail "integrity after concurrent campaigns"
+
+[ $fails -eq 0 ] && echo "cli_ledger: all passed"
+exit $((fails != 0))
