@@ -24,7 +24,7 @@ expect_reject() {
   rm -f "$T/out.safetensors"
   "$PARITY" reduce --numerics "$point" --in "$in" --out "$T/new.safetensors" 2> /dev/null
   [ ! -e "$T/new.safetensors" ] || fail "$name: an output was written"
-  ls "$T" | grep -q '^\.' && fail "$name: a temporary file was left behind"
+  ls -A "$T" | grep -q -E '(^\.|\.tmp)' && fail "$name: a temporary file was left behind ($(ls -A "$T" | tr '\n' ' '))"
   return 0
 }
 

@@ -102,7 +102,8 @@ run 1 "compare atom" registry compare sm80:gemm.splitk sm90:gemm.splitk --shape 
 has out "atom frac_bits: 24 vs 25" "compare atom"
 has out "applies: ulp = 2" "compare tolerance"
 run 2 "compare bad arg" registry compare gemm.tc sm89:gemm.tc "$KERNELS"
-run 2 "compare one arg" registry compare sm80:gemm.tc "$KERNELS" --shape K=1
+run 2 "compare one arg" registry compare sm80:gemm.tc --kernels "$KERNELS" --shape K=1
+has err "compare needs two points A B" "compare one arg"
 
 # help and usage.
 for sub in lint list show compare; do

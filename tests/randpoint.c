@@ -2,6 +2,7 @@
  * out of test_oracle.c unchanged, so the oracle comparison draws the same
  * cases from the same seeds as before. */
 #include "randpoint.h"
+#include "nx_format.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -203,8 +204,45 @@ static int storage_bits(const char *f)
 
 /* A random pattern: uniform bits, or a value near a common scale (so sums
  * cancel and carry), a signed zero, or the negation of an earlier term. */
+int rp_rare = 0;
+
+/* The rare paths on purpose: short mantissas (products and sums exact, so
+ * running sums cancel to exact zeros), exact negations, subnormal-only
+ * values, in every format with 16 bits or more. */
+static int gen_rare(const char *f, const uint64_t *prev, size_t nprev, int scale_exp, uint64_t *out)
+{
+    nx_fmt fmt = (nx_fmt)nx_fmt_from_name(f);
+    const nx_format_info *fi = nx_format(fmt);
+    int sb = storage_bits(f);
+    if (sb < 16)
+        return 0;
+    int r = rp_below(8);
+    if (r == 0 && nprev) {
+        *out = prev[rp_below((int)nprev)] ^ (1ull << (sb - 1));
+        return 1;
+    }
+    double v;
+    if (r == 1) { /* a subnormal of the format: k quanta */
+        v = ldexp((double)(1 + rp_below(7)), fi->emin - fi->p + 1);
+    } else {
+        int e = scale_exp + rp_below(4) - 2;
+        if (e < fi->emin)
+            e = fi->emin;
+        if (e > fi->emin + 2 * fi->bias - 2)
+            e = fi->emin + 2 * fi->bias - 2;
+        v = ldexp((double)(8 + rp_below(8)) / 8.0, e); /* 1, 1.125, ..., 1.875 */
+    }
+    if (rp_below(2))
+        v = -v;
+    nx_err err;
+    return nx_encode(fmt, v, out, &err) == NX_OK;
+}
+
 uint64_t rp_gen_bits(const char *f, const uint64_t *prev, size_t nprev, int scale_exp)
 {
+    uint64_t rb;
+    if (rp_rare && rp_below(2) && gen_rare(f, prev, nprev, scale_exp, &rb))
+        return rb;
     int sb = storage_bits(f);
     uint64_t mask = sb == 64 ? ~0ull : (1ull << sb) - 1;
     int r = rp_below(16);

@@ -34,6 +34,9 @@ typedef struct rp_case {
  * cases it always drew; 3: also the third edition's forms and subtree
  * settings (docs/numerics.md §4.1). */
 extern int rp_edition;
+/* 0 (the default): the draws as always; 1: half of the terms from the rare
+ * paths (short mantissas that cancel exactly, subnormals, negations). */
+extern int rp_rare;
 
 void rp_seed(uint64_t seed);
 uint64_t rp_rand(void);

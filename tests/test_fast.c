@@ -143,6 +143,23 @@ typedef struct cmp_stats {
 } cmp_stats;
 
 /* Runs both engines over rows x n inputs; reports each differing row. */
+/* The comparison every test here rests on: out-format patterns (and the
+ * values where a pattern does not exist) of two engines' rows. */
+static void count_mismatches(nx_fmt out, const double *ym, const double *yf, size_t rows, cmp_stats *cs,
+                             const char *what)
+{
+    for (size_t r = 0; r < rows; r++) {
+        uint64_t bm = 0, bf = 0;
+        int em = enc(out, ym[r], &bm), ef = enc(out, yf[r], &bf);
+        if (em == ef && bm == bf && (em != 0 || tu_same_double(ym[r], yf[r])))
+            continue;
+        if (cs->mismatches++ < 5)
+            fprintf(stderr, "MISMATCH %s row %zu: mpfr %a (pattern 0x%llx%s), fast %a (pattern 0x%llx%s)\n", what, r,
+                    ym[r], (unsigned long long)bm, em ? ", none" : "", yf[r], (unsigned long long)bf,
+                    ef ? ", none" : "");
+    }
+}
+
 static void compare_c(const nx_program *prog, nx_fmt fa, const double *a, nx_fmt fb, const double *b,
                       nx_fmt fc, const double *c, size_t rows, int threads, cmp_stats *cs, const char *what)
 {
@@ -156,16 +173,7 @@ static void compare_c(const nx_program *prog, nx_fmt fa, const double *a, nx_fmt
     assert_int_equal(nx_fast_reduce_ex(prog, &in, yf, threads, &redone, &err), NX_OK);
     cs->rows += (long)rows;
     cs->mpfr_rows += (long)redone;
-    for (size_t r = 0; r < rows; r++) {
-        uint64_t bm = 0, bf = 0;
-        int em = enc(prog->out, ym[r], &bm), ef = enc(prog->out, yf[r], &bf);
-        if (em == ef && bm == bf && (em != 0 || tu_same_double(ym[r], yf[r])))
-            continue;
-        if (cs->mismatches++ < 5)
-            fprintf(stderr, "MISMATCH %s row %zu: mpfr %a (pattern 0x%llx%s), fast %a (pattern 0x%llx%s)\n", what, r,
-                    ym[r], (unsigned long long)bm, em ? ", none" : "", yf[r], (unsigned long long)bf,
-                    ef ? ", none" : "");
-    }
+    count_mismatches(prog->out, ym, yf, rows, cs, what);
     free(ym);
     free(yf);
 }
@@ -348,6 +356,50 @@ static void test_shapes(void **state)
 
 /* Atoms too wide for the int64 fixed point (frac_bits 70) are handed to
  * MPFR row by row: the way out must give the same bits, and be taken. */
+/* An exact cancellation a·b + s = 0 in every mode, every accumulator and
+ * with fp64, fp32 and bf16 tensors (docs/numerics.md §2.3): the zero is -0
+ * under rd and +0 otherwise, fused or not.  Random inputs with 52-bit
+ * mantissas never cancel exactly, so this is worked by hand: row r is
+ * a = (-(y·z), y), b = (1, z) with short mantissas, so y·z is exact. */
+static void test_exact_cancellation(void **state)
+{
+    (void)state;
+    static const char *const modes[] = {"rne", "rna", "rz", "ru", "rd"};
+    static const char *const accs[] = {"fp64", "fp32", "bf16"};
+    const nx_fmt tens[] = {NX_FP64, NX_FP32, NX_BF16};
+    const double ys[3] = {0x1.8p3, -0x1.4p-7, 0x1.cp40}, zs[3] = {0x1.2p-2, 0x1.ep5, -0x1.6p-30};
+    for (int m = 0; m < 5; m++)
+        for (int ac = 0; ac < 3; ac++)
+            for (int fma_on = 0; fma_on < 2; fma_on++)
+                for (int tf = 0; tf < 3; tf++) {
+                    char toml[160];
+                    snprintf(toml, sizeof toml, "{ acc = \"%s\", rounding = \"%s\", fma = %s, tree = \"seq\" }",
+                             accs[ac], modes[m], fma_on ? "true" : "false");
+                    nx_point pt;
+                    nx_err err = {0};
+                    assert_int_equal(pt_from_text(toml, "p", &pt, &err), NX_OK);
+                    nx_program *p;
+                    assert_int_equal(nx_program_build(&pt, 2, 1, &p, &err), NX_OK);
+                    double a[6], b[6], y[3];
+                    for (int r = 0; r < 3; r++) {
+                        a[2 * r] = -(ys[r] * zs[r]);
+                        a[2 * r + 1] = ys[r];
+                        b[2 * r] = 1;
+                        b[2 * r + 1] = zs[r];
+                    }
+                    nx_rows rows = {.rows = 3, .a_fmt = tens[tf], .a = a, .b_fmt = tens[tf], .b = b};
+                    double want = m == 4 ? -0.0 : 0.0;
+                    for (int e = 0; e < 2; e++) {
+                        assert_int_equal(e ? nx_fast_reduce(p, &rows, y, 1, &err) : nx_mpfr_reduce(p, &rows, y, 1, &err),
+                                         NX_OK);
+                        for (int r = 0; r < 3; r++)
+                            assert_double_bits_eq_ctx(y[r], want, toml);
+                    }
+                    nx_program_free(p);
+                    nx_point_free(&pt);
+                }
+}
+
 static void test_fallback(void **state)
 {
     (void)state;
@@ -404,13 +456,22 @@ static void test_negative_control(void **state)
     for (size_t r = 0; r < rows; r++)
         differ += !tu_same_double(ya[r], yb[r]);
     assert_true(differ > 0);
-    /* and a flipped last bit is seen by the pattern comparison */
+    /* the comparison the tests rest on sees those rows ... */
     cmp_stats cs = {0};
-    uint64_t p0 = 0, p1b = 0;
-    assert_int_equal(enc(NX_BF16, ya[0], &p0), 0);
-    assert_int_equal(nx_encode(NX_BF16, nx_decode(NX_BF16, p0 ^ 1, NULL), &p1b, NULL), NX_OK);
-    assert_true(p0 != p1b);
-    (void)cs;
+    count_mismatches(NX_BF16, yb, ya, rows, &cs, "negative control: rne vs rz (expected)");
+    assert_int_equal(cs.mismatches, differ);
+    /* ... and one flipped last bit, in one row only */
+    double yc[16];
+    memcpy(yc, ya, sizeof yc);
+    uint64_t p0 = 0;
+    assert_int_equal(enc(NX_BF16, ya[5], &p0), 0);
+    yc[5] = nx_decode(NX_BF16, p0 ^ 1, NULL);
+    cmp_stats c1 = {0};
+    count_mismatches(NX_BF16, ya, yc, rows, &c1, "negative control: one flipped bit (expected)");
+    assert_int_equal(c1.mismatches, 1);
+    cmp_stats c0 = {0};
+    count_mismatches(NX_BF16, ya, ya, rows, &c0, "identical");
+    assert_int_equal(c0.mismatches, 0);
     nx_program_free(g1);
     nx_program_free(g2);
     nx_point_free(&p1);
@@ -426,6 +487,7 @@ int main(void)
         cmocka_unit_test(test_negative_control),
         cmocka_unit_test(test_shapes),
         cmocka_unit_test(test_fallback),
+        cmocka_unit_test(test_exact_cancellation),
         cmocka_unit_test(test_random_points),
         cmocka_unit_test(test_random_points_edition3),
     };

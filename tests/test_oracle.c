@@ -31,7 +31,9 @@ static long env_long(const char *name, long dflt)
     return v && *v ? strtol(v, NULL, 10) : dflt;
 }
 
-static void run_cases(long count, uint64_t seed)
+/* engine_fast: the fast engine instead of MPFR, held to the oracle
+ * directly (not only through MPFR). */
+static void run_cases_on(long count, uint64_t seed, int engine_fast)
 {
     rp_seed(seed);
     long fails = 0, compared = 0, both_err = 0, with_c = 0;
@@ -70,7 +72,10 @@ static void run_cases(long count, uint64_t seed)
         double cv = c.has_c ? nx_decode(fc, c.c, NULL) : 0.0;
         nx_rows rows = {.rows = 1, .a_fmt = fa, .a = a, .b_fmt = fb, .b = c.dot ? b : NULL,
                         .c_fmt = fc, .c = c.has_c ? &cv : NULL};
-        assert_int_equal(nx_mpfr_reduce(prog, &rows, &y, 1, &err), NX_OK);
+        if (engine_fast)
+            assert_int_equal(nx_fast_reduce(prog, &rows, &y, 1, &err), NX_OK);
+        else
+            assert_int_equal(nx_mpfr_reduce(prog, &rows, &y, 1, &err), NX_OK);
         uint64_t ebits = 0;
         int erc = nx_encode(prog->out, y, &ebits, &err) != NX_OK;
         if (orc && erc) {
@@ -92,12 +97,18 @@ static void run_cases(long count, uint64_t seed)
         nx_point_free(&pt);
     }
     fprintf(stderr,
-            "oracle vs mpfr: seed %llu, %ld cases bit-identical (%ld of them from a start value c), %ld rejected "
-            "by both, %ld mismatches\n",
-            (unsigned long long)seed, compared, with_c, both_err, fails);
+            "oracle vs %s (edition %d%s): seed %llu, %ld cases bit-identical (%ld of them from a start value c), "
+            "%ld rejected by both, %ld mismatches\n",
+            engine_fast ? "fast" : "mpfr", rp_edition, rp_rare ? ", rare paths" : "", (unsigned long long)seed,
+            compared, with_c, both_err, fails);
     assert_int_equal(fails, 0);
     assert_true(with_c > compared / 5); /* c is drawn for about a third of the cases */
     assert_true(compared > count * 9 / 10);
+}
+
+static void run_cases(long count, uint64_t seed)
+{
+    run_cases_on(count, seed, 0);
 }
 
 static void test_random_points(void **state)
@@ -106,8 +117,19 @@ static void test_random_points(void **state)
     run_cases(env_long("PARITY_CASES", 20000), (uint64_t)env_long("PARITY_SEED", 20261202));
 }
 
+/* The fast engine against the oracle directly, on its own seed, with half
+ * the terms from the rare paths (exact cancellation under every mode, fp64
+ * FMA included; subnormal rows). */
+static void test_fast_rare_paths(void **state)
+{
+    (void)state;
+    rp_rare = 1;
+    run_cases_on(env_long("PARITY_CASES", 20000), (uint64_t)env_long("PARITY_SEED", 20261205), 1);
+    rp_rare = 0;
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_random_points)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_random_points), cmocka_unit_test(test_fast_rare_paths)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
