@@ -22,6 +22,7 @@ static const char usage[] =
     "  registry   lint, list, show and compare the family registry (kernels/)\n"
     "  gen        generate the inputs of a family point (seeded, identical on every class)\n"
     "  ref        evaluate the exact reference of a family point on an input file\n"
+    "  ttbp       time to bit parity of a class or model, from the campaign ledger\n"
     "\n"
     "Run `parity <command> --help` for the options of a command.\n"
     "\n"
@@ -68,6 +69,8 @@ int main(int argc, char **argv)
         return cmd_gen(argc - 1, argv + 1);
     if (!strcmp(cmd, "ref"))
         return cmd_ref(argc - 1, argv + 1);
+    if (!strcmp(cmd, "ttbp"))
+        return cmd_ttbp(argc - 1, argv + 1);
     fprintf(stderr, "parity: unknown command '%s'\n\n%s", cmd, usage);
     return EXIT_INPUT;
 }

@@ -1,0 +1,65 @@
+/* ttbp.h: time to bit parity (docs/ledger.md), read from the ledger.
+ *
+ * The scope is the complete runs of one class (and, given, one --model
+ * label), in order of their start.  t0 is the start of the first.  A
+ * point's record in a run is *at parity* when no Tier 1 check failed and
+ * Tier 2 passed bit-exact ("bits"), or passed within the point's declared
+ * tolerance without being bit-exact ("declared tolerance": the device runs
+ * another, declared point).  A point reaches parity at the first run whose
+ * record is at parity; TTBP is that run's start minus t0.  Every later
+ * record not at parity is a regression (the run that broke it, and the run
+ * that brought it back, if one did).  Overall TTBP is the time at which the
+ * last of the points recorded in scope reached parity. */
+#ifndef PARITY_TTBP_H
+#define PARITY_TTBP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nx_error.h"
+
+typedef struct ttbp_regression {
+    int64_t run, at;           /* the run that broke parity, its start */
+    char why[512];             /* "tier1 fail: determinism", "not bit-exact (tier2 by derived bound)", ... */
+    int64_t back_run, back_at; /* the next run at parity again, 0 when none yet */
+} ttbp_regression;
+
+typedef struct ttbp_point {
+    char id[128];
+    int reached;               /* reached parity in some run */
+    int64_t run, at;           /* the first run at parity, its start */
+    char basis[32];            /* "bits" or "declared tolerance" */
+    int now;                   /* its latest record is at parity */
+    char now_why[512];         /* why not, when !now */
+    int64_t last_run;
+    ttbp_regression *regs;
+    size_t nregs;
+} ttbp_point;
+
+typedef struct ttbp_report {
+    char ledger[1024], class_name[64], model[128];  /* model "" when not given */
+    size_t runs;               /* complete runs in scope */
+    size_t incomplete;         /* incomplete runs in scope, ignored */
+    int64_t first_run, t0, last_at;
+    ttbp_point *pts;
+    size_t npts;
+    size_t reached;            /* points that reached parity */
+    size_t now;                /* points at parity in their latest record */
+    size_t regressed;          /* points with a regression */
+    int64_t overall_at;        /* when every point had reached parity (valid when reached == npts) */
+    int64_t overall_run;
+} ttbp_report;
+
+/* Reads the ledger.  An error (NX_EINVAL) when the class (model) has no
+ * complete run in it. */
+nx_status ttbp_compute(const char *ledger_path, const char *class_name, const char *model, ttbp_report *out,
+                       nx_err *err);
+void ttbp_free(ttbp_report *r);
+/* 1 when every point reached parity and its latest record is at parity. */
+int ttbp_ok(const ttbp_report *r);
+
+/* The report as a plain table and as JSON (malloc'd, NULL when out of memory). */
+char *ttbp_text(const ttbp_report *r);
+char *ttbp_json(const ttbp_report *r);
+
+#endif

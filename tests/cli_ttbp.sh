@@ -1,0 +1,94 @@
+#!/bin/sh
+# cli_ttbp.sh PARITY KERNELS: `parity ttbp` over a ledger built from
+# campaigns with set clocks (PARITY_LEDGER_CLOCK) on copies of the sample
+# registry: a point that reaches parity a day and six hours after the first
+# campaign, a negative control whose declaration is dropped (a regression)
+# and restored, another model's campaign, an incomplete run.  The expected
+# times are worked out by hand from the clocks below.
+set -u
+PARITY=$1
+KERNELS=$2
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+command -v sqlite3 > /dev/null || { echo "needs the sqlite3 shell (Debian package sqlite3)"; exit 1; }
+jq_() { sqlite3 -batch -noheader :memory: "SELECT json_extract(readfile('$1'), '$2')"; }
+L=$T/l.sqlite
+M=$T/reg/cpu/common/KERNEL_FAMILIES.toml
+cp -r "$KERNELS" "$T/reg"
+cp "$M" "$T/good.toml"
+# broken: gemm.splitk declares a tree no cpu kernel realises (skipped, not at parity)
+sed '0,/tree = "split({split_k}, stride({vec}, seq, pairwise), seq)"/s//tree = "split({split_k}, stride({vec}, seq, seq), seq)"/' \
+  "$T/good.toml" > "$T/broken.toml"
+# regressed: gemm.splitk_threads no longer declared a negative control (Tier 1 fails)
+sed 's/params = { split_k = 2, out = "fp32", negative_control = "eager_graphed" }/params = { split_k = 2, out = "fp32" }/' \
+  "$T/good.toml" > "$T/regressed.toml"
+cmp -s "$T/good.toml" "$T/broken.toml" && fail "the broken manifest is not broken"
+cmp -s "$T/good.toml" "$T/regressed.toml" && fail "the regressed manifest is not changed"
+camp() { # CLOCK MANIFEST [options]
+  clock=$1; cp "$2" "$M"; shift 2
+  PARITY_LEDGER_CLOCK=$clock "$PARITY" campaign --class cpu --kernels "$T/reg" --families gemm --ledger "$L" \
+    --quiet "$@" > "$T/camp.out" 2>&1
+}
+camp 2026-01-01T00:00:00Z "$T/broken.toml" || fail "run 1: $(cat "$T/camp.out")"
+camp 2026-01-02T06:00:00Z "$T/good.toml" || fail "run 2"
+camp 2026-01-03T00:00:00Z "$T/regressed.toml"
+[ $? -eq 1 ] || fail "run 3 should fail Tier 1"
+cp "$L" "$T/after3.sqlite"
+camp 2026-01-04T12:00:00Z "$T/good.toml" || fail "run 4"
+camp 2026-01-10T00:00:00Z "$T/good.toml" --model m2 || fail "run 5"
+# an incomplete run before all of them: ignored, counted
+sqlite3 "$L" "INSERT INTO run(uuid, started_utc, started_s, class, shapes, seed, harness_version)
+              VALUES ('x', '2025-12-01T00:00:00Z', 1764547200, 'cpu', 'small', '1', 'parity')"
+
+"$PARITY" ttbp --class cpu --ledger "$L" --json "$T/t.json" > "$T/t.out" 2>&1
+rc=$?
+[ $rc -eq 0 ] || fail "ttbp: exit $rc, want 0 ($(cat "$T/t.out"))"
+grep -q '^first campaign: run 1 at 2026-01-01T00:00:00Z; 5 complete run(s) (1 incomplete run(s) ignored)' "$T/t.out" \
+  || fail "first campaign line: $(cat "$T/t.out")"
+grep -Eq '^gemm.splitk +2026-01-02T06:00:00Z +2 1d 06:00:00 +bits +held$' "$T/t.out" || fail "gemm.splitk line"
+grep -Eq '^gemm.seq +2026-01-01T00:00:00Z +1 00:00:00 +bits +held$' "$T/t.out" || fail "gemm.seq line"
+grep -Eq '^gemm.batch_split +2026-01-01T00:00:00Z +1 00:00:00 +declared tolerance +held$' "$T/t.out" \
+  || fail "gemm.batch_split is not at parity by its declared tolerance"
+grep -Eq '^gemm.splitk_threads +2026-01-01T00:00:00Z +1 00:00:00 +bits +regressed, back$' "$T/t.out" \
+  || fail "gemm.splitk_threads line"
+grep -q '^  gemm.splitk_threads: broken by run 3 at 2026-01-03T00:00:00Z (tier1 fail: eager_graphed); at parity again from run 4 at 2026-01-04T12:00:00Z$' \
+  "$T/t.out" || fail "the regression is not listed with the runs: $(grep -A3 regressions "$T/t.out")"
+grep -q '^overall: all 6 point(s) reached bit parity by run 2 at 2026-01-02T06:00:00Z: TTBP 1d 06:00:00$' "$T/t.out" \
+  || fail "overall line: $(grep overall "$T/t.out")"
+grep -q '^held since: no (1 point(s) regressed' "$T/t.out" || fail "held line"
+# the same in JSON: 1 day 6 hours = 108000 s
+[ "$(jq_ "$T/t.json" '$.overall.ttbp_s')" = 108000 ] || fail "json overall.ttbp_s"
+[ "$(jq_ "$T/t.json" '$.overall.held')" = 0 ] || fail "json overall.held"
+[ "$(jq_ "$T/t.json" '$.points[1].id')" = gemm.splitk ] || fail "json points[1]"
+[ "$(jq_ "$T/t.json" '$.points[1].ttbp_s')" = 108000 ] || fail "json splitk ttbp_s"
+[ "$(jq_ "$T/t.json" '$.points[2].regressions[0].run')" = 3 ] || fail "json regression run"
+[ "$(jq_ "$T/t.json" '$.points[2].regressions[0].back_run')" = 4 ] || fail "json regression back_run"
+[ "$(jq_ "$T/t.json" '$.points[3].parity')" = "declared tolerance" ] || fail "json declared tolerance"
+"$PARITY" ttbp --class cpu --ledger "$L" --json - > "$T/t2.json" || fail "--json -"
+[ "$(jq_ "$T/t2.json" '$.incomplete_runs_ignored')" = 1 ] || fail "json on stdout"
+
+# the model's TTBP: from its own first campaign
+"$PARITY" ttbp --class cpu --model m2 --ledger "$L" > "$T/m.out" 2>&1 || fail "ttbp --model: exit $?"
+grep -q '^first campaign: run 5 at 2026-01-10T00:00:00Z; 1 complete run(s)$' "$T/m.out" || fail "model first campaign: $(cat "$T/m.out")"
+grep -q 'TTBP 00:00:00$' "$T/m.out" || fail "model TTBP"
+grep -q '^held since: yes' "$T/m.out" || fail "model held"
+
+# as of run 3 the regressed point is not at parity: exit 1
+"$PARITY" ttbp --class cpu --ledger "$T/after3.sqlite" > "$T/a.out" 2>&1
+[ $? -eq 1 ] || fail "ttbp with a point not at parity: want exit 1"
+grep -q 'not at parity since' "$T/a.out" || fail "an open regression is not said"
+
+# usage and input errors
+"$PARITY" ttbp --help | grep -q '^usage: parity ttbp' || fail "--help"
+"$PARITY" ttbp --ledger "$L" > /dev/null 2>&1; [ $? -eq 2 ] || fail "no --class: want 2"
+"$PARITY" ttbp --class cpu --ledger "$T/missing.sqlite" > /dev/null 2> "$T/e"; [ $? -eq 2 ] || fail "missing ledger: want 2"
+grep -q 'missing.sqlite' "$T/e" || fail "missing ledger not named"
+[ -e "$T/missing.sqlite" ] && fail "ttbp created a ledger"
+"$PARITY" ttbp --class nosuch --ledger "$L" > /dev/null 2> "$T/e"; [ $? -eq 2 ] || fail "unknown class: want 2"
+grep -q "no complete campaign of class 'nosuch'" "$T/e" || fail "unknown class message: $(cat "$T/e")"
+"$PARITY" ttbp --class cpu --bogus > /dev/null 2>&1; [ $? -eq 2 ] || fail "unknown option: want 2"
+
+[ $fails -eq 0 ] && echo "cli_ttbp: all passed"
+exit $((fails != 0))
