@@ -23,6 +23,8 @@ static const char usage[] =
     "  gen        generate the inputs of a family point (seeded, identical on every class)\n"
     "  ref        evaluate the exact reference of a family point on an input file\n"
     "  ttbp       time to bit parity of a class or model, from the campaign ledger\n"
+    "  gate       the promotion gate: a registry before and after a change, campaign\n"
+    "             against campaign: byte-identical outputs, unchanged gates\n"
     "\n"
     "Run `parity <command> --help` for the options of a command.\n"
     "\n"
@@ -71,6 +73,8 @@ int main(int argc, char **argv)
         return cmd_ref(argc - 1, argv + 1);
     if (!strcmp(cmd, "ttbp"))
         return cmd_ttbp(argc - 1, argv + 1);
+    if (!strcmp(cmd, "gate"))
+        return cmd_gate(argc - 1, argv + 1);
     fprintf(stderr, "parity: unknown command '%s'\n\n%s", cmd, usage);
     return EXIT_INPUT;
 }

@@ -1,0 +1,231 @@
+/* cmd_gate.c: `parity gate`, the promotion rule as a command: the registry
+ * before and after a change, campaign against campaign (parity/ledger/gate.h). */
+#include "cli.h"
+#include "gate.h"
+#include "nx_philox.h"
+#include "refimpl.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const char gate_usage[] =
+    "usage: parity gate --before A --after B --class C [--shapes small|8b-layer]\n"
+    "                   [--families F1,F2,...] [--seed S] [--dist D] [--engine E]\n"
+    "                   [--repeats N] [--threads N] [--traces DIR] [--json FILE]\n"
+    "                   [--no-bench] [--noise-rel R] [--noise-abs S] [--quiet]\n"
+    "\n"
+    "The promotion rule as a command.  A and B are two registry directories (the\n"
+    "registry before a change and after it).  Both sides' campaigns of class C\n"
+    "run here, with the same seed and shapes, for every point that exists on\n"
+    "both, and each such point must be unchanged:\n"
+    "  - its outputs byte-identical (every run the campaign traces: graphed,\n"
+    "    eager, legacy, row variants; inputs aside), unless the point declares a\n"
+    "    nondeterministic (atomic) order, which is said;\n"
+    "  - its gates unchanged: each Tier 1 check's and Tier 2's verdict, Tier 2\n"
+    "    bit-exactness, the declared tolerance, the point hash;\n"
+    "  - its run time not slower beyond the noise band (provisional: the\n"
+    "    campaign's run time of the point, slower when after > before x (1 + R)\n"
+    "    + S; docs/ledger.md).\n"
+    "A kernel id that changed with byte-identical outputs and unchanged gates\n"
+    "passes and is said (\"kernel changed: X -> Y\").  Points only in B are listed\n"
+    "as new and not compared; points only in A are listed as removed and fail.\n"
+    "\n"
+    "options:\n"
+    "  --before A, --after B  the two registries (required)\n"
+    "  --class C        the hardware class (required; must exist on both sides)\n"
+    "  --shapes P       shape preset (default small)\n"
+    "  --families LIST  only these families\n"
+    "  --seed S, --dist D, --engine E, --repeats N, --threads N  as for campaign\n"
+    "  --traces DIR     keep both sides' traces in DIR/before and DIR/after\n"
+    "                   (default: a temporary directory, removed)\n"
+    "  --json FILE      also write the result as JSON\n"
+    "  --no-bench       do not compare run times\n"
+    "  --noise-rel R    relative noise band (default 0.5)\n"
+    "  --noise-abs S    absolute noise band, seconds (default 0.05)\n"
+    "  --quiet          no progress lines\n"
+    "\n"
+    "exit status: 0 the gate passes; 1 it fails (a point not byte-identical, a\n"
+    "gate changed, a point removed, a point slower beyond the band); 2 usage or\n"
+    "input error (a registry that does not load, a class unknown on a side, a\n"
+    "point that is an input error on both sides).\n";
+
+static const dev_backend *backend_for(const char *dir, const char *cls, nx_err *err)
+{
+    reg_registry *reg;
+    if (reg_load(dir, &reg, err) != NX_OK)
+        return NULL;
+    const char *c = cls;
+    const dev_backend *b = NULL;
+    for (int depth = 0; c && depth < 64; depth++) {
+        if (strcmp(c, "cpu") == 0) {
+            b = dev_cpu_backend();
+            break;
+        }
+        const char *p = reg_class_parent(reg, c);
+        if (!p) {
+            if (strncmp(c, "sm", 2) == 0)
+                b = dev_cuda_backend();
+            break;
+        }
+        c = p;
+    }
+    reg_free(reg);
+    if (!b)
+        nx_err_set(err, NX_EINVAL, "class '%s' has no backend in this build (known: cpu, and sm* classes through cuda)",
+                   cls);
+    return b;
+}
+
+static void progress(void *ctx, size_t i, size_t n, const char *id)
+{
+    (void)ctx;
+    fprintf(stderr, "[%zu/%zu] %s\n", i, n, id);
+}
+
+static int parse_double(const char *opt, const char *v, double *out)
+{
+    char *end;
+    errno = 0;
+    double d = strtod(v, &end);
+    if (errno || end == v || *end || !(d >= 0) || d > 1e9) {
+        cli_error("gate", "%s: '%s' is not a number >= 0", opt, v);
+        return -1;
+    }
+    *out = d;
+    return 0;
+}
+
+int cmd_gate(int argc, char **argv)
+{
+    const char *before = NULL, *after = NULL, *cls = NULL, *preset = "small", *fams = NULL, *seed_s = NULL,
+               *dist_s = "normal", *eng_s = NULL, *rep_s = NULL, *thr_s = NULL, *traces = NULL, *json = NULL,
+               *rel_s = NULL, *abs_s = NULL;
+    int bad = 0, quiet = 0, no_bench = 0;
+    for (int i = 1; i < argc && !bad; i++) {
+        if (cli_flag(argv, i, "--help") || cli_flag(argv, i, "-h")) {
+            fputs(gate_usage, stdout);
+            return EXIT_PASS;
+        }
+        if (cli_flag(argv, i, "--quiet") || cli_flag(argv, i, "-q")) {
+            quiet = 1;
+            continue;
+        }
+        if (cli_flag(argv, i, "--no-bench")) {
+            no_bench = 1;
+            continue;
+        }
+        if (cli_opt(argc, argv, &i, "--before", &before, &bad) || cli_opt(argc, argv, &i, "--after", &after, &bad) ||
+            cli_opt(argc, argv, &i, "--class", &cls, &bad) || cli_opt(argc, argv, &i, "--shapes", &preset, &bad) ||
+            cli_opt(argc, argv, &i, "--families", &fams, &bad) || cli_opt(argc, argv, &i, "--seed", &seed_s, &bad) ||
+            cli_opt(argc, argv, &i, "--dist", &dist_s, &bad) || cli_opt(argc, argv, &i, "--engine", &eng_s, &bad) ||
+            cli_opt(argc, argv, &i, "--repeats", &rep_s, &bad) || cli_opt(argc, argv, &i, "--threads", &thr_s, &bad) ||
+            cli_opt(argc, argv, &i, "--traces", &traces, &bad) || cli_opt(argc, argv, &i, "--json", &json, &bad) ||
+            cli_opt(argc, argv, &i, "--noise-rel", &rel_s, &bad) || cli_opt(argc, argv, &i, "--noise-abs", &abs_s, &bad))
+            continue;
+        cli_error("gate", "unknown argument '%s' (see --help)", argv[i]);
+        return EXIT_INPUT;
+    }
+    if (bad)
+        return EXIT_INPUT;
+    if (!before || !after || !cls) {
+        cli_error("gate", "needs --before A --after B --class C (see --help)");
+        return EXIT_INPUT;
+    }
+    struct stat sb;
+    if (stat(before, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        cli_error("gate", "--before: '%s' is not a directory", before);
+        return EXIT_INPUT;
+    }
+    if (stat(after, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        cli_error("gate", "--after: '%s' is not a directory", after);
+        return EXIT_INPUT;
+    }
+    if (!camp_preset_known(preset)) {
+        cli_error("gate", "--shapes: unknown preset '%s' (expected small or 8b-layer)", preset);
+        return EXIT_INPUT;
+    }
+    gate_opts o = {0};
+    o.before = before;
+    o.after = after;
+    o.class_name = cls;
+    o.preset = preset;
+    o.families = fams;
+    o.seed = 1;
+    o.repeats = 3;
+    o.engine = (int)ref_engine_default();
+    o.traces = traces;
+    o.bench = !no_bench;
+    o.noise_rel = GATE_NOISE_REL;
+    o.noise_abs = GATE_NOISE_ABS;
+    if (!quiet)
+        o.progress = progress;
+    long v;
+    if (rep_s) {
+        if ((v = cli_long("gate", "--repeats", rep_s, 2, 1000)) < 0)
+            return EXIT_INPUT;
+        o.repeats = (int)v;
+    }
+    if (thr_s) {
+        if ((v = cli_long("gate", "--threads", thr_s, 1, 4096)) < 0)
+            return EXIT_INPUT;
+        o.threads = (int)v;
+    }
+    if (seed_s) {
+        char *end;
+        errno = 0;
+        o.seed = strtoull(seed_s, &end, 0);
+        if (errno || end == seed_s || *end) {
+            cli_error("gate", "--seed: '%s' is not an unsigned integer", seed_s);
+            return EXIT_INPUT;
+        }
+    }
+    if ((o.dist = nx_dist_from_name(dist_s)) < 0) {
+        cli_error("gate", "--dist: unknown distribution '%s' (expected normal, uniform, int, adversarial)", dist_s);
+        return EXIT_INPUT;
+    }
+    if (eng_s) {
+        int e = ref_engine_from_name(eng_s);
+        if (e < 0 || !ref_engine_available((ref_engine)e)) {
+            cli_error("gate", "--engine: '%s' is not an engine built into this binary", eng_s);
+            return EXIT_INPUT;
+        }
+        o.engine = e;
+    }
+    if ((rel_s && parse_double("--noise-rel", rel_s, &o.noise_rel)) ||
+        (abs_s && parse_double("--noise-abs", abs_s, &o.noise_abs)))
+        return EXIT_INPUT;
+    nx_err err = {0};
+    if (!(o.backend = backend_for(after, cls, &err)))
+        return cli_fail("gate", &err);
+    char why[256] = "";
+    if (!o.backend->available(why, sizeof why)) {
+        cli_error("gate", "class %s: its backend %s cannot run here (%s)", cls, o.backend->name, why);
+        return EXIT_INPUT;
+    }
+    gate_report r;
+    if (gate_run(&o, &r, &err) != NX_OK)
+        return cli_fail("gate", &err);
+    int rc = r.errors ? EXIT_INPUT : (r.failed || r.removed) ? EXIT_PARITY : EXIT_PASS;
+    char *t = gate_text(&o, &r);
+    if (t)
+        fputs(t, stdout);
+    free(t);
+    if (json) {
+        char *j = gate_json(&o, &r);
+        FILE *f = j ? fopen(json, "w") : NULL;
+        if (!f || fputs(j, f) < 0 || fclose(f) != 0) {
+            cli_error("gate", "--json: cannot write '%s'", json);
+            rc = EXIT_INPUT;
+        }
+        free(j);
+    }
+    if (fams && r.n == 0) {
+        cli_error("gate", "--families: no point of class %s belongs to '%s'", cls, fams);
+        rc = EXIT_INPUT;
+    }
+    gate_free(&r);
+    return rc;
+}

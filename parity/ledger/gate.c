@@ -1,0 +1,479 @@
+/* gate.c: the promotion gate (gate.h, docs/ledger.md). */
+#include "gate.h"
+#include "ledger_int.h"
+
+#include <errno.h>
+#include <glob.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "nx_sbuf.h"
+
+int gate_slower(double before, double after, double rel, double abs)
+{
+    return after > before * (1.0 + rel) + abs;
+}
+
+__attribute__((format(printf, 2, 3)))
+static void note(gate_item *it, const char *fmt, ...)
+{
+    char line[3072];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    size_t old = it->notes ? strlen(it->notes) : 0, add = strlen(line);
+    char *p = realloc(it->notes, old + add + 2);
+    if (!p)
+        return;
+    memcpy(p + old, line, add);
+    p[old + add] = '\n';
+    p[old + add + 1] = 0;
+    it->notes = p;
+}
+
+static int in_list(const char *list, const char *item)
+{
+    if (!list)
+        return 1;
+    size_t n = strlen(item);
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, ',');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        if (l == n && strncmp(p, item, n) == 0)
+            return 1;
+        if (!e)
+            break;
+        p = e + 1;
+    }
+    return 0;
+}
+
+static void family_of(const char *id, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s", id);
+    char *dot = strchr(buf, '.');
+    if (dot)
+        *dot = 0;
+}
+
+static int has(char **ids, size_t n, const char *id)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(ids[i], id) == 0)
+            return 1;
+    return 0;
+}
+
+static void free_ids(char **ids, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(ids[i]);
+    free(ids);
+}
+
+static nx_status make_dir(const char *path, nx_err *err)
+{
+    if (mkdir(path, 0777) != 0 && errno != EEXIST)
+        return nx_err_set(err, NX_EIO, "cannot create '%s': %s", path, strerror(errno));
+    return NX_OK;
+}
+
+static void remove_tree(const char *dir)
+{
+    char pat[4096];
+    const char *sub[] = {"before", "after"};
+    for (int s = 0; s < 2; s++) {
+        snprintf(pat, sizeof pat, "%s/%s/*", dir, sub[s]);
+        glob_t g;
+        if (glob(pat, 0, NULL, &g) == 0) {
+            for (size_t i = 0; i < g.gl_pathc; i++)
+                unlink(g.gl_pathv[i]);
+            globfree(&g);
+        }
+        snprintf(pat, sizeof pat, "%s/%s", dir, sub[s]);
+        rmdir(pat);
+    }
+    rmdir(dir);
+}
+
+static const char *mark(const camp_check *c)
+{
+    return c->verdict == CV_PASS ? (c->negative ? "ok(neg)" : "ok") : c->verdict == CV_FAIL ? "FAIL" : "skip";
+}
+
+/* Compares the outputs of every trace of the point on both sides. */
+static void compare_outputs(const char *dir_a, const char *dir_b, const char *cls, const char *id, gate_item *it,
+                            int *differ)
+{
+    char pat[4608];
+    snprintf(pat, sizeof pat, "%s/%s.%s.*.safetensors", dir_a, cls, id);
+    glob_t g;
+    if (glob(pat, 0, NULL, &g) != 0) {
+        note(it, "no traces to compare");
+        *differ = 1;
+        return;
+    }
+    size_t la = strlen(dir_a);
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+        const char *name = g.gl_pathv[i] + la + 1;
+        char pb[4608], tag[256];
+        snprintf(pb, sizeof pb, "%s/%s", dir_b, name);
+        /* CLASS.ID.TAG.safetensors */
+        snprintf(tag, sizeof tag, "%s", name + strlen(cls) + 1 + strlen(id) + 1);
+        char *dot = strrchr(tag, '.');
+        if (dot)
+            *dot = 0;
+        st_file a, b;
+        st_init(&a);
+        st_init(&b);
+        nx_err e1, e2;
+        if (st_read(g.gl_pathv[i], &a, &e1) != NX_OK) {
+            note(it, "outputs: cannot read the before run's trace %s: %s", tag, e1.msg);
+            *differ = 1;
+        } else if (st_read(pb, &b, &e2) != NX_OK) {
+            note(it, "outputs: run %s: not run after the change", tag);
+            *differ = 1;
+        } else {
+            vd_diff d;
+            camp_diff_runs(&a, NULL, 0, &b, NULL, 0, &d);
+            if (!d.same) {
+                char txt[512];
+                vd_diff_text(&d, txt, sizeof txt);
+                note(it, "outputs not byte-identical: run %s: %s", tag, txt);
+                *differ = 1;
+            }
+        }
+        st_free(&a);
+        st_free(&b);
+    }
+    globfree(&g);
+}
+
+static void tol_of(const reg_registry *reg, const char *cls, const char *id, const char *shape, char *buf,
+                   size_t len)
+{
+    fam_spec s = {0};
+    nx_err e;
+    buf[0] = 0;
+    if (reg_resolve(reg, cls, id, shape, &s, &e) == NX_OK)
+        ledger_tolerance_text(&s.tol, buf, len);
+    else
+        snprintf(buf, len, "?");
+    fam_spec_free(&s);
+}
+
+static void short_hash(const char *h, char *buf)
+{
+    if (!*h)
+        h = "none";
+    size_t n = strlen(h) < 12 ? strlen(h) : 12;
+    memcpy(buf, h, n);
+    buf[n] = 0;
+}
+
+static void compare_point(const gate_opts *o, const reg_registry *ra, const reg_registry *rb, const char *id,
+                          camp_cache *ca, camp_cache *cb, const char *dir_a, const char *dir_b, gate_item *it)
+{
+    char fam[128];
+    family_of(id, fam, sizeof fam);
+    const char *shape = camp_preset_shape(o->preset, fam);
+    camp_opts co = {0};
+    co.backend = o->backend;
+    co.repeats = o->repeats;
+    co.threads = o->threads;
+    co.seed = o->seed;
+    co.dist = o->dist;
+    co.engine = o->engine;
+    camp_result a = {0}, b = {0};
+    nx_err e;
+    co.traces = dir_a;
+    co.cache = ca;
+    camp_run_point(ra, o->class_name, id, shape, &co, &a, &e);
+    co.traces = dir_b;
+    co.cache = cb;
+    camp_run_point(rb, o->class_name, id, shape, &co, &b, &e);
+    it->t_before = a.t_run;
+    it->t_after = b.t_run;
+    int fail = 0;
+    if (a.error || b.error) {
+        if (a.error)
+            note(it, "before: input error: %s", a.errmsg);
+        if (b.error)
+            note(it, "after: input error: %s", b.errmsg);
+        it->kind = a.error && b.error ? GATE_ERROR : GATE_FAIL;
+        goto out;
+    }
+    /* a point that declares an atomic order gives other bits at every run:
+     * its outputs and its bit-exactness are not compared */
+    char who[256], *txt = NULL;
+    int parity = 1, nondet;
+    snprintf(who, sizeof who, "%s:%s", o->class_name, id);
+    nondet = reg_compare(rb, who, who, shape, &txt, &parity, &e) == NX_OK && !parity;
+    free(txt);
+    /* the gates */
+    if (strcmp(a.hash, b.hash) != 0) {
+        char ha[16], hb[16];
+        short_hash(a.hash, ha);
+        short_hash(b.hash, hb);
+        note(it, "gate changed: point hash %s -> %s", ha, hb);
+        fail = 1;
+    }
+    for (int c = CK_DETERMINISM; c <= CK_TIER2; c++) {
+        const camp_check *x = &a.checks[c], *y = &b.checks[c];
+        if (x->verdict != y->verdict || x->negative != y->negative) {
+            note(it, "gate changed: %s %s: %s -> %s (after: %s)", c == CK_TIER2 ? "tier2" : "tier1",
+                 camp_check_name(c), mark(x), mark(y), y->detail);
+            fail = 1;
+        }
+    }
+    if (a.checks[CK_TIER2].verdict == CV_PASS && b.checks[CK_TIER2].verdict == CV_PASS) {
+        if (a.bit_exact != b.bit_exact && !nondet) {
+            note(it, "gate changed: tier2: %s -> %s", a.bit_exact ? "bit-exact" : "not bit-exact",
+                 b.bit_exact ? "bit-exact" : "not bit-exact");
+            fail = 1;
+        }
+        if (a.t2.opt.policy != b.t2.opt.policy) {
+            note(it, "gate changed: tier2 judged %s -> %s", a.t2.opt.policy == CMP_BITWISE ? "bit for bit" : "by a tolerance",
+                 b.t2.opt.policy == CMP_BITWISE ? "bit for bit" : "by a tolerance");
+            fail = 1;
+        }
+    }
+    char ta[256], tb[256];
+    tol_of(ra, o->class_name, id, shape, ta, sizeof ta);
+    tol_of(rb, o->class_name, id, shape, tb, sizeof tb);
+    if (strcmp(ta, tb) != 0) {
+        note(it, "gate changed: declared tolerance %s -> %s", *ta ? ta : "none", *tb ? tb : "none");
+        fail = 1;
+    }
+    /* outputs, unless the point declares a nondeterministic order */
+    if (nondet) {
+        note(it, "outputs not compared: the point declares a nondeterministic (atomic) order");
+    } else {
+        int differ = 0;
+        it->outputs_compared = 1;
+        compare_outputs(dir_a, dir_b, o->class_name, id, it, &differ);
+        fail |= differ;
+    }
+    /* kernels: said, not failed */
+    if (strcmp(a.kernel, b.kernel) != 0 || strcmp(a.legacy, b.legacy) != 0) {
+        it->kernel_changed = 1;
+        if (strcmp(a.kernel, b.kernel) != 0)
+            note(it, "kernel changed: %s -> %s%s", *a.kernel ? a.kernel : "none", *b.kernel ? b.kernel : "none",
+                 fail ? "" : " (outputs byte-identical, gates unchanged)");
+        if (strcmp(a.legacy, b.legacy) != 0)
+            note(it, "legacy kernel changed: %s -> %s", *a.legacy ? a.legacy : "none", *b.legacy ? b.legacy : "none");
+    }
+    if (o->bench && gate_slower(a.t_run, b.t_run, o->noise_rel, o->noise_abs)) {
+        note(it, "slower: run time %.4f s -> %.4f s, beyond the noise band (%.0f%% + %.3f s)", a.t_run, b.t_run,
+             100 * o->noise_rel, o->noise_abs);
+        fail = 1;
+    }
+    it->kind = fail ? GATE_FAIL : GATE_SAME;
+out:
+    camp_result_free(&a);
+    camp_result_free(&b);
+}
+
+nx_status gate_run(const gate_opts *o, gate_report *r, nx_err *err)
+{
+    memset(r, 0, sizeof *r);
+    reg_registry *ra = NULL, *rb = NULL;
+    char **ia = NULL, **ib = NULL;
+    size_t na = 0, nb = 0;
+    nx_status st;
+    char tmp[4096] = "", da[4200], db[4200];
+    camp_cache ca = {0}, cb = {0};
+    st_init(&ca.in);
+    st_init(&cb.in);
+    if ((st = reg_load(o->before, &ra, err))) {
+        nx_err_prefix(err, "--before %s", o->before);
+        goto out;
+    }
+    if ((st = reg_load(o->after, &rb, err))) {
+        nx_err_prefix(err, "--after %s", o->after);
+        goto out;
+    }
+    if ((st = reg_list_points(ra, o->class_name, &ia, &na, err))) {
+        nx_err_prefix(err, "--before %s", o->before);
+        goto out;
+    }
+    if ((st = reg_list_points(rb, o->class_name, &ib, &nb, err))) {
+        nx_err_prefix(err, "--after %s", o->after);
+        goto out;
+    }
+    if (o->traces) {
+        snprintf(tmp, sizeof tmp, "%s", o->traces);
+        if ((st = make_dir(tmp, err)))
+            goto out;
+    } else {
+        const char *t = getenv("TMPDIR");
+        snprintf(tmp, sizeof tmp, "%s/parity-gate-XXXXXX", t && *t ? t : "/tmp");
+        if (!mkdtemp(tmp)) {
+            st = nx_err_set(err, NX_EIO, "cannot create a temporary directory %s: %s", tmp, strerror(errno));
+            tmp[0] = 0;
+            goto out;
+        }
+    }
+    snprintf(da, sizeof da, "%s/before", tmp);
+    snprintf(db, sizeof db, "%s/after", tmp);
+    if ((st = make_dir(da, err)) || (st = make_dir(db, err)))
+        goto out;
+    r->items = calloc(na + nb + 1, sizeof *r->items);
+    if (!r->items) {
+        st = nx_err_set(err, NX_ENOMEM, "out of memory");
+        goto out;
+    }
+    size_t todo = 0, done = 0;
+    char fam[128];
+    for (size_t i = 0; i < nb; i++) {
+        family_of(ib[i], fam, sizeof fam);
+        todo += in_list(o->families, fam) && has(ia, na, ib[i]);
+    }
+    /* the points after the change, in its order; then the removed ones */
+    for (size_t i = 0; i < nb; i++) {
+        family_of(ib[i], fam, sizeof fam);
+        if (!in_list(o->families, fam))
+            continue;
+        gate_item *it = &r->items[r->n++];
+        snprintf(it->id, sizeof it->id, "%s", ib[i]);
+        if (!has(ia, na, ib[i])) {
+            it->kind = GATE_NEW;
+            r->added++;
+            continue;
+        }
+        if (o->progress)
+            o->progress(o->ctx, ++done, todo, ib[i]);
+        compare_point(o, ra, rb, ib[i], &ca, &cb, da, db, it);
+        r->compared++;
+        r->failed += it->kind == GATE_FAIL;
+        r->errors += it->kind == GATE_ERROR;
+        r->kernel_changed += it->kernel_changed;
+    }
+    for (size_t i = 0; i < na; i++) {
+        family_of(ia[i], fam, sizeof fam);
+        if (!in_list(o->families, fam) || has(ib, nb, ia[i]))
+            continue;
+        gate_item *it = &r->items[r->n++];
+        snprintf(it->id, sizeof it->id, "%s", ia[i]);
+        it->kind = GATE_REMOVED;
+        r->removed++;
+    }
+out:
+    camp_cache_free(&ca);
+    camp_cache_free(&cb);
+    if (*tmp && !o->traces)
+        remove_tree(tmp);
+    free_ids(ia, na);
+    free_ids(ib, nb);
+    reg_free(ra);
+    reg_free(rb);
+    if (st)
+        gate_free(r);
+    return st;
+}
+
+void gate_free(gate_report *r)
+{
+    for (size_t i = 0; i < r->n; i++)
+        free(r->items[i].notes);
+    free(r->items);
+    memset(r, 0, sizeof *r);
+}
+
+static const char *kind_name(gate_kind k)
+{
+    switch (k) {
+    case GATE_SAME: return "pass";
+    case GATE_FAIL: return "FAIL";
+    case GATE_NEW: return "new";
+    case GATE_REMOVED: return "REMOVED";
+    default: return "input error";
+    }
+}
+
+char *gate_text(const gate_opts *o, const gate_report *r)
+{
+    nx_sbuf b = {0};
+    nx_sbuf_printf(&b, "parity gate: class %s, before %s, after %s, shapes %s, seed %llu\n", o->class_name, o->before,
+                   o->after, o->preset, o->seed);
+    for (size_t i = 0; i < r->n; i++) {
+        const gate_item *it = &r->items[i];
+        const char *what = it->kind == GATE_SAME ? (it->kernel_changed ? "pass (kernel changed)" : "pass")
+                           : it->kind == GATE_NEW ? "new (not compared)"
+                           : it->kind == GATE_REMOVED ? "REMOVED (an existing point the change dropped)"
+                                                       : kind_name(it->kind);
+        nx_sbuf_printf(&b, "%-40s %s\n", it->id, what);
+        for (const char *p = it->notes; p && *p;) {
+            const char *e = strchr(p, '\n');
+            int len = e ? (int)(e - p) : (int)strlen(p);
+            nx_sbuf_printf(&b, "    %.*s\n", len, p);
+            p = e ? e + 1 : p + len;
+        }
+    }
+    nx_sbuf_printf(&b, "\n%zu point(s) compared: %zu passed, %zu failed, %zu input error(s); %zu new, %zu removed; "
+                       "kernel changed at %zu\n",
+                   r->compared, r->compared - r->failed - r->errors, r->failed, r->errors, r->added, r->removed,
+                   r->kernel_changed);
+    if (o->bench)
+        nx_sbuf_printf(&b, "microbenchmarks (provisional): each point's campaign run time, slower when after > "
+                           "before x %.2f + %.3f s\n", 1 + o->noise_rel, o->noise_abs);
+    else
+        nx_sbuf_printf(&b, "microbenchmarks: not compared (--no-bench)\n");
+    int pass = !r->failed && !r->removed && !r->errors;
+    nx_sbuf_printf(&b, "gate: %s\n", pass ? "PASS" : "FAIL");
+    return nx_sbuf_take(&b);
+}
+
+char *gate_json(const gate_opts *o, const gate_report *r)
+{
+    json_t *root = json_object(), *pts = json_array();
+    json_object_set_new(root, "class", json_string(o->class_name));
+    json_object_set_new(root, "before", json_string(o->before));
+    json_object_set_new(root, "after", json_string(o->after));
+    json_object_set_new(root, "shapes", json_string(o->preset));
+    json_object_set_new(root, "seed", json_integer((json_int_t)o->seed));
+    for (size_t i = 0; i < r->n; i++) {
+        const gate_item *it = &r->items[i];
+        json_t *p = json_object(), *notes = json_array();
+        json_object_set_new(p, "id", json_string(it->id));
+        json_object_set_new(p, "result", json_string(it->kind == GATE_SAME ? "pass" : it->kind == GATE_FAIL ? "fail"
+                                                     : it->kind == GATE_NEW ? "new" : it->kind == GATE_REMOVED
+                                                     ? "removed" : "error"));
+        json_object_set_new(p, "kernel_changed", json_boolean(it->kernel_changed));
+        if (it->kind == GATE_SAME || it->kind == GATE_FAIL) {
+            json_object_set_new(p, "outputs_compared", json_boolean(it->outputs_compared));
+            json_object_set_new(p, "run_s_before", json_real(it->t_before));
+            json_object_set_new(p, "run_s_after", json_real(it->t_after));
+        }
+        for (const char *q = it->notes; q && *q;) {
+            const char *e = strchr(q, '\n');
+            size_t len = e ? (size_t)(e - q) : strlen(q);
+            json_array_append_new(notes, json_stringn(q, len));
+            q = e ? e + 1 : q + len;
+        }
+        json_object_set_new(p, "notes", notes);
+        json_array_append_new(pts, p);
+    }
+    json_object_set_new(root, "points", pts);
+    json_object_set_new(root, "compared", json_integer((json_int_t)r->compared));
+    json_object_set_new(root, "failed", json_integer((json_int_t)r->failed));
+    json_object_set_new(root, "new", json_integer((json_int_t)r->added));
+    json_object_set_new(root, "removed", json_integer((json_int_t)r->removed));
+    json_object_set_new(root, "kernel_changed", json_integer((json_int_t)r->kernel_changed));
+    json_t *nm = json_object();
+    json_object_set_new(nm, "compared", json_boolean(o->bench));
+    json_object_set_new(nm, "rel", json_real(o->noise_rel));
+    json_object_set_new(nm, "abs_s", json_real(o->noise_abs));
+    json_object_set_new(nm, "provisional", json_true());
+    json_object_set_new(root, "noise_model", nm);
+    json_object_set_new(root, "pass", json_boolean(!r->failed && !r->removed && !r->errors));
+    char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    json_decref(root);
+    return s;
+}

@@ -1,0 +1,70 @@
+/* gate.h: the promotion gate (docs/ledger.md): the registry before a change
+ * and after it, each run as a campaign of one class with the same seed and
+ * shapes, point by point.  A point present on both sides passes when its
+ * outputs are byte-identical (every trace the campaign writes, inputs
+ * aside), no gate changed (each Tier 1 check's and Tier 2's verdict,
+ * bit-exactness, the declared tolerance, the point hash) and its run time
+ * is not slower beyond the noise band.  A kernel id that changed with
+ * identical bits and gates is said, not failed.  Points only after the
+ * change are new (not compared); points only before it are removed (a
+ * failure: the change dropped an existing point). */
+#ifndef PARITY_GATE_H
+#define PARITY_GATE_H
+
+#include <stddef.h>
+
+#include "campaign.h"
+
+typedef struct gate_opts {
+    const char *before, *after;    /* registry directories */
+    const char *class_name;
+    const char *preset;            /* shape preset */
+    const char *families;          /* comma-separated, or NULL: all */
+    unsigned long long seed;
+    int dist, engine, repeats, threads;
+    const dev_backend *backend;
+    const char *traces;            /* keep both sides' traces in TRACES/before and TRACES/after; NULL: a temporary directory */
+    int bench;                     /* compare run times */
+    double noise_rel, noise_abs;   /* the noise band: slower when after > before * (1 + rel) + abs (seconds) */
+    void (*progress)(void *ctx, size_t i, size_t n, const char *id);
+    void *ctx;
+} gate_opts;
+
+#define GATE_NOISE_REL 0.5
+#define GATE_NOISE_ABS 0.05
+
+typedef enum gate_kind {
+    GATE_SAME,      /* compared: passes (notes may say a kernel changed) */
+    GATE_FAIL,      /* compared: a difference that fails the gate */
+    GATE_NEW,       /* only after the change */
+    GATE_REMOVED,   /* only before it (fails) */
+    GATE_ERROR,     /* an input error on both sides */
+} gate_kind;
+
+typedef struct gate_item {
+    char id[128];
+    gate_kind kind;
+    char *notes;            /* lines, each "\n"-terminated: what differs, what changed; malloc'd or NULL */
+    int kernel_changed;
+    int outputs_compared;   /* 0 when the point declares a nondeterministic order (atomic) */
+    double t_before, t_after;
+} gate_item;
+
+typedef struct gate_report {
+    gate_item *items;
+    size_t n;
+    size_t compared, failed, added, removed, errors, kernel_changed;
+} gate_report;
+
+/* Runs the gate.  Returns an error for bad input that stops it altogether
+ * (a registry that does not load, a class unknown on either side). */
+nx_status gate_run(const gate_opts *o, gate_report *out, nx_err *err);
+void gate_free(gate_report *r);
+
+/* The noise model: 1 when after is slower than before beyond the band. */
+int gate_slower(double before, double after, double rel, double abs);
+
+char *gate_text(const gate_opts *o, const gate_report *r);
+char *gate_json(const gate_opts *o, const gate_report *r);
+
+#endif

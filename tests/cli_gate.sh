@@ -1,0 +1,80 @@
+#!/bin/sh
+# cli_gate.sh PARITY KERNELS: `parity gate` on copies of the sample registry:
+# an identical promotion passes; a changed split count fails naming the
+# point; a change of output bits is named by run; a kernel id changed with
+# identical bits passes and says so; an added point is new, a dropped one
+# fails; bad input is exit 2.  Timing bands are wide here (--noise-abs 5):
+# the machine running the tests is shared, and the verdicts under test are
+# the bits and the gates.
+set -u
+PARITY=$1
+KERNELS=$2
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+mf() { echo "$T/$1/cpu/common/KERNEL_FAMILIES.toml"; }
+gate() { "$PARITY" gate --class cpu --quiet --noise-abs 5 "$@"; }
+for d in A same split bits kernel added; do cp -r "$KERNELS" "$T/$d"; done
+
+# an identical promotion passes, every point compared
+gate --before "$T/A" --after "$T/same" --json "$T/same.json" > "$T/o1" 2>&1
+rc=$?
+[ $rc -eq 0 ] || fail "identical registries: exit $rc, want 0 ($(cat "$T/o1"))"
+npts=$("$PARITY" registry list --kernels "$KERNELS" --class cpu 2> /dev/null | grep -cE '^ *[a-z_0-9]+\.[a-z_0-9]+')
+grep -q "^$npts point(s) compared: $npts passed, 0 failed" "$T/o1" || fail "identical: not $npts points passed: $(tail -4 "$T/o1")"
+grep -q '^gate: PASS$' "$T/o1" || fail "identical: no PASS line"
+grep -q 'microbenchmarks (provisional)' "$T/o1" || fail "the noise model is not said"
+if command -v sqlite3 > /dev/null; then
+  [ "$(sqlite3 :memory: "SELECT json_extract(readfile('$T/same.json'), '\$.pass')")" = 1 ] || fail "json pass"
+fi
+
+# a changed split count fails, naming the point
+sed -i '0,/params = { split_k = 4 }/s//params = { split_k = 2 }/' "$(mf split)"
+cmp -s "$(mf A)" "$(mf split)" && fail "the split count was not changed"
+gate --before "$T/A" --after "$T/split" --families gemm > "$T/o2" 2>&1
+rc=$?
+[ $rc -eq 1 ] || fail "changed split count: exit $rc, want 1"
+grep -Eq '^gemm.splitk +FAIL$' "$T/o2" || fail "gemm.splitk is not named as failing: $(cat "$T/o2")"
+grep -q '^    gate changed: point hash ' "$T/o2" || fail "the hash change is not said"
+[ "$(grep -cE '^[a-z_0-9.]+ +FAIL$' "$T/o2")" = 1 ] || fail "other points fail too: $(grep FAIL "$T/o2")"
+
+# other output bits (fp32 output, split 2): named per run
+sed -i '0,/params = { split_k = 4 }/s//params = { split_k = 2, out = "fp32" }/' "$(mf bits)"
+gate --before "$T/A" --after "$T/bits" --families gemm > "$T/o3" 2>&1
+[ $? -eq 1 ] || fail "changed bits: want exit 1"
+grep -q "^    outputs not byte-identical: run graphed-0: output 'y'" "$T/o3" || fail "differing outputs not named: $(cat "$T/o3")"
+
+# only a kernel id changes (gemm.seq runs on cpu_gemm_reversed, which
+# realises the same seq tree; no legacy kernel on either side): passes, said
+sed -i 's/^kernel = "cpu_gemm_seq"$/kernel = "cpu_gemm_reversed"\nparams = { legacy_kernel = "" }/' "$(mf kernel)"
+sed -i '0,/^name = "split_k"$/s//name = "legacy_kernel"\nkind = "runtime"\n\n[[family.param]]\nname = "split_k"/' "$(mf kernel)"
+"$PARITY" registry lint --kernels "$T/kernel" > /dev/null 2>&1 || fail "the kernel-change registry does not lint"
+gate --before "$T/A" --after "$T/kernel" --families gemm > "$T/o4" 2>&1
+rc=$?
+[ $rc -eq 0 ] || fail "kernel id change with identical bits: exit $rc, want 0 ($(cat "$T/o4"))"
+grep -Eq '^gemm.seq +pass \(kernel changed\)$' "$T/o4" || fail "kernel change not on gemm.seq's line"
+grep -q '^    kernel changed: cpu_gemm_seq -> cpu_gemm_reversed (outputs byte-identical, gates unchanged)$' "$T/o4" \
+  || fail "the kernel change is not said: $(cat "$T/o4")"
+grep -q 'kernel changed at 1$' "$T/o4" || fail "kernel change count"
+
+# a point added is new, not compared; dropped, it fails
+printf '\n[[family.point]]\nid = "cr2"\nkernel = "cpu_silu_and_mul"\n[family.point.elementwise]\nsilu = "cr"\n' >> "$(mf added)"
+gate --before "$T/A" --after "$T/added" --families silu_and_mul > "$T/o5" 2>&1
+[ $? -eq 0 ] || fail "added point: want exit 0 ($(cat "$T/o5"))"
+grep -Eq '^silu_and_mul.cr2 +new \(not compared\)$' "$T/o5" || fail "new point not listed: $(cat "$T/o5")"
+gate --before "$T/added" --after "$T/A" --families silu_and_mul > "$T/o6" 2>&1
+[ $? -eq 1 ] || fail "removed point: want exit 1"
+grep -Eq '^silu_and_mul.cr2 +REMOVED' "$T/o6" || fail "removed point not listed"
+
+# usage and input errors
+"$PARITY" gate --help | grep -q '^usage: parity gate' || fail "--help"
+gate --before "$T/A" --class cpu > /dev/null 2>&1; [ $? -eq 2 ] || fail "no --after: want 2"
+gate --before "$T/nosuch" --after "$T/A" > /dev/null 2> "$T/e"; [ $? -eq 2 ] || fail "missing dir: want 2"
+grep -q -- "--before: '$T/nosuch' is not a directory" "$T/e" || fail "missing dir not named: $(cat "$T/e")"
+"$PARITY" gate --before "$T/A" --after "$T/A" --class nosuch > /dev/null 2> "$T/e"; [ $? -eq 2 ] || fail "unknown class: want 2"
+gate --before "$T/A" --after "$T/A" --noise-rel x > /dev/null 2> "$T/e"; [ $? -eq 2 ] || fail "bad --noise-rel: want 2"
+grep -q -- '--noise-rel' "$T/e" || fail "bad --noise-rel not named"
+
+[ $fails -eq 0 ] && echo "cli_gate: all passed"
+exit $((fails != 0))
