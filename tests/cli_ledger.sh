@@ -116,5 +116,26 @@ r=$(q "$C" "SELECT count(*), sum(complete), count(DISTINCT seed) FROM run")
 [ "$(q "$C" 'SELECT count(*) FROM point')" = $((npt * 4)) ] || fail "concurrent points: want $((npt * 4))"
 [ "$(q "$C" 'PRAGMA integrity_check')" = ok ] || fail "integrity after concurrent campaigns"
 
+# --- the campaign's exit lines: promotions since the class's previous campaign
+E=$T/exit.sqlite
+cp -r "$KERNELS" "$T/ex"
+camp_e() { "$PARITY" campaign --class cpu --kernels "$T/ex" --families gemm,rmsnorm --ledger "$E" --quiet "$@"; }
+camp_e > "$T/x1" 2>&1 || fail "exit lines: campaign 1"
+grep -q '^Promoted into the LKB: none (the first recorded campaign of class cpu)$' "$T/x1" || fail "first campaign's promotion line"
+grep -q '^LKB residual delta: not measured yet$' "$T/x1" || fail "no residual line"
+camp_e > "$T/x2" 2>&1 || fail "exit lines: campaign 2"
+grep -q '^Promoted into the LKB: none$' "$T/x2" || fail "an unchanged registry promoted something: $(grep Promoted "$T/x2")"
+sed -i '0,/params = { split_k = 4 }/s//params = { split_k = 2 }/' "$T/ex/cpu/common/KERNEL_FAMILIES.toml"
+camp_e > "$T/x3" 2>&1 || fail "exit lines: campaign 3"
+grep -Eq '^Promoted into the LKB: gemm / splitk / kernel cpu_gemm_splitk / numerics point [0-9a-f]{12} \(was [0-9a-f]{12}\)$' "$T/x3" \
+  || fail "the changed split is not promoted: $(grep Promoted "$T/x3")"
+# a family first run now is new (the earlier campaigns did not record it)
+"$PARITY" campaign --class cpu --kernels "$T/ex" --families silu_and_mul --ledger "$E" --quiet > "$T/x4" 2>&1
+grep -q '^Promoted into the LKB: silu_and_mul / cr / kernel cpu_silu_and_mul / numerics point [0-9a-f]* (new), silu_and_mul / libm' "$T/x4" \
+  || fail "new points not promoted: $(grep Promoted "$T/x4")"
+[ "$(q "$E" "SELECT exit_lines FROM run WHERE id = 3")" = "$(grep -A1 '^Promoted' "$T/x3")" ] || fail "exit lines not stored as printed"
+camp_e --no-ledger > "$T/x5" 2>&1
+grep -q '^Promoted into the LKB: not known (--no-ledger)$' "$T/x5" || fail "--no-ledger promotion line"
+
 [ $fails -eq 0 ] && echo "cli_ledger: all passed"
 exit $((fails != 0))

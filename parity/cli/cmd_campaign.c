@@ -356,8 +356,12 @@ int cmd_campaign(int argc, char **argv)
         cli_error("campaign", "--families: no point of class %s belongs to '%s'", cls, fams);
         rc = EXIT_INPUT;
     }
-    if (lg && ledger_finish(lg, rc, NULL, &err) != NX_OK && cli_fail("campaign", &err) && rc == EXIT_PASS)
+    char *exit_lines = NULL;
+    if (lg && ledger_finish(lg, rc, &exit_lines, &err) != NX_OK && cli_fail("campaign", &err) && rc == EXIT_PASS)
         rc = EXIT_INPUT;
+    fputs(exit_lines ? exit_lines : no_ledger ? "Promoted into the LKB: not known (--no-ledger)\nLKB residual delta: "
+                                                "not measured yet\n" : "", stdout);
+    free(exit_lines);
     for (size_t i = 0; i < n; i++)
         camp_result_free(&res[i]);
     free(res);

@@ -16,6 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "nx_sbuf.h"
+
 #ifndef PARITY_VERSION
 #define PARITY_VERSION "unknown"
 #endif
@@ -644,8 +646,69 @@ out:
     return st;
 }
 
-nx_status ledger_finish(ledger *lg, int exit_status, const char *exit_lines, nx_err *err)
+/* The exit lines: each staged point whose hash differs from the last
+ * complete earlier run of the class that recorded it, or that none did. */
+static nx_status promotions(ledger *lg, char **out, nx_err *err)
 {
+    *out = NULL;
+    nx_sbuf b = {0};
+    sqlite3_stmt *s = NULL;
+    nx_status st = NX_OK;
+    const char *sql =
+        "SELECT (SELECT count(*) FROM main.run r, main.run me WHERE me.id = ?1 AND r.class = me.class"
+        "   AND r.complete = 1 AND r.id <> me.id),"
+        " s.family, s.point, s.kernel, s.hash,"
+        " (SELECT p.hash FROM main.point p JOIN main.run r ON r.id = p.run_id, main.run me"
+        "   WHERE me.id = ?1 AND r.class = me.class AND r.complete = 1 AND r.id <> me.id AND p.id = s.id"
+        "   ORDER BY r.started_s DESC, r.id DESC LIMIT 1) AS prev,"
+        " (SELECT class FROM main.run WHERE id = ?1)"
+        " FROM temp.stage_point s WHERE s.error IS NULL ORDER BY s.seq";
+    if (sqlite3_prepare_v2(lg->db, sql, -1, &s, NULL) != SQLITE_OK)
+        return ledger_sql_error(lg->db, lg->path, "reading the previous campaign", err);
+    sqlite3_bind_int64(s, 1, lg->run_id);
+    int n = 0, first = -1, rc;
+    char cls[64] = "";
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        if (first < 0) {
+            first = sqlite3_column_int(s, 0) == 0;
+            snprintf(cls, sizeof cls, "%s", (const char *)sqlite3_column_text(s, 6));
+        }
+        if (first)
+            continue;
+        const char *fam = (const char *)sqlite3_column_text(s, 1), *pt = (const char *)sqlite3_column_text(s, 2),
+                   *ker = (const char *)sqlite3_column_text(s, 3), *hash = (const char *)sqlite3_column_text(s, 4),
+                   *prev = (const char *)sqlite3_column_text(s, 5);
+        if (prev && hash && strcmp(prev, hash) == 0)
+            continue;
+        nx_sbuf_printf(&b, "%s%s / %s / kernel %s / numerics point %.12s", n++ ? ", " : "Promoted into the LKB: ",
+                       fam ? fam : "?", pt ? pt : "?", ker ? ker : "none", hash ? hash : "none");
+        if (prev)
+            nx_sbuf_printf(&b, " (was %.12s)", prev);
+        else
+            nx_sbuf_printf(&b, " (new)");
+    }
+    if (rc != SQLITE_DONE)
+        st = ledger_sql_error(lg->db, lg->path, "reading the previous campaign", err);
+    sqlite3_finalize(s);
+    if (first == 1)
+        nx_sbuf_printf(&b, "Promoted into the LKB: none (the first recorded campaign of class %s)", cls);
+    else if (!n)
+        nx_sbuf_printf(&b, "Promoted into the LKB: none");
+    nx_sbuf_printf(&b, "\nLKB residual delta: not measured yet\n");
+    char *text = nx_sbuf_take(&b);
+    if (st || !text) {
+        free(text);
+        return st ? st : nx_err_set(err, NX_ENOMEM, "out of memory");
+    }
+    *out = text;
+    return NX_OK;
+}
+
+nx_status ledger_finish(ledger *lg, int exit_status, char **exit_lines_out, nx_err *err)
+{
+    char *exit_lines = NULL;
+    if (exit_lines_out)
+        *exit_lines_out = NULL;
     if (!lg)
         return NX_OK;
     int64_t now;
@@ -655,6 +718,8 @@ nx_status ledger_finish(ledger *lg, int exit_status, const char *exit_lines, nx_
     nx_status st = exec(lg->db, lg->path, "BEGIN IMMEDIATE", err);
     if (st)
         goto out;
+    if ((st = promotions(lg, &exit_lines, err)))
+        goto rollback;
     if ((st = exec(lg->db, lg->path,
                    "INSERT INTO main.point SELECT * FROM temp.stage_point;"
                    "INSERT INTO main.check_result SELECT * FROM temp.stage_check;"
@@ -689,6 +754,10 @@ rollback:
     sqlite3_exec(lg->db, "ROLLBACK", NULL, NULL, NULL);
 out:
     ledger_close(lg);
+    if (!st && exit_lines_out)
+        *exit_lines_out = exit_lines;
+    else
+        free(exit_lines);
     return st;
 }
 

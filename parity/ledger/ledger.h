@@ -46,8 +46,15 @@ nx_status ledger_start(const char *path, const ledger_run_info *info, ledger **o
  * NULL: not recorded). */
 nx_status ledger_point(ledger *lg, const reg_registry *reg, const camp_result *res, nx_err *err);
 /* Writes the staged points and completes the run with the campaign's exit
- * status and exit lines (NULL: none); closes lg in every case. */
-nx_status ledger_finish(ledger *lg, int exit_status, const char *exit_lines, nx_err *err);
+ * status and its exit lines, which *exit_lines receives (malloc'd; NULL
+ * on error) for the campaign to print:
+ *   Promoted into the LKB: FAMILY / POINT / kernel K / numerics point H (new|was H0), ...
+ *   LKB residual delta: not measured yet
+ * A point is promoted when its hash differs from the one the last earlier
+ * complete campaign of the class that recorded it had, or none did ("none"
+ * when none is; the first campaign of a class promotes nothing).  Closes
+ * lg in every case. */
+nx_status ledger_finish(ledger *lg, int exit_status, char **exit_lines, nx_err *err);
 /* Closes without completing (the run stays incomplete). */
 void ledger_close(ledger *lg);
 int64_t ledger_run_id(const ledger *lg);
