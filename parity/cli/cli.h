@@ -41,9 +41,10 @@ int cmd_check(int argc, char **argv);
 int cmd_transcript(int argc, char **argv);
 int cmd_tier3(int argc, char **argv);
 /* The campaign ledger's readers and the gate (parity/ledger/): cmd_ttbp.c,
- * cmd_gate.c. */
+ * cmd_gate.c, cmd_ledger.c. */
 int cmd_ttbp(int argc, char **argv);
 int cmd_gate(int argc, char **argv);
+int cmd_ledger(int argc, char **argv);
 /* `parity check --numerics P --in IN --out Y` (cmd_check_numerics.c). */
 int cmd_check_numerics(int argc, char **argv);
 

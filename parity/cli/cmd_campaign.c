@@ -4,6 +4,7 @@
 #include "cli.h"
 #include "campaign.h"
 #include "ledger.h"
+#include "shard.h"
 #include "nx_philox.h"
 #include "refimpl.h"
 #include "report.h"
@@ -22,6 +23,7 @@ static const char campaign_usage[] =
     "                       [--dist normal|uniform|int|adversarial] [--engine fast|mpfr]\n"
     "                       [--against D [--against-traces DIR]] [--quiet]\n"
     "                       [--model M] [--ledger FILE | --no-ledger] [--kernel-src DIR]\n"
+    "                       [--shard i/N]\n"
     "\n"
     "Runs every family point visible from class C in the registry (default\n"
     "kernels/) on the class's backend and checks it:\n"
@@ -75,6 +77,10 @@ static const char campaign_usage[] =
     "  --kernel-src DIR where the kernels' sources are, for the git commit and\n"
     "                   dirty flag the ledger records (default: the backend's\n"
     "                   sources in this harness's tree)\n"
+    "  --shard i/N      run only shard i of N: the points dealt to N shards,\n"
+    "                   largest expected cost (shape size) first, each to the\n"
+    "                   least loaded; the same split in every process.  Merge\n"
+    "                   the shards' ledgers with `parity ledger merge`\n"
     "\n"
     "exit status: 0 every check passed (a negative control failing as it must,\n"
     "and a declared cross-class difference, are passes); 1 a parity check failed\n"
@@ -138,8 +144,9 @@ int cmd_campaign(int argc, char **argv)
     const char *cls = NULL, *kdir = "kernels", *fams = NULL, *preset = "small", *json = NULL, *junit = NULL,
                *traces = NULL, *rep_s = NULL, *thr_s = NULL, *seed_s = NULL, *dist_s = "normal", *eng_s = NULL,
                *against = NULL, *against_tr = NULL, *ledger_path = "out/ledger.sqlite", *model = NULL,
-               *kernel_src = NULL;
+               *kernel_src = NULL, *shard_s = NULL;
     int bad = 0, quiet = 0, no_ledger = 0;
+    unsigned char *in_shard = NULL;
     for (int i = 1; i < argc && !bad; i++) {
         if (cli_flag(argv, i, "--help") || cli_flag(argv, i, "-h")) {
             fputs(campaign_usage, stdout);
@@ -154,7 +161,8 @@ int cmd_campaign(int argc, char **argv)
             continue;
         }
         if (cli_opt(argc, argv, &i, "--ledger", &ledger_path, &bad) || cli_opt(argc, argv, &i, "--model", &model, &bad) ||
-            cli_opt(argc, argv, &i, "--kernel-src", &kernel_src, &bad))
+            cli_opt(argc, argv, &i, "--kernel-src", &kernel_src, &bad) ||
+            cli_opt(argc, argv, &i, "--shard", &shard_s, &bad))
             continue;
         if (cli_opt(argc, argv, &i, "--class", &cls, &bad) || cli_opt(argc, argv, &i, "--kernels", &kdir, &bad) ||
             cli_opt(argc, argv, &i, "--families", &fams, &bad) || cli_opt(argc, argv, &i, "--shapes", &preset, &bad) ||
@@ -238,6 +246,20 @@ int cmd_campaign(int argc, char **argv)
     o.backend = backend_for(reg, cls);
     char why[256] = "";
     int rc = EXIT_PASS;
+    if (shard_s) {
+        int si, sn;
+        char fam[128];
+        if (shard_parse(shard_s, &si, &sn, &err) != NX_OK || !(in_shard = calloc(nids ? nids : 1, 1))) {
+            rc = in_shard || err.code ? cli_fail("campaign", &err) : EXIT_INTERNAL;
+            goto done;
+        }
+        for (size_t i = 0; i < nids; i++)
+            in_shard[i] = (unsigned char)in_list(fams, family_of(ids[i], fam, sizeof fam));
+        if (shard_select(ids, nids, preset, si, sn, in_shard, &err) != NX_OK) {
+            rc = cli_fail("campaign", &err);
+            goto done;
+        }
+    }
     if (against_tr && !against) {
         cli_error("campaign", "--against-traces needs --against D (see --help)");
         rc = EXIT_INPUT;
@@ -298,7 +320,7 @@ int cmd_campaign(int argc, char **argv)
     ledger *lg = NULL;
     if (!no_ledger) {
         ledger_run_info li = {cls, model, preset, o.seed, dist_s, ref_engine_name((ref_engine)o.engine),
-                              o.backend->name, o.repeats, o.threads, kdir, kernel_src, traces, against, NULL};
+                              o.backend->name, o.repeats, o.threads, kdir, kernel_src, traces, against, shard_s};
         if (ledger_start(ledger_path, &li, &lg, &err) != NX_OK) {
             free(res);
             rc = cli_fail("campaign", &err);
@@ -309,12 +331,12 @@ int cmd_campaign(int argc, char **argv)
     size_t todo = 0;
     for (size_t i = 0; i < nids; i++) {
         char fam[128];
-        todo += in_list(fams, family_of(ids[i], fam, sizeof fam));
+        todo += in_list(fams, family_of(ids[i], fam, sizeof fam)) && (!in_shard || in_shard[i]);
     }
     int input_error = 0;
     for (size_t i = 0; i < nids; i++) {
         char fam[128];
-        if (!in_list(fams, family_of(ids[i], fam, sizeof fam)))
+        if (!in_list(fams, family_of(ids[i], fam, sizeof fam)) || (in_shard && !in_shard[i]))
             continue;
         const char *shape = camp_preset_shape(preset, fam);
         if (!quiet) {
@@ -366,6 +388,7 @@ int cmd_campaign(int argc, char **argv)
         camp_result_free(&res[i]);
     free(res);
 done:
+    free(in_shard);
     camp_cache_free(&cache);
     for (size_t i = 0; i < nids; i++)
         free(ids[i]);

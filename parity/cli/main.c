@@ -25,6 +25,7 @@ static const char usage[] =
     "  ttbp       time to bit parity of a class or model, from the campaign ledger\n"
     "  gate       the promotion gate: a registry before and after a change, campaign\n"
     "             against campaign: byte-identical outputs, unchanged gates\n"
+    "  ledger     merge shard ledgers into one; list a ledger's runs\n"
     "\n"
     "Run `parity <command> --help` for the options of a command.\n"
     "\n"
@@ -75,6 +76,8 @@ int main(int argc, char **argv)
         return cmd_ttbp(argc - 1, argv + 1);
     if (!strcmp(cmd, "gate"))
         return cmd_gate(argc - 1, argv + 1);
+    if (!strcmp(cmd, "ledger"))
+        return cmd_ledger(argc - 1, argv + 1);
     fprintf(stderr, "parity: unknown command '%s'\n\n%s", cmd, usage);
     return EXIT_INPUT;
 }
