@@ -67,11 +67,32 @@ gate --before "$T/added" --after "$T/A" --families silu_and_mul > "$T/o6" 2>&1
 [ $? -eq 1 ] || fail "removed point: want exit 1"
 grep -Eq '^silu_and_mul.cr2 +REMOVED' "$T/o6" || fail "removed point not listed"
 
+# two git revisions of a repository: the registry at each, exported
+if command -v git > /dev/null; then
+  mkdir "$T/repo" && cp -r "$KERNELS" "$T/repo/kernels"
+  g() { git -C "$T/repo" -c user.email=t@t -c user.name=t "$@"; }
+  g init -q && g add kernels && g commit -qm before || fail "git repo"
+  sed -i '0,/params = { split_k = 4 }/s//params = { split_k = 2 }/' "$T/repo/kernels/cpu/common/KERNEL_FAMILIES.toml"
+  g commit -qam after || fail "git commit"
+  (cd "$T/repo" && gate --before HEAD~1 --after HEAD --families gemm) > "$T/o7" 2>&1
+  [ $? -eq 1 ] || fail "git revisions with a changed split: want exit 1 ($(cat "$T/o7"))"
+  grep -Eq '^gemm.splitk +FAIL$' "$T/o7" || fail "git revisions: gemm.splitk not named"
+  grep -q '^parity gate: class cpu, before HEAD~1, after HEAD,' "$T/o7" || fail "the revisions are not named"
+  (cd "$T/repo" && gate --before HEAD~1 --after "$T/A" --families gemm) > "$T/o8" 2>&1
+  [ $? -eq 0 ] || fail "a revision against a directory of the same registry: want 0 ($(cat "$T/o8"))"
+  (cd "$T/repo" && gate --before nosuchrev --after HEAD) > /dev/null 2> "$T/e"
+  [ $? -eq 2 ] || fail "unknown revision: want 2"
+  grep -q "'nosuchrev' is neither a directory nor a git revision" "$T/e" || fail "unknown revision not named"
+  (cd "$T/repo" && gate --before HEAD --after HEAD --registry-path nosuch) > /dev/null 2> "$T/e"
+  [ $? -eq 2 ] || fail "a revision without the registry path: want 2"
+  grep -q "has no 'nosuch' to export" "$T/e" || fail "missing registry path not named: $(cat "$T/e")"
+fi
+
 # usage and input errors
 "$PARITY" gate --help | grep -q '^usage: parity gate' || fail "--help"
 gate --before "$T/A" --class cpu > /dev/null 2>&1; [ $? -eq 2 ] || fail "no --after: want 2"
 gate --before "$T/nosuch" --after "$T/A" > /dev/null 2> "$T/e"; [ $? -eq 2 ] || fail "missing dir: want 2"
-grep -q -- "--before: '$T/nosuch' is not a directory" "$T/e" || fail "missing dir not named: $(cat "$T/e")"
+grep -q -- "--before: '$T/nosuch' is neither a directory nor a git revision" "$T/e" || fail "missing dir not named: $(cat "$T/e")"
 "$PARITY" gate --before "$T/A" --after "$T/A" --class nosuch > /dev/null 2> "$T/e"; [ $? -eq 2 ] || fail "unknown class: want 2"
 gate --before "$T/A" --after "$T/A" --noise-rel x > /dev/null 2> "$T/e"; [ $? -eq 2 ] || fail "bad --noise-rel: want 2"
 grep -q -- '--noise-rel' "$T/e" || fail "bad --noise-rel not named"

@@ -16,9 +16,12 @@ static const char gate_usage[] =
     "                   [--families F1,F2,...] [--seed S] [--dist D] [--engine E]\n"
     "                   [--repeats N] [--threads N] [--traces DIR] [--json FILE]\n"
     "                   [--no-bench] [--noise-rel R] [--noise-abs S] [--quiet]\n"
+    "                   [--registry-path P]\n"
     "\n"
     "The promotion rule as a command.  A and B are two registry directories (the\n"
-    "registry before a change and after it).  Both sides' campaigns of class C\n"
+    "registry before a change and after it), or two git revisions of the\n"
+    "repository at the current directory (its --registry-path, default kernels,\n"
+    "exported with git archive).  Both sides' campaigns of class C\n"
     "run here, with the same seed and shapes, for every point that exists on\n"
     "both, and each such point must be unchanged:\n"
     "  - its outputs byte-identical (every run the campaign traces: graphed,\n"
@@ -34,7 +37,10 @@ static const char gate_usage[] =
     "as new and not compared; points only in A are listed as removed and fail.\n"
     "\n"
     "options:\n"
-    "  --before A, --after B  the two registries (required)\n"
+    "  --before A, --after B  the two registries: directories or git revisions\n"
+    "                   (required)\n"
+    "  --registry-path P  the registry's path inside the repository, for git\n"
+    "                   revisions (default kernels)\n"
     "  --class C        the hardware class (required; must exist on both sides)\n"
     "  --shapes P       shape preset (default small)\n"
     "  --families LIST  only these families\n"
@@ -102,7 +108,7 @@ int cmd_gate(int argc, char **argv)
 {
     const char *before = NULL, *after = NULL, *cls = NULL, *preset = "small", *fams = NULL, *seed_s = NULL,
                *dist_s = "normal", *eng_s = NULL, *rep_s = NULL, *thr_s = NULL, *traces = NULL, *json = NULL,
-               *rel_s = NULL, *abs_s = NULL;
+               *rel_s = NULL, *abs_s = NULL, *reg_path = "kernels";
     int bad = 0, quiet = 0, no_bench = 0;
     for (int i = 1; i < argc && !bad; i++) {
         if (cli_flag(argv, i, "--help") || cli_flag(argv, i, "-h")) {
@@ -123,7 +129,8 @@ int cmd_gate(int argc, char **argv)
             cli_opt(argc, argv, &i, "--dist", &dist_s, &bad) || cli_opt(argc, argv, &i, "--engine", &eng_s, &bad) ||
             cli_opt(argc, argv, &i, "--repeats", &rep_s, &bad) || cli_opt(argc, argv, &i, "--threads", &thr_s, &bad) ||
             cli_opt(argc, argv, &i, "--traces", &traces, &bad) || cli_opt(argc, argv, &i, "--json", &json, &bad) ||
-            cli_opt(argc, argv, &i, "--noise-rel", &rel_s, &bad) || cli_opt(argc, argv, &i, "--noise-abs", &abs_s, &bad))
+            cli_opt(argc, argv, &i, "--noise-rel", &rel_s, &bad) || cli_opt(argc, argv, &i, "--noise-abs", &abs_s, &bad) ||
+            cli_opt(argc, argv, &i, "--registry-path", &reg_path, &bad))
             continue;
         cli_error("gate", "unknown argument '%s' (see --help)", argv[i]);
         return EXIT_INPUT;
@@ -132,15 +139,6 @@ int cmd_gate(int argc, char **argv)
         return EXIT_INPUT;
     if (!before || !after || !cls) {
         cli_error("gate", "needs --before A --after B --class C (see --help)");
-        return EXIT_INPUT;
-    }
-    struct stat sb;
-    if (stat(before, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-        cli_error("gate", "--before: '%s' is not a directory", before);
-        return EXIT_INPUT;
-    }
-    if (stat(after, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-        cli_error("gate", "--after: '%s' is not a directory", after);
         return EXIT_INPUT;
     }
     if (!camp_preset_known(preset)) {
@@ -198,17 +196,41 @@ int cmd_gate(int argc, char **argv)
         (abs_s && parse_double("--noise-abs", abs_s, &o.noise_abs)))
         return EXIT_INPUT;
     nx_err err = {0};
-    if (!(o.backend = backend_for(after, cls, &err)))
-        return cli_fail("gate", &err);
+    char *dir_a = NULL, *tmp_a = NULL, *dir_b = NULL, *tmp_b = NULL;
+    int rc = EXIT_PASS;
+    if (gate_side(before, reg_path, &dir_a, &tmp_a, &err) != NX_OK) {
+        nx_err_prefix(&err, "--before");
+        rc = cli_fail("gate", &err);
+        goto out;
+    }
+    if (gate_side(after, reg_path, &dir_b, &tmp_b, &err) != NX_OK) {
+        nx_err_prefix(&err, "--after");
+        rc = cli_fail("gate", &err);
+        goto out;
+    }
+    o.before = dir_a;
+    o.after = dir_b;
+    if (!(o.backend = backend_for(dir_b, cls, &err))) {
+        rc = cli_fail("gate", &err);
+        goto out;
+    }
     char why[256] = "";
     if (!o.backend->available(why, sizeof why)) {
         cli_error("gate", "class %s: its backend %s cannot run here (%s)", cls, o.backend->name, why);
-        return EXIT_INPUT;
+        rc = EXIT_INPUT;
+        goto out;
     }
     gate_report r;
-    if (gate_run(&o, &r, &err) != NX_OK)
-        return cli_fail("gate", &err);
-    int rc = r.errors ? EXIT_INPUT : (r.failed || r.removed) ? EXIT_PARITY : EXIT_PASS;
+    if (gate_run(&o, &r, &err) != NX_OK) {
+        rc = cli_fail("gate", &err);
+        goto out;
+    }
+    if (tmp_a || tmp_b) {
+        /* name the revisions, not the temporary directories */
+        o.before = before;
+        o.after = after;
+    }
+    rc = r.errors ? EXIT_INPUT : (r.failed || r.removed) ? EXIT_PARITY : EXIT_PASS;
     char *t = gate_text(&o, &r);
     if (t)
         fputs(t, stdout);
@@ -227,5 +249,8 @@ int cmd_gate(int argc, char **argv)
         rc = EXIT_INPUT;
     }
     gate_free(&r);
+out:
+    gate_side_free(dir_a, tmp_a);
+    gate_side_free(dir_b, tmp_b);
     return rc;
 }

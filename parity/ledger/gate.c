@@ -386,6 +386,58 @@ void gate_free(gate_report *r)
     memset(r, 0, sizeof *r);
 }
 
+nx_status gate_side(const char *arg, const char *registry_path, char **dir, char **tmp, nx_err *err)
+{
+    *dir = *tmp = NULL;
+    struct stat sb;
+    if (stat(arg, &sb) == 0) {
+        if (!S_ISDIR(sb.st_mode))
+            return nx_err_set(err, NX_EINVAL, "'%s' is not a directory", arg);
+        if (!(*dir = strdup(arg)))
+            return nx_err_set(err, NX_ENOMEM, "out of memory");
+        return NX_OK;
+    }
+    char rev[512], out[256];
+    snprintf(rev, sizeof rev, "%s^{commit}", arg);
+    char *verify[] = {"git", "rev-parse", "--verify", "-q", rev, NULL};
+    if (arg[0] == '-' || ledger_run_cmd(verify, out, sizeof out) != 0)
+        return nx_err_set(err, NX_EINVAL, "'%s' is neither a directory nor a git revision of the repository here", arg);
+    out[strcspn(out, "\r\n")] = 0;
+    const char *t = getenv("TMPDIR");
+    char tdir[4096];
+    snprintf(tdir, sizeof tdir, "%s/parity-gate-rev-XXXXXX", t && *t ? t : "/tmp");
+    if (!mkdtemp(tdir))
+        return nx_err_set(err, NX_EIO, "cannot create a temporary directory %s: %s", tdir, strerror(errno));
+    char tar[4200], path[8192];
+    snprintf(tar, sizeof tar, "%s/rev.tar", tdir);
+    char *archive[] = {"git", "archive", "--format=tar", "-o", tar, out, "--", (char *)registry_path, NULL};
+    char *untar[] = {"tar", "-xf", tar, "-C", tdir, NULL};
+    if (ledger_run_cmd(archive, NULL, 0) != 0 || ledger_run_cmd(untar, NULL, 0) != 0) {
+        gate_side_free(NULL, strdup(tdir));
+        return nx_err_set(err, NX_EINVAL, "git revision %s (%.12s) has no '%s' to export", arg, out, registry_path);
+    }
+    unlink(tar);
+    snprintf(path, sizeof path, "%s/%s", tdir, registry_path);
+    *dir = strdup(path);
+    *tmp = strdup(tdir);
+    if (!*dir || !*tmp) {
+        gate_side_free(*dir, *tmp);
+        *dir = *tmp = NULL;
+        return nx_err_set(err, NX_ENOMEM, "out of memory");
+    }
+    return NX_OK;
+}
+
+void gate_side_free(char *dir, char *tmp)
+{
+    if (tmp && *tmp) {
+        char *rm[] = {"rm", "-rf", "--", tmp, NULL};
+        ledger_run_cmd(rm, NULL, 0);
+    }
+    free(dir);
+    free(tmp);
+}
+
 static const char *kind_name(gate_kind k)
 {
     switch (k) {

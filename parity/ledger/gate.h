@@ -7,7 +7,8 @@
  * is not slower beyond the noise band.  A kernel id that changed with
  * identical bits and gates is said, not failed.  Points only after the
  * change are new (not compared); points only before it are removed (a
- * failure: the change dropped an existing point). */
+ * failure: the change dropped an existing point).  The two sides may
+ * also be git revisions of the repository (gate_side). */
 #ifndef PARITY_GATE_H
 #define PARITY_GATE_H
 
@@ -63,6 +64,15 @@ void gate_free(gate_report *r);
 
 /* The noise model: 1 when after is slower than before beyond the band. */
 int gate_slower(double before, double after, double rel, double abs);
+
+/* One side of the gate: a directory is used as it is; anything else must
+ * be a git revision of the repository at the current directory, whose
+ * registry_path (a path inside the repository, e.g. "kernels") is exported
+ * with `git archive` into a new temporary directory.  *dir (malloc'd) is
+ * the registry; *tmp (malloc'd, or NULL) the directory gate_side_free
+ * removes. */
+nx_status gate_side(const char *arg, const char *registry_path, char **dir, char **tmp, nx_err *err);
+void gate_side_free(char *dir, char *tmp);
 
 char *gate_text(const gate_opts *o, const gate_report *r);
 char *gate_json(const gate_opts *o, const gate_report *r);

@@ -283,9 +283,7 @@ nx_status ledger_now(int64_t *secs, nx_err *err)
 
 /* --- git -------------------------------------------------------------------------- */
 
-/* Runs argv with stdout captured into buf (stderr discarded); returns the
- * exit status, or -1. */
-static int capture(char *const argv[], char *buf, size_t len)
+int ledger_run_cmd(char *const argv[], char *buf, size_t len)
 {
     int fd[2];
     if (pipe(fd) != 0)
@@ -332,14 +330,14 @@ void ledger_git_state(const char *dir, char *commit, size_t len, int *dirty)
         return;
     char out[8192];
     char *head[] = {"git", "-C", (char *)dir, "rev-parse", "--verify", "-q", "HEAD", NULL};
-    if (capture(head, out, sizeof out) != 0)
+    if (ledger_run_cmd(head, out, sizeof out) != 0)
         return;
     out[strcspn(out, "\r\n")] = 0;
     if (!*out)
         return;
     snprintf(commit, len, "%s", out);
     char *st[] = {"git", "-C", (char *)dir, "status", "--porcelain", "--", ".", NULL};
-    if (capture(st, out, sizeof out) == 0)
+    if (ledger_run_cmd(st, out, sizeof out) == 0)
         *dirty = out[0] != 0;
 }
 

@@ -12,5 +12,9 @@ nx_status ledger_sql_error(sqlite3 *db, const char *path, const char *what, nx_e
 /* A declared tolerance as text ("ulp 2", "rtol 0.0001, atol 0.001"); ""
  * when none is declared. */
 void ledger_tolerance_text(const fam_tolerance *t, char *buf, size_t len);
+/* Runs argv (execvp) with stdout captured into buf (NUL-terminated,
+ * truncated to len; NULL/0: discarded) and stderr discarded; returns the
+ * exit status, or -1 when it could not run or was killed. */
+int ledger_run_cmd(char *const argv[], char *buf, size_t len);
 
 #endif
