@@ -50,6 +50,12 @@ ntr=$(ls "$T"/tr/cpu.gemm.splitk.*.safetensors | wc -l)
 q "$L" "SELECT path FROM trace WHERE point_id = 'gemm.splitk'" | grep -q 'cpu.gemm.splitk.graphed-0.safetensors$' \
   || fail "graphed-0 trace not recorded"
 [ "$(q "$L" "SELECT t_run >= 0 AND t_ref > 0 FROM point WHERE id = 'gemm.splitk'")" = 1 ] || fail "timings"
+# a trace left by an earlier campaign is not recorded for a later one
+touch -d '2000-01-01' "$T/tr/cpu.gemm.splitk.stale.safetensors"
+"$PARITY" campaign --class cpu --kernels "$KERNELS" --families gemm --ledger "$T/tr.sqlite" --traces "$T/tr" --quiet \
+  > /dev/null 2>&1 || fail "campaign with traces"
+[ "$(q "$T/tr.sqlite" "SELECT count(*) FROM trace WHERE path LIKE '%stale%'")" = 0 ] || fail "a stale trace was recorded"
+[ "$(q "$T/tr.sqlite" "SELECT count(*) FROM trace WHERE point_id = 'gemm.splitk'")" = "$ntr" ] || fail "traces of the second run"
 
 # --- git state: a registry in git, clean then dirty; one outside git
 if command -v git > /dev/null; then

@@ -71,6 +71,7 @@ struct ledger {
     char *path;
     int64_t run_id;
     int seq;
+    time_t real_start;   /* the real clock at the start: traces older than it are another run's */
 };
 
 nx_status ledger_sql_error(sqlite3 *db, const char *path, const char *what, nx_err *err)
@@ -515,6 +516,7 @@ nx_status ledger_start(const char *path, const ledger_run_info *info, ledger **o
         goto fail;
     }
     lg->run_id = sqlite3_last_insert_rowid(lg->db);
+    lg->real_start = time(NULL);
     *out = lg;
     return NX_OK;
 fail:
@@ -629,6 +631,10 @@ nx_status ledger_point(ledger *lg, const reg_registry *reg, const camp_result *r
         glob_t g;
         if (glob(pat, 0, NULL, &g) == 0) {
             for (size_t k = 0; k < g.gl_pathc && !st; k++) {
+                struct stat sb;
+                /* a trace left in the directory by an earlier campaign is not this run's */
+                if (stat(g.gl_pathv[k], &sb) != 0 || sb.st_mtime + 1 < lg->real_start)
+                    continue;
                 if (sqlite3_prepare_v2(lg->db, "INSERT OR IGNORE INTO temp.stage_trace(run_id, point_id, path)"
                                        " VALUES (?,?,?)", -1, &s, NULL) != SQLITE_OK ||
                     (sqlite3_bind_int64(s, 1, lg->run_id), bind_text(s, 2, res->id),
