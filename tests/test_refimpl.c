@@ -678,6 +678,8 @@ typedef struct attn_case {
     long B, HQ, HKV, D, P, NP, MAXP, split;
     orc_point qk, ssum, pv, combine;
     const int *lens; /* B context lengths forced into the inputs */
+    const char *out; /* param `out` (NULL: bf16, the default) */
+    int negative;    /* q >= 0 and k <= 0: every score is <= 0 */
 } attn_case;
 
 static void attn_check(const attn_case *c, uint64_t seed)
@@ -694,8 +696,17 @@ static void attn_check(const attn_case *c, uint64_t seed)
     red(&s, "pv", &c->pv);
     if (c->split)
         red(&s, "combine", &c->combine);
+    if (c->out)
+        param(&s, "out", c->out);
     st_file in, out;
     gen(&s, NX_DIST_NORMAL, seed, &in);
+    if (c->negative) { /* sign bits of bf16: q cleared, k set */
+        const st_tensor *tq = T(&in, "q"), *tk = T(&in, "k_cache");
+        for (size_t i = 0; i < tq->nelem; i++)
+            st_put_bits(tq, tq->data, i, B(tq, i) & 0x7fffu);
+        for (size_t i = 0; i < tk->nelem; i++)
+            st_put_bits(tk, tk->data, i, B(tk, i) | 0x8000u);
+    }
     const st_tensor *cl = T(&in, "context_lens");
     for (size_t b = 0; b < (size_t)c->B; b++)
         st_put_bits(cl, cl->data, b, (uint64_t)(uint32_t)c->lens[b]);
@@ -727,6 +738,8 @@ static void attn_check(const attn_case *c, uint64_t seed)
                 tv_bits(&t, c->qk.out ? c->qk.out : "fp32", orc(&c->qk, "bf16", "bf16", qa, kb, D));
                 tv_mul(&sj[j], &scale, &t);
                 tv_f32(&sj[j]);
+                if (c->negative && mpq_sgn(sj[j].q) >= 0)
+                    fail_msg("score %zu of (%zu, %zu) is not negative", j, b, h);
             }
             for (size_t sp = 0; sp < ns; sp++) {
                 size_t j0 = sp * S, len = L_ - j0 < S ? L_ - j0 : S;
@@ -771,7 +784,7 @@ static void attn_check(const attn_case *c, uint64_t seed)
                 }
                 tv_div(&t, &O, &L);
                 tv_f32(&t);
-                want[(b * HQ + h) * D + d] = tv_round(&t, "bf16", "rne", 0);
+                want[(b * HQ + h) * D + d] = tv_round(&t, c->out ? c->out : "bf16", "rne", 0);
             }
         }
     expect(&out, "y", want, (size_t)c->B * HQ * D, c->split ? "split" : "no split");
@@ -792,7 +805,7 @@ static void test_attention_gqa_split(void **state)
     static const int lens[] = {12, 6, 1};
     /* GQA: 4 query heads on 2 KV heads; split 5: 12 -> 5 + 5 + 2, 6 -> 5 + 1, 1 -> 1 */
     attn_case c = {3, 4, 2, 8, 4, 7, 3, 5, P("fp32", "pairwise", NULL), P("fp32", "seq", NULL),
-                   P("fp32", "split(2, seq, seq)", NULL), P("fp32", "seq", NULL), lens};
+                   P("fp32", "split(2, seq, seq)", NULL), P("fp32", "seq", NULL), lens, NULL, 0};
     attn_check(&c, tu_seed(41));
     c.split = 0; /* one split, no combine */
     attn_check(&c, tu_seed(42));
@@ -800,6 +813,115 @@ static void test_attention_gqa_split(void **state)
     c.combine = P("fp32", "reverse(seq)", NULL);
     c.qk = P("fp32", "stride(4, seq, halving)", NULL);
     attn_check(&c, tu_seed(43));
+}
+
+/* Every score negative (q >= 0, k <= 0), fp32 output, odd D and odd
+ * lengths: the running max must start at -inf (per split and in the
+ * combine).  A max started at 0 gives p_j = exp(s_j) and w_c = exp(m_c)
+ * instead: the same ratio on paper, other fp32 bits (and bf16 hides them). */
+static void test_attention_negative_scores(void **state)
+{
+    (void)state;
+    static const int lens[] = {13, 7, 3};
+    /* split 3: 13 -> 3 + 3 + 3 + 3 + 1, 7 -> 3 + 3 + 1, 3 -> 3 */
+    attn_case c = {3, 2, 1, 7, 4, 8, 4, 3, P("fp32", "pairwise", NULL), P("fp32", "seq", NULL),
+                   P("fp32", "seq", NULL), P("fp32", "seq", NULL), lens, "fp32", 1};
+    attn_check(&c, tu_seed(44));
+    c.split = 0; /* one split: only the per-split max */
+    attn_check(&c, tu_seed(45));
+    c.split = 5; /* 13 -> 5 + 5 + 3, 7 -> 5 + 2, 3 -> 3 */
+    c.combine = P("fp32", "pairwise", NULL);
+    c.pv = P("fp32", "pairwise", NULL);
+    attn_check(&c, tu_seed(46));
+}
+
+/* pairwise at odd n (the first half is the larger: ceil(n/2)), with a bf16
+ * accumulator so that every bracketing shows in the fp32 output; and inside
+ * a split whose slices have odd lengths. */
+static void test_gemm_pairwise_odd(void **state)
+{
+    (void)state;
+    static const long ks[] = {3, 5, 7, 11};
+    for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++) {
+        gemm_case c = {"bf16", "fp32", 6, 16, ks[i], 1.0, 0.0, 0, P("bf16", "pairwise", "fp32"), NX_DIST_NORMAL};
+        gemm_check(&c, tu_seed(17 + i), NULL);
+        c.k = P("fp32", "pairwise", "fp32");
+        c.in = "fp16";
+        gemm_check(&c, tu_seed(27 + i), NULL);
+    }
+    /* K = 13: slices of 7 and 6; K = 9: 5 and 4 */
+    gemm_case c = {"bf16", "fp32", 6, 16, 13, 1.0, 0.0, 0, P("bf16", "split(2, pairwise, seq)", "fp32"),
+                   NX_DIST_NORMAL};
+    gemm_check(&c, tu_seed(37), NULL);
+    c.K = 9;
+    c.k = P("bf16", "split(2, seq, seq, align=1)", "fp32");
+    gemm_check(&c, tu_seed(38), NULL);
+}
+
+/* stride whose combinator sees the lane order (seq over 3 lanes, not a
+ * commutative bracketing), lanes of unequal length, bf16 accumulator; the
+ * reversed combinator must give other bits on the same inputs. */
+static void test_gemm_stride_lane_order(void **state)
+{
+    (void)state;
+    gemm_case a = {"bf16", "fp32", 6, 16, 11, 1.0, 0.0, 0, P("bf16", "stride(3, seq, seq)", "fp32"),
+                   NX_DIST_NORMAL};
+    gemm_case b = a;
+    b.k = P("bf16", "stride(3, seq, reverse(seq))", "fp32");
+    st_file ya, yb;
+    gemm_check(&a, tu_seed(39), &ya);
+    gemm_check(&b, tu_seed(39), &yb);
+    assert_true(count_diff(&ya, &yb, "y") > 0);
+    st_free(&ya);
+    st_free(&yb);
+    gemm_case c = {"bf16", "fp32", 6, 16, 13, 1.0, 0.0, 0, P("bf16", "stride(4, seq, seq, block=2)", "fp32"),
+                   NX_DIST_NORMAL};
+    gemm_check(&c, tu_seed(40), NULL);
+    c.k = P("bf16", "stride(3, pairwise, seq)", "fp32");
+    gemm_check(&c, tu_seed(47), NULL);
+}
+
+/* exp near fp32 overflow: every fp32 argument in [88.5, 88.73] is either
+ * correctly rounded (finite) or +inf, exactly as MPFR at 300 bits rounded
+ * once by the oracle says.  The last finite one, hand-worked: e^x < (2 -
+ * 2^-24) 2^127 iff x < 88.72283908187067677...; fp32 0x1.62e42ep+6 =
+ * 88.72283172607421875 has e^x = 1.99998522885698... 2^127, which rounds to
+ * 0x1.ffff08p+127 (0x1ffff08 / 2^24 = 1.99998521804...; the next pattern is
+ * 1.99998527765..., further away), and the next fp32 argument, 0x1.62e430p+6
+ * = 88.72283935546875, is past the boundary: +inf. */
+static void test_exp_near_overflow(void **state)
+{
+    (void)state;
+    ref_math m;
+    ref_math_init(&m);
+    nx_err e = {0};
+    mpfr_t a, t;
+    mpfr_inits2(300, a, t, (mpfr_ptr)0);
+    tv r;
+    tv_init(&r);
+    size_t finite = 0, inf = 0;
+    for (float f = 88.5f; f <= 88.73f; f = nextafterf(f, INFINITY)) {
+        mpfr_set_flt(a, f, MPFR_RNDN);
+        mpfr_exp(t, a, MPFR_RNDN);
+        mpfr_get_q(r.q, t);
+        r.neg0 = 0;
+        uint64_t want = tv_round(&r, "fp32", "rne", 0);
+        double got = ref_f32_exp(&m, (double)f, &e);
+        float gf = (float)got;
+        uint32_t gb;
+        memcpy(&gb, &gf, sizeof gb);
+        if ((double)gf != got || gb != (uint32_t)want)
+            fail_msg("exp(%a): got %a, want fp32 pattern 0x%08llx", (double)f, got, (unsigned long long)want);
+        finite += want != 0x7f800000u;
+        inf += want == 0x7f800000u;
+    }
+    assert_int_equal(e.code, NX_OK);
+    assert_true(finite > 20000 && inf > 900); /* both sides of the boundary were seen */
+    assert_double_bits_eq(ref_f32_exp(&m, 0x1.62e42ep+6, &e), 0x1.ffff08p+127);
+    assert_double_bits_eq(ref_f32_exp(&m, 0x1.62e430p+6, &e), INFINITY);
+    tv_clear(&r);
+    mpfr_clears(a, t, (mpfr_ptr)0);
+    ref_math_clear(&m);
 }
 
 /* --- rmsnorm --------------------------------------------------------------------------- */
@@ -1201,6 +1323,10 @@ int main(void)
         cmocka_unit_test(test_gemv_per_element_vs_per_group),
         cmocka_unit_test(test_moe_combine_order),
         cmocka_unit_test(test_attention_gqa_split),
+        cmocka_unit_test(test_attention_negative_scores),
+        cmocka_unit_test(test_gemm_pairwise_odd),
+        cmocka_unit_test(test_gemm_stride_lane_order),
+        cmocka_unit_test(test_exp_near_overflow),
         cmocka_unit_test(test_rmsnorm_residual),
         cmocka_unit_test(test_silu_and_mul),
         cmocka_unit_test(test_elementwise_cr),
