@@ -45,6 +45,11 @@ static const char campaign_usage[] =
     "  where the points differ, what `registry compare` says differs (a declared\n"
     "  difference, not a failure).\n"
     "\n"
+    "The run is recorded in the campaign ledger (--ledger, docs/ledger.md), and\n"
+    "the campaign ends with two lines: the points promoted into the LKB since\n"
+    "the class's previous recorded campaign (new, or with another hash), and\n"
+    "the LKB residual delta (not measured yet).\n"
+    "\n"
     "Inputs are generated from --seed (counter-based Philox: identical on every\n"
     "class).  Shape presets: small (seconds) and 8b-layer (one decoder layer of an\n"
     "8B-class model: hidden 4096, intermediate 14336, 32/8 heads of dim 128,\n"
@@ -86,8 +91,8 @@ static const char campaign_usage[] =
     "and a declared cross-class difference, are passes); 1 a parity check failed\n"
     "(a Tier 1 or Tier 2 check, or bit parity with --against where it is\n"
     "expected); 2 usage or input error (a bad registry, class, option or\n"
-    "--against trace); a backend that cannot run here (no GPU) is a skip, said\n"
-    "as such, with exit 0.\n";
+    "--against trace, a ledger that cannot be opened or written); a backend\n"
+    "that cannot run here (no GPU) is a skip, said as such, with exit 0.\n";
 
 static int in_list(const char *list, const char *item)
 {
