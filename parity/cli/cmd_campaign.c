@@ -353,8 +353,9 @@ int cmd_campaign(int argc, char **argv)
         camp_run_point(reg, cls, ids[i], shape, &o, &res[n], &perr);
         if (ledger_point(lg, reg, &res[n], &err) != NX_OK) {
             cli_fail("campaign", &err);
-            ledger_close(lg);
+            ledger_close(lg); /* the run stays incomplete; the exit status says so */
             lg = NULL;
+            input_error = 1;
         }
         if (res[n].error)
             input_error = 1;
