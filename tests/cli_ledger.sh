@@ -95,7 +95,7 @@ K=$T/kill.sqlite
   > /dev/null 2>&1 &
 pid=$!
 i=0
-while [ "$(q "$K" "SELECT count(*) FROM run WHERE shapes = '8b-layer'" 2> /dev/null)" != 1 ] && [ $i -lt 300 ]; do
+while [ "$(q "$K" "SELECT count(*) FROM run WHERE shapes = '8b-layer'" 2> /dev/null)" != 1 ] && [ $i -lt 1200 ]; do
   sleep 0.1
   i=$((i + 1))
 done
