@@ -454,26 +454,61 @@ static int odecode(const fmt_t *f, uint64_t bits, oval *x)
 }
 
 /* ------------------------------------------------------------------ */
-/* Tree language (section 4): parser                                   */
+/* Tree language (section 4; third edition, docs/numerics.md §4.2)    */
 /* ------------------------------------------------------------------ */
 
-enum { T_SEQ, T_PAIRWISE, T_HALVING, T_ATOMIC, T_CHAIN, T_REVERSE, T_SPLIT, T_TILE, T_STRIDE };
+enum {
+    T_SEQ, T_PAIRWISE, T_HALVING, T_ATOMIC, T_CHAIN, T_REVERSE, T_SPLIT, T_TILE, T_STRIDE,
+    T_BODY,     /* body(L, T, U[, C | carry]) */
+    T_TILELIST, /* tile([b0, ...], T, C) */
+    T_ORDER,    /* order([p0, ...], T) */
+    T_EXPR      /* expr(B) */
+};
+
+/* a bracketing of expr(B): a leaf index, or (l + r) */
+typedef struct enode {
+    long idx;              /* -1 for a '+' node */
+    struct enode *l, *r;
+} enode;
 
 typedef struct tnode {
     int kind;
-    long n;            /* chain N, split S, tile T0, stride L */
-    long opt;          /* split align A, stride block V (default 1) */
-    struct tnode *t;   /* inner tree (reverse, split, tile, stride) */
-    struct tnode *c;   /* combinator (split, tile, stride) */
-    const fmt_t *fmt;  /* X@FMT, NULL = inherit */
+    long n;            /* chain N, split S, tile P, stride L, body L */
+    long opt;          /* split align A, stride block V (default 1); tile halve A (0 = none) */
+    struct tnode *t;   /* inner tree (reverse, split, tile, stride, body's T, order) */
+    struct tnode *u;   /* body's U */
+    struct tnode *c;   /* combinator (split, tile, stride, body; NULL in a body: seq) */
+    int carry;         /* body(..., carry) */
+    long *list;        /* tile sizes, order permutation */
+    size_t nlist;
+    enode *e;          /* expr's bracketing */
+    size_t k;          /* expr's number of indices */
+    /* subtree settings, X@FMT and X[k=v, ...]; each NULL / -1 = inherit */
+    const fmt_t *fmt;  /* acc */
+    int fma;           /* -1, 0, 1 */
+    int set_prod;      /* 1: product given (prod NULL = exact) */
+    const fmt_t *prod;
+    int mode;          /* -1 or M_* */
 } tnode;
+
+static void efree(enode *e)
+{
+    if (!e)
+        return;
+    efree(e->l);
+    efree(e->r);
+    free(e);
+}
 
 static void tfree(tnode *t)
 {
     if (!t)
         return;
     tfree(t->t);
+    tfree(t->u);
     tfree(t->c);
+    efree(t->e);
+    free(t->list);
     free(t);
 }
 
@@ -542,8 +577,8 @@ static int expect(parser *P, char c)
     return 1;
 }
 
-/* a positive decimal integer (>= 1, < 2^31) */
-static int read_int(parser *P, long *v)
+/* a decimal integer >= lo (lo is 1 for sizes, 0 for indices), < 2^31 */
+static int read_int_min(parser *P, long *v, long lo)
 {
     skip_ws(P);
     long x = 0;
@@ -560,16 +595,91 @@ static int read_int(parser *P, long *v)
         perr(P, "expected an integer");
         return 0;
     }
-    if (x < 1) {
+    if (x < lo) {
         P->pos = start;
-        perr(P, "integer must be at least 1");
+        perr(P, "integer must be at least %ld", lo);
         return 0;
     }
     *v = x;
     return 1;
 }
 
+/* a positive decimal integer (>= 1, < 2^31) */
+static int read_int(parser *P, long *v)
+{
+    return read_int_min(P, v, 1);
+}
+
+/* '[' INT { ',' INT } ']' into a new array; every element >= lo */
+static int read_list(parser *P, long lo, long **list, size_t *len)
+{
+    size_t cap = 4, m = 0;
+    long *v = malloc(cap * sizeof *v);
+    if (!v) {
+        perr(P, "out of memory");
+        return 0;
+    }
+    if (!expect(P, '['))
+        goto fail;
+    for (;;) {
+        if (m == cap) {
+            long *w = realloc(v, 2 * cap * sizeof *v);
+            if (!w) {
+                perr(P, "out of memory");
+                goto fail;
+            }
+            v = w;
+            cap *= 2;
+        }
+        if (!read_int_min(P, &v[m], lo))
+            goto fail;
+        m++;
+        skip_ws(P);
+        if (P->s[P->pos] == ',') {
+            P->pos++;
+            continue;
+        }
+        if (!expect(P, ']'))
+            goto fail;
+        break;
+    }
+    *list = v;
+    *len = m;
+    return 1;
+fail:
+    free(v);
+    return 0;
+}
+
+/* 1 when the next token is the identifier `word` (not a prefix of a longer
+ * name); does not consume it */
+static int peek_word(parser *P, const char *word)
+{
+    skip_ws(P);
+    size_t l = strlen(word);
+    return strncmp(P->s + P->pos, word, l) == 0 && !is_ident_char(P->s[P->pos + l]);
+}
+
 static tnode *parse_tree(parser *P, int depth);
+
+/* ',' KEY '=' INT, when the next token is ',' and key != NULL; 1 if absent */
+static int parse_keyed_int(parser *P, const char *key, long *v)
+{
+    skip_ws(P);
+    if (!key || P->s[P->pos] != ',')
+        return 1;
+    P->pos++;
+    char name[32];
+    size_t at = P->pos;
+    if (!read_ident(P, name, sizeof name))
+        return 0;
+    if (strcmp(name, key) != 0) {
+        P->pos = at;
+        perr(P, "expected '%s='", key);
+        return 0;
+    }
+    return expect(P, '=') && read_int(P, v);
+}
 
 /* '(' INT ',' tree ',' tree [ ',' KEY '=' INT ] ')'; key NULL: no option */
 static int parse_three(parser *P, tnode *n, const char *key, int depth)
@@ -580,20 +690,223 @@ static int parse_three(parser *P, tnode *n, const char *key, int depth)
         return 0;
     if (!(n->c = parse_tree(P, depth + 1)))
         return 0;
+    return parse_keyed_int(P, key, &n->opt) && expect(P, ')');
+}
+
+/* tile '(' ( INT | '[' INT {',' INT} ']' ) ',' tree ',' tree [ ',' 'halve=' INT ] ')'.
+ * halve= goes with a single size only (docs/numerics.md §4 grammar). */
+static int parse_tile(parser *P, tnode *n, int depth)
+{
+    if (!expect(P, '('))
+        return 0;
     skip_ws(P);
-    if (key && P->s[P->pos] == ',') {
-        P->pos++;
-        char name[32];
-        if (!read_ident(P, name, sizeof name))
+    if (P->s[P->pos] == '[') {
+        n->kind = T_TILELIST;
+        if (!read_list(P, 1, &n->list, &n->nlist))
             return 0;
-        if (strcmp(name, key) != 0) {
-            perr(P, "expected '%s='", key);
+    } else if (!read_int(P, &n->n))
+        return 0;
+    if (!expect(P, ',') || !(n->t = parse_tree(P, depth + 1)) || !expect(P, ','))
+        return 0;
+    if (!(n->c = parse_tree(P, depth + 1)))
+        return 0;
+    n->opt = 0;
+    skip_ws(P);
+    if (P->s[P->pos] == ',') {
+        if (n->kind == T_TILELIST) {
+            perr(P, "a tile list takes no further argument");
             return 0;
         }
-        if (!expect(P, '=') || !read_int(P, &n->opt))
+        if (!parse_keyed_int(P, "halve", &n->opt))
             return 0;
     }
     return expect(P, ')');
+}
+
+/* body '(' INT ',' tree ',' tree [ ',' ( tree | 'carry' ) ] ')' */
+static int parse_body(parser *P, tnode *n, int depth)
+{
+    if (!expect(P, '(') || !read_int(P, &n->n) || !expect(P, ','))
+        return 0;
+    if (!(n->t = parse_tree(P, depth + 1)) || !expect(P, ','))
+        return 0;
+    if (!(n->u = parse_tree(P, depth + 1)))
+        return 0;
+    skip_ws(P);
+    if (P->s[P->pos] == ',') {
+        P->pos++;
+        if (peek_word(P, "carry")) {
+            P->pos += strlen("carry");
+            n->carry = 1;
+        } else if (!(n->c = parse_tree(P, depth + 1)))
+            return 0;
+    }
+    return expect(P, ')');
+}
+
+/* order '(' '[' IDX {',' IDX} ']' ',' tree ')'; the list a permutation of 0..k-1 */
+static int parse_order(parser *P, tnode *n, int depth)
+{
+    if (!expect(P, '('))
+        return 0;
+    size_t at = P->pos;
+    if (!read_list(P, 0, &n->list, &n->nlist))
+        return 0;
+    char *seen = calloc(n->nlist, 1);
+    if (!seen) {
+        perr(P, "out of memory");
+        return 0;
+    }
+    int ok = 1;
+    for (size_t i = 0; i < n->nlist && ok; i++) {
+        long v = n->list[i];
+        if (v >= (long)n->nlist || seen[v]) {
+            P->pos = at;
+            perr(P, "order list is not a permutation of 0 ... %zu", n->nlist - 1);
+            ok = 0;
+        } else
+            seen[v] = 1;
+    }
+    free(seen);
+    return ok && expect(P, ',') && (n->t = parse_tree(P, depth + 1)) != NULL && expect(P, ')');
+}
+
+/* brk := IDX | '(' brk '+' brk ')'; *count gets the number of leaves */
+static enode *parse_brk(parser *P, int depth, size_t *count)
+{
+    if (depth > 256) {
+        perr(P, "expr nested too deeply");
+        return NULL;
+    }
+    enode *e = calloc(1, sizeof *e);
+    if (!e) {
+        perr(P, "out of memory");
+        return NULL;
+    }
+    skip_ws(P);
+    if (P->s[P->pos] == '(') {
+        P->pos++;
+        e->idx = -1;
+        if (!(e->l = parse_brk(P, depth + 1, count)) || !expect(P, '+') ||
+            !(e->r = parse_brk(P, depth + 1, count)) || !expect(P, ')')) {
+            efree(e);
+            return NULL;
+        }
+        return e;
+    }
+    if (!read_int_min(P, &e->idx, 0)) {
+        efree(e);
+        return NULL;
+    }
+    (*count)++;
+    return e;
+}
+
+static void brk_mark(const enode *e, char *seen, size_t k, int *ok)
+{
+    if (e->idx < 0) {
+        brk_mark(e->l, seen, k, ok);
+        brk_mark(e->r, seen, k, ok);
+    } else if ((size_t)e->idx >= k || seen[e->idx])
+        *ok = 0;
+    else
+        seen[e->idx] = 1;
+}
+
+/* expr '(' brk ')'; the indices are 0 ... k-1, each once */
+static int parse_expr(parser *P, tnode *n, int depth)
+{
+    if (!expect(P, '('))
+        return 0;
+    size_t at = P->pos;
+    if (!(n->e = parse_brk(P, depth + 1, &n->k)))
+        return 0;
+    char *seen = calloc(n->k, 1);
+    if (!seen) {
+        perr(P, "out of memory");
+        return 0;
+    }
+    int ok = 1;
+    brk_mark(n->e, seen, n->k, &ok);
+    free(seen);
+    if (!ok) {
+        P->pos = at;
+        perr(P, "expr indices are not 0 ... %zu, each once", n->k - 1);
+        return 0;
+    }
+    return expect(P, ')');
+}
+
+/* '[' opt { ',' opt } ']': subtree settings (docs/numerics.md §4.2).  A setting given
+ * twice, acc given also through '@', or an unknown one is malformed. */
+static int parse_settings(parser *P, tnode *n, int acc_by_at)
+{
+    if (!expect(P, '['))
+        return 0;
+    int have_acc = acc_by_at, have_fma = 0, have_prod = 0, have_mode = 0;
+    for (;;) {
+        char key[32], val[32];
+        size_t at;
+        skip_ws(P);
+        at = P->pos;
+        if (!read_ident(P, key, sizeof key))
+            return 0;
+        int *have = !strcmp(key, "acc") ? &have_acc : !strcmp(key, "fma") ? &have_fma
+                  : !strcmp(key, "product") ? &have_prod : !strcmp(key, "rounding") ? &have_mode : NULL;
+        if (!have) {
+            P->pos = at;
+            perr(P, "unknown setting '%s'", key);
+            return 0;
+        }
+        if (*have) {
+            P->pos = at;
+            perr(P, "setting '%s' given twice", key);
+            return 0;
+        }
+        *have = 1;
+        if (!expect(P, '='))
+            return 0;
+        skip_ws(P);
+        at = P->pos;
+        if (!read_ident(P, val, sizeof val))
+            return 0;
+        if (have == &have_acc) {
+            if (!(n->fmt = find_fmt(val))) {
+                P->pos = at;
+                perr(P, "unknown format '%s'", val);
+                return 0;
+            }
+        } else if (have == &have_fma) {
+            if (!strcmp(val, "true"))
+                n->fma = 1;
+            else if (!strcmp(val, "false"))
+                n->fma = 0;
+            else {
+                P->pos = at;
+                perr(P, "fma must be true or false, not '%s'", val);
+                return 0;
+            }
+        } else if (have == &have_prod) {
+            n->set_prod = 1;
+            if (strcmp(val, "exact") != 0 && !(n->prod = find_fmt(val))) {
+                P->pos = at;
+                perr(P, "unknown product format '%s'", val);
+                return 0;
+            }
+        } else {
+            if ((n->mode = find_mode(val)) < 0) {
+                P->pos = at;
+                perr(P, "unknown rounding mode '%s'", val);
+                return 0;
+            }
+        }
+        skip_ws(P);
+        if (P->s[P->pos] == ',') {
+            P->pos++;
+            continue;
+        }
+        return expect(P, ']');
+    }
 }
 
 static tnode *parse_tree(parser *P, int depth)
@@ -603,6 +916,8 @@ static tnode *parse_tree(parser *P, int depth)
         return NULL;
     }
     char name[32];
+    skip_ws(P);
+    size_t at = P->pos;
     if (!read_ident(P, name, sizeof name))
         return NULL;
     tnode *n = calloc(1, sizeof *n);
@@ -611,6 +926,8 @@ static tnode *parse_tree(parser *P, int depth)
         return NULL;
     }
     n->opt = 1;
+    n->fma = -1;
+    n->mode = -1;
     int ok = 1;
     if (strcmp(name, "seq") == 0)
         n->kind = T_SEQ;
@@ -631,12 +948,25 @@ static tnode *parse_tree(parser *P, int depth)
         ok = parse_three(P, n, "align", depth);
     } else if (strcmp(name, "tile") == 0) {
         n->kind = T_TILE;
-        ok = parse_three(P, n, NULL, depth);
+        ok = parse_tile(P, n, depth);
     } else if (strcmp(name, "stride") == 0) {
         n->kind = T_STRIDE;
         ok = parse_three(P, n, "block", depth);
+    } else if (strcmp(name, "body") == 0) {
+        n->kind = T_BODY;
+        ok = parse_body(P, n, depth);
+    } else if (strcmp(name, "order") == 0) {
+        n->kind = T_ORDER;
+        ok = parse_order(P, n, depth);
+    } else if (strcmp(name, "expr") == 0) {
+        n->kind = T_EXPR;
+        ok = parse_expr(P, n, depth);
+    } else if (strcmp(name, "carry") == 0) {
+        P->pos = at;
+        perr(P, "'carry' is allowed only as the last argument of body");
+        ok = 0;
     } else {
-        P->pos -= strlen(name);
+        P->pos = at;
         perr(P, "unknown tree '%s'", name);
         ok = 0;
     }
@@ -645,13 +975,20 @@ static tnode *parse_tree(parser *P, int depth)
         if (P->s[P->pos] == '@') {
             P->pos++;
             char fname[32];
+            skip_ws(P);
+            size_t fat = P->pos;
             ok = read_ident(P, fname, sizeof fname);
             if (ok && !(n->fmt = find_fmt(fname))) {
-                P->pos -= strlen(fname);
+                P->pos = fat;
                 perr(P, "unknown format '%s'", fname);
                 ok = 0;
             }
         }
+    }
+    if (ok) {
+        skip_ws(P);
+        if (P->s[P->pos] == '[')
+            ok = parse_settings(P, n, n->fmt != NULL);
     }
     if (!ok) {
         tfree(n);
@@ -684,20 +1021,28 @@ typedef struct term {
     oval a, b;   /* a product a*b, or the value a */
 } term;
 
+/* Point-wide settings and the atom. */
 typedef struct ctx {
-    int mode;              /* R: the point's rounding */
-    int fma;
-    const fmt_t *prod;     /* NULL: products exact */
     int has_atom;
     int frac_bits;         /* -1: none */
     int term_round;
-    int atom_round;
+    int atom_round;        /* -1: the current mode R */
     const fmt_t *atom_acc; /* NULL: the current format */
     int align_values;      /* 1: every addend aligns by its value (first edition) */
     const fmt_t *opa, *opb; /* the formats a product's operands are members of */
     char *err;
     size_t errlen;
 } ctx;
+
+/* The settings in force at a node (docs/numerics.md §4.2 `X[k=v, ...]`): the current
+ * format F, the mode R, fma and product.  The point gives them at the root;
+ * X@FMT and X[...] change them for everything inside X. */
+typedef struct cur {
+    const fmt_t *F;
+    int mode;
+    int fma;
+    const fmt_t *prod;     /* NULL: products exact */
+} cur;
 
 static int cerr(ctx *C, const char *fmt, ...)
 {
@@ -718,7 +1063,7 @@ static int round_or_err(ctx *C, const fmt_t *f, int mode, const oval *x, oval *r
 }
 
 /* value(t): a value as it is; a product rounded to `product`, else to F */
-static int tvalue(ctx *C, const fmt_t *F, const term *t, oval *v)
+static int tvalue(ctx *C, const cur *S, const term *t, oval *v)
 {
     if (!t->is_prod) {
         ov_set(v, &t->a);
@@ -727,59 +1072,61 @@ static int tvalue(ctx *C, const fmt_t *F, const term *t, oval *v)
     oval p;
     ov_init(&p);
     omul(&t->a, &t->b, &p);
-    int rc = round_or_err(C, C->prod ? C->prod : F, C->mode, &p, v, "product");
+    int rc = round_or_err(C, S->prod ? S->prod : S->F, S->mode, &p, v, "product");
     ov_clear(&p);
     return rc;
 }
 
 /* leaf(t) = round(value(t)) */
-static int leaf(ctx *C, const fmt_t *F, const term *t, oval *r)
+static int leaf(ctx *C, const cur *S, const term *t, oval *r)
 {
     oval v;
     ov_init(&v);
-    int rc = tvalue(C, F, t, &v);
+    int rc = tvalue(C, S, t, &v);
     if (!rc)
-        rc = round_or_err(C, F, C->mode, &v, r, "leaf");
+        rc = round_or_err(C, S->F, S->mode, &v, r, "leaf");
     ov_clear(&v);
     return rc;
 }
 
-/* r = round(x + y) in F */
-static int radd(ctx *C, const fmt_t *F, const oval *x, const oval *y, oval *r)
+/* r = round(x + y) in F, mode R */
+static int radd(ctx *C, const cur *S, const oval *x, const oval *y, oval *r)
 {
     oval s;
     ov_init(&s);
-    oadd(C->mode, x, y, &s);
-    int rc = round_or_err(C, F, C->mode, &s, r, "sum");
+    oadd(S->mode, x, y, &s);
+    int rc = round_or_err(C, S->F, S->mode, &s, r, "sum");
     ov_clear(&s);
     return rc;
 }
 
 /* step(s, t); r may alias s */
-static int step(ctx *C, const fmt_t *F, const oval *s, const term *t, oval *r)
+static int step(ctx *C, const cur *S, const oval *s, const term *t, oval *r)
 {
     oval v, sum;
     ov_init(&v);
     ov_init(&sum);
     int rc = 0;
-    if (C->fma && !C->prod && t->is_prod) {
+    if (S->fma && !S->prod && t->is_prod) {
         omul(&t->a, &t->b, &v);            /* exact product, one rounding */
-        oadd(C->mode, &v, s, &sum);
-        rc = round_or_err(C, F, C->mode, &sum, r, "fma");
+        oadd(S->mode, &v, s, &sum);
+        rc = round_or_err(C, S->F, S->mode, &sum, r, "fma");
     } else {
-        rc = tvalue(C, F, t, &v);
+        rc = tvalue(C, S, t, &v);
         if (!rc)
-            rc = radd(C, F, s, &v, r);
+            rc = radd(C, S, s, &v, r);
     }
     ov_clear(&v);
     ov_clear(&sum);
     return rc;
 }
 
-/* atom(s, group) of section 5, result in the atom's acc (default F) */
-static int atom(ctx *C, const fmt_t *F, const oval *s, const term *const *g, size_t m, oval *r)
+/* atom(s, group) of section 5, result in the atom's acc (default F), with
+ * the atom's round (default the current mode R) */
+static int atom(ctx *C, const cur *S, const oval *s, const term *const *g, size_t m, oval *r)
 {
-    const fmt_t *acc = C->atom_acc ? C->atom_acc : F;
+    const fmt_t *acc = C->atom_acc ? C->atom_acc : S->F;
+    int round_mode = C->atom_round >= 0 ? C->atom_round : S->mode;
     size_t na = m + 1;
     oval *ad = malloc(na * sizeof *ad);
     if (!ad)
@@ -859,7 +1206,7 @@ static int atom(ctx *C, const fmt_t *F, const oval *s, const term *const *g, siz
         mpq_clear(t);
         mpz_clear(z);
     }
-    rc = round_or_err(C, acc, C->atom_round, &sum, r, "atom result");
+    rc = round_or_err(C, acc, round_mode, &sum, r, "atom result");
     ov_clear(&sum);
     for (size_t i = 0; i < na; i++)
         ov_clear(&ad[i]);
@@ -867,12 +1214,12 @@ static int atom(ctx *C, const fmt_t *F, const oval *s, const term *const *g, siz
     return rc;
 }
 
-static int eval(ctx *C, const tnode *node, const fmt_t *F, const term *const *ts, size_t n,
+static int eval(ctx *C, const tnode *node, const cur *S, const term *const *ts, size_t n,
                 const oval *s0, oval *out);
 
 /* reduces already computed values vs[0..k) by the combinator node, from the
  * start value s0 (NULL: none) */
-static int combine(ctx *C, const tnode *node, const fmt_t *F, const oval *vs, size_t k,
+static int combine(ctx *C, const tnode *node, const cur *S, const oval *vs, size_t k,
                    const oval *s0, oval *out)
 {
     term *tm = calloc(k ? k : 1, sizeof *tm);
@@ -889,7 +1236,7 @@ static int combine(ctx *C, const tnode *node, const fmt_t *F, const oval *vs, si
         ov_set(&tm[i].a, &vs[i]);
         pt[i] = &tm[i];
     }
-    int rc = eval(C, node, F, pt, k, s0, out);
+    int rc = eval(C, node, S, pt, k, s0, out);
     for (size_t i = 0; i < k; i++) {
         ov_clear(&tm[i].a);
         ov_clear(&tm[i].b);
@@ -917,66 +1264,128 @@ static void ov_array_free(oval *v, size_t k)
     free(v);
 }
 
-/* The partials of split/tile/stride reduced by the combinator: a seq
- * combinator starts from s0, any other combinator C gives round(C + s0),
- * in the split's format F (a combinator's own @FMT applies inside it). */
-static int combine_from(ctx *C, const tnode *comb, const fmt_t *F, const oval *vs, size_t k,
+/* out = round(v + s0) with the settings S: a tree that does not start from
+ * s0 meets it in one addition ("Reducing from a start value s0", 4.1) */
+static int plus_start(ctx *C, const cur *S, const oval *v, const oval *s0, oval *out)
+{
+    if (!s0) {
+        ov_set(out, v);
+        return 0;
+    }
+    return radd(C, S, v, s0, out);
+}
+
+/* The partials of split/tile/stride/body reduced by the combinator comb
+ * (NULL: a plain seq, body's default): a seq combinator starts from s0, any
+ * other combinator gives round(comb + s0) with the settings S of the node
+ * that owns the combinator (the combinator's own settings apply inside it). */
+static int combine_from(ctx *C, const tnode *comb, const cur *S, const oval *vs, size_t k,
                         const oval *s0, oval *out)
 {
+    static const tnode plain_seq = {.kind = T_SEQ, .opt = 1, .fma = -1, .mode = -1};
+    if (!comb)
+        comb = &plain_seq;
     if (!s0 || comb->kind == T_SEQ)
-        return combine(C, comb, F, vs, k, s0, out);
+        return combine(C, comb, S, vs, k, s0, out);
     oval v;
     ov_init(&v);
-    int rc = combine(C, comb, F, vs, k, NULL, &v);
+    int rc = combine(C, comb, S, vs, k, NULL, &v);
     if (!rc)
-        rc = radd(C, F, &v, s0, out);
+        rc = plus_start(C, S, &v, s0, out);
     ov_clear(&v);
     return rc;
 }
 
-static int eval_pairwise(ctx *C, const fmt_t *F, const term *const *ts, size_t n, oval *out)
+/* Reduces the runs ts[lo[i] .. lo[i] + len[i]) (i < k) each by T from
+ * scratch, then their partials by the combinator from s0: the common part of
+ * tile, tile lists and tile(..., halve=A). */
+static int reduce_tiles(ctx *C, const tnode *node, const cur *S, const term *const *ts,
+                        const size_t *lo, const size_t *len, size_t k, const oval *s0, oval *out)
+{
+    oval *part = ov_array(k);
+    if (!part)
+        return cerr(C, "out of memory");
+    int rc = 0;
+    for (size_t i = 0; i < k && !rc; i++)
+        rc = eval(C, node->t, S, ts + lo[i], len[i], NULL, &part[i]);
+    if (!rc)
+        rc = combine_from(C, node->c, S, part, k, s0, out);
+    ov_array_free(part, k);
+    return rc;
+}
+
+static int eval_pairwise(ctx *C, const cur *S, const term *const *ts, size_t n, oval *out)
 {
     if (n == 0) {
         ov_zero(out, 0);
         return 0;
     }
     if (n == 1)
-        return leaf(C, F, ts[0], out);
+        return leaf(C, S, ts[0], out);
     size_t h = (n + 1) / 2;
     oval x, y;
     ov_init(&x);
     ov_init(&y);
-    int rc = eval_pairwise(C, F, ts, h, &x);
+    int rc = eval_pairwise(C, S, ts, h, &x);
     if (!rc)
-        rc = eval_pairwise(C, F, ts + h, n - h, &y);
+        rc = eval_pairwise(C, S, ts + h, n - h, &y);
     if (!rc)
-        rc = radd(C, F, &x, &y, out);
+        rc = radd(C, S, &x, &y, out);
     ov_clear(&x);
     ov_clear(&y);
     return rc;
 }
 
-/* out = round(v + s0) in F: a tree that does not start from s0 meets it in
- * one addition ("Reducing from a start value s0", section 4.1) */
-static int plus_start(ctx *C, const fmt_t *F, const oval *v, const oval *s0, oval *out)
+/* expr(B) over ts[0..n): *present = 0 when every index under e is >= n
+ * (absent); a '+' with one absent side is the other side's value as it is */
+static int eval_brk(ctx *C, const cur *S, const enode *e, const term *const *ts, size_t n,
+                    oval *out, int *present)
 {
-    if (!s0) {
-        ov_set(out, v);
-        return 0;
+    if (e->idx >= 0) {
+        *present = (size_t)e->idx < n;
+        return *present ? leaf(C, S, ts[e->idx], out) : 0;
     }
-    return radd(C, F, v, s0, out);
+    oval x, y;
+    int px = 0, py = 0;
+    ov_init(&x);
+    ov_init(&y);
+    int rc = eval_brk(C, S, e->l, ts, n, &x, &px);
+    if (!rc)
+        rc = eval_brk(C, S, e->r, ts, n, &y, &py);
+    if (!rc) {
+        *present = px || py;
+        if (px && py)
+            rc = radd(C, S, &x, &y, out);   /* round(x + y), never fused */
+        else if (px)
+            ov_set(out, &x);
+        else if (py)
+            ov_set(out, &y);
+    }
+    ov_clear(&x);
+    ov_clear(&y);
+    return rc;
 }
 
-/* Reduces ts[0..n) by node from the start value s0 (NULL: from scratch).
- * Section 4.1: seq and chain start with s = s0; reverse passes s0 to its
- * tree; split/tile/stride pass it to a seq combinator (the parts are
- * always from scratch); @FMT only changes F; every other tree T gives
- * round(T + s0). */
-static int eval(ctx *C, const tnode *node, const fmt_t *F, const term *const *ts, size_t n,
+/* Reduces ts[0..n) by node from the start value s0 (NULL: from scratch),
+ * with the settings S of the enclosing node.  Section 4.1: seq and chain
+ * start with s = s0; reverse and order pass s0 to their tree on the
+ * reordered terms; split/tile/stride/body pass it to a seq combinator (the
+ * parts are always from scratch); body(..., carry) starts with
+ * round(s0 + T's value) and continues the tail from it; @FMT and [...]
+ * only change the settings; every other tree T gives round(T + s0). */
+static int eval(ctx *C, const tnode *node, const cur *outer, const term *const *ts, size_t n,
                 const oval *s0, oval *out)
 {
+    cur Sv = *outer;  /* X@FMT, X[k=v, ...]: the node's own settings */
     if (node->fmt)
-        F = node->fmt;  /* X@FMT: X's additions in FMT */
+        Sv.F = node->fmt;
+    if (node->fma >= 0)
+        Sv.fma = node->fma;
+    if (node->set_prod)
+        Sv.prod = node->prod;
+    if (node->mode >= 0)
+        Sv.mode = node->mode;
+    const cur *S = &Sv;
     int rc = 0;
     switch (node->kind) {
     case T_SEQ: {
@@ -987,7 +1396,7 @@ static int eval(ctx *C, const tnode *node, const fmt_t *F, const term *const *ts
         else
             ov_zero(&s, 0);
         for (size_t i = 0; i < n && !rc; i++)
-            rc = step(C, F, &s, ts[i], &s);
+            rc = step(C, S, &s, ts[i], &s);
         if (!rc)
             ov_set(out, &s);
         ov_clear(&s);
@@ -998,18 +1407,18 @@ static int eval(ctx *C, const tnode *node, const fmt_t *F, const term *const *ts
         ov_init(&s);
         ov_zero(&s, 0);
         for (size_t i = 0; i < n && !rc; i++)
-            rc = step(C, F, &s, ts[i], &s);
+            rc = step(C, S, &s, ts[i], &s);
         if (!rc)
-            rc = plus_start(C, F, &s, s0, out);
+            rc = plus_start(C, S, &s, s0, out);
         ov_clear(&s);
         return rc;
     }
     case T_PAIRWISE: {
         oval v;
         ov_init(&v);
-        rc = eval_pairwise(C, F, ts, n, &v);
+        rc = eval_pairwise(C, S, ts, n, &v);
         if (!rc)
-            rc = plus_start(C, F, &v, s0, out);
+            rc = plus_start(C, S, &v, s0, out);
         ov_clear(&v);
         return rc;
     }
@@ -1018,7 +1427,7 @@ static int eval(ctx *C, const tnode *node, const fmt_t *F, const term *const *ts
             oval z;
             ov_init(&z);
             ov_zero(&z, 0);
-            rc = plus_start(C, F, &z, s0, out);
+            rc = plus_start(C, S, &z, s0, out);
             ov_clear(&z);
             return rc;
         }
@@ -1030,15 +1439,15 @@ static int eval(ctx *C, const tnode *node, const fmt_t *F, const term *const *ts
             return cerr(C, "out of memory");
         for (size_t j = 0; j < w && !rc; j++) {
             if (j < n)
-                rc = leaf(C, F, ts[j], &v[j]);
+                rc = leaf(C, S, ts[j], &v[j]);
             else
                 ov_zero(&v[j], 0);
         }
         for (size_t o = w / 2; o >= 1 && !rc; o /= 2)
             for (size_t j = 0; j < o && !rc; j++)
-                rc = radd(C, F, &v[j], &v[j + o], &v[j]);
+                rc = radd(C, S, &v[j], &v[j + o], &v[j]);
         if (!rc)
-            rc = plus_start(C, F, &v[0], s0, out);
+            rc = plus_start(C, S, &v[0], s0, out);
         ov_array_free(v, w);
         return rc;
     }
@@ -1048,43 +1457,101 @@ static int eval(ctx *C, const tnode *node, const fmt_t *F, const term *const *ts
             return cerr(C, "out of memory");
         for (size_t i = 0; i < n; i++)
             r[i] = ts[n - 1 - i];
-        rc = eval(C, node->t, F, r, n, s0, out);  /* T from s0 on the reversed terms */
+        rc = eval(C, node->t, S, r, n, s0, out);  /* T from s0 on the reversed terms */
+        free(r);
+        return rc;
+    }
+    case T_ORDER: {
+        /* blocks of k; a full block in the listed order, a last partial one as it is */
+        size_t k = node->nlist;
+        const term **r = malloc((n ? n : 1) * sizeof *r);
+        if (!r)
+            return cerr(C, "out of memory");
+        for (size_t b = 0; b < n; b += k)
+            for (size_t j = 0; j < k && b + j < n; j++)
+                r[b + j] = b + k <= n ? ts[b + (size_t)node->list[j]] : ts[b + j];
+        rc = eval(C, node->t, S, r, n, s0, out);  /* T from s0 on the permuted terms */
         free(r);
         return rc;
     }
     case T_SPLIT: {
-        size_t S = (size_t)node->n, A = (size_t)node->opt;
-        size_t c = (n + S - 1) / S;
+        size_t Sn = (size_t)node->n, A = (size_t)node->opt;
+        size_t c = (n + Sn - 1) / Sn;
         c = (c + A - 1) / A * A;                 /* up to a multiple of A */
-        oval *part = ov_array(S);
+        oval *part = ov_array(Sn);
         if (!part)
             return cerr(C, "out of memory");
-        for (size_t k = 0; k < S && !rc; k++) {
+        for (size_t k = 0; k < Sn && !rc; k++) {
             size_t lo = k * c < n ? k * c : n;   /* k*c cannot overflow: c <= n + A, S < 2^31 */
             size_t hi = (k + 1) * c < n ? (k + 1) * c : n;
             if (hi <= lo)
                 ov_zero(&part[k], 0);            /* an empty slice gives +0 */
             else
-                rc = eval(C, node->t, F, ts + lo, hi - lo, NULL, &part[k]);
+                rc = eval(C, node->t, S, ts + lo, hi - lo, NULL, &part[k]);
         }
         if (!rc)
-            rc = combine_from(C, node->c, F, part, S, s0, out);
-        ov_array_free(part, S);
+            rc = combine_from(C, node->c, S, part, Sn, s0, out);
+        ov_array_free(part, Sn);
         return rc;
     }
-    case T_TILE: {
-        size_t T0 = (size_t)node->n;
-        size_t k = (n + T0 - 1) / T0;
-        oval *part = ov_array(k);
-        if (!part)
+    case T_TILE:
+    case T_TILELIST: {
+        /* the tiles as (start, length) runs; at most n + 1 + the list's length */
+        size_t cap = n + 2 + node->nlist, k = 0, pos = 0;
+        size_t *lo = malloc(cap * sizeof *lo), *len = malloc(cap * sizeof *len);
+        if (!lo || !len) {
+            free(lo);
+            free(len);
             return cerr(C, "out of memory");
-        for (size_t i = 0; i < k && !rc; i++) {
-            size_t lo = i * T0, hi = lo + T0 < n ? lo + T0 : n;
-            rc = eval(C, node->t, F, ts + lo, hi - lo, NULL, &part[i]);
         }
-        if (!rc)
-            rc = combine_from(C, node->c, F, part, k, s0, out);
-        ov_array_free(part, k);
+        if (node->kind == T_TILELIST) {
+            /* the listed sizes, in order, cut at n; the terms past their sum: one more */
+            for (size_t i = 0; i < node->nlist && pos < n; i++) {
+                size_t b = (size_t)node->list[i];
+                lo[k] = pos;
+                len[k] = b < n - pos ? b : n - pos;
+                pos += len[k++];
+            }
+            if (pos < n) {
+                lo[k] = pos;
+                len[k++] = n - pos;
+            }
+        } else if (node->opt == 0) {
+            /* tile(P, T, C): tiles of P, the last one shorter */
+            size_t P = (size_t)node->n;
+            for (; pos < n; pos += P) {
+                lo[k] = pos;
+                len[k++] = P < n - pos ? P : n - pos;
+            }
+        } else {
+            /* tile(P, T, C, halve=A): P while at least 2P remain; then r > P:
+             * ceil(r/2) up to a multiple of A (at most r) and the rest;
+             * 0 < r <= P: one tile of r.  A tile of no terms does not exist. */
+            size_t P = (size_t)node->n, A = (size_t)node->opt;
+            for (; n - pos >= 2 * P; pos += P) {
+                lo[k] = pos;
+                len[k++] = P;
+            }
+            size_t r = n - pos;
+            if (r > P) {
+                size_t h = (r + 1) / 2;
+                h = (h + A - 1) / A * A;
+                if (h > r)
+                    h = r;
+                lo[k] = pos;
+                len[k++] = h;
+                if (r - h > 0) {
+                    lo[k] = pos + h;
+                    len[k++] = r - h;
+                }
+            } else if (r > 0) {
+                lo[k] = pos;
+                len[k++] = r;
+            }
+        }
+        rc = reduce_tiles(C, node, S, ts, lo, len, k, s0, out);
+        free(lo);
+        free(len);
         return rc;
     }
     case T_STRIDE: {
@@ -1105,12 +1572,70 @@ static int eval(ctx *C, const tnode *node, const fmt_t *F, const term *const *ts
             if (m == 0)
                 ov_zero(&part[l], 0);            /* a lane with no terms gives +0 */
             else
-                rc = eval(C, node->t, F, lane, m, NULL, &part[l]);
+                rc = eval(C, node->t, S, lane, m, NULL, &part[l]);
         }
         if (!rc)
-            rc = combine_from(C, node->c, F, part, L, s0, out);
+            rc = combine_from(C, node->c, S, part, L, s0, out);
         ov_array_free(part, L);
         free(lane);
+        return rc;
+    }
+    case T_BODY: {
+        /* m = n - (n mod L): the body ts[0..m) by T, the tail ts[m..n) by U */
+        size_t L = (size_t)node->n, m = n - n % L;
+        if (node->carry) {
+            /* v = T's value (round(s0 + T's value) from s0; s0 itself when the
+             * body is empty); U reduces the tail from v, or from scratch when
+             * there is no v; an empty tail gives v */
+            oval v;
+            ov_init(&v);
+            int have_v = 0;
+            if (m > 0) {
+                rc = eval(C, node->t, S, ts, m, NULL, &v);
+                if (!rc && s0)
+                    rc = radd(C, S, s0, &v, &v);
+                have_v = 1;
+            } else if (s0) {
+                ov_set(&v, s0);
+                have_v = 1;
+            }
+            if (!rc) {
+                if (m == n && have_v)
+                    ov_set(out, &v);
+                else
+                    rc = eval(C, node->u, S, ts + m, n - m, have_v ? &v : NULL, out);
+            }
+            ov_clear(&v);
+            return rc;
+        }
+        /* C (default seq) over the values of the parts that are not empty */
+        oval part[2];
+        size_t k = 0;
+        ov_init(&part[0]);
+        ov_init(&part[1]);
+        if (m > 0)
+            rc = eval(C, node->t, S, ts, m, NULL, &part[k++]);
+        if (!rc && n > m)
+            rc = eval(C, node->u, S, ts + m, n - m, NULL, &part[k++]);
+        if (!rc)
+            rc = combine_from(C, node->c, S, part, k, s0, out);
+        ov_clear(&part[0]);
+        ov_clear(&part[1]);
+        return rc;
+    }
+    case T_EXPR: {
+        if (n > node->k)
+            return cerr(C, "expr over %zu indices given %zu terms (use it inside tile(%zu, ...))",
+                        node->k, n, node->k);
+        oval v;
+        int present = 0;
+        ov_init(&v);
+        rc = eval_brk(C, S, node->e, ts, n, &v, &present);
+        if (!rc && !present)
+            ov_zero(&v, 0);                      /* every index absent: +0 */
+        if (!rc)
+            rc = plus_start(C, S, &v, s0, out);
+        ov_clear(&v);
         return rc;
     }
     case T_CHAIN: {
@@ -1125,7 +1650,7 @@ static int eval(ctx *C, const tnode *node, const fmt_t *F, const term *const *ts
             ov_zero(&s, 0);
         for (size_t lo = 0; lo < n && !rc; lo += N) {
             size_t m = n - lo < N ? n - lo : N;
-            rc = atom(C, F, &s, ts + lo, m, &s);
+            rc = atom(C, S, &s, ts + lo, m, &s);
         }
         if (!rc)
             ov_set(out, &s);
@@ -1247,23 +1772,19 @@ int orc_reduce_c(const orc_point *p, const char *in_fmt, const char *b_fmt,
         return set_err(err, errlen, "fma: must be 0 or 1, got %d", p->fma);
     if (p->saturate != 0 && p->saturate != 1)
         return set_err(err, errlen, "saturate: must be 0 or 1, got %d", p->saturate);
-    atom_round = mode;
+    atom_round = -1;  /* the current mode R, which a subtree may set */
     if (p->has_atom) {
         if (p->atom_frac_bits < -1)
             return set_err(err, errlen, "atom.frac_bits: must be >= 0 (or -1 for none), got %d",
                            p->atom_frac_bits);
         if (opt_mode(p->atom_term_round, M_RZ, &term_round, "atom.term_round", err, errlen) ||
-            opt_mode(p->atom_round, mode, &atom_round, "atom.round", err, errlen) ||
+            opt_mode(p->atom_round, -1, &atom_round, "atom.round", err, errlen) ||
             opt_fmt(p->atom_acc, NULL, &atom_acc, "atom.acc", err, errlen))
             return 1;
     }
     if (!(fa = find_fmt(in_fmt)))
         return set_err(err, errlen, "input format: unknown format '%s'", in_fmt ? in_fmt : "(null)");
     if (opt_fmt(b_fmt, fa, &fb, "b format", err, errlen))
-        return 1;
-
-    tnode *root = parse_text(p->tree ? p->tree : "seq", err, errlen);
-    if (!root)
         return 1;
 
     int align_values = 0;
@@ -1273,8 +1794,13 @@ int orc_reduce_c(const orc_point *p, const char *in_fmt, const char *b_fmt,
         else if (strcmp(p->atom_align, "operands") != 0)
             return set_err(err, errlen, "atom.align: unknown rule '%s'", p->atom_align);
     }
-    ctx C = {mode, p->fma, prod, p->has_atom, p->has_atom ? p->atom_frac_bits : -1,
-             term_round, atom_round, atom_acc, align_values, in ? in : fa, in ? in : fb, err, errlen};
+
+    tnode *root = parse_text(p->tree ? p->tree : "seq", err, errlen);
+    if (!root)
+        return 1;
+    ctx C = {p->has_atom, p->has_atom ? p->atom_frac_bits : -1, term_round, atom_round, atom_acc,
+             align_values, in ? in : fa, in ? in : fb, err, errlen};
+    cur S0 = {acc, mode, p->fma, prod};
 
     term *tm = calloc(n ? n : 1, sizeof *tm);
     const term **pt = calloc(n ? n : 1, sizeof *pt);
@@ -1318,7 +1844,7 @@ int orc_reduce_c(const orc_point *p, const char *in_fmt, const char *b_fmt,
     ov_init(&res);
     ov_init(&fin);
     if (!rc)
-        rc = eval(&C, root, acc, pt, n, c_bits ? &cv : NULL, &res);
+        rc = eval(&C, root, &S0, pt, n, c_bits ? &cv : NULL, &res);
     if (!rc && oround(out, out_mode, p->saturate, &res, &fin))
         rc = set_err(err, errlen, "result is NaN, which has no encoding in format %s", out->name);
     if (!rc && oencode(out, &fin, out_bits))
@@ -1334,4 +1860,354 @@ int orc_reduce_c(const orc_point *p, const char *in_fmt, const char *b_fmt,
     free(pt);
     tfree(root);
     return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Row classes (docs/numerics.md §4.3)                                 */
+/* ------------------------------------------------------------------ */
+
+/* The selector language, by recursive descent.  `live` is 0 on a side that
+ * && / || do not evaluate (and in a syntax check): it is parsed, but
+ * nothing on it is computed, so a division by zero there is no error. */
+typedef struct sel {
+    const char *s;
+    size_t pos;
+    int64_t r, R, M, N;
+    int has_grid;
+    char *err;
+    size_t errlen;
+    int failed;
+} sel;
+
+static void sel_err(sel *X, const char *fmt, ...)
+{
+    if (X->failed)
+        return;
+    X->failed = 1;
+    if (X->err && X->errlen) {
+        char msg[200];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof msg, fmt, ap);
+        va_end(ap);
+        snprintf(X->err, X->errlen, "select \"%s\": %s at column %zu", X->s, msg, X->pos + 1);
+    }
+}
+
+static void sel_ws(sel *X)
+{
+    while (X->s[X->pos] == ' ' || X->s[X->pos] == '\t' || X->s[X->pos] == '\n' || X->s[X->pos] == '\r')
+        X->pos++;
+}
+
+/* consumes the operator op when it comes next (and is not the start of a
+ * longer one listed in `unless`, e.g. '<' in "<=") */
+static int sel_op(sel *X, const char *op, const char *unless)
+{
+    sel_ws(X);
+    size_t l = strlen(op);
+    if (strncmp(X->s + X->pos, op, l) != 0)
+        return 0;
+    if (unless && X->s[X->pos + l] && strchr(unless, X->s[X->pos + l]))
+        return 0;
+    X->pos += l;
+    return 1;
+}
+
+static int64_t sel_or(sel *X, int live);
+
+static int64_t sel_primary(sel *X, int live)
+{
+    sel_ws(X);
+    char ch = X->s[X->pos];
+    if (ch == '(') {
+        X->pos++;
+        int64_t v = sel_or(X, live);
+        sel_ws(X);
+        if (X->s[X->pos] != ')')
+            sel_err(X, "expected ')'");
+        else
+            X->pos++;
+        return v;
+    }
+    if (ch >= '0' && ch <= '9') {
+        int64_t v = 0;
+        while (X->s[X->pos] >= '0' && X->s[X->pos] <= '9') {
+            if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, X->s[X->pos] - '0', &v)) {
+                sel_err(X, "integer too large");
+                return 0;
+            }
+            X->pos++;
+        }
+        return v;
+    }
+    if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '_') {
+        size_t at = X->pos, l = 0;
+        while (is_ident_char(X->s[X->pos]))
+            X->pos++, l++;
+        const char *w = X->s + at;
+        if (l == 1 && w[0] == 'r')
+            return X->r;
+        if (l == 1 && w[0] == 'R')
+            return X->R;
+        if (l == 1 && X->has_grid) {
+            switch (w[0]) {
+            case 'M': return X->M;
+            case 'N': return X->N;
+            case 'i': return X->r / X->N;
+            case 'j': return X->r % X->N;
+            }
+        }
+        X->pos = at;
+        sel_err(X, "unknown name '%.*s'%s", (int)l, w,
+                !X->has_grid && l == 1 && strchr("ijMN", w[0]) ? " (the point has no grid)" : "");
+        return 0;
+    }
+    sel_err(X, ch ? "expected a number, a name or '('" : "unexpected end");
+    return 0;
+}
+
+static int64_t sel_unary(sel *X, int live)
+{
+    if (sel_op(X, "!", "="))
+        return !sel_unary(X, live);
+    return sel_primary(X, live);
+}
+
+static int64_t sel_mul(sel *X, int live)
+{
+    int64_t v = sel_unary(X, live);
+    for (;;) {
+        char op;
+        if (sel_op(X, "*", NULL))
+            op = '*';
+        else if (sel_op(X, "/", NULL))
+            op = '/';
+        else if (sel_op(X, "%", NULL))
+            op = '%';
+        else
+            return v;
+        size_t at = X->pos;
+        int64_t w = sel_unary(X, live);
+        if (X->failed || !live)
+            continue;
+        if (op == '*') {
+            if (__builtin_mul_overflow(v, w, &v)) {
+                X->pos = at;
+                sel_err(X, "integer overflow");
+            }
+            continue;
+        }
+        if (w == 0) {
+            X->pos = at;
+            sel_err(X, "division by zero");
+            continue;
+        }
+        if (v == INT64_MIN && w == -1) {
+            X->pos = at;
+            sel_err(X, "integer overflow");
+            continue;
+        }
+        int64_t q = v / w;                       /* floor division: */
+        if (v % w != 0 && ((v < 0) != (w < 0)))  /* C truncates toward zero */
+            q--;
+        v = op == '/' ? q : v - q * w;
+    }
+}
+
+static int64_t sel_add(sel *X, int live)
+{
+    int64_t v = sel_mul(X, live);
+    for (;;) {
+        int plus;
+        if (sel_op(X, "+", NULL))
+            plus = 1;
+        else if (sel_op(X, "-", NULL))
+            plus = 0;
+        else
+            return v;
+        size_t at = X->pos;
+        int64_t w = sel_mul(X, live);
+        if (!X->failed && live &&
+            (plus ? __builtin_add_overflow(v, w, &v) : __builtin_sub_overflow(v, w, &v))) {
+            X->pos = at;
+            sel_err(X, "integer overflow");
+        }
+    }
+}
+
+static int64_t sel_rel(sel *X, int live)
+{
+    int64_t v = sel_add(X, live);
+    for (;;) {
+        if (sel_op(X, "<=", NULL))
+            v = v <= sel_add(X, live);
+        else if (sel_op(X, ">=", NULL))
+            v = v >= sel_add(X, live);
+        else if (sel_op(X, "<", NULL))
+            v = v < sel_add(X, live);
+        else if (sel_op(X, ">", NULL))
+            v = v > sel_add(X, live);
+        else
+            return v;
+    }
+}
+
+static int64_t sel_eq(sel *X, int live)
+{
+    int64_t v = sel_rel(X, live);
+    for (;;) {
+        if (sel_op(X, "==", NULL))
+            v = v == sel_rel(X, live);
+        else if (sel_op(X, "!=", NULL))
+            v = v != sel_rel(X, live);
+        else
+            return v;
+    }
+}
+
+static int64_t sel_and(sel *X, int live)
+{
+    int64_t v = sel_eq(X, live);
+    while (sel_op(X, "&&", NULL)) {
+        int64_t w = sel_eq(X, live && v != 0);
+        v = v != 0 && w != 0;
+    }
+    return v;
+}
+
+static int64_t sel_or(sel *X, int live)
+{
+    int64_t v = sel_and(X, live);
+    while (sel_op(X, "||", NULL)) {
+        int64_t w = sel_and(X, live && v == 0);
+        v = v != 0 || w != 0;
+    }
+    return v;
+}
+
+/* live = 0: a syntax check only (no row, nothing computed) */
+static int sel_run(const char *select, int64_t r, int64_t R, const int64_t grid[2], int live,
+                   int64_t *value, char *err, size_t errlen)
+{
+    if (err && errlen)
+        err[0] = 0;
+    if (!select)
+        return set_err(err, errlen, "select: missing");
+    sel X = {select, 0, r, R, grid ? grid[0] : 0, grid ? grid[1] : 0, grid != NULL, err, errlen, 0};
+    if (grid && live && X.N < 1)
+        return set_err(err, errlen, "grid: N must be at least 1");
+    int64_t v = sel_or(&X, live);
+    sel_ws(&X);
+    if (!X.failed && X.s[X.pos] != 0)
+        sel_err(&X, "unexpected text");
+    if (X.failed)
+        return 1;
+    if (value)
+        *value = v;
+    return 0;
+}
+
+int orc_select_eval(const char *select, int64_t r, int64_t R, const int64_t grid[2],
+                    int64_t *value, char *err, size_t errlen)
+{
+    return sel_run(select, r, R, grid, 1, value, err, errlen);
+}
+
+int orc_row_class(const orc_rowclass *classes, size_t nclasses, const int64_t grid[2],
+                  size_t R, size_t r, long *which, char *err, size_t errlen)
+{
+    *which = -1;
+    for (size_t k = 0; k < nclasses; k++) {
+        int64_t v = 0;
+        char msg[384] = "";
+        if (sel_run(classes[k].select, (int64_t)r, (int64_t)R, grid, 1, &v, msg, sizeof msg))
+            return set_err(err, errlen, "rows[%zu] (row %zu): %s", k, r, msg);
+        if (v != 0) {
+            *which = (long)k;
+            return 0;
+        }
+    }
+    return 0;
+}
+
+/* the point p with the keys of class c applied over it */
+static orc_point class_point(const orc_point *p, const orc_rowclass *c)
+{
+    orc_point q = *p;
+    const orc_point *k = &c->keys;
+    if (c->set & ORC_K_ACC) q.acc = k->acc;
+    if (c->set & ORC_K_ROUNDING) q.rounding = k->rounding;
+    if (c->set & ORC_K_IN) q.in = k->in;
+    if (c->set & ORC_K_IN_ROUNDING) q.in_rounding = k->in_rounding;
+    if (c->set & ORC_K_FMA) q.fma = k->fma;
+    if (c->set & ORC_K_PRODUCT) q.product = k->product;
+    if (c->set & ORC_K_TREE) q.tree = k->tree;
+    if (c->set & ORC_K_ATOM) {
+        q.has_atom = k->has_atom;
+        q.atom_frac_bits = k->atom_frac_bits;
+        q.atom_term_round = k->atom_term_round;
+        q.atom_round = k->atom_round;
+        q.atom_acc = k->atom_acc;
+        q.atom_align = k->atom_align;
+    }
+    if (c->set & ORC_K_OUT) q.out = k->out;
+    if (c->set & ORC_K_OUT_ROUNDING) q.out_rounding = k->out_rounding;
+    if (c->set & ORC_K_SATURATE) q.saturate = k->saturate;
+    return q;
+}
+
+/* the name of the format `out` resolves to */
+static const char *out_name(const orc_point *p)
+{
+    return p->out ? p->out : p->acc ? p->acc : "fp32";
+}
+
+int orc_reduce_rows(const orc_point *p, const orc_rowclass *classes, size_t nclasses,
+                    const int64_t grid[2], size_t R,
+                    const char *in_fmt, const char *b_fmt,
+                    const uint64_t *a_bits, const uint64_t *b_bits, size_t n,
+                    const char *c_fmt, const uint64_t *c_bits,
+                    uint64_t *out_bits, char *err, size_t errlen)
+{
+    char msg[512];
+    uint64_t dummy;
+    if (err && errlen)
+        err[0] = 0;
+    if (!p || (nclasses && !classes) || (R && !out_bits))
+        return set_err(err, errlen, "missing point, classes or output");
+    if (R && n && !a_bits)
+        return set_err(err, errlen, "missing inputs");
+    if (grid && (grid[0] < 1 || grid[1] < 1 || grid[0] > INT64_MAX / grid[1] ||
+                 (uint64_t)(grid[0] * grid[1]) != (uint64_t)R))
+        return set_err(err, errlen, "grid: [%lld, %lld] does not lay out %zu rows",
+                       (long long)grid[0], (long long)grid[1], R);
+    /* the point, and every class whether a row selects it or not */
+    if (orc_reduce_c(p, in_fmt, b_fmt, NULL, NULL, 0, NULL, NULL, &dummy, msg, sizeof msg))
+        return set_err(err, errlen, "%s", msg);
+    for (size_t k = 0; k < nclasses; k++) {
+        const orc_rowclass *c = &classes[k];
+        if (c->set & (ORC_K_ROWS | ORC_K_GRID))
+            return set_err(err, errlen, "rows[%zu]: a class may not hold %s", k,
+                           c->set & ORC_K_ROWS ? "rows" : "grid");
+        if (sel_run(c->select, 0, (int64_t)R, grid, 0, NULL, msg, sizeof msg))
+            return set_err(err, errlen, "rows[%zu]: %s", k, msg);
+        orc_point q = class_point(p, c);
+        if (strcmp(out_name(&q), out_name(p)) != 0)
+            return set_err(err, errlen, "rows[%zu]: out is %s, the point's is %s (one output tensor)",
+                           k, out_name(&q), out_name(p));
+        if (orc_reduce_c(&q, in_fmt, b_fmt, NULL, NULL, 0, NULL, NULL, &dummy, msg, sizeof msg))
+            return set_err(err, errlen, "rows[%zu]: %s", k, msg);
+    }
+    for (size_t r = 0; r < R; r++) {
+        long which;
+        if (orc_row_class(classes, nclasses, grid, R, r, &which, err, errlen))
+            return 1;
+        orc_point q = which >= 0 ? class_point(p, &classes[which]) : *p;
+        if (orc_reduce_c(&q, in_fmt, b_fmt, a_bits ? a_bits + r * n : NULL, b_bits ? b_bits + r * n : NULL,
+                         n, c_fmt, c_bits ? c_bits + r : NULL, &out_bits[r], msg, sizeof msg))
+            return which >= 0 ? set_err(err, errlen, "row %zu (rows[%ld]): %s", r, which, msg)
+                              : set_err(err, errlen, "row %zu: %s", r, msg);
+    }
+    return 0;
 }
