@@ -1,7 +1,7 @@
 /* test_oracle.c: the MPFR engine against the independent exact-rational
  * oracle (tests/oracle), bit for bit, on random points and inputs: every
- * format, tree construct, mode, atom; cancellation, subnormals, zeros,
- * NaN and inf.  Points go through the TOML reader, as `parity reduce` does.
+ * format, tree construct (the third edition's too), mode, atom;
+ * cancellation, subnormals, zeros, NaN and inf.  Points go through the TOML reader, as `parity reduce` does.
  *
  * PARITY_SEED overrides the seed; PARITY_CASES the number of cases (the
  * 'long' CTest label runs many more).  A failure prints everything needed
@@ -117,6 +117,20 @@ static void test_random_points(void **state)
     run_cases(env_long("PARITY_CASES", 20000), (uint64_t)env_long("PARITY_SEED", 20261202));
 }
 
+/* The third edition's forms and subtree settings (docs/numerics.md §4.2)
+ * in the trees, against the MPFR engine and, with half the terms from the
+ * rare paths, the fast engine. */
+static void test_random_points_edition3(void **state)
+{
+    (void)state;
+    rp_edition = 3;
+    run_cases(env_long("PARITY_CASES", 20000), (uint64_t)env_long("PARITY_SEED", 20261206));
+    rp_rare = 1;
+    run_cases_on(env_long("PARITY_CASES", 20000), (uint64_t)env_long("PARITY_SEED", 20261207), 1);
+    rp_rare = 0;
+    rp_edition = 2;
+}
+
 /* The fast engine against the oracle directly, on its own seed, with half
  * the terms from the rare paths (exact cancellation under every mode, fp64
  * FMA included; subnormal rows). */
@@ -130,6 +144,7 @@ static void test_fast_rare_paths(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_random_points), cmocka_unit_test(test_fast_rare_paths)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_random_points), cmocka_unit_test(test_fast_rare_paths),
+                                       cmocka_unit_test(test_random_points_edition3)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
