@@ -1,4 +1,4 @@
-/* point_toml.h: reading a numerics point (NUMERICS.md §3) from TOML, either
+/* point_toml.h: reading a numerics point (docs/numerics.md §3) from TOML, either
  * a table of the registry or the inline table the CLI receives. */
 #ifndef POINT_TOML_H
 #define POINT_TOML_H

@@ -6,7 +6,7 @@
  * product with an fp64 operand is split exactly by TwoProd (fma), or, where
  * that would underflow or overflow, by scaling.  Nothing is ever rounded: the
  * accumulator holds the exact sum, which can be read as the correctly
- * rounded value in any format and mode of NUMERICS.md (through
+ * rounded value in any format and mode of docs/numerics.md (through
  * nx_round_fast), as its sign, or as an MPFR number.
  *
  * Design (docs/engines.md): 32-bit digits in signed 64-bit chunks covering

@@ -1,4 +1,4 @@
-/* nx_format.c: the format table of NUMERICS.md §1 and bit-pattern decode
+/* nx_format.c: the format table of docs/numerics.md §1 and bit-pattern decode
  * and encode.  All arithmetic here is exact: ldexp/frexp on doubles whose
  * significands fit in 53 bits. */
 #include "nx_format.h"

@@ -1,4 +1,4 @@
-/* nx_format.h: the number formats of NUMERICS.md §1 and the rounding modes
+/* nx_format.h: the number formats of docs/numerics.md §1 and the rounding modes
  * of §2, as data: their parameters, bit-pattern decode and encode.
  *
  * Every value of every format is exactly a binary64 number, so a decoded
@@ -51,7 +51,7 @@ const nx_format_info *nx_format(nx_fmt f);
  * a subnormal one (a subnormal's significand is 0.m, its exponent emin). */
 int nx_fmt_exp(double x, nx_fmt f);
 
-/* Looks a format up by its NUMERICS.md name; returns -1 if unknown. */
+/* Looks a format up by its docs/numerics.md name; returns -1 if unknown. */
 int nx_fmt_from_name(const char *name);
 int nx_mode_from_name(const char *name);
 const char *nx_mode_name(nx_mode m);

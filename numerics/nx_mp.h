@@ -2,7 +2,7 @@
  *
  * Each primitive takes exact operands (doubles that are members of their
  * formats, or MPFR numbers) and returns the result correctly rounded to a
- * format of NUMERICS.md §1 in a mode of §2, with the format's exponent range,
+ * format of docs/numerics.md §1 in a mode of §2, with the format's exponent range,
  * gradual underflow, overflow and signed-zero rules.  The scratch state is
  * per thread (nx_mp), so the primitives are thread-safe. */
 #ifndef NX_MP_H

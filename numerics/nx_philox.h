@@ -9,7 +9,7 @@
  * one element (two for `normal`, which pairs elements 2j and 2j+1).
  *
  * Distributions give an exact double, then round it to the tensor's format
- * in rne (NUMERICS.md §2).  Only integer arithmetic and IEEE basic
+ * in rne (docs/numerics.md §2).  Only integer arithmetic and IEEE basic
  * operations (+, -, *, /, sqrt: correctly rounded by definition) in a fixed
  * order are used (the log and sin/cos of `normal` are polynomials written
  * out below), so no result depends on the platform's libm, and a GPU port

@@ -1,4 +1,4 @@
-/* nx_point.h: a numerics point (NUMERICS.md §3) and its atom (§5), resolved
+/* nx_point.h: a numerics point (docs/numerics.md §3) and its atom (§5), resolved
  * into typed fields.  Reading one from TOML is the registry's job
  * (parity/point_toml.c); this module owns defaults and validation. */
 #ifndef NX_POINT_H

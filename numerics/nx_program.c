@@ -1,4 +1,4 @@
-/* nx_program.c: expansion of a tree for a length n (NUMERICS.md §4) into
+/* nx_program.c: expansion of a tree for a length n (docs/numerics.md §4) into
  * single-assignment operations, its canonical hash, and its printed
  * bracketing. */
 #include "nx_program.h"

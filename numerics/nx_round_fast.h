@@ -1,4 +1,4 @@
-/* nx_round_fast.h: rounding of exact values to the formats of NUMERICS.md
+/* nx_round_fast.h: rounding of exact values to the formats of docs/numerics.md
  * §1 in the modes of §2 by integer bit manipulation (CPFloat-style), with
  * results identical to nx_mp_round (nx_mp.c): the same gradual underflow,
  * overflow, signed-zero, unsigned-format and saturate rules.

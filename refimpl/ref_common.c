@@ -122,7 +122,7 @@ nx_status ref_param_fmt(const fam_spec *s, const char *name, nx_fmt def, nx_fmt 
     }
     int f = nx_fmt_from_name(v);
     if (f < 0)
-        return nx_err_set(err, NX_EINVAL, "%s.%s: param '%s' = '%s' is not a format of NUMERICS.md §1", fam_of(s),
+        return nx_err_set(err, NX_EINVAL, "%s.%s: param '%s' = '%s' is not a format of docs/numerics.md §1", fam_of(s),
                           point_of(s), name, v);
     if (rows_fmt_of_dtype(rows_dtype_of_fmt((nx_fmt)f)) != f || !nx_format((nx_fmt)f)->is_signed)
         return nx_err_set(err, NX_EINVAL, "%s.%s: param '%s' = '%s': a tensor format needs a signed safetensors dtype "

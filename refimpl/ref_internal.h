@@ -43,7 +43,7 @@ nx_status ref_param_f32(const fam_spec *s, const char *name, const char *def, do
 /* A dimension: an integer in [1, 2^31) */
 nx_status ref_dim(const fam_spec *s, const char *name, long def, long *out, nx_err *err); /* def < 0: required */
 nx_status ref_param_bool(const fam_spec *s, const char *name, int def, int *out, nx_err *err);
-/* A format param (a NUMERICS.md name with a safetensors dtype of its own). */
+/* A format param (a docs/numerics.md name with a safetensors dtype of its own). */
 nx_status ref_param_fmt(const fam_spec *s, const char *name, nx_fmt def, nx_fmt *out, nx_err *err);
 /* A reduction the family needs; the error names the family and the reduction. */
 nx_status ref_need_red(const fam_spec *s, const char *name, const fam_reduction **out, nx_err *err);

@@ -83,7 +83,7 @@ const char *ref_family_name(size_t i);
 /* --- inputs ----------------------------------------------------------------- */
 
 typedef enum ref_kind {
-    REF_FLOAT,    /* a number format of NUMERICS.md §1, from the chosen distribution */
+    REF_FLOAT,    /* a number format of docs/numerics.md §1, from the chosen distribution */
     REF_INTS,     /* integers, uniform in [lo, hi] (int4 weights, zero points,
                      block table entries, context lengths) */
     REF_DISTINCT  /* per row (last dimension), distinct integers in [lo, hi] (top-k ids) */

@@ -34,7 +34,7 @@ good="$T/good.safetensors"
 "$CRAFT" raw "$good" '{"a":{"dtype":"F32","shape":[2,4],"data_offsets":[0,32]}}' \
   "$P24$ONE$M24$ONE$ONE$P24$ONE$M24"
 
-# Hand-worked (NUMERICS.md §4): row 0 = 2^24, 1, -2^24, 1; row 1 = 1, 2^24, 1, -2^24.
+# Hand-worked (docs/numerics.md §4): row 0 = 2^24, 1, -2^24, 1; row 1 = 1, 2^24, 1, -2^24.
 # seq: row 0 → 1, row 1 → 0.  halving: 2, 2.  pairwise: 1, 1.
 check_y() {
   tree=$1 want=$2

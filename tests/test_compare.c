@@ -1,7 +1,7 @@
 /* test_compare.c: Tier 2 element comparison (parity/check/compare.h).
  *
  * Every expected value is written here by hand: bit patterns from the field
- * layouts of NUMERICS.md §1, differences as hex floats, ulp distances by
+ * layouts of docs/numerics.md §1, differences as hex floats, ulp distances by
  * counting patterns, histogram buckets by hand.  Nothing is taken from the
  * code under test.  The exact-tolerance cases were chosen where the binary64
  * evaluation of |got - ref| <= atol + rtol*|ref| gives the wrong answer. */

@@ -688,7 +688,7 @@ static void test_points_md(void **state)
         }
 }
 
-/* The sm80/sm89 atom is the published one (NUMERICS.md §5 via the presets);
+/* The sm80/sm89 atom is the published one (docs/numerics.md §5 via the presets);
  * sm90's mma.sync row has the same parameters. */
 static void test_claim_atoms(void **state)
 {

@@ -1,5 +1,5 @@
 /* test_engine.c: the MPFR engine on hand-worked cases.  Every expected
- * value is worked out by hand from NUMERICS.md in the comment beside it and
+ * value is worked out by hand from docs/numerics.md in the comment beside it and
  * written as a hex-float literal; none comes from the code under test. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -103,7 +103,7 @@ static void test_paths(void **state)
     CHECK("{ tree = \"tile([2], seq, seq)\" }", w, NULL, 3, NX_FP32, 0x1.000002p24);
 }
 
-/* fp32 terms 2^24, 1, -2^24, 1 (NUMERICS.md's hint).  In fp32 2^24 + 1 is a
+/* fp32 terms 2^24, 1, -2^24, 1 (docs/numerics.md's hint).  In fp32 2^24 + 1 is a
  * tie between 2^24 and 2^24 + 2, and rne picks 2^24 (even). */
 static void test_constructs_differ(void **state)
 {

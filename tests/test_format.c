@@ -1,4 +1,4 @@
-/* test_format.c: the formats of NUMERICS.md §1 (nx_format.h): bit-pattern
+/* test_format.c: the formats of docs/numerics.md §1 (nx_format.h): bit-pattern
  * decode and encode.
  *
  * The 4-, 6-, 8- and 16-bit formats are enumerated exhaustively; fp32, tf32,

@@ -1,4 +1,4 @@
-/* test_round.c: the MPFR rounding core (nx_mp.h) against NUMERICS.md §2.
+/* test_round.c: the MPFR rounding core (nx_mp.h) against docs/numerics.md §2.
  *
  * Expected values come from a tiny integer reference written here from the
  * contract alone: a value (-1)^s · M · 2^E (M an unsigned __int128) is cut to

@@ -945,7 +945,7 @@ static void test_from_st(void **state)
 static void test_dtype_names(void **state)
 {
     (void)state;
-    /* Every NUMERICS.md format name gives the dtype nx_format stores it
+    /* Every docs/numerics.md format name gives the dtype nx_format stores it
      * as. */
     for (int f = 0; f < NX_NFORMATS; f++) {
         const nx_format_info *fi = nx_format((nx_fmt)f);

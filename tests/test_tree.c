@@ -1,4 +1,4 @@
-/* test_tree.c: the tree language (NUMERICS.md §4): parse errors that point
+/* test_tree.c: the tree language (docs/numerics.md §4): parse errors that point
  * at the column, the canonical printer (parse ∘ print is the identity), the
  * explicit bracketing of every construct, and the canonical hash. */
 #include <stdarg.h>

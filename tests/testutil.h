@@ -27,7 +27,7 @@ static inline double tu_bdouble(uint64_t b)
 }
 
 /* 1 if got and want are the same double bit for bit, or both NaN: results of
- * the engines are values, and NUMERICS.md §2 treats every NaN as equal unless
+ * the engines are values, and docs/numerics.md §2 treats every NaN as equal unless
  * payloads are compared (patterns are compared with tu_bits_eq). */
 static inline int tu_same_double(double got, double want)
 {

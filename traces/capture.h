@@ -89,7 +89,7 @@ nx_status parity_capture_meta(parity_capture *cap, const char *key,
 
 /* Copies an output tensor from host memory: ndim extents in shape
  * (row-major), elements in dtype's little-endian layout.  dtype is a
- * safetensors name ("BF16", "F8_E4M3", "F32", "I32") or a NUMERICS.md
+ * safetensors name ("BF16", "F8_E4M3", "F32", "I32") or a docs/numerics.md
  * format name ("bf16", "e4m3", "fp32").  A name already captured is an
  * error. */
 nx_status parity_capture_output(parity_capture *cap, const char *name,

@@ -64,11 +64,11 @@ static const descr_info descrs[] = {
 static const struct {
     const char *descr, *why;
 } refused[] = {
-    {"float8_e4m3fnuz", "its bias and NaN differ from NUMERICS.md e4m3"},
-    {"float8_e5m2fnuz", "its bias and NaN differ from NUMERICS.md e5m2"},
-    {"float8_e4m3b11fnuz", "it is not a format of NUMERICS.md"},
-    {"float8_e4m3", "it has infinities, unlike NUMERICS.md e4m3 (float8_e4m3fn)"},
-    {"float8_e3m4", "it is not a format of NUMERICS.md"},
+    {"float8_e4m3fnuz", "its bias and NaN differ from docs/numerics.md e4m3"},
+    {"float8_e5m2fnuz", "its bias and NaN differ from docs/numerics.md e5m2"},
+    {"float8_e4m3b11fnuz", "it is not a format of docs/numerics.md"},
+    {"float8_e4m3", "it has infinities, unlike docs/numerics.md e4m3 (float8_e4m3fn)"},
+    {"float8_e3m4", "it is not a format of docs/numerics.md"},
     {"float4_e2m1fn", ".npy stores it one element per byte, safetensors F4 "
                       "packs two"},
     {"float6_e2m3fn", ".npy stores it one element per byte, safetensors F6 "

@@ -32,7 +32,7 @@ nx_status rows_decode(const st_tensor *t, double *out, nx_err *err)
 {
     int f = rows_fmt_of_dtype(t->dtype);
     if (f < 0)
-        return nx_err_set(err, NX_EINVAL, "tensor '%s': dtype %s is not a number format of NUMERICS.md §1",
+        return nx_err_set(err, NX_EINVAL, "tensor '%s': dtype %s is not a number format of docs/numerics.md §1",
                           t->name, st_dtype_name(t->dtype));
     size_t n = (size_t)t->nelem;
     const uint8_t *d = t->data;

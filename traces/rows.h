@@ -6,7 +6,7 @@
 #include "nx_format.h"
 #include "safetensors.h"
 
-/* The NUMERICS.md format a dtype carries; -1 if it carries none of §1. */
+/* The docs/numerics.md format a dtype carries; -1 if it carries none of §1. */
 int rows_fmt_of_dtype(st_dtype dt);
 /* The dtype a format is stored as (tf32, e8m13: F32). */
 st_dtype rows_dtype_of_fmt(nx_fmt f);

@@ -1156,7 +1156,7 @@ bool trace_dtype_from_name(const char *name, st_dtype *out)
         return false;
     if (st_dtype_from_name(name, out))
         return true;
-    /* NUMERICS.md §1 names -> the dtype each is stored as (the table of
+    /* docs/numerics.md §1 names -> the dtype each is stored as (the table of
      * nx_format's st_dtype column; test_trace checks they agree). */
     static const struct {
         const char *name;

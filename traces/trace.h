@@ -184,7 +184,7 @@ bool trace_is_token(const char *s);
  * integer or boolean). */
 char trace_device_member_kind(const char *key);
 
-/* A dtype by its safetensors name ("BF16", "F8_E4M3") or the NUMERICS.md
+/* A dtype by its safetensors name ("BF16", "F8_E4M3") or the docs/numerics.md
  * name of the format it stores ("bf16", "e4m3", "fp32"; "tf32" and "e8m13"
  * give F32).  Used by the capture API and for .npy dtype hints. */
 bool trace_dtype_from_name(const char *name, st_dtype *out);

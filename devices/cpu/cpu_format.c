@@ -2,7 +2,7 @@
  * are read into float exactly (every bf16, fp16, e4m3 and e5m2 value is an
  * fp32 value) and results are rounded from float to bf16 / fp16 in rne with
  * integer bit manipulation, the way a kernel's epilogue does it.  NaN
- * results are the canonical quiet NaN with sign 0 (NUMERICS.md §2). */
+ * results are the canonical quiet NaN with sign 0 (docs/numerics.md §2). */
 #include "cpu_internal.h"
 
 #include <math.h>

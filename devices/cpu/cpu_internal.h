@@ -159,7 +159,7 @@ nx_status cpu_check_elem(const fam_spec *s, const cpu_kernel *k, const char *nam
 /* The reduction's out format and saturate, for the kernels' stores. */
 nx_fmt cpu_red_out(const fam_reduction *r);
 
-/* Pairwise combination of n lane partials (NUMERICS.md §4 `pairwise` as a
+/* Pairwise combination of n lane partials (docs/numerics.md §4 `pairwise` as a
  * combinator): n = 1 is v[0]; else h = ceil(n/2), pairwise(first h) +
  * pairwise(rest), each + one fp32 rounding. */
 float cpu_pairwise(const float *v, size_t n);

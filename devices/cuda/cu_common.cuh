@@ -47,7 +47,7 @@ __device__ __forceinline__ float cu_inf_like(float v, float maxf, int saturate)
     return saturate ? copysignf(maxf, v) : v;
 }
 
-/* v rounded once to c.fmt in c.mode (NUMERICS.md §2), returned as the
+/* v rounded once to c.fmt in c.mode (docs/numerics.md §2), returned as the
  * (exact) fp32 value of the result.  Saturation: an overflow or an infinite
  * value gives +-max finite (the reference's nx_round_inf/overflow). */
 __device__ __forceinline__ float cu_round(float v, cu_cvt c)
@@ -82,7 +82,7 @@ __device__ __forceinline__ float cu_round(float v, cu_cvt c)
 }
 
 /* Stores v, a member of fmt (already rounded by cu_round), as element i;
- * NaN as the format's canonical quiet NaN (NUMERICS.md §2). */
+ * NaN as the format's canonical quiet NaN (docs/numerics.md §2). */
 __device__ __forceinline__ void cu_st(void *p, size_t i, float v, int fmt)
 {
     if (fmt == CU_FP32) {
@@ -108,7 +108,7 @@ __device__ __forceinline__ float cu_nanmax(float a, float b)
     return b > a ? b : a;
 }
 
-/* `halving` over the 32 lanes of a warp (NUMERICS.md §4): for o = 16, 8, 4,
+/* `halving` over the 32 lanes of a warp (docs/numerics.md §4): for o = 16, 8, 4,
  * 2, 1: v_j = round(v_j + v_{j+o}) for j < o.  Lane 0 ends with the result. */
 __device__ __forceinline__ float cu_warp_halving(float v)
 {

@@ -16,7 +16,7 @@ extern "C" {
 /* Element formats the kernels read and write (values match nx_fmt's
  * NX_FP32, NX_FP16, NX_BF16 through cu_dtype_of_fmt in cuda_plan.c). */
 typedef enum cu_dtype { CU_FP32 = 0, CU_FP16 = 1, CU_BF16 = 2, CU_E4M3 = 3, CU_E5M2 = 4 } cu_dtype;
-/* Rounding modes of a conversion (NUMERICS.md §2 minus rna). */
+/* Rounding modes of a conversion (docs/numerics.md §2 minus rna). */
 typedef enum cu_rmode { CU_RNE = 0, CU_RZ = 1, CU_RU = 2, CU_RD = 3 } cu_rmode;
 
 /* A rounding of an fp32 value into a format: a reduction's `out`

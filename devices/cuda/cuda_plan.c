@@ -75,7 +75,7 @@ const cu_kernel *cu_kernel_find(const char *id)
 /* A reduction whose out conversion the kernel applies as declared. */
 #define OUTS "out = \"{out}\", out_rounding = \"{out_rounding}\", saturate = {saturate} }"
 #define FP32_FMA "{ acc = \"fp32\", rounding = \"rne\", fma = true, product = \"exact\", "
-/* sm90.wgmma.bf16 and sm90.wgmma.f16 (NUMERICS.md §5, published) */
+/* sm90.wgmma.bf16 and sm90.wgmma.f16 (docs/numerics.md §5, published) */
 #define WGMMA_ATOM "{ frac_bits = 25, term_round = \"rz\", round = \"rz\", acc = \"fp32\" }"
 
 static const cu_claim claims[] = {
@@ -185,7 +185,7 @@ int cu_claim_has_class(const cu_claim *c, const char *class_name)
 }
 
 /* The mma.sync atom per class and input format.  sm90 runs the same
- * mma.sync as sm80/sm89; NUMERICS.md §5 publishes Hopper's wgmma only, so
+ * mma.sync as sm80/sm89; docs/numerics.md §5 publishes Hopper's wgmma only, so
  * the sm90 row assumes Ampere/Ada's parameters until measured (POINTS.md). */
 const char *cu_claim_atom(const char *class_name, const char *in_fmt)
 {
@@ -408,7 +408,7 @@ static nx_status get_fmt(const fam_spec *s, const char *name, int def, const int
     const char *v = fam_param_get(s, name);
     int f = v ? nx_fmt_from_name(v) : def;
     if (f < 0)
-        return nx_err_set(err, NX_EINVAL, "%s.%s: param '%s' = '%s' is not a format of NUMERICS.md §1", fam_of(s),
+        return nx_err_set(err, NX_EINVAL, "%s.%s: param '%s' = '%s' is not a format of docs/numerics.md §1", fam_of(s),
                           point_of(s), name, v);
     for (const int *a = allowed; *a >= 0; a++)
         if (*a == f) {

@@ -6,7 +6,7 @@
  * bf16 or fp16 inputs and fp32 accumulators.  The accumulator starts at +0
  * and is passed from one mma to the next; the hardware runs k16 as two
  * halves of 8 terms, each one fused multi-term addition with the
- * accumulator (NUMERICS.md §5: products exact, aligned to the largest
+ * accumulator (docs/numerics.md §5: products exact, aligned to the largest
  * addend, cut to 24 fraction bits toward zero, one rz rounding to fp32):
  *   k = chain(8) with the class's mma atom.
  * Terms beyond the slice are +0 (a and b both zero): zero addends change no
@@ -20,7 +20,7 @@
  * t = t + bias[n]; y = round(t) to param out with k's out_rounding.
  * fp8 (kernel cuda_gemm_mma_fp8, sm89 and sm90): e4m3 or e5m2 inputs through
  * mma.sync.aligned.m16n8k32, one 32-term atom per mma (accumulating in the
- * fp22 = e8m13 format of NUMERICS.md §5): k = chain(32) with the fp8 atom;
+ * fp22 = e8m13 format of docs/numerics.md §5): k = chain(32) with the fp8 atom;
  * the same slices, combine and epilogue.
  * wgmma (kernel cuda_gemm_wgmma, sm90 built as sm_90a): a CTA is one
  * warpgroup owning 64 x 32 outputs; per 16-term K step the B tile (32 n x

@@ -1,9 +1,9 @@
 /* compare.h: Tier 2 element comparison (DESIGN.md "Parity tiers"): a device
  * tensor against a reference, element by element, both as bit patterns of
- * one format of NUMERICS.md §1, under one policy:
+ * one format of docs/numerics.md §1, under one policy:
  *
  *   CMP_BITWISE    the bits must be equal.  Every NaN of the format equals
- *                  every other NaN (NUMERICS.md §2) unless nan_payload is set,
+ *                  every other NaN (docs/numerics.md §2) unless nan_payload is set,
  *                  then NaNs must have the same bits.  -0 and +0 are different
  *                  patterns, so -0 vs +0 IS a mismatch in bitwise mode.
  *   CMP_TOLERANCE  torch.testing semantics: |got - ref| <= atol + rtol*|ref|,

@@ -1,4 +1,4 @@
-/* cmd_reduce.c: `parity reduce`, NUMERICS.md §6: evaluates a numerics point
+/* cmd_reduce.c: `parity reduce`, docs/numerics.md §6: evaluates a numerics point
  * over the rows of IN and writes tensor y to OUT (atomically: a failure
  * leaves OUT as it was).  Engines: mpfr (the truth), fast (bit-identical,
  * nx_engine_fast.c) and auto (fast, then a deterministic sample of rows
@@ -30,12 +30,12 @@ static const char reduce_usage[] =
     "                     [--engine auto|fast|mpfr] [--check K] [--report FILE.json]\n"
     "                     [--threads N]\n"
     "\n"
-    "Evaluates the numerics point POINT (an inline TOML table, NUMERICS.md §3)\n"
+    "Evaluates the numerics point POINT (an inline TOML table, docs/numerics.md §3)\n"
     "over every row of IN: tensor 'a' of shape [rows, n] and, for a dot product,\n"
-    "tensor 'b' of the same shape, in any dtype of NUMERICS.md §1.  Row r's terms\n"
+    "tensor 'b' of the same shape, in any dtype of docs/numerics.md §1.  Row r's terms\n"
     "are a[r,i]*b[r,i] (or a[r,i]).  An optional tensor 'c' of shape [rows], any\n"
     "dtype of §1, is the accumulator's start value, the C of D = A*B + C: row r\n"
-    "is reduced from c[r], exactly (NUMERICS.md §4.1, §6).  OUT receives tensor\n"
+    "is reduced from c[r], exactly (docs/numerics.md §4.1, §6).  OUT receives tensor\n"
     "'y' of shape [rows] in the point's `out` format (tf32 and e8m13 are stored as F32, and so are F4/F6\n"
     "formats whose rows do not fill whole bytes), with the canonical\n"
     "point and its hash in __metadata__ (and c's dtype, when IN has c).  Every\n"
@@ -131,7 +131,7 @@ nx_status reduce_check_inputs_c(const char *path, const st_file *f, const st_ten
             return nx_err_set(err, NX_EINVAL, "%s: tensor '%s' has %d dimensions; expected 2 ([rows, n])", path,
                               t->name, t->ndim);
         if (rows_fmt_of_dtype(t->dtype) < 0)
-            return nx_err_set(err, NX_EINVAL, "%s: tensor '%s': dtype %s is not a number format of NUMERICS.md §1",
+            return nx_err_set(err, NX_EINVAL, "%s: tensor '%s': dtype %s is not a number format of docs/numerics.md §1",
                               path, t->name, st_dtype_name(t->dtype));
     }
     if (*b && ((*b)->shape[0] != (*a)->shape[0] || (*b)->shape[1] != (*a)->shape[1]))
@@ -147,7 +147,7 @@ nx_status reduce_check_inputs_c(const char *path, const st_file *f, const st_ten
                               shape_text(t, sh, sizeof sh), (long long)(*a)->shape[0]);
         if (rows_fmt_of_dtype(t->dtype) < 0)
             return nx_err_set(err, NX_EINVAL,
-                              "%s: tensor 'c' (shape %s): dtype %s is not a number format of NUMERICS.md §1", path,
+                              "%s: tensor 'c' (shape %s): dtype %s is not a number format of docs/numerics.md §1", path,
                               shape_text(t, sh, sizeof sh), st_dtype_name(t->dtype));
     }
     return NX_OK;

@@ -11,7 +11,7 @@
 static const char tree_usage[] =
     "usage: parity tree show TREE --n N [--numerics POINT] [--dot] [--verbose]\n"
     "\n"
-    "Prints the explicit bracketing of TREE (NUMERICS.md §4) for N terms, e.g.\n"
+    "Prints the explicit bracketing of TREE (docs/numerics.md §4) for N terms, e.g.\n"
     "  parity tree show halving --n 8\n"
     "  ((t0+t4)+(t2+t6))+((t1+t5)+(t3+t7))\n"
     "\n"
@@ -115,7 +115,7 @@ int cmd_tree(int argc, char **argv)
 int cmd_atoms(int argc, char **argv)
 {
     if (argc > 1 && (cli_flag(argv, 1, "--help") || cli_flag(argv, 1, "-h"))) {
-        puts("usage: parity atoms\n\nLists the tensor-core atom presets (NUMERICS.md §5): name, group N of\n"
+        puts("usage: parity atoms\n\nLists the tensor-core atom presets (docs/numerics.md §5): name, group N of\n"
              "chain(N), frac_bits, term rounding, final rounding, accumulator format.\n"
              "Refer to one in a point as atom = \"NAME\".  Every preset aligns its addends\n"
              "by the operands' exponent sum (align = \"operands\", the rule measured on NVIDIA\n"

@@ -48,7 +48,7 @@ typedef struct rg_keyspec {
 /* NULL-key terminated */
 extern const rg_keyspec rg_ks_dev_root[], rg_ks_device[], rg_ks_hw_root[], rg_ks_kf_root[], rg_ks_family[],
     rg_ks_compute[], rg_ks_param[], rg_ks_point[], rg_ks_tolerance[], rg_ks_elem[], rg_ks_evidence[];
-/* The keys of a numerics point table and its atom table (NUMERICS.md §3). */
+/* The keys of a numerics point table and its atom table (docs/numerics.md §3). */
 extern const char *const rg_point_keys[], *const rg_atom_keys[];
 
 int rg_ks_has(const rg_keyspec *ks, const char *key);

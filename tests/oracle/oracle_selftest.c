@@ -1,6 +1,6 @@
 /* oracle_selftest.c: hand-worked cases for the exact oracle.
  *
- * Every expected bit pattern below was worked out by hand from NUMERICS.md
+ * Every expected bit pattern below was worked out by hand from docs/numerics.md
  * and docs/interpretations.md (the working is in the comments); none was
  * produced by the oracle.  Exit status 0 when all pass.
  *
@@ -134,7 +134,7 @@ int main(void)
 {
     orc_point p;
 
-    /* ---- A. NUMERICS.md worked example, n = 4, fp32 terms 2^24, 1, -2^24, 1 ----
+    /* ---- A. docs/numerics.md worked example, n = 4, fp32 terms 2^24, 1, -2^24, 1 ----
      * fp32 near 2^24: quantum 2, so 2^24 + 1 is a tie between 2^24 (significand
      * 2^23, even) and 2^24 + 2 (odd): rne gives 2^24.
      * seq: ((+0 + 2^24) + 1) = 2^24; - 2^24 = +0; + 1 = 1.
