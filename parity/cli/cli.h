@@ -45,6 +45,8 @@ int cmd_tier3(int argc, char **argv);
 int cmd_ttbp(int argc, char **argv);
 int cmd_gate(int argc, char **argv);
 int cmd_ledger(int argc, char **argv);
+/* `parity diff A B`: two outputs element by element (cmd_diff.c, parity/diff/). */
+int cmd_diff(int argc, char **argv);
 /* `parity check --numerics P --in IN --out Y` (cmd_check_numerics.c). */
 int cmd_check_numerics(int argc, char **argv);
 

@@ -26,6 +26,8 @@ static const char usage[] =
     "  gate       the promotion gate: a registry before and after a change, campaign\n"
     "             against campaign: byte-identical outputs, unchanged gates\n"
     "  ledger     merge shard ledgers into one; list a ledger's runs\n"
+    "  diff       two outputs (traces, safetensors, .npy) element by element: how\n"
+    "             many differ, by how many ulps, where, and the pattern they form\n"
     "\n"
     "Run `parity <command> --help` for the options of a command.\n"
     "\n"
@@ -78,6 +80,8 @@ int main(int argc, char **argv)
         return cmd_gate(argc - 1, argv + 1);
     if (!strcmp(cmd, "ledger"))
         return cmd_ledger(argc - 1, argv + 1);
+    if (!strcmp(cmd, "diff"))
+        return cmd_diff(argc - 1, argv + 1);
     fprintf(stderr, "parity: unknown command '%s'\n\n%s", cmd, usage);
     return EXIT_INPUT;
 }
