@@ -263,6 +263,73 @@ static void test_all_and_none(void **state)
     assert_int_equal(diff_pattern_text(&p, "row", "rows", buf, sizeof buf), 0);
 }
 
+/* A moe_grouped_gemm trace (T=4 tokens, E=3 experts, topk=2, N=3) whose
+ * y is `y`, routing token t to the experts ids[t]. */
+static void moe_trace(trace *t, const uint64_t *y, const int32_t *ids)
+{
+    st_file f;
+    st_init(&f);
+    nx_err e = {0};
+    const char *kv[][2] = {{"parity.trace", "1"}, {"family", "moe_grouped_gemm"}, {"point", "p"}, {"class", "c"},
+                           {"kernel", "k"}, {"device", "{}"}, {"shape", "T=4,E=3,H=2,N=3,topk=2"}, {"mode", "eager"},
+                           {"run", "0"}, {"batch", "rows=0..3"}, {"created", "2026-01-01T00:00:00Z"}};
+    for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
+        assert_int_equal(st_add_meta(&f, kv[i][0], kv[i][1], &e), NX_OK);
+    int64_t sy[2] = {4, 3}, si[2] = {4, 2};
+    st_tensor *x = NULL;
+    assert_int_equal(st_add_tensor(&f, "y", ST_F32, 2, sy, &x, &e), NX_OK);
+    for (size_t i = 0; i < 12; i++)
+        st_put_bits(x, x->data, i, y[i]);
+    assert_int_equal(st_add_tensor(&f, "in.topk_ids", ST_I32, 2, si, &x, &e), NX_OK);
+    for (size_t i = 0; i < 8; i++)
+        st_put_bits(x, x->data, i, (uint32_t)ids[i]);
+    trace_init(t);
+    if (trace_from_st("moe", &f, t, &e) != NX_OK) {
+        print_error("%s\n", e.msg);
+        fail();
+    }
+}
+
+static void test_experts(void **state)
+{
+    (void)state;
+    /* token 0 -> 0, 1; token 1 -> 1, 2; token 2 -> 0, 2; token 3 -> 1, 0 */
+    const int32_t ids[8] = {0, 1, 1, 2, 0, 2, 1, 0};
+    uint64_t ya[12], yb[12];
+    for (int i = 0; i < 12; i++)
+        ya[i] = yb[i] = 0x3f800000;
+    /* tokens 1 and 2 differ (column 0 of token 1, column 2 of token 2):
+     * exactly the tokens routed to expert 2 */
+    yb[3] = 0x3f800001;
+    yb[8] = 0x3f800002;
+    trace a, b;
+    moe_trace(&a, ya, ids);
+    moe_trace(&b, yb, ids);
+    diff_result r;
+    nx_err e = {0};
+    diff_context c = {&a, &b, 0};
+    assert_int_equal(diff_tensors(trace_output(&a, "y"), trace_output(&b, "y"), &c, &r, &e), NX_OK);
+    assert_int_equal(r.mismatched, 2);
+    assert_string_equal(r.axes[0].dim, "T");
+    assert_string_equal(r.axes[0].units, "tokens");
+    assert_string_equal(r.axes[1].dim, "N");
+    assert_int_equal(r.ngroups, 1);
+    const diff_group *g = &r.groups[0];
+    assert_string_equal(g->units, "experts");
+    assert_int_equal(g->nitems, 3);
+    /* expert 0: tokens 0, 2, 3 (token 2 differs); expert 1: tokens 0, 1, 3
+     * (token 1); expert 2: tokens 1, 2 (both) */
+    assert_int_equal(g->ntotal[0], 3);
+    assert_int_equal(g->ndiff[0], 1);
+    assert_int_equal(g->ntotal[1], 3);
+    assert_int_equal(g->ndiff[1], 1);
+    assert_int_equal(g->ntotal[2], 2);
+    assert_int_equal(g->ndiff[2], 2);
+    diff_result_free(&r);
+    trace_free(&a);
+    trace_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -270,7 +337,7 @@ int main(void)
         cmocka_unit_test(test_identical_and_nan),
         cmocka_unit_test(test_shape_dtype_refused),   cmocka_unit_test(test_every_4th_row),
         cmocka_unit_test(test_last_row),              cmocka_unit_test(test_tile_edges),
-        cmocka_unit_test(test_all_and_none),
+        cmocka_unit_test(test_all_and_none),          cmocka_unit_test(test_experts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
