@@ -537,52 +537,101 @@ nx_status nx_program_hash(const nx_program *p, char hex[65], nx_err *err)
     return NX_OK;
 }
 
-/* left: the source is the left operand, where "+0" reads unambiguously;
- * elsewhere the zero prints as "(+0)". */
-static void print_src(nx_sbuf *b, const nx_program *p, int32_t s, int top, int left)
+/* The printer walks the operations with an explicit stack, not recursion:
+ * a seq of n terms is a chain n operations deep (n up to 2^20 from the CLI,
+ * 2^27 operations from any point), which would exhaust the C stack. */
+typedef struct pitem {
+    int32_t s;        /* the source to print, when lit is NULL */
+    uint8_t top, left;
+    const char *lit;  /* else: this text */
+} pitem;
+
+typedef struct pstack {
+    pitem *v;
+    size_t n, cap;
+    int failed;
+} pstack;
+
+static void ppush(pstack *st, int32_t s, int top, int left, const char *lit)
 {
-    if (NX_SRC_IS_TERM(s)) {
-        nx_sbuf_printf(b, "t%d", s);
+    if (st->failed)
         return;
-    }
-    const nx_op *op = &p->ops[NX_SRC_OP(s)];
-    switch (op->kind) {
-    case NX_OP_ZERO:
-        if (left || top)
-            nx_sbuf_put(b, "+0", 2);
-        else
-            nx_sbuf_put(b, "(+0)", 4);
-        break;
-    case NX_OP_LEAF:
-        print_src(b, p, op->x, top, left);
-        break;
-    case NX_OP_ADD:
-        if (!top)
-            nx_sbuf_put(b, "(", 1);
-        print_src(b, p, op->x, 0, 1);
-        nx_sbuf_put(b, "+", 1);
-        print_src(b, p, op->y, 0, 0);
-        if (!top)
-            nx_sbuf_put(b, ")", 1);
-        break;
-    case NX_OP_START:
-        nx_sbuf_put(b, "c", 1);
-        break;
-    case NX_OP_ATOM:
-        nx_sbuf_put(b, "[", 1);
-        print_src(b, p, op->x, 0, 1);
-        for (int32_t g = 0; g < op->gn; g++) {
-            nx_sbuf_put(b, "+", 1);
-            print_src(b, p, p->gsrc[op->y + g], 0, 0);
+    if (st->n == st->cap) {
+        size_t cap = st->cap ? st->cap * 2 : 64;
+        pitem *v = realloc(st->v, cap * sizeof *v);
+        if (!v) {
+            st->failed = 1;
+            return;
         }
-        nx_sbuf_put(b, "]", 1);
-        break;
+        st->v = v;
+        st->cap = cap;
     }
+    st->v[st->n++] = (pitem){s, (uint8_t)top, (uint8_t)left, lit};
+}
+
+/* left: the source is the left operand, where "+0" reads unambiguously;
+ * elsewhere the zero prints as "(+0)".  Items are pushed in reverse order
+ * of printing. */
+static int print_src(nx_sbuf *b, const nx_program *p, int32_t root)
+{
+    pstack st = {0};
+    ppush(&st, root, 1, 1, NULL);
+    while (st.n > 0 && !st.failed) {
+        pitem it = st.v[--st.n];
+        if (it.lit) {
+            nx_sbuf_put(b, it.lit, strlen(it.lit));
+            continue;
+        }
+        int32_t s = it.s;
+        /* a leaf prints its source in its place */
+        while (!NX_SRC_IS_TERM(s) && p->ops[NX_SRC_OP(s)].kind == NX_OP_LEAF)
+            s = p->ops[NX_SRC_OP(s)].x;
+        if (NX_SRC_IS_TERM(s)) {
+            nx_sbuf_printf(b, "t%d", s);
+            continue;
+        }
+        const nx_op *op = &p->ops[NX_SRC_OP(s)];
+        switch (op->kind) {
+        case NX_OP_ZERO:
+            if (it.left || it.top)
+                nx_sbuf_put(b, "+0", 2);
+            else
+                nx_sbuf_put(b, "(+0)", 4);
+            break;
+        case NX_OP_ADD:
+            if (!it.top)
+                ppush(&st, 0, 0, 0, ")");
+            ppush(&st, op->y, 0, 0, NULL);
+            ppush(&st, 0, 0, 0, "+");
+            ppush(&st, op->x, 0, 1, NULL);
+            if (!it.top)
+                ppush(&st, 0, 0, 0, "(");
+            break;
+        case NX_OP_START:
+            nx_sbuf_put(b, "c", 1);
+            break;
+        case NX_OP_ATOM:
+            ppush(&st, 0, 0, 0, "]");
+            for (int32_t g = op->gn - 1; g >= 0; g--) {
+                ppush(&st, p->gsrc[op->y + g], 0, 0, NULL);
+                ppush(&st, 0, 0, 0, "+");
+            }
+            ppush(&st, op->x, 0, 1, NULL);
+            ppush(&st, 0, 0, 0, "[");
+            break;
+        }
+    }
+    int ok = !st.failed;
+    free(st.v);
+    return ok;
 }
 
 char *nx_program_expansion(const nx_program *p)
 {
     nx_sbuf b = {0};
-    print_src(&b, p, p->result, 1, 1);
+    if (!print_src(&b, p, p->result)) {
+        free(nx_sbuf_take(&b));
+        return NULL;
+    }
     return nx_sbuf_take(&b);
 }
