@@ -93,10 +93,6 @@ static void primary(sp *ps)
         ps->p++;
         primary(ps);
         push(ps, OP_NOT, 0, 0, at);
-    } else if (*ps->p == '-') {
-        ps->p++;
-        primary(ps);
-        push(ps, OP_NEG, 0, 0, at);
     } else if (isdigit((unsigned char)*ps->p)) {
         long long v = 0;
         while (isdigit((unsigned char)*ps->p)) {
@@ -195,11 +191,19 @@ int nx_select_uses_grid(const nx_select *s)
     return s->uses_grid;
 }
 
+/* An operand on the evaluation stack; poisoned: it divided by zero.  && and
+ * || do not look at a side they do not need (as in C), so a poison there
+ * is harmless; a poisoned result is the error. */
+typedef struct sval {
+    long long v;
+    int poison; /* 0, or the column of the division by zero */
+} sval;
+
 nx_status nx_select_eval(const nx_select *s, long long r, long long R, long long M, long long N, int *out,
                          nx_err *err)
 {
-    long long stack[512], *st = stack;
-    long long *heap = NULL;
+    sval stack[512], *st = stack;
+    sval *heap = NULL;
     if (s->n > 512) {
         heap = malloc(s->n * sizeof *heap);
         if (!heap)
@@ -211,43 +215,53 @@ nx_status nx_select_eval(const nx_select *s, long long r, long long R, long long
     for (size_t k = 0; k < s->n; k++) {
         const sel_op *o = &s->ops[k];
         switch (o->kind) {
-        case OP_NUM: st[sp++] = o->num; break;
-        case OP_VAR: st[sp++] = v[o->arg]; break;
-        case OP_NOT: st[sp - 1] = !st[sp - 1]; break;
-        case OP_NEG: st[sp - 1] = -st[sp - 1]; break;
+        case OP_NUM: st[sp++] = (sval){o->num, 0}; break;
+        case OP_VAR: st[sp++] = (sval){v[o->arg], 0}; break;
+        case OP_NOT: st[sp - 1].v = !st[sp - 1].v; break;
+        case OP_NEG: st[sp - 1].v = -st[sp - 1].v; break;
         default: {
-            long long b = st[--sp], a = st[--sp], c;
-            switch (o->arg) {
-            case B_OR: c = a || b; break;
-            case B_AND: c = a && b; break;
-            case B_EQ: c = a == b; break;
-            case B_NE: c = a != b; break;
-            case B_LT: c = a < b; break;
-            case B_LE: c = a <= b; break;
-            case B_GT: c = a > b; break;
-            case B_GE: c = a >= b; break;
-            case B_ADD: c = a + b; break;
-            case B_SUB: c = a - b; break;
-            case B_MUL: c = a * b; break;
-            default:
-                if (b == 0) {
-                    free(heap);
-                    return nx_err_set(err, NX_EINVAL, "column %d: division by zero at row %lld", o->col, r);
+            sval b = st[--sp], a = st[--sp], c = {0, 0};
+            if (o->arg == B_AND) {
+                c = a.poison ? a : !a.v ? (sval){0, 0} : b.poison ? b : (sval){b.v != 0, 0};
+            } else if (o->arg == B_OR) {
+                c = a.poison ? a : a.v ? (sval){1, 0} : b.poison ? b : (sval){b.v != 0, 0};
+            } else if (a.poison || b.poison) {
+                c = a.poison ? a : b;
+            } else {
+                long long x = a.v, y = b.v;
+                switch (o->arg) {
+                case B_EQ: c.v = x == y; break;
+                case B_NE: c.v = x != y; break;
+                case B_LT: c.v = x < y; break;
+                case B_LE: c.v = x <= y; break;
+                case B_GT: c.v = x > y; break;
+                case B_GE: c.v = x >= y; break;
+                case B_ADD: c.v = x + y; break;
+                case B_SUB: c.v = x - y; break;
+                case B_MUL: c.v = x * y; break;
+                default:
+                    if (y == 0) {
+                        c.poison = o->col;
+                        break;
+                    }
+                    /* floor division and its remainder (the same as C's for
+                     * non-negative operands, the contract's case) */
+                    c.v = x / y;
+                    if ((x % y != 0) && ((x < 0) != (y < 0)))
+                        c.v--;
+                    if (o->arg == B_MOD)
+                        c.v = x - c.v * y;
+                    break;
                 }
-                /* floor division and its remainder (the same as C's for
-                 * non-negative operands, the contract's case) */
-                c = a / b;
-                if ((a % b != 0) && ((a < 0) != (b < 0)))
-                    c--;
-                if (o->arg == B_MOD)
-                    c = a - c * b;
-                break;
             }
             st[sp++] = c;
         }
         }
     }
-    *out = sp == 1 && st[0] != 0;
+    sval res = sp == 1 ? st[0] : (sval){0, 0};
     free(heap);
+    if (res.poison)
+        return nx_err_set(err, NX_EINVAL, "column %d: division by zero at row %lld", res.poison, r);
+    *out = res.v != 0;
     return NX_OK;
 }
