@@ -11,7 +11,7 @@
 #include <string.h>
 
 /* ------------------------------------------------------------------ */
-/* Formats (NUMERICS.md section 1, interpretations 1 and 2)            */
+/* Formats (docs/numerics.md section 1, section 7 items 1, 2)            */
 /* ------------------------------------------------------------------ */
 
 enum { NK_NONE, NK_IEEE, NK_E4M3, NK_E8M0 };

@@ -1,6 +1,6 @@
 /* oracle.h: an independent, slow, exact test oracle for numerics points.
  *
- * Written only from docs NUMERICS.md (sections 1, 2, 4, 5) and
+ * Written only from docs/numerics.md (sections 1, 2, 4, 5) and
  * docs/interpretations.md; the third edition's point language (subtree
  * settings X[k=v, ...], body and carry, tile lists and halve=, order, expr,
  * row classes) from docs/numerics.md §4.1-§4.3.  Every intermediate value is an exact GMP
