@@ -84,7 +84,9 @@ static size_t ident(parser *ps)
     return n;
 }
 
-static long integer(parser *ps, const char *what)
+/* A decimal integer of at least `min` (0: an index of `order` or `expr`; 1:
+ * a count or size), at most NX_TREE_INT_MAX. */
+static long integer_from(parser *ps, const char *what, long min)
 {
     skip_ws(ps);
     const char *start = ps->p;
@@ -102,33 +104,21 @@ static long integer(parser *ps, const char *what)
             return 0;
         }
     }
-    if (v < 1) {
-        fail(ps, start, "%s must be at least 1", what);
+    if (v < min) {
+        fail(ps, start, "%s must be at least %ld", what, min);
         return 0;
     }
     return v;
 }
 
-/* Non-negative integer (an index of `order` or `expr`). */
+static long integer(parser *ps, const char *what)
+{
+    return integer_from(ps, what, 1);
+}
+
 static long index_int(parser *ps, const char *what)
 {
-    skip_ws(ps);
-    const char *start = ps->p;
-    char b[8];
-    if (!isdigit((unsigned char)*ps->p)) {
-        fail(ps, ps->p, "expected an integer (%s), found %s", what, found(ps, b, sizeof b));
-        return 0;
-    }
-    long v = 0;
-    while (isdigit((unsigned char)*ps->p)) {
-        v = v * 10 + (*ps->p - '0');
-        ps->p++;
-        if (v > NX_TREE_INT_MAX) {
-            fail(ps, start, "%s is too large (at most %ld)", what, NX_TREE_INT_MAX);
-            return 0;
-        }
-    }
-    return v;
+    return integer_from(ps, what, 0);
 }
 
 static nx_tree *tree(parser *ps);
