@@ -198,6 +198,265 @@ tc_node *new_root(const char *name)
     return r;
 }
 
+/* What toml++ is given is checked first, by a small scanner that knows
+ * TOML's strings and comments:
+ *
+ * - toml++ 3.3.0 (Debian 12) asks "is this whitespace?" of a character
+ *   where TOML expects whitespace, and for U+00A1 ... U+0499 that question
+ *   reaches TOML_UNREACHABLE (__builtin_unreachable: undefined behaviour;
+ *   fixed upstream after 3.3.0).  Outside strings and comments TOML 1.0
+ *   allows ASCII only (bare keys, numbers, booleans, dates, whitespace), so
+ *   any non-ASCII byte there is refused, with its line and column, before
+ *   toml++ sees it.  Inside a multi-line basic string toml++ asks the same
+ *   question of the character after a backslash and of the first character
+ *   after a line-ending backslash; a non-ASCII character there is refused
+ *   too (write it as \uXXXX).  Everywhere else in strings and comments any
+ *   UTF-8 is accepted, as before.
+ * - Nesting (table headers, dotted keys, arrays and inline tables together)
+ *   is bounded by TC_MAX_NESTING: toml++ bounds arrays and inline tables
+ *   but not dotted keys, and a key 20,000 components long overflowed the
+ *   stack.  Every walk over the C tree is then bounded too. */
+struct scan_pos {
+    long line = 1, col = 1;
+};
+
+[[noreturn]] void scan_fail(const ctx &c, const scan_pos &at, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+[[noreturn]] void scan_fail(const ctx &c, const scan_pos &at, const char *fmt, ...)
+{
+    char msg[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    toml::source_position p{static_cast<toml::source_index>(at.line), static_cast<toml::source_index>(at.col)};
+    int line, col;
+    to_user_pos(c, p, &line, &col);
+    fail(NX_EINVAL, "%s:%d:%d: %s", c.source, line, col, msg);
+}
+
+/* "U+039A", or "byte 0xNN" where s[i] does not start valid UTF-8. */
+std::string describe_cp(std::string_view s, size_t i)
+{
+    unsigned char b = static_cast<unsigned char>(s[i]);
+    int n = b >= 0xF0 && b < 0xF8 ? 3 : b >= 0xE0 ? 2 : b >= 0xC2 && b < 0xE0 ? 1 : -1;
+    if (b >= 0xF8)
+        n = -1;
+    unsigned long cp = n == 3 ? b & 0x07u : n == 2 ? b & 0x0Fu : b & 0x1Fu;
+    for (int k = 1; n > 0 && k <= n; k++) {
+        unsigned char cb = i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0;
+        if ((cb & 0xC0u) != 0x80u) {
+            n = -1;
+            break;
+        }
+        cp = cp << 6 | (cb & 0x3Fu);
+    }
+    char buf[32];
+    if (n < 0)
+        snprintf(buf, sizeof buf, "byte 0x%02X (not UTF-8)", b);
+    else
+        snprintf(buf, sizeof buf, "U+%04lX", cp);
+    return buf;
+}
+
+void prescan(const ctx &c, std::string_view s)
+{
+    enum { NORMAL, COMMENT, BASIC, LITERAL, ML_BASIC, ML_LITERAL } mode = NORMAL;
+    scan_pos pos;
+    size_t i = 0;
+    /* moves past s[i] */
+    auto step = [&]() {
+        unsigned char b = static_cast<unsigned char>(s[i]);
+        if (b == '\n') {
+            pos.line++;
+            pos.col = 1;
+        } else if ((b & 0xC0u) != 0x80u) {
+            pos.col++;
+        }
+        i++;
+    };
+    auto quotes = [&](char q) { /* the run of q at i, at most 3 counted */
+        size_t n = 0;
+        while (n < 3 && i + n < s.size() && s[i + n] == q)
+            n++;
+        return n;
+    };
+    /* nesting: the open arrays / inline tables with the depth to go back to */
+    std::vector<std::pair<char, int>> open;
+    int depth = 0;      /* of the keys of the current table, or the elements of the current array */
+    int vdepth = 0;     /* of the value about to start */
+    bool in_key = true; /* reading a key: at the start of a line (top level), after '{' or ',' in a table */
+    int comps = 0;      /* components of that key so far */
+    int header = 0;     /* 1: in a [table] header, 2: in an [[array.of.tables]] header */
+    scan_pos mark;      /* where the key or header began */
+    auto check = [&](int d, const scan_pos &at) {
+        if (d > TC_MAX_NESTING)
+            scan_fail(c, at, "nested deeper than %d levels (tables, dotted keys, arrays and inline tables "
+                             "together)", TC_MAX_NESTING);
+    };
+    auto key_char = [&]() {
+        if ((in_key || header) && comps == 0) {
+            comps = 1;
+            if (!header)
+                mark = pos;
+        }
+    };
+    while (i < s.size()) {
+        unsigned char b = static_cast<unsigned char>(s[i]);
+        switch (mode) {
+        case COMMENT:
+            if (b == '\n')
+                mode = NORMAL; /* the newline is NORMAL's */
+            else
+                step();
+            continue;
+        case BASIC:
+        case LITERAL:
+            if (b == '\n') {
+                mode = NORMAL; /* unterminated: toml++ says so */
+                continue;
+            }
+            if (b == '\\' && mode == BASIC && i + 1 < s.size() && s[i + 1] != '\n')
+                step();
+            else if (b == (mode == BASIC ? '"' : '\''))
+                mode = NORMAL;
+            step();
+            continue;
+        case ML_LITERAL:
+        case ML_BASIC: {
+            char q = mode == ML_BASIC ? '"' : '\'';
+            if (b == static_cast<unsigned char>(q) && quotes(q) == 3) {
+                /* the delimiter is the last three of up to five quotes */
+                for (int k = 0; k < 5 && i < s.size() && s[i] == q; k++)
+                    step();
+                mode = NORMAL;
+                continue;
+            }
+            if (b == '\\' && mode == ML_BASIC) {
+                step();
+                if (i >= s.size())
+                    continue;
+                unsigned char e = static_cast<unsigned char>(s[i]);
+                if (e >= 0x80)
+                    scan_fail(c, pos, "%s after '\\' in a multi-line string (not an escape; write it as \\uXXXX)",
+                              describe_cp(s, i).c_str());
+                if (e == ' ' || e == '\t' || e == '\r' || e == '\n') {
+                    /* a line-ending backslash: the whitespace and newlines after it are trimmed */
+                    while (i < s.size() && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n'))
+                        step();
+                    if (i < s.size() && static_cast<unsigned char>(s[i]) >= 0x80)
+                        scan_fail(c, pos,
+                                  "%s first after a line-ending backslash in a multi-line string is not "
+                                  "supported (write it as \\uXXXX)",
+                                  describe_cp(s, i).c_str());
+                    continue;
+                }
+                step(); /* the escaped character */
+                continue;
+            }
+            step();
+            continue;
+        }
+        case NORMAL:
+            break;
+        }
+        if (b >= 0x80)
+            scan_fail(c, pos, "unexpected %s outside a string or comment (TOML allows only ASCII there)",
+                      describe_cp(s, i).c_str());
+        switch (b) {
+        case '#':
+            mode = COMMENT;
+            step();
+            continue;
+        case '"':
+        case '\'':
+            key_char();
+            if (quotes(static_cast<char>(b)) == 3) {
+                mode = b == '"' ? ML_BASIC : ML_LITERAL;
+                step();
+                step();
+            } else {
+                mode = b == '"' ? BASIC : LITERAL;
+            }
+            step();
+            continue;
+        case '\n':
+            if (open.empty()) {
+                in_key = true;
+                comps = 0;
+                header = 0;
+            }
+            break;
+        case ' ': case '\t': case '\r':
+            break;
+        case '.':
+            if ((in_key || header) && comps > 0)
+                comps++;
+            break;
+        case '=':
+            if (in_key) {
+                vdepth = depth + (comps > 0 ? comps : 1);
+                check(vdepth, mark);
+                in_key = false;
+            }
+            break;
+        case '[':
+            if (open.empty() && in_key && comps == 0 && !header) {
+                header = i + 1 < s.size() && s[i + 1] == '[' ? 2 : 1;
+                mark = pos;
+                if (header == 2)
+                    step();
+            } else if (!in_key && !header) {
+                open.emplace_back('[', depth);
+                depth = vdepth + 1;
+                vdepth = depth;
+                check(depth, pos);
+            }
+            break;
+        case '{':
+            if (!in_key && !header) {
+                open.emplace_back('{', depth);
+                depth = vdepth;
+                in_key = true;
+                comps = 0;
+            }
+            break;
+        case ']':
+            if (header) {
+                depth = comps + (header == 2 ? 1 : 0);
+                check(depth, mark);
+                header = 0;
+                in_key = false; /* the rest of the line: a comment or nothing */
+                comps = 0;
+                if (i + 1 < s.size() && s[i + 1] == ']')
+                    step();
+                break;
+            }
+            __attribute__((fallthrough));
+        case '}':
+            if (!open.empty()) {
+                depth = open.back().second;
+                open.pop_back();
+                in_key = false;
+                vdepth = depth;
+            }
+            break;
+        case ',':
+            if (!open.empty() && open.back().first == '{') {
+                in_key = true;
+                comps = 0;
+            } else {
+                vdepth = depth;
+            }
+            break;
+        default:
+            key_char();
+            break;
+        }
+        step();
+    }
+}
+
 /* Parses text (wrapped by tc_parse_inline_table when shift > 0) into *root.
  * The single place where exceptions are caught. */
 nx_status parse_text(std::string_view text, const char *name, int shift, tc_node **root, nx_err *err)
@@ -205,6 +464,7 @@ nx_status parse_text(std::string_view text, const char *name, int shift, tc_node
     tc_node *tree = nullptr;
     try {
         ctx c{name, shift};
+        prescan(c, text);
         toml::table doc;
         try {
             doc = toml::parse(text, std::string_view(name));

@@ -19,6 +19,11 @@ extern "C" {
  * own, and tomlc.cpp must call the C nx_err_set. */
 #include "nx_error.h"
 
+/* The deepest nesting a document may have: table header components, dotted
+ * key components, arrays and inline tables, counted together (the registry
+ * needs fewer than 10).  Deeper is NX_EINVAL naming the line and column. */
+#define TC_MAX_NESTING 128
+
 typedef enum { TC_TABLE, TC_ARRAY, TC_STRING, TC_INT, TC_FLOAT, TC_BOOL, TC_DATETIME } tc_kind;
 
 typedef struct tc_node tc_node;

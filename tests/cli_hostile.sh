@@ -51,5 +51,66 @@ has out "KERNEL_FAMILIES.toml:7:8: error: key 'tree': tree:1:2049: the tree is n
 run 2 "registry show, tree 50000 deep" registry show f.p --class x "$T/reg"
 has err "nested deeper than 256 levels" "registry show, tree 50000 deep"
 
+# ---- TOML: non-ASCII where whitespace is expected (toml++ 3.3.0 reached
+# TOML_UNREACHABLE for U+00A1 ... U+0499 there: undefined behaviour) -------
+# Each is refused before toml++ sees it, naming line, column and code point.
+run 2 "--numerics { a = Kappa }" tree show seq --n 2 --numerics '{ a = Κ }'
+has err "--numerics:1:7: unexpected U+039A outside a string or comment" "--numerics { a = Kappa }"
+run 2 "--numerics { a = U+00A1 }" reduce --numerics '{ a = ¡ }' --in "$T/none" --out "$T/y"
+has err "--numerics:1:7: unexpected U+00A1" "--numerics { a = U+00A1 }"
+[ ! -e "$T/y" ] || fail "--numerics { a = U+00A1 }: an output was written"
+run 2 "--numerics U+0499 after a value" tree show seq --n 2 --numerics '{ acc = "fp32" ҙ}'
+has err "--numerics:1:16: unexpected U+0499" "--numerics U+0499 after a value"
+# In a multi-line basic string, after a backslash and first after a
+# line-ending backslash, toml++ asks the same question: refused there too.
+run 2 "--numerics multi-line string, after a line-ending backslash" tree show seq --n 2 \
+  --numerics "$(printf '{ acc = """fp32\\\n  Κ""" }')"
+has err "--numerics:2:3: U+039A first after a line-ending backslash" "after a line-ending backslash"
+mkdir -p "$T/utf/x/common"
+: > "$T/utf/DEVICES.toml"
+printf 'class = "x" # Κλάση ¡ ҙ: any UTF-8 in a comment\n' > "$T/utf/x/HARDWARE.toml"
+cat > "$T/utf/x/common/KERNEL_FAMILIES.toml" <<'TOML'
+# Κ ¡ ҙ
+[[family]]
+id = "f"
+description = """Κ
+  ¡ in a multi-line basic string \u039A\
+  then ASCII ҙ"""
+pipeline = '''
+Κ ¡ ҙ in a multi-line literal string'''
+kernels = ["k1"]
+[[family.point]]
+id = "p"
+description = "Κ¡ — in a basic string"
+[family.point.numerics.k]
+tree = "seq" # Κ
+TOML
+run 0 "registry with UTF-8 in strings and comments" registry lint "$T/utf"
+# non-ASCII in a registry file where whitespace is expected: file:line:col
+printf 'class = "x"\nparent =\302\240"y"\n' > "$T/utf/x/HARDWARE.toml"
+run 2 "registry U+00A0 for a space" registry lint "$T/utf"
+has err "x/HARDWARE.toml:2:9: unexpected U+00A0 outside a string or comment" "registry U+00A0 for a space"
+printf 'class = "x"\n  Κ = 1\n' > "$T/utf/x/HARDWARE.toml"
+run 2 "registry list, Kappa as a key" registry list "$T/utf"
+has err "x/HARDWARE.toml:2:3: unexpected U+039A" "registry list, Kappa as a key"
+run 0 "--numerics UTF-8 in a comment" tree show seq --n 2 --numerics '{ acc = "fp32" } # Κ ¡ ҙ'
+
+# ---- TOML nesting: dotted keys and headers are bounded like brackets -----
+dotted() { awk -v d=$1 'BEGIN { printf "a"; for (i = 1; i < d; i++) printf ".a" }'; }
+run 2 "--numerics dotted key 20000 deep" tree show seq --n 2 --numerics "{ $(dotted 20000) = 1 }"
+has err "--numerics:1:3: nested deeper than 128 levels" "--numerics dotted key 20000 deep"
+# 127 components (plus the wrapper's one) are fine for TOML: the point then
+# says the key is unknown.
+run 2 "--numerics dotted key 127 deep" tree show seq --n 2 --numerics "{ $(dotted 127) = 1 }"
+has err "unknown key 'a'" "--numerics dotted key 127 deep"
+printf '[%s]\nx = 1\n' "$(dotted 50000)" > "$T/utf/x/HARDWARE.toml"
+run 2 "registry header 50000 deep" registry lint "$T/utf"
+has err "x/HARDWARE.toml:1:1: nested deeper than 128 levels" "registry header 50000 deep"
+{ printf 'class = "x"\nv = '; awk 'BEGIN { for (i = 0; i < 200; i++) printf "{ a = "; printf "1";
+  for (i = 0; i < 200; i++) printf " }"; print "" }'; } > "$T/utf/x/HARDWARE.toml"
+run 2 "registry inline tables 200 deep" registry lint "$T/utf"
+# v is level 1; the k-th "a" (column 7 + 6(k - 1)) is level k + 1: k = 128 is too deep
+has err "x/HARDWARE.toml:2:769: nested deeper than 128 levels" "registry inline tables 200 deep"
+
 [ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "cli_hostile: all passed"
