@@ -49,6 +49,8 @@ int cmd_ledger(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 /* `parity check --numerics P --in IN --out Y` (cmd_check_numerics.c). */
 int cmd_check_numerics(int argc, char **argv);
+/* `parity fit`: a point that reproduces given outputs (cmd_fit.c, parity/fit/). */
+int cmd_fit(int argc, char **argv);
 
 struct st_file;
 struct st_tensor;

@@ -28,6 +28,8 @@ static const char usage[] =
     "  ledger     merge shard ledgers into one; list a ledger's runs\n"
     "  diff       two outputs (traces, safetensors, .npy) element by element: how\n"
     "             many differ, by how many ulps, where, and the pattern they form\n"
+    "  fit        search a space of numerics points for one that reproduces given\n"
+    "             outputs bit for bit\n"
     "\n"
     "Run `parity <command> --help` for the options of a command.\n"
     "\n"
@@ -82,6 +84,8 @@ int main(int argc, char **argv)
         return cmd_ledger(argc - 1, argv + 1);
     if (!strcmp(cmd, "diff"))
         return cmd_diff(argc - 1, argv + 1);
+    if (!strcmp(cmd, "fit"))
+        return cmd_fit(argc - 1, argv + 1);
     fprintf(stderr, "parity: unknown command '%s'\n\n%s", cmd, usage);
     return EXIT_INPUT;
 }

@@ -1,0 +1,316 @@
+/* cmd_fit.c: `parity fit`: searches a space of numerics points for one that
+ * reproduces given outputs bit for bit (docs/fit.md, parity/fit/). */
+#include "cli.h"
+#include "fit.h"
+#include "npy.h"
+#include "rows.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const char usage[] =
+    "usage: parity fit --in IN --ref Y [--in IN2 --ref Y2 ...] [--space SPEC]\n"
+    "                  [--max N] [--threads T] [--json] [--no-classes]\n"
+    "\n"
+    "Searches a space of numerics points for one whose exact evaluation\n"
+    "reproduces every Y bit for bit.  IN holds 'a' (and 'b', optional 'c') of\n"
+    "shape [rows, n] as for `parity reduce`; Y holds 'y' [rows] (safetensors) or\n"
+    "is a .npy array.  Pairs may differ in n and rows: one point must explain\n"
+    "them all.  The candidates' out format is Y's dtype.\n"
+    "\n"
+    "options:\n"
+    "  --in FILE, --ref FILE  an input and its outputs (repeatable, in pairs)\n"
+    "  --space SPEC  a file, or the text itself: lines (or ';'-separated items)\n"
+    "                of trees (crossed with the default settings), inline TOML\n"
+    "                points, `let NAME = v1, v2` lists expanded where {NAME}\n"
+    "                appears, and the words `default` and `atoms` (docs/fit.md)\n"
+    "  --max N       evaluate only the first N candidates\n"
+    "  --threads T   candidates evaluated in parallel (default: all cores)\n"
+    "  --json        a JSON summary line on stdout before the point\n"
+    "  --no-classes  do not fit row classes when no single point fits\n"
+    "\n"
+    "Progress on stderr.  The last line of stdout is the fitted point as one\n"
+    "inline TOML table that `parity reduce --numerics` accepts.\n"
+    "\n"
+    "exit status: 0 a point reproduces every row (verified with MPFR); 1 nothing in\n"
+    "the space does (the closest candidates are printed with their mismatch\n"
+    "counts); 2 bad input, named with the file and tensor; 3 internal error.\n";
+
+#define MAX_PAIRS 64
+
+typedef struct pair_data {
+    st_file in, yf;
+    npy_array ny;
+    double *a, *b, *c, *y;
+} pair_data;
+
+static int ends_with(const char *s, const char *suf)
+{
+    size_t n = strlen(s), m = strlen(suf);
+    return n >= m && strcmp(s + n - m, suf) == 0;
+}
+
+static nx_status load_pair(const char *inp, const char *yp, pair_data *d, fit_pair *fp, nx_fmt *yfmt, nx_err *err)
+{
+    const st_tensor *ta, *tb, *tc, *ty;
+    nx_status st;
+    if ((st = st_read(inp, &d->in, err)) || (st = reduce_check_inputs_c(inp, &d->in, &ta, &tb, &tc, err)))
+        return st;
+    size_t rows = (size_t)ta->shape[0], n = (size_t)ta->shape[1];
+    if (ends_with(yp, ".npy")) {
+        if ((st = npy_read(yp, NULL, &d->ny, err)))
+            return st;
+        ty = &d->ny.t;
+    } else {
+        if ((st = st_read(yp, &d->yf, err)))
+            return st;
+        if (!(ty = st_find(&d->yf, "y")))
+            return nx_err_set(err, NX_EINVAL, "%s: no tensor 'y' (expected the outputs, shape [%zu])", yp, rows);
+    }
+    const char *tn = ty == &d->ny.t ? "the array" : "tensor 'y'";
+    if (ty->ndim != 1 || (size_t)ty->shape[0] != rows)
+        return nx_err_set(err, NX_EINVAL, "%s: %s has %d dimension(s) of shape [%lld...]; %s has %zu rows, so [%zu] is "
+                                          "expected",
+                          yp, tn, ty->ndim, ty->ndim ? (long long)ty->shape[0] : 0LL, inp, rows, rows);
+    int f = rows_fmt_of_dtype(ty->dtype);
+    if (f < 0)
+        return nx_err_set(err, NX_EINVAL, "%s: %s: dtype %s is not a number format of docs/numerics.md §1", yp, tn,
+                          st_dtype_name(ty->dtype));
+    *yfmt = (nx_fmt)f;
+    size_t ne = ta->nelem ? ta->nelem : 1;
+    d->a = malloc(ne * sizeof *d->a);
+    d->b = tb ? malloc(ne * sizeof *d->b) : NULL;
+    d->c = tc ? malloc((rows ? rows : 1) * sizeof *d->c) : NULL;
+    d->y = malloc((rows ? rows : 1) * sizeof *d->y);
+    if (!d->a || (tb && !d->b) || (tc && !d->c) || !d->y)
+        return nx_err_set(err, NX_ENOMEM, "out of memory for %zu x %zu values", rows, n);
+    if ((st = rows_decode(ta, d->a, err)) || (tb && (st = rows_decode(tb, d->b, err))) ||
+        (tc && (st = rows_decode(tc, d->c, err)))) {
+        nx_err_prefix(err, "%s", inp);
+        return st;
+    }
+    if ((st = rows_decode(ty, d->y, err))) {
+        nx_err_prefix(err, "%s", yp);
+        return st;
+    }
+    memset(fp, 0, sizeof *fp);
+    fp->in.rows = rows;
+    fp->in.a_fmt = (nx_fmt)rows_fmt_of_dtype(ta->dtype);
+    fp->in.a = d->a;
+    fp->in.b_fmt = tb ? (nx_fmt)rows_fmt_of_dtype(tb->dtype) : NX_FP64;
+    fp->in.b = d->b;
+    fp->in.c_fmt = tc ? (nx_fmt)rows_fmt_of_dtype(tc->dtype) : NX_FP64;
+    fp->in.c = d->c;
+    fp->n = n;
+    fp->dot = tb != NULL;
+    fp->y = d->y;
+    return NX_OK;
+}
+
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    size_t r;
+    while (buf && (r = fread(buf + len, 1, cap - len - 1, f)) > 0) {
+        len += r;
+        if (len + 1 == cap) {
+            char *nb = realloc(buf, cap *= 2);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+            }
+            buf = nb;
+        }
+    }
+    fclose(f);
+    if (buf)
+        buf[len] = 0;
+    return buf;
+}
+
+int cmd_fit(int argc, char **argv)
+{
+    const char *ins[MAX_PAIRS], *refs[MAX_PAIRS], *space_s = NULL, *max_s = NULL, *threads_s = NULL, *v;
+    size_t nin = 0, nref = 0;
+    int bad = 0, json = 0, classes = 1;
+    for (int i = 1; i < argc && !bad; i++) {
+        if (cli_flag(argv, i, "--help") || cli_flag(argv, i, "-h")) {
+            fputs(usage, stdout);
+            return EXIT_PASS;
+        }
+        if (cli_flag(argv, i, "--json")) {
+            json = 1;
+            continue;
+        }
+        if (cli_flag(argv, i, "--no-classes")) {
+            classes = 0;
+            continue;
+        }
+        if (cli_opt(argc, argv, &i, "--in", &v, &bad)) {
+            if (nin == MAX_PAIRS) {
+                cli_error("fit", "at most %d --in files", MAX_PAIRS);
+                return EXIT_INPUT;
+            }
+            ins[nin++] = v;
+            continue;
+        }
+        if (cli_opt(argc, argv, &i, "--ref", &v, &bad)) {
+            if (nref == MAX_PAIRS) {
+                cli_error("fit", "at most %d --ref files", MAX_PAIRS);
+                return EXIT_INPUT;
+            }
+            refs[nref++] = v;
+            continue;
+        }
+        if (cli_opt(argc, argv, &i, "--space", &space_s, &bad) || cli_opt(argc, argv, &i, "--max", &max_s, &bad) ||
+            cli_opt(argc, argv, &i, "--threads", &threads_s, &bad))
+            continue;
+        cli_error("fit", "unknown argument '%s' (see --help)", argv[i]);
+        return EXIT_INPUT;
+    }
+    if (bad)
+        return EXIT_INPUT;
+    if (!nin || nin != nref) {
+        cli_error("fit", "needs --in and --ref in pairs (%zu --in, %zu --ref; see --help)", nin, nref);
+        return EXIT_INPUT;
+    }
+    long maxc = 0, threads = 0;
+    if (max_s && (maxc = cli_long("fit", "--max", max_s, 1, 1L << 30)) < 0)
+        return EXIT_INPUT;
+    if (threads_s && (threads = cli_long("fit", "--threads", threads_s, 1, 4096)) < 0)
+        return EXIT_INPUT;
+
+    pair_data pd[MAX_PAIRS];
+    fit_pair fp[MAX_PAIRS];
+    memset(pd, 0, sizeof pd);
+    for (size_t p = 0; p < nin; p++) {
+        st_init(&pd[p].in);
+        st_init(&pd[p].yf);
+        npy_init(&pd[p].ny);
+    }
+    nx_err err = {0};
+    nx_status st = NX_OK;
+    int rc = EXIT_PASS;
+    fit_space space;
+    fit_space_init(&space, NX_FP32);
+    fit_result res;
+    memset(&res, 0, sizeof res);
+    char *spec = NULL;
+    nx_fmt yfmt = NX_FP32;
+    for (size_t p = 0; p < nin && !st; p++) {
+        nx_fmt f = NX_FP32;
+        st = load_pair(ins[p], refs[p], &pd[p], &fp[p], &f, &err);
+        if (st)
+            break;
+        if (p && f != yfmt)
+            st = nx_err_set(&err, NX_EINVAL, "%s: y is %s but %s's is %s: one point has one out format", refs[p],
+                            nx_format(f)->name, refs[0], nx_format(yfmt)->name);
+        else if (p && fp[p].dot != fp[0].dot)
+            st = nx_err_set(&err, NX_EINVAL, "%s: %s 'b' but %s %s: the pairs must all be dot products or all sums",
+                            ins[p], fp[p].dot ? "has" : "has no", ins[0], fp[0].dot ? "has" : "has not");
+        yfmt = f;
+    }
+    if (st)
+        goto fail;
+    fit_ctx ctx = {.out = yfmt, .in_fmt = fp[0].in.a_fmt, .dot = fp[0].dot};
+    space.out = yfmt;
+    if (space_s) {
+        struct stat sb;
+        const char *name = "--space";
+        if (stat(space_s, &sb) == 0 && S_ISREG(sb.st_mode)) {
+            if (!(spec = read_text(space_s))) {
+                st = nx_err_set(&err, NX_EIO, "--space: cannot read %s", space_s);
+                goto fail;
+            }
+            name = space_s;
+        }
+        if ((st = fit_space_parse(&space, &ctx, spec ? spec : space_s, name, &err)))
+            goto fail;
+        if (!space.count) {
+            st = nx_err_set(&err, NX_EINVAL, "--space: no candidates");
+            goto fail;
+        }
+    } else if ((st = fit_space_default(&space, &ctx, 0, &err)))
+        goto fail;
+    size_t total_rows = 0;
+    for (size_t p = 0; p < nin; p++)
+        total_rows += fp[p].in.rows;
+    fprintf(stderr, "parity fit: %zu candidates (out %s), %zu pair(s), %zu rows\n",
+            maxc && (size_t)maxc < space.count ? (size_t)maxc : space.count, nx_format(yfmt)->name, nin, total_rows);
+    fit_opts o = {.threads = (int)threads,
+                  .max = (size_t)maxc,
+                  .progress = 1,
+                  .engine = NX_ENGINE_FAST,
+                  .classes = classes,
+                  .verify = 1};
+    if ((st = fit_run(fp, nin, &space, &o, &res, &err)))
+        goto fail;
+    if (json) {
+        json_t *j = json_object(), *near = json_array();
+        json_object_set_new(j, "found", json_boolean(res.found));
+        json_object_set_new(j, "point", res.point ? json_string(res.point) : json_null());
+        json_object_set_new(j, "row_classes", json_integer((json_int_t)res.nclasses));
+        json_object_set_new(j, "candidates", json_integer((json_int_t)res.evaluated));
+        json_object_set_new(j, "candidates_fitting", json_integer((json_int_t)res.nfit));
+        json_object_set_new(j, "rows", json_integer((json_int_t)res.total_rows));
+        json_object_set_new(j, "row_evaluations", json_integer((json_int_t)res.row_evals));
+        json_object_set_new(j, "seconds", json_real(res.seconds));
+        json_object_set_new(j, "candidates_per_second", json_real(res.cands_per_s));
+        for (size_t i = 0; i < res.nnear; i++) {
+            char *t = fit_cand_text(&space, res.near[i].cand);
+            json_t *e = json_object();
+            json_object_set_new(e, "point", json_string(t ? t : "?"));
+            json_object_set_new(e, "mismatched_rows", json_integer((json_int_t)res.near[i].mismatches));
+            json_array_append_new(near, e);
+            free(t);
+        }
+        json_object_set_new(j, "closest", near);
+        char *s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        if (s)
+            puts(s);
+        free(s);
+        json_decref(j);
+    }
+    if (res.found) {
+        fprintf(stderr, "parity fit: reproduces all %zu rows (verified with MPFR)%s; %zu candidate(s) fit on their own\n",
+                res.total_rows, res.nclasses ? " with row classes" : "", res.nfit);
+        printf("%s\n", res.point);
+    } else {
+        rc = EXIT_PARITY;
+        fprintf(stderr, "parity fit: no point in the space (%zu candidates) reproduces every row; closest:\n",
+                res.evaluated);
+        for (size_t i = 0; i < res.nnear; i++) {
+            char *t = fit_cand_text(&space, res.near[i].cand);
+            printf("closest %zu: %zu/%zu rows differ: %s\n", i + 1, res.near[i].mismatches, res.total_rows,
+                   t ? t : "?");
+            free(t);
+        }
+        if (!res.nnear)
+            printf("no candidate could be evaluated\n");
+    }
+    fflush(stdout);
+    goto out;
+fail:
+    rc = cli_fail("fit", &err);
+out:
+    fit_result_free(&res);
+    fit_space_free(&space);
+    free(spec);
+    for (size_t p = 0; p < nin; p++) {
+        st_free(&pd[p].in);
+        st_free(&pd[p].yf);
+        npy_free(&pd[p].ny);
+        free(pd[p].a);
+        free(pd[p].b);
+        free(pd[p].c);
+        free(pd[p].y);
+    }
+    return rc;
+}

@@ -1,0 +1,103 @@
+/* fit.h: searching a space of numerics points for one whose exact
+ * evaluation reproduces given outputs bit for bit (`parity fit`,
+ * docs/fit.md).
+ *
+ * A space is a list of candidates (a tree with its settings, or a whole
+ * point).  The search evaluates candidates with the fast engine (bit-
+ * identical to MPFR), one row at a time, each candidate stopping at its
+ * first mismatching row; rows that recently killed a candidate are tried
+ * first.  When no candidate fits every row it fits row classes (leading
+ * rows, remainder rows) separately.  The winner is verified on every row
+ * with MPFR. */
+#ifndef PARITY_FIT_H
+#define PARITY_FIT_H
+
+#include <stddef.h>
+
+#include "nx_engine.h"
+#include "nx_point.h"
+#include "nx_rowclass.h"
+
+/* One IN/Y pair: rows of terms and the outputs to reproduce. */
+typedef struct fit_pair {
+    nx_rows in;     /* rows, formats and values (caller-owned) */
+    size_t n;       /* terms per row */
+    int dot;        /* 1: in.b holds the second operands */
+    const double *y;/* in.rows expected results, values of the out format */
+} fit_pair;
+
+/* A candidate: either settings + tree, or a whole point as inline TOML. */
+typedef struct fit_cand {
+    char *tree;     /* tree text (settings form), or NULL */
+    char *toml;     /* a whole point (inline TOML), or NULL */
+    signed char acc, fma, product, atom_preset; /* product -1: exact; atom_preset -1: none */
+    short atom_frac;  /* -1: none (no parametric atom) */
+    signed char atom_round; /* nx_mode of the parametric atom's round */
+} fit_cand;
+
+typedef struct fit_space {
+    fit_cand *c;
+    size_t count, cap;
+    nx_fmt out;     /* every candidate's out format */
+} fit_space;
+
+/* What the space is built for: the out format (Y's), the input format and
+ * whether the terms are products. */
+typedef struct fit_ctx {
+    nx_fmt out;
+    nx_fmt in_fmt;
+    int dot;
+} fit_ctx;
+
+void fit_space_init(fit_space *s, nx_fmt out);
+void fit_space_free(fit_space *s);
+
+/* The default space (docs/fit.md "The default space"); atoms = 1 adds the
+ * atom presets and sweeps (by default only for narrow input formats). */
+nx_status fit_space_default(fit_space *s, const fit_ctx *ctx, int atoms, nx_err *err);
+
+/* Adds the candidates of a --space text (docs/fit.md "--space"): lines of
+ * trees, inline TOML points, `let NAME = v, ...` lists expanded by {NAME},
+ * and the words `default` and `atoms`.  Errors name the line. */
+nx_status fit_space_parse(fit_space *s, const fit_ctx *ctx, const char *text, const char *name, nx_err *err);
+
+/* The candidate as a point (out set to the space's out unless the TOML says). */
+nx_status fit_cand_point(const fit_space *s, size_t i, nx_point *pt, nx_err *err);
+/* The candidate's canonical text (malloc'd), or NULL. */
+char *fit_cand_text(const fit_space *s, size_t i);
+
+typedef struct fit_opts {
+    int threads;            /* <= 0: OpenMP's default */
+    size_t max;             /* 0: every candidate; else the first max */
+    int progress;           /* progress lines on stderr */
+    nx_engine_kind engine;  /* NX_ENGINE_FAST (the search); MPFR for the bench's comparison */
+    int classes;            /* 1: fit row classes when no single point fits */
+    int verify;             /* 1: verify the result on every row with MPFR */
+} fit_opts;
+
+typedef struct fit_near {
+    size_t cand;
+    size_t mismatches;      /* rows that differ, over all pairs */
+} fit_near;
+
+typedef struct fit_result {
+    int found;              /* 1: *point reproduces every row of every pair */
+    char *point;            /* the fitted point, canonical inline TOML (malloc'd) */
+    size_t nclasses;        /* row classes the fitted point uses (0: one point) */
+    size_t evaluated;       /* candidates evaluated in the first pass */
+    size_t row_evals;       /* rows evaluated, every pass */
+    size_t nfit;            /* candidates that fit every row on their own */
+    size_t total_rows;
+    double seconds, cands_per_s;
+    fit_near near[8];       /* the closest candidates when nothing fits */
+    size_t nnear;
+} fit_result;
+
+void fit_result_free(fit_result *r);
+
+/* The search.  Errors: out of memory, a candidate that does not expand is
+ * skipped (not an error), a verification that disagrees (NX_EINTERNAL). */
+nx_status fit_run(const fit_pair *pairs, size_t npairs, const fit_space *space, const fit_opts *o, fit_result *res,
+                  nx_err *err);
+
+#endif

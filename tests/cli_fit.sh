@@ -1,0 +1,101 @@
+#!/bin/sh
+# cli_fit.sh PARITY ST_CRAFT [long]: `parity fit` from the outside.  Outputs
+# are made by `parity reduce` at hidden points on two lengths n; fit must
+# print (last line of stdout) a point that `parity reduce` accepts and that
+# reproduces the hidden point's outputs bit for bit on FRESH inputs (another
+# seed, another n), compared as raw bytes of tensor y.  A Y no point of the
+# space makes exits 1 with the closest candidates; bad inputs exit 2 naming
+# the file and tensor.  With a third argument `long`, more hidden points.
+set -u
+PARITY=$1
+CRAFT=$2
+MODE=${3:-}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fails=0
+
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# y_bytes FILE ROWS BYTES: tensor y's data (the last ROWS*BYTES bytes of a
+# one-tensor safetensors file) as hex.
+y_bytes() { tail -c $(($2 * $3)) "$1" | od -An -tx1 | tr -d ' \n'; }
+
+# recover NAME POINT DTYPE(a) DTYPE(b or -) YBYTES: fit on two pairs, then
+# check on fresh inputs.
+recover() {
+  name=$1 point=$2 da=$3 db=$4 yb=$5
+  bopt=$db
+  [ "$db" = "-" ] && bopt=
+  "$CRAFT" rand "$T/i1" "$da" 14 300 11 $bopt || { fail "$name: craft"; return; }
+  "$CRAFT" rand "$T/i2" "$da" 11 517 12 $bopt || { fail "$name: craft"; return; }
+  "$CRAFT" rand "$T/i3" "$da" 13 389 13 $bopt || { fail "$name: craft"; return; }
+  for i in 1 2 3; do
+    "$PARITY" reduce --numerics "$point" --in "$T/i$i" --out "$T/y$i" 2> "$T/err" ||
+      { fail "$name: reduce at the hidden point: $(cat "$T/err")"; return; }
+  done
+  "$PARITY" fit --in "$T/i1" --ref "$T/y1" --in "$T/i2" --ref "$T/y2" > "$T/out" 2> "$T/err"
+  rc=$?
+  [ $rc -eq 0 ] || { fail "$name: fit exit $rc: $(tail -3 "$T/err")"; return; }
+  grep -q 'candidates/s\|/s;\|/s)' "$T/err" || fail "$name: no progress (candidates per second) on stderr"
+  fitted=$(tail -n 1 "$T/out")
+  "$PARITY" reduce --numerics "$fitted" --in "$T/i3" --out "$T/f3" 2> "$T/err" ||
+    { fail "$name: reduce does not accept the fitted point '$fitted': $(cat "$T/err")"; return; }
+  [ "$(y_bytes "$T/y3" 13 "$yb")" = "$(y_bytes "$T/f3" 13 "$yb")" ] ||
+    fail "$name: the fitted point '$fitted' differs from the hidden point on fresh inputs"
+  # and on the fitting inputs themselves
+  "$PARITY" reduce --numerics "$fitted" --in "$T/i2" --out "$T/f2" 2> /dev/null
+  [ "$(y_bytes "$T/y2" 11 "$yb")" = "$(y_bytes "$T/f2" 11 "$yb")" ] ||
+    fail "$name: the fitted point does not reproduce its own Y"
+}
+
+recover stride '{ fma = true, tree = "stride(32, seq, halving, block=4)" }' F32 F32 4
+recover body '{ tree = "body(8, stride(8, seq[fma=true], seq), seq[fma=false], carry)" }' F32 F32 4
+recover split '{ tree = "split(4, pairwise, seq)" }' F32 F32 4
+recover rowclass '{ tree = "stride(8, seq, halving)", rows = [{ select = "r >= R - R % 4", fma = false, tree = "seq" }] }' F32 F32 4
+if [ "$MODE" = long ]; then
+  recover fp64acc '{ acc = "fp64", fma = false, product = "fp32", tree = "tile(64, pairwise, seq)", out = "fp32" }' F32 F32 4
+  recover sum_bf16 '{ acc = "fp32", tree = "stride(16, seq, pairwise)", out = "bf16" }' BF16 - 2
+  recover rowclass3 '{ tree = "split(2, seq, seq)", rows = [{ select = "r < 2", tree = "pairwise" }, { select = "r >= R - R % 4", fma = false, tree = "seq" }] }' F32 F32 4
+fi
+
+# --space: a list expanded into trees; the fitted point is from it
+"$CRAFT" rand "$T/i1" F32 6 300 21 F32
+"$CRAFT" rand "$T/i2" F32 6 200 22 F32
+for i in 1 2; do "$PARITY" reduce --numerics '{ tree = "tile(16, pairwise, seq)" }' --in "$T/i$i" --out "$T/y$i"; done
+"$PARITY" fit --in "$T/i1" --ref "$T/y1" --in "$T/i2" --ref "$T/y2" \
+  --space 'let P = 4, 8, 16; tile({P}, pairwise, seq); tile({P}, seq, seq)' > "$T/out" 2> "$T/err"
+rc=$?
+[ $rc -eq 0 ] || fail "space: exit $rc: $(tail -2 "$T/err")"
+tail -n 1 "$T/out" | grep -q 'tree = "tile(16, pairwise, seq)"' || fail "space: fitted '$(tail -n 1 "$T/out")'"
+grep -q '^parity fit: 30 candidates' "$T/err" || fail "space: want 30 candidates (6 trees x 5 settings): $(head -1 "$T/err")"
+
+# outside the space: stride of 3 lanes, not a power of two
+"$PARITY" reduce --numerics '{ tree = "stride(3, seq, halving)" }' --in "$T/i1" --out "$T/y1"
+"$PARITY" reduce --numerics '{ tree = "stride(3, seq, halving)" }' --in "$T/i2" --out "$T/y2"
+"$PARITY" fit --in "$T/i1" --ref "$T/y1" --in "$T/i2" --ref "$T/y2" --max 3000 > "$T/out" 2> "$T/err"
+rc=$?
+[ $rc -eq 1 ] || fail "outside: exit $rc, want 1"
+grep -q 'closest 1: [0-9]*/12 rows differ: {' "$T/out" || fail "outside: no closest candidates: $(cat "$T/out")"
+
+# bad inputs: exit 2, naming the file and tensor
+expect2() {
+  name=$1 pattern=$2
+  shift 2
+  "$PARITY" fit "$@" > "$T/out" 2> "$T/err"
+  rc=$?
+  [ $rc -eq 2 ] || fail "$name: exit $rc, want 2 ($(cat "$T/err"))"
+  grep -q -- "$pattern" "$T/err" || fail "$name: message '$(cat "$T/err")' lacks '$pattern'"
+}
+"$CRAFT" rand "$T/i4" F32 5 100 3 F32
+"$PARITY" reduce --numerics '{ tree = "seq" }' --in "$T/i4" --out "$T/y4"
+expect2 pairs '--in and --ref in pairs' --in "$T/i1"
+expect2 noy "$T/i1: no tensor 'y'" --in "$T/i1" --ref "$T/i1"
+expect2 rows "$T/y4: tensor 'y'" --in "$T/i1" --ref "$T/y4"
+expect2 noa "$T/y1: unexpected tensor 'y'" --in "$T/y1" --ref "$T/y1"
+expect2 missing "$T/nope" --in "$T/nope" --ref "$T/y1"
+expect2 space 'line 2' --in "$T/i1" --ref "$T/y1" --space 'seq; stride(4, seq'
+"$CRAFT" rand "$T/s1" F32 6 300 21
+expect2 dotsum "$T/s1: has no 'b'" --in "$T/i1" --ref "$T/y1" --in "$T/s1" --ref "$T/y1"
+
+[ $fails -eq 0 ] && echo "cli_fit: all passed"
+[ $fails -eq 0 ]
