@@ -253,7 +253,7 @@ static void test_random_classes(void **state)
                                   c.dot ? bb : NULL, n, c.c_fmt, c.has_c ? cb : NULL, ob, oerr, sizeof oerr);
         nx_point pt;
         nx_err err = {0};
-        int erc = pt_from_text(toml, "point", &pt, &err) != NX_OK;
+        int erc = pt_from_text(toml, "point", &pt, &err) != NX_OK, parsed = !erc;
         for (int e = 0; e < 2 && !erc; e++) {
             nx_rows in = {.rows = R, .a_fmt = fa, .a = a, .b_fmt = fb, .b = c.dot ? b : NULL, .c_fmt = fc,
                           .c = c.has_c ? cv : NULL};
@@ -280,7 +280,7 @@ static void test_random_classes(void **state)
         }
         if (erc && orc)
             both_err++;
-        if (!erc)
+        if (parsed)
             nx_point_free(&pt);
         cases++;
         classed += ncls;
