@@ -112,5 +112,53 @@ run 2 "registry inline tables 200 deep" registry lint "$T/utf"
 # v is level 1; the k-th "a" (column 7 + 6(k - 1)) is level k + 1: k = 128 is too deep
 has err "x/HARDWARE.toml:2:769: nested deeper than 128 levels" "registry inline tables 200 deep"
 
+# ---- registry list: linear in the registry ------------------------------
+# 100 families of 100 points (0.9 MB): the point p of family f is declared
+# at line 403 f + 4 p + 4.  It took 89 s when every point rebuilt the view.
+mkdir -p "$T/big/x/common"
+: > "$T/big/DEVICES.toml"
+printf 'class = "x"\n' > "$T/big/x/HARDWARE.toml"
+awk 'BEGIN { for (f = 0; f < 100; f++) { printf "[[family]]\nid = \"f%d\"\nkernels = [\"k%d\"]\n", f, f;
+  for (p = 0; p < 100; p++) printf "[[family.point]]\nid = \"p%d\"\n[family.point.numerics.k]\ntree = \"split(4, seq, pairwise)\"\n", p } }' \
+  > "$T/big/x/common/KERNEL_FAMILIES.toml"
+if command -v timeout > /dev/null; then LIMIT="timeout 15"; else LIMIT=; fi
+start=$(date +%s)
+$LIMIT "$PARITY" registry list "$T/big" > "$T/out" 2> "$T/err"
+rc=$?
+[ $rc -eq 0 ] || fail "registry list, 10000 points: exit $rc (124: over 15 s)"
+[ "$(grep -c '^  f[0-9]*\.p[0-9]* ' "$T/out")" -eq 10000 ] || fail "registry list, 10000 points: not 10000 points listed"
+grep -q "^  f99\.p99  *$T/big/x/common/KERNEL_FAMILIES.toml:40297\$" "$T/out" || fail "registry list: f99.p99 not at line 40297"
+grep -q "^  f37\.p5  *$T/big/x/common/KERNEL_FAMILIES.toml:14935\$" "$T/out" || fail "registry list: f37.p5 not at line 14935"
+$LIMIT "$PARITY" registry lint "$T/big" > "$T/out" 2> "$T/err"
+rc=$?
+[ $rc -eq 0 ] || fail "registry lint, 10000 points: exit $rc (124: over 15 s)"
+echo "registry list + lint of 10000 points: $(( $(date +%s) - start )) s"
+
+# ---- ids name files: refused when they could leave a folder --------------
+badid() {
+  want_field=$1 id=$2 msg=$3
+  if [ "$want_field" = point ]; then fam=f pid=$id; else fam=$id pid=p; fi
+  printf '[[family]]\nid = "%s"\nkernels = ["k1"]\n[[family.point]]\nid = "%s"\n' "$fam" "$pid" > "$T/utf/x/common/KERNEL_FAMILIES.toml"
+  printf 'class = "x"\n' > "$T/utf/x/HARDWARE.toml"
+  run 2 "$want_field id '$id'" registry lint "$T/utf"
+  has err "$msg" "$want_field id '$id'"
+  run 2 "$want_field id '$id', list" registry list "$T/utf"
+}
+badid point "x/../../../escaped" "x/common/KERNEL_FAMILIES.toml:5:6: point id 'x/../../../escaped': character 2 ('/') is not allowed"
+badid point "a..b" "KERNEL_FAMILIES.toml:5:6: point id 'a..b' contains \"..\""
+badid point "-rf" "KERNEL_FAMILIES.toml:5:6: point id '-rf': character 1 ('-') is not allowed"
+badid point ".hidden" "KERNEL_FAMILIES.toml:5:6: point id '.hidden': character 1 ('.') is not allowed"
+badid point "" "KERNEL_FAMILIES.toml:5:6: point id is empty"
+badid family "a.b" "KERNEL_FAMILIES.toml:2:6: family id 'a.b': character 2 ('.') is not allowed"
+badid family "../up" "KERNEL_FAMILIES.toml:2:6: family id '../up': character 1 ('.') is not allowed"
+# 64 characters are fine, 65 are not
+id64=$(awk 'BEGIN { for (i = 0; i < 64; i++) printf "a" }')
+printf '[[family]]\nid = "f"\nkernels = ["k1"]\n[[family.point]]\nid = "%s"\n[[family.point]]\nid = "v1.2-rc_3"\n' "$id64" \
+  > "$T/utf/x/common/KERNEL_FAMILIES.toml"
+run 0 "point id of 64 characters, and v1.2-rc_3" registry list "$T/utf"
+has out "f.v1.2-rc_3" "point id v1.2-rc_3"
+has out "f.$id64" "point id of 64 characters"
+badid point "${id64}a" "KERNEL_FAMILIES.toml:5:6: point id is 65 characters long (at most 64)"
+
 [ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "cli_hostile: all passed"

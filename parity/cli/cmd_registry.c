@@ -196,23 +196,14 @@ static int list_class(const reg_registry *r, const char *cls)
     for (size_t steps = 0; steps <= reg_class_count(r) && (c = reg_class_parent(r, c)); steps++)
         printf(" <- %s", c);
     printf(")\n");
-    if (reg_list_points(r, cls, &ids, &n, &err))
+    char **srcs;
+    if (reg_list_sources(r, cls, &ids, &srcs, &n, &err))
         return fail_sub("list", &err);
     if (n == 0)
         printf("  (no family points)\n");
-    for (size_t i = 0; i < n; i++) {
-        char **srcs;
-        size_t ns;
-        if (reg_point_sources(r, cls, ids[i], &srcs, &ns, &err)) {
-            free_strs(ids, n);
-            return fail_sub("list", &err);
-        }
-        printf("  %-36s", ids[i]);
-        for (size_t j = 0; j < ns; j++)
-            printf("%s%s", j ? ", overridden " : " ", srcs[j]);
-        printf("\n");
-        free_strs(srcs, ns);
-    }
+    for (size_t i = 0; i < n; i++)
+        printf("  %-36s %s\n", ids[i], srcs[i]);
+    free_strs(srcs, n);
     free_strs(ids, n);
     return EXIT_PASS;
 }

@@ -8,6 +8,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,11 +175,39 @@ static nx_status check_scalars(const tc_node *t, nx_err *err)
     return NX_OK;
 }
 
+/* Family and point ids name files (the campaign's traces are
+ * DIR/CLASS.FAMILY.POINT.TAG.safetensors) and are joined as FAMILY.POINT:
+ * letters, digits, '_', '-' (a point id also '.', never ".."), starting
+ * with a letter, digit or '_', at most RG_ID_MAX characters.  Anything
+ * else ("x/../../escaped", "-rf", "a.b" as a family) is refused at load. */
+static nx_status check_id(const tc_node *n, const char *what, int dots, nx_err *err)
+{
+    const char *s = n->str;
+    size_t len = strlen(s);
+    const char *allowed = dots ? "letters, digits, '_', '-' and '.'" : "letters, digits, '_' and '-'";
+    if (len == 0)
+        return tc_errf(err, NX_EINVAL, n, "%s is empty", what);
+    if (len > RG_ID_MAX)
+        return tc_errf(err, NX_EINVAL, n, "%s is %zu characters long (at most %d)", what, len, RG_ID_MAX);
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                 (i > 0 && (c == '-' || (dots && c == '.')));
+        if (!ok)
+            return tc_errf(err, NX_EINVAL, n, "%s '%s': character %zu ('%c') is not allowed (%s%s)", what, s, i + 1,
+                           c >= 0x20 && c < 0x7f ? c : '?', allowed, i == 0 ? "; it must start with a letter, digit or '_'" : "");
+    }
+    if (strstr(s, ".."))
+        return tc_errf(err, NX_EINVAL, n, "%s '%s' contains \"..\"", what, s);
+    return NX_OK;
+}
+
 static nx_status check_point(const tc_node *p, nx_err *err)
 {
     nx_status st;
     const tc_node *id;
-    if ((st = tc_want(p, "id", TC_STRING, &id, err)) || (st = check_table(p, rg_ks_point, err)))
+    if ((st = tc_want(p, "id", TC_STRING, &id, err)) || (st = check_id(id, "point id", 1, err)) ||
+        (st = check_table(p, rg_ks_point, err)))
         return st;
     const tc_node *n;
     if ((n = tc_get(p, "params")) && (st = check_scalars(n, err)))
@@ -212,7 +241,8 @@ static nx_status check_kf(const tc_node *root, nx_err *err)
     const tc_node *fams = tc_get(root, "family");
     for (size_t i = 0; fams && i < fams->nitems; i++) {
         const tc_node *f = fams->items[i], *n;
-        if ((st = tc_want(f, "id", TC_STRING, &n, err)) || (st = check_table(f, rg_ks_family, err)))
+        if ((st = tc_want(f, "id", TC_STRING, &n, err)) || (st = check_id(n, "family id", 0, err)) ||
+            (st = check_table(f, rg_ks_family, err)))
             return st;
         if ((n = tc_get(f, "compute")) && (st = check_table(n, rg_ks_compute, err)))
             return st;
@@ -508,16 +538,94 @@ int rv_is_shape_dim(const rv_family *f, const char *name)
     return 0;
 }
 
-static nx_status apply_point(rv_family *f, const tc_node *pn, nx_err *err)
+/* Building a view looks every family and point id up once per declaration:
+ * by hash, not by a walk over the ids seen so far (which made a view of P
+ * points cost P^2, and `registry list` P^3).  A family's entry has key
+ * RV_MAP_FAMILY and its index as value; a point's has its family's index
+ * as key and its own index in the family as value. */
+#define RV_MAP_FAMILY ((size_t)-1)
+typedef struct rv_map_entry {
+    const char *id; /* NULL: empty */
+    size_t key, val;
+} rv_map_entry;
+typedef struct rv_map {
+    rv_map_entry *e;
+    size_t cap, n; /* cap: a power of two, kept at least twice n */
+} rv_map;
+
+static size_t map_hash(const char *id, size_t key)
+{
+    uint64_t h = 1469598103934665603ull ^ (uint64_t)key * 0x9e3779b97f4a7c15ull;
+    for (const unsigned char *q = (const unsigned char *)id; *q; q++)
+        h = (h ^ *q) * 1099511628211ull;
+    return (size_t)(h ^ h >> 29);
+}
+
+/* The entry of (key, id), or the empty slot where it goes. */
+static rv_map_entry *map_slot(const rv_map *m, const char *id, size_t key)
+{
+    for (size_t i = map_hash(id, key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+        rv_map_entry *e = &m->e[i];
+        if (!e->id || (e->key == key && strcmp(e->id, id) == 0))
+            return e;
+    }
+}
+
+static nx_status map_put(rv_map *m, const char *id, size_t key, size_t val, nx_err *err)
+{
+    if (2 * (m->n + 1) > m->cap) {
+        size_t cap = m->cap ? m->cap * 2 : 64;
+        rv_map_entry *e = calloc(cap, sizeof *e);
+        if (!e)
+            return oom(err);
+        rv_map old = *m;
+        m->e = e;
+        m->cap = cap;
+        for (size_t i = 0; i < old.cap; i++)
+            if (old.e[i].id)
+                *map_slot(m, old.e[i].id, old.e[i].key) = old.e[i];
+        free(old.e);
+    }
+    rv_map_entry *e = map_slot(m, id, key);
+    if (!e->id)
+        m->n++;
+    *e = (rv_map_entry){id, key, val};
+    return NX_OK;
+}
+
+static const rv_map_entry *map_get(const rv_map *m, const char *id, size_t key)
+{
+    if (!m->cap)
+        return NULL;
+    const rv_map_entry *e = map_slot(m, id, key);
+    return e->id ? e : NULL;
+}
+
+/* Room for one more element in an array of n that grows by doubling. */
+static int grow(void **arr, size_t n, size_t size)
+{
+    if (n & (n - 1)) /* not 0 or a power of two: there is room */
+        return 1;
+    size_t cap = n ? 2 * n : 1;
+    void *a = realloc(*arr, cap * size);
+    if (!a)
+        return 0;
+    *arr = a;
+    return 1;
+}
+
+static nx_status apply_point(rv_family *f, size_t fi, rv_map *m, const tc_node *pn, nx_err *err)
 {
     const char *id = tc_get(pn, "id")->str;
-    rv_point *p = rv_point_find(f, id);
+    const rv_map_entry *me = map_get(m, id, fi);
+    rv_point *p = me ? &f->points[me->val] : NULL;
     if (!p) {
-        rv_point *np = realloc(f->points, (f->npoints + 1) * sizeof *np);
-        if (!np)
+        if (!grow((void **)&f->points, f->npoints, sizeof *f->points))
             return oom(err);
-        f->points = np;
-        p = &np[f->npoints++];
+        nx_status st = map_put(m, id, fi, f->npoints, err);
+        if (st)
+            return st;
+        p = &f->points[f->npoints++];
         memset(p, 0, sizeof *p);
         p->id = id;
     }
@@ -542,16 +650,19 @@ static nx_status apply_point(rv_family *f, const tc_node *pn, nx_err *err)
     return NX_OK;
 }
 
-static nx_status apply_family(rv_view *v, const tc_node *fn, nx_err *err)
+static nx_status apply_family(rv_view *v, rv_map *m, const tc_node *fn, nx_err *err)
 {
     const char *id = tc_get(fn, "id")->str;
-    rv_family *f = rv_family_find(v, id);
+    const rv_map_entry *me = map_get(m, id, RV_MAP_FAMILY);
+    size_t fi = me ? me->val : v->nfams;
+    rv_family *f = me ? &v->fams[fi] : NULL;
     if (!f) {
-        rv_family *nf = realloc(v->fams, (v->nfams + 1) * sizeof *nf);
-        if (!nf)
+        if (!grow((void **)&v->fams, v->nfams, sizeof *v->fams))
             return oom(err);
-        v->fams = nf;
-        f = &nf[v->nfams++];
+        nx_status st = map_put(m, id, RV_MAP_FAMILY, fi, err);
+        if (st)
+            return st;
+        f = &v->fams[v->nfams++];
         memset(f, 0, sizeof *f);
         f->id = id;
     }
@@ -588,7 +699,7 @@ static nx_status apply_family(rv_view *v, const tc_node *fn, nx_err *err)
     }
     const tc_node *pts = tc_get(fn, "point");
     for (size_t i = 0; pts && i < pts->nitems; i++)
-        if ((st = apply_point(f, pts->items[i], err)))
+        if ((st = apply_point(f, fi, m, pts->items[i], err)))
             return st;
     const tc_node *ev = tc_get(fn, "evidence");
     for (size_t i = 0; ev && i < ev->nitems; i++)
@@ -622,6 +733,7 @@ void rv_free(rv_view *v)
 
 nx_status rv_build(const reg_registry *r, size_t cls, int lenient, rv_view *v, nx_err *err)
 {
+    rv_map m = {0};
     memset(v, 0, sizeof *v);
     v->cls = cls;
     v->chain = malloc((r->ncls + 1) * sizeof *v->chain);
@@ -668,11 +780,13 @@ nx_status rv_build(const reg_registry *r, size_t cls, int lenient, rv_view *v, n
         }
         const tc_node *fams = k->kf ? tc_get(k->kf, "family") : NULL;
         for (size_t j = 0; fams && j < fams->nitems; j++)
-            if ((st = apply_family(v, fams->items[j], err)))
+            if ((st = apply_family(v, &m, fams->items[j], err)))
                 goto fail;
     }
+    free(m.e);
     return NX_OK;
 fail:
+    free(m.e);
     rv_free(v);
     return st;
 }
@@ -1403,6 +1517,58 @@ nx_status reg_list_points(const reg_registry *r, const char *class_name, char **
         return st;
     }
     *ids = out;
+    *count = n;
+    return NX_OK;
+}
+
+nx_status reg_list_sources(const reg_registry *r, const char *class_name, char ***ids, char ***srcs, size_t *count,
+                           nx_err *err)
+{
+    *ids = NULL;
+    *srcs = NULL;
+    *count = 0;
+    int c;
+    rv_view v;
+    nx_status st = class_view(r, class_name, &c, &v, err);
+    if (st)
+        return st;
+    size_t total = 0;
+    for (size_t i = 0; i < v.nfams; i++)
+        total += v.fams[i].npoints;
+    char **oi = calloc(total ? total : 1, sizeof *oi), **os = calloc(total ? total : 1, sizeof *os);
+    size_t n = 0;
+    if (!oi || !os)
+        st = oom(err);
+    for (size_t i = 0; !st && i < v.nfams; i++)
+        for (size_t j = 0; !st && j < v.fams[i].npoints; j++) {
+            const rv_point *p = &v.fams[i].points[j];
+            nx_sbuf a = {0}, b = {0};
+            nx_sbuf_printf(&a, "%s.%s", v.fams[i].id, p->id);
+            for (size_t k = 0; k < p->ndecls; k++) {
+                if (k)
+                    nx_sbuf_printf(&b, ", overridden ");
+                rg_put_loc(&b, p->decls[k]);
+            }
+            if (!p->ndecls)
+                nx_sbuf_put(&b, "", 0);
+            oi[n] = nx_sbuf_take(&a);
+            os[n] = nx_sbuf_take(&b);
+            n++;
+            if (!oi[n - 1] || !os[n - 1])
+                st = oom(err);
+        }
+    rv_free(&v);
+    if (st) {
+        for (size_t i = 0; oi && os && i < n; i++) {
+            free(oi[i]);
+            free(os[i]);
+        }
+        free(oi);
+        free(os);
+        return st;
+    }
+    *ids = oi;
+    *srcs = os;
     *count = n;
     return NX_OK;
 }

@@ -25,6 +25,9 @@ size_t reg_lint(const reg_registry *r, char **report);
 nx_status reg_resolve(const reg_registry *r, const char *class_name, const char *family_point,
                       const char *shape, fam_spec *out, nx_err *err);
 
+/* The longest family or point id (ids name trace files: docs/limits.md). */
+#define RG_ID_MAX 64
+
 /* Classes known to the registry and the family points visible from one. */
 size_t reg_class_count(const reg_registry *r);
 const char *reg_class_name(const reg_registry *r, size_t i);
@@ -46,6 +49,13 @@ void reg_counts(const reg_registry *r, size_t *classes, size_t *families, size_t
  * later ones override).  *srcs is malloc'd like reg_list_points's ids. */
 nx_status reg_point_sources(const reg_registry *r, const char *class_name, const char *family_point, char ***srcs,
                             size_t *count, nx_err *err);
+
+/* reg_list_points and reg_point_sources of every point at once, from one
+ * view of the registry (linear in its size): srcs[i] is ids[i]'s
+ * declarations joined as "file:line, overridden file:line, ...".  Free
+ * each string of both arrays and the arrays. */
+nx_status reg_list_sources(const reg_registry *r, const char *class_name, char ***ids, char ***srcs, size_t *count,
+                           nx_err *err);
 
 /* The [[family.evidence]] entries that count for the point at class_name:
  * only those whose class is class_name itself.  One line of text each
