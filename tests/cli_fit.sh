@@ -93,7 +93,7 @@ expect2 noy "$T/i1: no tensor 'y'" --in "$T/i1" --ref "$T/i1"
 expect2 rows "$T/y4: tensor 'y'" --in "$T/i1" --ref "$T/y4"
 expect2 noa "$T/y1: unexpected tensor 'y'" --in "$T/y1" --ref "$T/y1"
 expect2 missing "$T/nope" --in "$T/nope" --ref "$T/y1"
-expect2 space 'line 2' --in "$T/i1" --ref "$T/y1" --space 'seq; stride(4, seq'
+expect2 space 'line 2' --in "$T/i1" --ref "$T/y1" --space "$(printf 'seq; pairwise\nstride(4, seq')"
 "$CRAFT" rand "$T/s1" F32 6 300 21
 expect2 dotsum "$T/s1: has no 'b'" --in "$T/i1" --ref "$T/y1" --in "$T/s1" --ref "$T/y1"
 

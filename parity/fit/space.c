@@ -333,107 +333,110 @@ nx_status fit_space_parse(fit_space *s, const fit_ctx *ctx, const char *text, co
     setting st[16];
     size_t nst = settings_of(ctx, st);
     int lineno = 0;
-    char *save = NULL;
-    for (char *line = strtok_r(buf, "\n;", &save); line && !e; line = strtok_r(NULL, "\n;", &save)) {
+    char *save = NULL, *save2 = NULL, *item = NULL;
+    /* lines (a comment runs to the end of its line), then ';'-separated items */
+    for (char *phys = strtok_r(buf, "\n", &save); phys && !e; phys = strtok_r(NULL, "\n", &save)) {
         lineno++;
-        char *h = strchr(line, '#');
+        char *h = strchr(phys, '#');
         if (h)
             *h = 0;
-        line = trim(line);
-        if (!*line)
-            continue;
-        if (strncmp(line, "let ", 4) == 0) {
-            char *eq = strchr(line, '=');
-            char *nm = trim(line + 4);
-            if (!eq) {
-                e = nx_err_set(err, NX_EINVAL, "%s: line %d: 'let' needs NAME = v1, v2, ...", name, lineno);
-                break;
-            }
-            *eq = 0;
-            nm = trim(nm);
-            size_t nl = strlen(nm);
-            int okname = nl > 0 && nl < 32 && (isalpha((unsigned char)nm[0]) || nm[0] == '_');
-            for (size_t i = 0; i < nl && okname; i++)
-                okname = isalnum((unsigned char)nm[i]) || nm[i] == '_';
-            if (!okname) {
-                e = nx_err_set(err, NX_EINVAL, "%s: line %d: '%s' is not a list name (letters, digits, _)", name,
-                               lineno, nm);
-                break;
-            }
-            letlist *nlst = realloc(lets, (nlets + 1) * sizeof *lets);
-            if (!nlst) {
-                e = nx_err_set(err, NX_ENOMEM, "out of memory");
-                break;
-            }
-            lets = nlst;
-            memset(&lets[nlets], 0, sizeof lets[nlets]);
-            snprintf(lets[nlets].name, sizeof lets[nlets].name, "%s", nm);
-            /* values separated by commas outside brackets */
-            char *v = eq + 1;
-            int dep = 0;
-            char *startv = v;
-            for (char *p = v;; p++) {
-                if (*p == '(' || *p == '[' || *p == '{')
-                    dep++;
-                else if (*p == ')' || *p == ']' || *p == '}')
-                    dep--;
-                if ((*p == ',' && dep == 0) || !*p) {
-                    int end = !*p;
-                    *p = 0;
-                    char *t = trim(startv);
-                    if (*t)
-                        sl_add(&lets[nlets].vals, "%s", t);
-                    if (end)
-                        break;
-                    startv = p + 1;
-                }
-            }
-            nlets++;
-            if (lets[nlets - 1].vals.oom)
-                e = nx_err_set(err, NX_ENOMEM, "out of memory");
-            else if (!lets[nlets - 1].vals.n)
-                e = nx_err_set(err, NX_EINVAL, "%s: line %d: list '%s' has no values", name, lineno, nm);
-            continue;
-        }
-        strlist ex = {0};
-        expand(line, lets, nlets, &ex, 0);
-        if (ex.oom) {
-            sl_free(&ex);
-            e = nx_err_set(err, NX_ENOMEM, "out of memory expanding line %d", lineno);
-            break;
-        }
-        for (size_t i = 0; i < ex.n && !e; i++) {
-            const char *x = ex.v[i];
-            if (strcmp(x, "default") == 0) {
-                e = fit_space_default(s, ctx, 0, err);
-            } else if (strcmp(x, "atoms") == 0) {
-                e = add_atoms(s, err);
-            } else if (x[0] == '{') {
-                nx_point pt;
-                nx_err pe = {0};
-                if (pt_from_text(x, "point", &pt, &pe)) {
-                    e = nx_err_set(err, NX_EINVAL, "%s: line %d: %s", name, lineno, pe.msg);
+        for (item = strtok_r(phys, ";", &save2); item && !e; item = strtok_r(NULL, ";", &save2)) {
+            char *line = trim(item);
+            if (!*line)
+                continue;
+            if (strncmp(line, "let ", 4) == 0) {
+                char *eq = strchr(line, '=');
+                char *nm = trim(line + 4);
+                if (!eq) {
+                    e = nx_err_set(err, NX_EINVAL, "%s: line %d: 'let' needs NAME = v1, v2, ...", name, lineno);
                     break;
                 }
-                nx_point_free(&pt);
-                fit_cand c = {.toml = (char *)x, .acc = -1, .fma = -1, .product = -1, .atom_preset = -1,
-                              .atom_frac = -1, .atom_round = -1};
-                e = push(s, &c, err);
-            } else {
-                nx_point pt;
-                nx_err pe = {0};
-                if (nx_point_init(&pt, &pe) == NX_OK) {
-                    nx_status te = nx_point_set_tree(&pt, x, "tree", &pe);
-                    nx_point_free(&pt);
-                    if (te) {
+                *eq = 0;
+                nm = trim(nm);
+                size_t nl = strlen(nm);
+                int okname = nl > 0 && nl < 32 && (isalpha((unsigned char)nm[0]) || nm[0] == '_');
+                for (size_t i = 0; i < nl && okname; i++)
+                    okname = isalnum((unsigned char)nm[i]) || nm[i] == '_';
+                if (!okname) {
+                    e = nx_err_set(err, NX_EINVAL, "%s: line %d: '%s' is not a list name (letters, digits, _)", name,
+                                   lineno, nm);
+                    break;
+                }
+                letlist *nlst = realloc(lets, (nlets + 1) * sizeof *lets);
+                if (!nlst) {
+                    e = nx_err_set(err, NX_ENOMEM, "out of memory");
+                    break;
+                }
+                lets = nlst;
+                memset(&lets[nlets], 0, sizeof lets[nlets]);
+                snprintf(lets[nlets].name, sizeof lets[nlets].name, "%s", nm);
+                /* values separated by commas outside brackets */
+                char *v = eq + 1;
+                int dep = 0;
+                char *startv = v;
+                for (char *p = v;; p++) {
+                    if (*p == '(' || *p == '[' || *p == '{')
+                        dep++;
+                    else if (*p == ')' || *p == ']' || *p == '}')
+                        dep--;
+                    if ((*p == ',' && dep == 0) || !*p) {
+                        int end = !*p;
+                        *p = 0;
+                        char *t = trim(startv);
+                        if (*t)
+                            sl_add(&lets[nlets].vals, "%s", t);
+                        if (end)
+                            break;
+                        startv = p + 1;
+                    }
+                }
+                nlets++;
+                if (lets[nlets - 1].vals.oom)
+                    e = nx_err_set(err, NX_ENOMEM, "out of memory");
+                else if (!lets[nlets - 1].vals.n)
+                    e = nx_err_set(err, NX_EINVAL, "%s: line %d: list '%s' has no values", name, lineno, nm);
+                continue;
+            }
+            strlist ex = {0};
+            expand(line, lets, nlets, &ex, 0);
+            if (ex.oom) {
+                sl_free(&ex);
+                e = nx_err_set(err, NX_ENOMEM, "out of memory expanding line %d", lineno);
+                break;
+            }
+            for (size_t i = 0; i < ex.n && !e; i++) {
+                const char *x = ex.v[i];
+                if (strcmp(x, "default") == 0) {
+                    e = fit_space_default(s, ctx, 0, err);
+                } else if (strcmp(x, "atoms") == 0) {
+                    e = add_atoms(s, err);
+                } else if (x[0] == '{') {
+                    nx_point pt;
+                    nx_err pe = {0};
+                    if (pt_from_text(x, "point", &pt, &pe)) {
                         e = nx_err_set(err, NX_EINVAL, "%s: line %d: %s", name, lineno, pe.msg);
                         break;
                     }
+                    nx_point_free(&pt);
+                    fit_cand c = {.toml = (char *)x, .acc = -1, .fma = -1, .product = -1, .atom_preset = -1,
+                                  .atom_frac = -1, .atom_round = -1};
+                    e = push(s, &c, err);
+                } else {
+                    nx_point pt;
+                    nx_err pe = {0};
+                    if (nx_point_init(&pt, &pe) == NX_OK) {
+                        nx_status te = nx_point_set_tree(&pt, x, "tree", &pe);
+                        nx_point_free(&pt);
+                        if (te) {
+                            e = nx_err_set(err, NX_EINVAL, "%s: line %d: %s", name, lineno, pe.msg);
+                            break;
+                        }
+                    }
+                    e = add_trees(s, ctx, st, nst, &x, 1, err);
                 }
-                e = add_trees(s, ctx, st, nst, &x, 1, err);
             }
+            sl_free(&ex);
         }
-        sl_free(&ex);
     }
     for (size_t i = 0; i < nlets; i++)
         sl_free(&lets[i].vals);

@@ -1,0 +1,75 @@
+#!/bin/sh
+# cli_fit_blas.sh PARITY BLAS_DRIVE: `parity fit` against real CPU BLAS
+# libraries (CTest label `blas`, opt-in: `scripts/test --blas`).  For each
+# of netlib BLAS, OpenBLAS and BLIS (the Debian packages libblas-dev,
+# libopenblas-dev, libblis-dev) and each of sdot, sgemv (N and T) and sgemm:
+#   - Tier 1: the results with 1 and with 2 threads, at the fitting sizes and
+#     at a larger one, compared byte for byte; a difference is printed as a
+#     Tier 1 finding (a property of the library, not a failure of this test);
+#   - fit on two sizes (n = 300, 14 rows; n = 517, 11 rows), then the fitted
+#     point through `parity reduce` on fresh inputs (n = 389, 13 rows,
+#     another seed) must give the library's bytes.  A routine without a
+#     reproducing point fails the test.  NAME_ROUTINE.space beside this
+#     script, when present, is the --space of that routine.
+# Exit 77 (skip) when a library is not installed.
+set -u
+PARITY=$1
+DRIVE=$2
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+L=/usr/lib/x86_64-linux-gnu
+[ -d "$L" ] || L=/usr/lib/$(gcc -dumpmachine 2>/dev/null)
+LIBS="netlib:$L/blas/libblas.so.3 openblas:$L/openblas-pthread/libopenblas.so.0 blis:$L/blis-openmp/libblis.so.4"
+for e in $LIBS; do
+  [ -e "${e#*:}" ] || { echo "cli_fit_blas: ${e#*:} is not installed (scripts/setup --blas): skipped"; exit 77; }
+done
+fails=0
+findings=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+y_bytes() { tail -c $(($2 * 4)) "$1" | od -An -tx1 | tr -d ' \n'; }
+run() { # run THREADS LIB ROUTINE N ROWS SEED IN Y
+  t=$1
+  shift
+  OPENBLAS_NUM_THREADS=$t BLIS_NUM_THREADS=$t OMP_NUM_THREADS=$t "$DRIVE" "$@"
+}
+
+for e in $LIBS; do
+  name=${e%%:*} lib=${e#*:}
+  for rt in sdot sgemv_n sgemv_t sgemm; do
+    tag="$name $rt"
+    # Tier 1: thread count
+    for sz in "300 14" "517 11" "3000 700"; do
+      set -- $sz
+      [ "$rt" = sdot ] && [ "$1" = 3000 ] && set -- 40000 4
+      run 1 "$lib" $rt $1 $2 5 "$T/t.in" "$T/t1.y" && run 2 "$lib" $rt $1 $2 5 "$T/t.in" "$T/t2.y" ||
+        { fail "$tag: the driver failed"; continue 2; }
+      if ! cmp -s "$T/t1.y" "$T/t2.y"; then
+        echo "TIER 1 FINDING: $tag: results with 1 and 2 threads differ (n = $1, $2 outputs)"
+        findings=$((findings + 1))
+      fi
+    done
+    # fit on two sizes, check on fresh inputs
+    run 1 "$lib" $rt 300 14 1 "$T/i1" "$T/y1" && run 1 "$lib" $rt 517 11 2 "$T/i2" "$T/y2" &&
+      run 1 "$lib" $rt 389 13 3 "$T/i3" "$T/y3" || { fail "$tag: the driver failed"; continue; }
+    # a routine whose kernel needs forms outside the default space has its
+    # space beside this script (which also says `default`)
+    space=$(dirname "$0")/${name}_$rt.space
+    set --
+    [ -f "$space" ] && set -- --space "$space"
+    "$PARITY" fit --in "$T/i1" --ref "$T/y1" --in "$T/i2" --ref "$T/y2" "$@" > "$T/out" 2> "$T/err"
+    rc=$?
+    if [ $rc -ne 0 ]; then
+      fail "$tag: no point found (exit $rc); closest: $(grep '^closest 1' "$T/out")"
+      continue
+    fi
+    p=$(tail -n 1 "$T/out")
+    "$PARITY" reduce --numerics "$p" --in "$T/i3" --out "$T/f3" 2> "$T/err" || { fail "$tag: reduce: $(cat "$T/err")"; continue; }
+    if [ "$(y_bytes "$T/y3" 13)" = "$(y_bytes "$T/f3" 13)" ]; then
+      echo "ok: $tag: $p"
+    else
+      fail "$tag: the fitted point $p does not reproduce fresh inputs"
+    fi
+  done
+done
+echo "cli_fit_blas: $fails failure(s), $findings Tier 1 finding(s)"
+[ $fails -eq 0 ]
