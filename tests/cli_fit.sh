@@ -69,6 +69,18 @@ rc=$?
 tail -n 1 "$T/out" | grep -q 'tree = "tile(16, pairwise, seq)"' || fail "space: fitted '$(tail -n 1 "$T/out")'"
 grep -q '^parity fit: 30 candidates' "$T/err" || fail "space: want 30 candidates (6 trees x 5 settings): $(head -1 "$T/err")"
 
+# Y as a .npy array (written here byte by byte: magic, version 1.0, header
+# padded to 64 bytes, the 6 float32 values of y1)
+h="{'descr': '<f4', 'fortran_order': False, 'shape': (6,), }"
+pad=$((64 - (10 + ${#h} + 1) % 64))
+{ printf '\223NUMPY\001\000'; printf "\\$(printf '%03o' $(((${#h} + pad + 1) % 256)))\\$(printf '%03o' $(((${#h} + pad + 1) / 256)))"
+  printf '%s%*s\n' "$h" $pad ''; tail -c 24 "$T/y1"; } > "$T/y1.npy"
+"$PARITY" fit --in "$T/i1" --ref "$T/y1.npy" --in "$T/i2" --ref "$T/y2" \
+  --space 'let P = 4, 8, 16; tile({P}, pairwise, seq); tile({P}, seq, seq)' > "$T/out" 2> "$T/err"
+rc=$?
+[ $rc -eq 0 ] || fail "npy: exit $rc: $(tail -2 "$T/err")"
+tail -n 1 "$T/out" | grep -q 'tree = "tile(16, pairwise, seq)"' || fail "npy: fitted '$(tail -n 1 "$T/out")'"
+
 # outside the space: stride of 3 lanes, not a power of two
 "$PARITY" reduce --numerics '{ tree = "stride(3, seq, halving)" }' --in "$T/i1" --out "$T/y1"
 "$PARITY" reduce --numerics '{ tree = "stride(3, seq, halving)" }' --in "$T/i2" --out "$T/y2"

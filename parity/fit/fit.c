@@ -474,6 +474,8 @@ nx_status fit_run(const fit_pair *pairs, size_t npairs, const fit_space *space, 
             res->nfit++;
             if (win == SIZE_MAX)
                 win = c;
+            else if (res->nalt < 4)
+                res->alt[res->nalt++] = c;
         }
     if (o->progress)
         fprintf(stderr, "parity fit: %zu candidates in %.2f s (%.0f/s), %zu fit every row on their own\n", S.ncand,

@@ -89,6 +89,8 @@ typedef struct fit_result {
     size_t nfit;            /* candidates that fit every row on their own */
     size_t total_rows;
     double seconds, cands_per_s;
+    size_t alt[4];          /* the next candidates (space order) that fit every row too */
+    size_t nalt;
     fit_near near[8];       /* the closest candidates when nothing fits */
     size_t nnear;
 } fit_result;
