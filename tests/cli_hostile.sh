@@ -160,5 +160,68 @@ has out "f.v1.2-rc_3" "point id v1.2-rc_3"
 has out "f.$id64" "point id of 64 characters"
 badid point "${id64}a" "KERNEL_FAMILIES.toml:5:6: point id is 65 characters long (at most 64)"
 
+# ---- outputs: never an input, never each other, never a link or a device -
+# in.safetensors: a F32 [1, 2] = 1, 2 (header length, JSON, data, by hand)
+mkst() {
+  json='{"a":{"dtype":"F32","shape":[1,2],"data_offsets":[0,8]}}'
+  { printf "$(printf '\\%03o' ${#json})"; printf '\000\000\000\000\000\000\000'; printf '%s' "$json"
+    printf '\000\000\200\077\000\000\000\100'; } > "$1"
+}
+mkdir -p "$T/o"
+mkst "$T/o/in.st"
+cp "$T/o/in.st" "$T/o/in.orig"
+P='{ acc = "fp32" }'
+run 0 "reduce, plain" reduce --numerics "$P" --in "$T/o/in.st" --out "$T/o/y.st"
+same_in() { cmp -s "$T/o/in.st" "$T/o/in.orig" || fail "$1: the input was modified"; }
+run 2 "--out = --in" reduce --numerics "$P" --in "$T/o/in.st" --out "$T/o/in.st"
+has err "is the same file as --in" "--out = --in"; same_in "--out = --in"
+run 2 "--out = --in by another path" reduce --numerics "$P" --in "$T/o/in.st" --out "$T/o/../o/./in.st"
+has err "is the same file as --in" "--out = --in by another path"; same_in "--out = --in by another path"
+ln "$T/o/in.st" "$T/o/hard.st"
+run 2 "--out a hard link of --in" reduce --numerics "$P" --in "$T/o/in.st" --out "$T/o/hard.st"
+has err "is the same file as --in" "--out a hard link of --in"; same_in "--out a hard link of --in"
+run 2 "--report = --in" reduce --numerics "$P" --in "$T/o/in.st" --out "$T/o/y2.st" --report "$T/o/in.st"
+has err "--report $T/o/in.st is the same file as --in" "--report = --in"; same_in "--report = --in"
+[ ! -e "$T/o/y2.st" ] || fail "--report = --in: --out was written"
+run 2 "--out X --report X" reduce --numerics "$P" --in "$T/o/in.st" --out "$T/o/x.st" --report "$T/o/x.st"
+has err "--out $T/o/x.st and --report $T/o/x.st are the same file" "--out X --report X"
+[ ! -e "$T/o/x.st" ] || fail "--out X --report X: X was written"
+run 2 "campaign --json X --junit X" campaign --class cpu --json "$T/o/r.json" --junit "$T/o/./r.json"
+has err "are the same file" "campaign --json X --junit X"
+[ ! -e "$T/o/r.json" ] || fail "campaign --json X --junit X: X was written"
+run 2 "check --numerics --json = --in" check --numerics "$P" --in "$T/o/in.st" --out "$T/o/y.st" --json "$T/o/in.st"
+has err "is the same file as --in" "check --numerics --json = --in"; same_in "check --numerics --json = --in"
+# a symbolic link and a FIFO as --out: refused, left as they were
+printf 'target\n' > "$T/o/target"
+ln -s target "$T/o/link.st"
+run 2 "--out a symbolic link" reduce --numerics "$P" --in "$T/o/in.st" --out "$T/o/link.st"
+has err "is a symbolic link" "--out a symbolic link"
+[ -L "$T/o/link.st" ] && [ "$(cat "$T/o/target")" = target ] || fail "--out a symbolic link: the link or its target changed"
+if mkfifo "$T/o/fifo" 2> /dev/null; then
+  run 2 "--report a FIFO" reduce --numerics "$P" --in "$T/o/in.st" --out "$T/o/y3.st" --report "$T/o/fifo"
+  has err "is not a regular file (a FIFO)" "--report a FIFO"
+  [ -p "$T/o/fifo" ] || fail "--report a FIFO: the FIFO was replaced"
+  [ ! -e "$T/o/y3.st" ] || fail "--report a FIFO: --out was written"
+fi
+# modes: 0666 less the umask, for the output and the report alike
+( umask 002; "$PARITY" reduce --numerics "$P" --in "$T/o/in.st" --out "$T/o/m.st" --report "$T/o/m.json" ) \
+  || fail "reduce under umask 002: exit $?"
+[ "$(stat -c %a "$T/o/m.st")" = 664 ] || fail "--out under umask 002: mode $(stat -c %a "$T/o/m.st"), want 664"
+[ "$(stat -c %a "$T/o/m.json")" = 664 ] || fail "--report under umask 002: mode $(stat -c %a "$T/o/m.json"), want 664"
+# a legal 253-character name
+long=$(awk 'BEGIN { for (i = 0; i < 250; i++) printf "n"; printf ".st" }')
+run 0 "--out with a 253-character name" reduce --numerics "$P" --in "$T/o/in.st" --out "$T/o/$long" --report "$T/o/$long.j"
+[ -s "$T/o/$long" ] || fail "--out with a 253-character name: not written"
+# temporaries of a process that no longer exists (SIGKILL) are removed by the
+# next write of the same output; a live process's are kept
+dead=$(sh -c 'echo $$')
+: > "$T/o/.y.st.$dead.tmp.AbCdEf"
+: > "$T/o/.y.st.$$.tmp.GhIjKl"
+run 0 "reduce after a killed one" reduce --numerics "$P" --in "$T/o/in.st" --out "$T/o/y.st"
+[ ! -e "$T/o/.y.st.$dead.tmp.AbCdEf" ] || fail "a dead process's temporary file was left"
+[ -e "$T/o/.y.st.$$.tmp.GhIjKl" ] || fail "a live process's temporary file was removed"
+rm -f "$T/o/.y.st.$$.tmp.GhIjKl"
+ls -A "$T/o" | grep -q '\.tmp' && fail "temporary files left: $(ls -A "$T/o" | grep '\.tmp')"
+
 [ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "cli_hostile: all passed"

@@ -864,8 +864,9 @@ static void test_write_missing_dir(void **state)
     assert_int_not_equal(stat(p, &st), 0);
 }
 
-/* Everything succeeds up to the rename, which fails: path is a directory.
- * The temporary must be gone and the directory as it was. */
+/* path is a directory: refused before anything is written (a rename
+ * would fail, or replace an empty one).  No temporary is left and the
+ * directory is as it was. */
 static void test_write_rename_fails(void **state)
 {
     (void)state;
@@ -877,8 +878,8 @@ static void test_write_rename_fails(void **state)
     st_file f;
     build_big(&f, 16);
     nx_err e = {0};
-    assert_int_equal(st_write_atomic(p, &f, &e), NX_EIO);
-    check_msg(&e, "rename");
+    assert_int_equal(st_write_atomic(p, &f, &e), NX_EINVAL);
+    check_msg(&e, "is not a regular file (a directory)");
     check_msg(&e, p);
     st_free(&f);
     struct stat st;

@@ -41,9 +41,11 @@
 
 #include "safetensors.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -812,6 +814,212 @@ static void sync_parent_dir(const char *path)
     }
 }
 
+/* ---- output files ------------------------------------------------------ */
+
+/* Temporary files being written, removed by the signal handler.  Slots are
+ * claimed with a compare-and-swap so registration needs no lock. */
+#define ST_TMP_SLOTS 32
+static char *volatile tmp_slots[ST_TMP_SLOTS];
+static volatile sig_atomic_t handlers_installed;
+
+static void on_signal(int sig)
+{
+    for (int i = 0; i < ST_TMP_SLOTS; i++) {
+        char *p = tmp_slots[i];
+        if (p)
+            unlink(p); /* async-signal-safe */
+    }
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void install_handlers(void)
+{
+    if (handlers_installed)
+        return;
+    handlers_installed = 1;
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        struct sigaction old;
+        /* only where nobody else has set a disposition (a host program
+         * using libparity_traces keeps its own) */
+        if (sigaction(sigs[i], NULL, &old) != 0 || old.sa_handler != SIG_DFL)
+            continue;
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_signal;
+        sigemptyset(&sa.sa_mask);
+        for (size_t k = 0; k < sizeof sigs / sizeof sigs[0]; k++)
+            sigaddset(&sa.sa_mask, sigs[k]);
+        sigaction(sigs[i], &sa, NULL);
+    }
+}
+
+static void tmp_register(char *tmp)
+{
+    install_handlers();
+    for (int i = 0; i < ST_TMP_SLOTS; i++)
+        if (__sync_bool_compare_and_swap(&tmp_slots[i], NULL, tmp))
+            return;
+    /* all slots busy: still written and renamed, only not cleaned on a signal */
+}
+
+static void tmp_unregister(char *tmp)
+{
+    for (int i = 0; i < ST_TMP_SLOTS; i++)
+        if (__sync_bool_compare_and_swap(&tmp_slots[i], tmp, NULL))
+            return;
+}
+
+/* The directory part of path ("." when none) and where its last component
+ * starts. */
+static char *dir_of(const char *path, const char **base)
+{
+    const char *slash = strrchr(path, '/');
+    *base = slash ? slash + 1 : path;
+    if (!slash)
+        return strdup(".");
+    if (slash == path)
+        return strdup("/");
+    return strndup(path, (size_t)(slash - path));
+}
+
+#define ST_TMP_BASE 40 /* bytes of the output's name kept in its temporary's */
+
+/* Removes temporaries of path left by a process that no longer exists
+ * (killed with SIGKILL, or a power cut): ".BASE.PID.tmp.XXXXXX". */
+static void clean_stale(const char *dir, const char *base, size_t blen)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        const char *n = e->d_name;
+        size_t len = strlen(n);
+        if (len < blen + 14 || n[0] != '.' || strncmp(n + 1, base, blen) != 0 || n[1 + blen] != '.')
+            continue;
+        char *end;
+        errno = 0;
+        long pid = strtol(n + blen + 2, &end, 10);
+        if (errno || pid <= 0 || strncmp(end, ".tmp.", 5) != 0 || (size_t)(end - n) + 11 != len)
+            continue;
+        if (pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue;
+        size_t dl = strlen(dir);
+        char *full = malloc(dl + len + 2);
+        if (full) {
+            memcpy(full, dir, dl);
+            full[dl] = '/';
+            memcpy(full + dl + 1, n, len + 1);
+            unlink(full);
+            free(full);
+        }
+    }
+    closedir(d);
+}
+
+nx_status st_output_check(const char *path, nx_err *err)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return NX_OK; /* absent (or unreadable: creating the temporary says why) */
+    if (S_ISLNK(st.st_mode))
+        return nx_err_set(err, NX_EINVAL,
+                          "%s: is a symbolic link; give the path it points to (an output is replaced by rename, "
+                          "which would replace the link, not its target)", path);
+    if (!S_ISREG(st.st_mode))
+        return nx_err_set(err, NX_EINVAL, "%s: is not a regular file (%s); outputs are regular files", path,
+                          S_ISDIR(st.st_mode) ? "a directory" : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)
+                                                                   ? "a device" : S_ISFIFO(st.st_mode) ? "a FIFO"
+                                                                   : "a special file");
+    return NX_OK;
+}
+
+int st_tmp_create(const char *path, char **tmp_out, nx_err *err)
+{
+    *tmp_out = NULL;
+    if (st_output_check(path, err))
+        return -1;
+    const char *base;
+    char *dir = dir_of(path, &base);
+    if (!dir) {
+        nx_err_set(err, NX_ENOMEM, "%s: out of memory", path);
+        return -1;
+    }
+    size_t blen = strlen(base);
+    if (blen > ST_TMP_BASE)
+        blen = ST_TMP_BASE;
+    clean_stale(dir, base, blen);
+    /* dir/.BASE.PID.tmp.XXXXXX: at most 40 + 31 bytes of name, so any
+     * legal output name has a legal temporary name */
+    size_t dl = strlen(dir), cap = dl + blen + 64;
+    char *tmp = malloc(cap);
+    if (!tmp) {
+        free(dir);
+        nx_err_set(err, NX_ENOMEM, "%s: out of memory", path);
+        return -1;
+    }
+    snprintf(tmp, cap, "%s/.%.*s.%ld.tmp.XXXXXX", dir, (int)blen, base, (long)getpid());
+    free(dir);
+    /* registered before it exists (mkstemp fills in the name in place),
+     * so a signal between here and the rename never leaves it behind */
+    tmp_register(tmp);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        nx_err_set(err, NX_EIO, "%s: cannot create a temporary file beside it: %s", path, strerror(errno));
+        tmp_unregister(tmp);
+        free(tmp);
+        return -1;
+    }
+    /* mkstemp makes the file 0600: keep the mode of the file we replace,
+     * or give a new one 0666 less the umask, as open(2) would */
+    struct stat st;
+    mode_t mode;
+    if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
+        mode = st.st_mode & 07777;
+    } else {
+        mode_t u = umask(022);
+        umask(u);
+        mode = 0666 & ~u;
+    }
+    if (fchmod(fd, mode) != 0) {
+        nx_err_set(err, NX_EIO, "%s: cannot set the mode of temporary file %s: %s", path, tmp, strerror(errno));
+        close(fd);
+        st_tmp_discard(&tmp);
+        return -1;
+    }
+    *tmp_out = tmp;
+    return fd;
+}
+
+nx_status st_tmp_commit(char **tmp, const char *path, nx_err *err)
+{
+    nx_status rc = st_output_check(path, err); /* it may have become a link meanwhile */
+    if (!rc && rename(*tmp, path) != 0)
+        rc = nx_err_set(err, NX_EIO, "%s: cannot rename %s into place: %s (left %s as it was)", path, *tmp,
+                        strerror(errno), path);
+    if (rc) {
+        st_tmp_discard(tmp);
+        return rc;
+    }
+    sync_parent_dir(path);
+    tmp_unregister(*tmp);
+    free(*tmp);
+    *tmp = NULL;
+    return NX_OK;
+}
+
+void st_tmp_discard(char **tmp)
+{
+    if (!*tmp)
+        return;
+    unlink(*tmp);
+    tmp_unregister(*tmp);
+    free(*tmp);
+    *tmp = NULL;
+}
+
 nx_status st_write_atomic(const char *path, const st_file *f, nx_err *err)
 {
     char *json = NULL;
@@ -828,35 +1036,15 @@ nx_status st_write_atomic(const char *path, const st_file *f, nx_err *err)
     }
 
     /* Same directory as path, so the rename cannot cross file systems. */
-    static const char suffix[] = ".tmp.XXXXXX";
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + sizeof suffix);
-    if (!tmp) {
-        free(json);
-        return nx_err_set(err, NX_ENOMEM, "%s: out of memory", path);
-    }
-    memcpy(tmp, path, plen);
-    memcpy(tmp + plen, suffix, sizeof suffix);
-    int fd = mkstemp(tmp);
+    char *tmp;
+    int fd = st_tmp_create(path, &tmp, err);
     if (fd < 0) {
-        rc = nx_err_set(err, NX_EIO, "%s: cannot create temporary file %s: %s",
-                        path, tmp, strerror(errno));
-        free(tmp);
         free(json);
-        return rc;
+        return err ? err->code : NX_EIO;
     }
-    /* mkstemp makes the file 0600; keep the mode of the file we replace, or
-     * give a new one the usual 0644. */
-    struct stat st;
-    mode_t mode = 0644;
-    if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
-        mode = st.st_mode & 07777;
 
     uint64_t at = 0; /* file offset reached, for messages */
-    const char *step = "chmod";
-    if (fchmod(fd, mode) != 0)
-        goto fail;
-    step = "write";
+    const char *step = "write";
     uint8_t len8[8];
     for (int k = 0; k < 8; k++)
         len8[k] = (uint8_t)((uint64_t)hlen >> (8 * k));
@@ -884,19 +1072,13 @@ nx_status st_write_atomic(const char *path, const st_file *f, nx_err *err)
     fd = -1;
     if (close(cfd) != 0)
         goto fail;
-    step = "rename";
-    if (rename(tmp, path) != 0)
-        goto fail;
-    sync_parent_dir(path);
-    free(tmp);
     free(json);
-    return NX_OK;
+    return st_tmp_commit(&tmp, path, err);
 
 fail:;
     int e = errno;
     if (fd >= 0)
         close(fd);
-    unlink(tmp);
     if (strcmp(step, "write") == 0)
         rc = nx_err_set(err, NX_EIO,
                         "%s: writing temporary file %s failed at or after byte "
@@ -906,7 +1088,7 @@ fail:;
         rc = nx_err_set(err, NX_EIO, "%s: %s of temporary file %s failed: %s "
                         "(left %s as it was)", path, step, tmp, strerror(e),
                         path);
-    free(tmp);
+    st_tmp_discard(&tmp);
     free(json);
     return rc;
 }

@@ -121,8 +121,30 @@ nx_status st_add_tensor(st_file *f, const char *name, st_dtype dtype, int ndim,
 nx_status st_add_meta(st_file *f, const char *key, const char *value,
                       nx_err *err);
 
+/* Output files, for every writer of this project.
+ *
+ * st_output_check: an existing path that is a symbolic link, a device, a
+ * FIFO or a directory is refused (NX_EINVAL): a rename would silently
+ * replace the link or node with a regular file.
+ *
+ * st_tmp_create: after st_output_check, a temporary file beside path,
+ * DIR/.BASE.PID.tmp.XXXXXX (BASE: the first 40 bytes of path's name, so a
+ * 255-byte name still has a legal temporary name), with the mode of the
+ * file it will replace or 0666 less the umask; returns its descriptor and
+ * *tmp (malloc'd), or -1 and err.  Until committed or discarded it is
+ * removed if the process gets SIGINT, SIGTERM, SIGHUP or SIGQUIT (handlers
+ * are installed only where the disposition is still the default), and
+ * temporaries of path left by a process that no longer exists (SIGKILL)
+ * are removed on the next st_tmp_create for the same name.
+ * st_tmp_commit: renames *tmp over path (re-checking path first); on
+ * failure removes it.  st_tmp_discard: removes it.  Both free *tmp. */
+nx_status st_output_check(const char *path, nx_err *err);
+int st_tmp_create(const char *path, char **tmp, nx_err *err);
+nx_status st_tmp_commit(char **tmp, const char *path, nx_err *err);
+void st_tmp_discard(char **tmp);
+
 /* Writes f to path atomically: a temporary file in the same directory
- * (mkstemp), fsync, then rename over path.  On any failure the temporary is
+ * (st_tmp_create), fsync, then rename over path.  On any failure the temporary is
  * removed and whatever was at path is left as it was.  The header lists
  * "__metadata__" first (if any), then the tensors in f's order, each as
  * {"dtype", "shape", "data_offsets"}; data offsets are contiguous in that

@@ -2,11 +2,14 @@
  * scanning, error printing, exit statuses of an nx_err. */
 #include "cli.h"
 
+#include "safetensors.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 int cli_flag(char **argv, int i, const char *name)
 {
@@ -63,4 +66,78 @@ long cli_long(const char *cmd, const char *opt, const char *val, long lo, long h
         return -1;
     }
     return v;
+}
+
+/* What names one file: an existing file by device and inode (so another
+ * path, a symbolic link to it or a hard link is the same file); a file yet
+ * to be created by its directory's device and inode and its name. */
+typedef struct file_id {
+    int known, exists;
+    dev_t dev;
+    ino_t ino;
+    const char *name;
+} file_id;
+
+static file_id identify(const char *path)
+{
+    file_id id = {0};
+    struct stat st;
+    if (stat(path, &st) == 0) {
+        id.known = id.exists = 1;
+        id.dev = st.st_dev;
+        id.ino = st.st_ino;
+        return id;
+    }
+    const char *slash = strrchr(path, '/');
+    id.name = slash ? slash + 1 : path;
+    char *dir = slash ? (slash == path ? strdup("/") : strndup(path, (size_t)(slash - path))) : strdup(".");
+    if (dir && stat(dir, &st) == 0) {
+        id.known = 1;
+        id.dev = st.st_dev;
+        id.ino = st.st_ino;
+    }
+    free(dir);
+    return id;
+}
+
+static int same_file(const file_id *a, const file_id *b)
+{
+    if (!a->known || !b->known || a->exists != b->exists || a->dev != b->dev || a->ino != b->ino)
+        return 0;
+    return a->exists || strcmp(a->name, b->name) == 0;
+}
+
+int cli_check_outputs(const char *cmd, const cli_file *outs, size_t nouts, const cli_file *ins, size_t nins)
+{
+    for (size_t i = 0; i < nouts; i++) {
+        if (!outs[i].path)
+            continue;
+        nx_err err = {0};
+        if (st_output_check(outs[i].path, &err)) {
+            cli_error(cmd, "%s %s", outs[i].opt, err.msg);
+            return EXIT_INPUT;
+        }
+        file_id o = identify(outs[i].path);
+        for (size_t j = 0; j < nins; j++) {
+            if (!ins[j].path)
+                continue;
+            file_id in = identify(ins[j].path);
+            if (in.exists && same_file(&o, &in)) {
+                cli_error(cmd, "%s %s is the same file as %s %s: it would overwrite its own input (nothing written)",
+                          outs[i].opt, outs[i].path, ins[j].opt, ins[j].path);
+                return EXIT_INPUT;
+            }
+        }
+        for (size_t j = 0; j < i; j++) {
+            if (!outs[j].path)
+                continue;
+            file_id p = identify(outs[j].path);
+            if (same_file(&o, &p)) {
+                cli_error(cmd, "%s %s and %s %s are the same file: one would replace the other (nothing written)",
+                          outs[j].opt, outs[j].path, outs[i].opt, outs[i].path);
+                return EXIT_INPUT;
+            }
+        }
+    }
+    return 0;
 }

@@ -5,6 +5,8 @@
 #ifndef PARITY_CLI_H
 #define PARITY_CLI_H
 
+#include <stddef.h>
+
 #include "nx_error.h"
 
 /* Exit statuses (documented in `parity --help`). */
@@ -28,6 +30,18 @@ int cli_fail(const char *cmd, const nx_err *e);
 
 /* Parses a positive integer option value; reports and returns -1 if bad. */
 long cli_long(const char *cmd, const char *opt, const char *val, long lo, long hi);
+
+/* Files a command is about to write, checked before it writes any: an
+ * output may not be a symbolic link or a special file (a device, a FIFO,
+ * a directory), may not be one of the inputs (also through another path,
+ * a symbolic link or a hard link: st_dev and st_ino), and no two outputs
+ * may be the same file.  Entries with path NULL (an option not given) are
+ * skipped.  Prints why and returns EXIT_INPUT, or returns 0. */
+typedef struct cli_file {
+    const char *opt;  /* "--out", for messages */
+    const char *path;
+} cli_file;
+int cli_check_outputs(const char *cmd, const cli_file *outs, size_t nouts, const cli_file *ins, size_t nins);
 
 int cmd_reduce(int argc, char **argv);
 int cmd_tree(int argc, char **argv);

@@ -191,6 +191,9 @@ int cmd_campaign(int argc, char **argv)
         cli_error("campaign", "--shapes: unknown preset '%s' (expected small or 8b-layer)", preset);
         return EXIT_INPUT;
     }
+    const cli_file outs[] = {{"--json", json}, {"--junit", junit}};
+    if (cli_check_outputs("campaign", outs, 2, NULL, 0))
+        return EXIT_INPUT;
     camp_opts o = {0};
     camp_cache cache = {0};
     st_init(&cache.in);

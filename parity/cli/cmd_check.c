@@ -469,6 +469,16 @@ int cmd_check(int argc, char **argv)
         free(paths);
         return EXIT_INPUT;
     }
+    cli_file *ins = json ? calloc(np, sizeof *ins) : NULL;
+    for (size_t k = 0; ins && k < np; k++)
+        ins[k] = (cli_file){"TRACE", paths[k]};
+    const cli_file outs[] = {{"--json", json}};
+    int alias = json && (!ins || cli_check_outputs("check", outs, 1, ins, np));
+    free(ins);
+    if (alias) {
+        free(paths);
+        return EXIT_INPUT;
+    }
     int engine = (int)ref_engine_default();
     if (eng_s) {
         engine = ref_engine_from_name(eng_s);

@@ -97,6 +97,9 @@ int cmd_check_numerics(int argc, char **argv)
         cli_error("check", "--numerics needs --in and --out (see --numerics --help)");
         return EXIT_INPUT;
     }
+    const cli_file outs[] = {{"--json", json}}, ins[] = {{"--in", inp}, {"--out", outp}};
+    if (cli_check_outputs("check", outs, 1, ins, 2))
+        return EXIT_INPUT;
     int mpfr = strcmp(engine, "mpfr") == 0;
     if (!mpfr && strcmp(engine, "fast") != 0) {
         cli_error("check", "--engine: unknown engine '%s' (expected fast or mpfr)", engine);

@@ -385,21 +385,12 @@ static nx_status build_report(const nx_program *p, const nx_rows *in, const doub
  * path; rename (or unlink) it later. */
 static nx_status write_temp(const char *path, const char *text, char **tmp_out, nx_err *err)
 {
-    size_t pl = strlen(path);
-    char *tmp = malloc(pl + 16);
-    if (!tmp)
-        return nx_err_set(err, NX_ENOMEM, "out of memory");
-    snprintf(tmp, pl + 16, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        nx_status st = nx_err_set(err, NX_EIO, "%s: cannot create temporary file %s: %s", path, tmp, strerror(errno));
-        free(tmp);
-        return st;
-    }
+    char *tmp;
+    int fd = st_tmp_create(path, &tmp, err); /* short name, mode 0666 & ~umask, removed on signals */
+    if (fd < 0)
+        return err->code;
     const char *what = "write";
     size_t len = strlen(text), off = 0;
-    if (fchmod(fd, 0644) != 0)
-        goto fail;
     while (off < len) {
         ssize_t w = write(fd, text + off, len - off);
         if (w <= 0)
@@ -420,9 +411,8 @@ fail:;
     int e = errno;
     if (fd >= 0)
         close(fd);
-    unlink(tmp);
     nx_status st = nx_err_set(err, NX_EIO, "%s: %s of temporary file %s failed: %s", path, what, tmp, strerror(e));
-    free(tmp);
+    st_tmp_discard(&tmp);
     return st;
 }
 
@@ -465,6 +455,9 @@ int cmd_reduce(int argc, char **argv)
         cli_error("reduce", "needs --numerics, --in and --out (see --help)");
         return EXIT_INPUT;
     }
+    const cli_file outs[] = {{"--out", outp}, {"--report", reportp}}, ins[] = {{"--in", inp}};
+    if (cli_check_outputs("reduce", outs, 2, ins, 1))
+        return EXIT_INPUT;
     int eng_auto = strcmp(engine, "auto") == 0, eng_fast = strcmp(engine, "fast") == 0,
         eng_mpfr = strcmp(engine, "mpfr") == 0;
     if (!eng_auto && !eng_fast && !eng_mpfr) {
@@ -644,20 +637,15 @@ int cmd_reduce(int argc, char **argv)
     free(ptxt);
     if ((st = st_write_atomic(outp, &j.out, &err)))
         goto fail;
-    if (rtmp && rename(rtmp, reportp) != 0) {
-        st = nx_err_set(&err, NX_EIO, "%s: cannot rename %s into place: %s (%s was written)", reportp, rtmp,
-                        strerror(errno), outp);
+    if (rtmp && (st = st_tmp_commit(&rtmp, reportp, &err))) {
+        nx_err_prefix(&err, "%s was written, but", outp);
         goto fail;
     }
-    free(rtmp);
     free(rtext);
     job_free(&j);
     return rc;
 fail:
-    if (rtmp) {
-        unlink(rtmp);
-        free(rtmp);
-    }
+    st_tmp_discard(&rtmp);
     free(rtext);
     job_free(&j);
     return cli_fail("reduce", &err);

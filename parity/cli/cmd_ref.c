@@ -82,6 +82,9 @@ int cmd_ref(int argc, char **argv)
         cli_error("ref", "needs FAMILY.POINT, --in and -o (see --help)");
         return EXIT_INPUT;
     }
+    const cli_file outs[] = {{"--out", outp}}, ins[] = {{"--in", inp}};
+    if (cli_check_outputs("ref", outs, 1, ins, 1))
+        return EXIT_INPUT;
     ref_opts o = {0, ref_engine_default()};
     if (engine_s) {
         int e = ref_engine_from_name(engine_s);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "nx_sbuf.h"
+#include "safetensors.h"
 
 static const char *mark(const camp_check *c)
 {
@@ -109,37 +110,27 @@ void report_table(FILE *f, const camp_result *r, size_t n, const report_meta *m)
 
 nx_status report_write_atomic(const char *path, const char *text, nx_err *err)
 {
-    size_t n = strlen(path);
-    char *tmp = malloc(n + 16);
-    if (!tmp)
-        return nx_err_set(err, NX_ENOMEM, "out of memory");
-    snprintf(tmp, n + 16, "%s.tmpXXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        nx_status st = nx_err_set(err, NX_EIO, "%s: cannot create a temporary file: %s", path, strerror(errno));
-        free(tmp);
-        return st;
-    }
+    char *tmp;
+    int fd = st_tmp_create(path, &tmp, err);
+    if (fd < 0)
+        return err ? err->code : NX_EIO;
     size_t len = strlen(text), off = 0;
     while (off < len) {
         ssize_t w = write(fd, text + off, len - off);
         if (w <= 0) {
             nx_status st = nx_err_set(err, NX_EIO, "%s: write failed: %s", path, strerror(errno));
             close(fd);
-            unlink(tmp);
-            free(tmp);
+            st_tmp_discard(&tmp);
             return st;
         }
         off += (size_t)w;
     }
-    if (fsync(fd) != 0 || close(fd) != 0 || rename(tmp, path) != 0) {
+    if (fsync(fd) != 0 || close(fd) != 0) {
         nx_status st = nx_err_set(err, NX_EIO, "%s: cannot write: %s", path, strerror(errno));
-        unlink(tmp);
-        free(tmp);
+        st_tmp_discard(&tmp);
         return st;
     }
-    free(tmp);
-    return NX_OK;
+    return st_tmp_commit(&tmp, path, err);
 }
 
 static const char *verdict_name(camp_verdict v)
