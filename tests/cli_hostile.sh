@@ -1,10 +1,11 @@
 #!/bin/sh
-# cli_hostile.sh PARITY: hostile and unlucky input from the outside (issue 14):
+# cli_hostile.sh PARITY [KERNELS]: hostile and unlucky input from the outside (issue 14):
 # no crash (exit 0 or 2, never a signal), a message naming where, bounded
 # time.  Expected texts are worked out here from the documented forms, not
 # taken from the program.
 set -u
 PARITY=$1
+KERNELS=${2:-}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 fails=0
@@ -222,6 +223,20 @@ run 0 "reduce after a killed one" reduce --numerics "$P" --in "$T/o/in.st" --out
 [ -e "$T/o/.y.st.$$.tmp.GhIjKl" ] || fail "a live process's temporary file was removed"
 rm -f "$T/o/.y.st.$$.tmp.GhIjKl"
 ls -A "$T/o" | grep -q '\.tmp' && fail "temporary files left: $(ls -A "$T/o" | grep '\.tmp')"
+
+# ---- a command that fails writes nothing ---------------------------------
+printf 'earlier run\n' > "$T/o/c.json"
+run 2 "campaign, registry that does not load" campaign --class cpu --kernels "$T/o/nowhere" \
+  --traces "$T/o/tr" --json "$T/o/c.json" --no-ledger
+[ ! -e "$T/o/tr" ] || fail "campaign, registry that does not load: --traces was created"
+[ "$(cat "$T/o/c.json")" = "earlier run" ] || fail "campaign, registry that does not load: --json was replaced"
+if [ -n "$KERNELS" ]; then
+  run 2 "campaign --families matching nothing" campaign --class cpu --kernels "$KERNELS" --families nosuch \
+    --json "$T/o/c.json" --junit "$T/o/c.xml" --no-ledger -q
+  has err "--families: no point of class cpu belongs to 'nosuch'" "campaign --families matching nothing"
+  [ "$(cat "$T/o/c.json")" = "earlier run" ] || fail "campaign --families matching nothing: --json was replaced"
+  [ ! -e "$T/o/c.xml" ] || fail "campaign --families matching nothing: --junit was written"
+fi
 
 [ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "cli_hostile: all passed"

@@ -233,13 +233,6 @@ int cmd_campaign(int argc, char **argv)
         }
         o.engine = e;
     }
-    if (traces) {
-        if (mkdir(traces, 0777) != 0 && errno != EEXIST) {
-            cli_error("campaign", "--traces: cannot create '%s': %s", traces, strerror(errno));
-            return EXIT_INPUT;
-        }
-        o.traces = traces;
-    }
 
     nx_err err = {0};
     reg_registry *reg;
@@ -318,6 +311,16 @@ int cmd_campaign(int argc, char **argv)
         goto done;
     }
 
+    /* created only now that the registry, the class and the backend are
+     * known good: a campaign refused as bad input creates nothing */
+    if (traces) {
+        if (mkdir(traces, 0777) != 0 && errno != EEXIST) {
+            cli_error("campaign", "--traces: cannot create '%s': %s", traces, strerror(errno));
+            rc = EXIT_INPUT;
+            goto done;
+        }
+        o.traces = traces;
+    }
     camp_result *res = calloc(nids ? nids : 1, sizeof *res);
     if (!res) {
         cli_error("campaign", "out of memory");
@@ -373,20 +376,21 @@ int cmd_campaign(int argc, char **argv)
     report_meta m = {cls, o.backend->name, dev, preset, o.seed, dist_s, ref_engine_name((ref_engine)o.engine),
                      o.repeats, o.threads, wall() - t0, against};
     report_table(stdout, res, n, &m);
-    if (json && report_json(json, res, n, &m, &err) != NX_OK)
-        rc = cli_fail("campaign", &err);
-    if (junit && report_junit(junit, res, n, &m, &err) != NX_OK)
-        rc = cli_fail("campaign", &err);
-    /* bad input is an input error, never a parity verdict */
+    /* bad input is an input error, never a parity verdict; a campaign that
+     * ends in one (exit 2) replaces no --json or --junit of an earlier run */
     if (rc == EXIT_PASS && input_error)
         rc = EXIT_INPUT;
-    for (size_t i = 0; i < n && rc == EXIT_PASS; i++)
-        if (camp_result_failed(&res[i]))
-            rc = EXIT_PARITY;
     if (fams && n == 0) {
         cli_error("campaign", "--families: no point of class %s belongs to '%s'", cls, fams);
         rc = EXIT_INPUT;
     }
+    if (rc != EXIT_INPUT && json && report_json(json, res, n, &m, &err) != NX_OK)
+        rc = cli_fail("campaign", &err);
+    if (rc != EXIT_INPUT && junit && report_junit(junit, res, n, &m, &err) != NX_OK)
+        rc = cli_fail("campaign", &err);
+    for (size_t i = 0; i < n && rc == EXIT_PASS; i++)
+        if (camp_result_failed(&res[i]))
+            rc = EXIT_PARITY;
     char *exit_lines = NULL;
     if (lg && ledger_finish(lg, rc, &exit_lines, &err) != NX_OK && cli_fail("campaign", &err) && rc == EXIT_PASS)
         rc = EXIT_INPUT;
