@@ -226,6 +226,20 @@ static int32_t compile_expr(cx *c, const nx_tree *t, const int32_t *src, size_t 
     return r;
 }
 
+/* A split or stride of k parts emits at least one operation per part:
+ * refused before the k-element arrays are allocated when that alone is
+ * over NX_PROGRAM_MAX_OPS (split(1073741824, seq, seq) at n = 4 asked for
+ * 4 GiB and ran out of memory instead of being bad input). */
+static int too_many_parts(cx *c, size_t k)
+{
+    if (k < NX_PROGRAM_MAX_OPS - c->p->nops)
+        return 0;
+    nx_err_set(c->err, NX_EINVAL, "key 'tree': the tree expands to more than %zu operations at n = %zu",
+               NX_PROGRAM_MAX_OPS, c->p->n);
+    c->failed = 1;
+    return 1;
+}
+
 /* s0: the source of the start value, or NO_START. */
 static int32_t compile(cx *c, const nx_tree *t, const int32_t *src, size_t n, cs S, int32_t s0)
 {
@@ -330,6 +344,8 @@ static int32_t compile(cx *c, const nx_tree *t, const int32_t *src, size_t n, cs
         size_t nparts, slen = 0, *lens = NULL;
         if (t->kind == NX_T_SPLIT) {
             nparts = (size_t)t->count;
+            if (too_many_parts(c, nparts))
+                return -1;
             slen = (n + nparts - 1) / nparts;
             size_t A = (size_t)t->opt;
             slen = (slen + A - 1) / A * A;
@@ -366,6 +382,8 @@ static int32_t compile(cx *c, const nx_tree *t, const int32_t *src, size_t n, cs
     }
     case NX_T_STRIDE: {
         size_t L = (size_t)t->count, V = (size_t)t->opt;
+        if (too_many_parts(c, L))
+            return -1;
         int32_t *parts = alloc_src(c, L);
         int32_t *lane = alloc_src(c, n);
         if (!parts || !lane) {

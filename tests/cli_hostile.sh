@@ -238,5 +238,39 @@ if [ -n "$KERNELS" ]; then
   [ ! -e "$T/o/c.xml" ] || fail "campaign --families matching nothing: --junit was written"
 fi
 
+# ---- every limit of docs/limits.md, at the limit and one past it ---------
+# tree nesting: 256 levels (255 reverse( around seq) parse, 257 do not
+run 0 "tree nesting 256" tree show "$(deep 255)" --n 2
+run 2 "tree nesting 257" tree show "$(deep 256)" --n 2
+has err "tree:1:2049: the tree is nested deeper than 256 levels" "tree nesting 257"
+# expr brackets: 256 levels ((..(0 + 1) + 2) .. + 256) parse, 257 do not
+brk() { awk -v d=$1 'BEGIN { printf "expr("; for (i = 0; i < d; i++) printf "("; printf "0";
+  for (i = 1; i <= d; i++) printf " + %d)", i; printf ")" }'; }
+run 0 "expr brackets 256" tree show "$(brk 256)" --n 2
+run 2 "expr brackets 257" tree show "$(brk 257)" --n 2
+has err "the bracketing is nested deeper than 256 levels" "expr brackets 257"
+# selector nesting: 255 parentheses (256 levels with the comparison's operands) parse, 256 do not
+sel() { awk -v d=$1 'BEGIN { for (i = 0; i < d; i++) printf "("; printf "r < 1"; for (i = 0; i < d; i++) printf ")" }'; }
+run 0 "selector nesting 256" reduce --numerics "{ rows = [{ select = \"$(sel 255)\" }] }" --in "$T/o/in.st" --out "$T/o/s.st"
+run 2 "selector nesting 257" reduce --numerics "{ rows = [{ select = \"$(sel 256)\" }] }" --in "$T/o/in.st" --out "$T/o/s2.st"
+has err "the selector is nested deeper than 256 levels" "selector nesting 257"
+# TOML nesting: 128 levels (the wrapper's v and 127 components) are TOML, 129 are not
+run 2 "TOML nesting 129" tree show seq --n 2 --numerics "{ $(dotted 128) = 1 }"
+has err "--numerics:1:3: nested deeper than 128 levels" "TOML nesting 129"
+# integers in a tree: at most 2^30
+run 2 "split count 2^30 + 1" tree show 'split(1073741825, seq, seq)' --n 4
+has err "the split count is too large (at most 1073741824)" "split count 2^30 + 1"
+# operations of an expanded point: at most 2^27, refused before allocating
+# when the parts alone are that many (it took 4 GiB, exit 3)
+$LIMIT "$PARITY" tree show 'stride(1073741824, seq, seq)' --n 4 > "$T/out" 2> "$T/err"
+[ $? -eq 2 ] || fail "stride(2^30) at n = 4: exit $?, want 2"
+has err "the tree expands to more than 134217728 operations at n = 4" "stride(2^30) at n = 4"
+$LIMIT "$PARITY" tree show 'split(134217728, seq, seq)' --n 4 > "$T/out" 2> "$T/err"
+[ $? -eq 2 ] || fail "split(2^27) at n = 4: exit $?, want 2"
+# tree show --n: at most 2^20
+run 0 "tree show --n 2^20" tree show pairwise --n 1048576
+run 2 "tree show --n 2^20 + 1" tree show pairwise --n 1048577
+has err "--n: '1048577' is not an integer in [0, 1048576]" "tree show --n 2^20 + 1"
+
 [ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "cli_hostile: all passed"
