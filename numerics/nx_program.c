@@ -557,11 +557,16 @@ nx_status nx_program_hash(const nx_program *p, char hex[65], nx_err *err)
 
 /* The printer walks the operations with an explicit stack, not recursion:
  * a seq of n terms is a chain n operations deep (n up to 2^20 from the CLI,
- * 2^27 operations from any point), which would exhaust the C stack. */
+ * 2^27 operations from any point), which would exhaust the C stack.  An
+ * item is 8 bytes and a chain of additions costs two per level (the ")"
+ * and the right operand; the left one is printed at once), so the stack
+ * stays below the program's own size. */
+enum { P_SRC, P_CLOSE_PAREN, P_CLOSE_BRACKET };
 typedef struct pitem {
-    int32_t s;        /* the source to print, when lit is NULL */
+    int32_t s;        /* P_SRC: the source */
+    uint8_t what;     /* P_SRC, or a closing text */
     uint8_t top, left;
-    const char *lit;  /* else: this text */
+    uint8_t plus;     /* P_SRC: "+" before it */
 } pitem;
 
 typedef struct pstack {
@@ -570,7 +575,7 @@ typedef struct pstack {
     int failed;
 } pstack;
 
-static void ppush(pstack *st, int32_t s, int top, int left, const char *lit)
+static void ppush(pstack *st, pitem it)
 {
     if (st->failed)
         return;
@@ -584,59 +589,62 @@ static void ppush(pstack *st, int32_t s, int top, int left, const char *lit)
         st->v = v;
         st->cap = cap;
     }
-    st->v[st->n++] = (pitem){s, (uint8_t)top, (uint8_t)left, lit};
+    st->v[st->n++] = it;
 }
 
 /* left: the source is the left operand, where "+0" reads unambiguously;
- * elsewhere the zero prints as "(+0)".  Items are pushed in reverse order
- * of printing. */
+ * elsewhere the zero prints as "(+0)". */
 static int print_src(nx_sbuf *b, const nx_program *p, int32_t root)
 {
     pstack st = {0};
-    ppush(&st, root, 1, 1, NULL);
+    ppush(&st, (pitem){root, P_SRC, 1, 1, 0});
     while (st.n > 0 && !st.failed) {
         pitem it = st.v[--st.n];
-        if (it.lit) {
-            nx_sbuf_put(b, it.lit, strlen(it.lit));
+        if (it.what == P_CLOSE_PAREN) {
+            nx_sbuf_put(b, ")", 1);
             continue;
         }
-        int32_t s = it.s;
-        /* a leaf prints its source in its place */
-        while (!NX_SRC_IS_TERM(s) && p->ops[NX_SRC_OP(s)].kind == NX_OP_LEAF)
-            s = p->ops[NX_SRC_OP(s)].x;
-        if (NX_SRC_IS_TERM(s)) {
-            nx_sbuf_printf(b, "t%d", s);
+        if (it.what == P_CLOSE_BRACKET) {
+            nx_sbuf_put(b, "]", 1);
             continue;
         }
-        const nx_op *op = &p->ops[NX_SRC_OP(s)];
-        switch (op->kind) {
-        case NX_OP_ZERO:
-            if (it.left || it.top)
-                nx_sbuf_put(b, "+0", 2);
-            else
-                nx_sbuf_put(b, "(+0)", 4);
-            break;
-        case NX_OP_ADD:
-            if (!it.top)
-                ppush(&st, 0, 0, 0, ")");
-            ppush(&st, op->y, 0, 0, NULL);
-            ppush(&st, 0, 0, 0, "+");
-            ppush(&st, op->x, 0, 1, NULL);
-            if (!it.top)
-                ppush(&st, 0, 0, 0, "(");
-            break;
-        case NX_OP_START:
-            nx_sbuf_put(b, "c", 1);
-            break;
-        case NX_OP_ATOM:
-            ppush(&st, 0, 0, 0, "]");
-            for (int32_t g = op->gn - 1; g >= 0; g--) {
-                ppush(&st, p->gsrc[op->y + g], 0, 0, NULL);
-                ppush(&st, 0, 0, 0, "+");
+        if (it.plus)
+            nx_sbuf_put(b, "+", 1);
+        /* the left operand of an addition is printed in this same pass */
+        for (;;) {
+            int32_t s = it.s;
+            /* a leaf prints its source in its place */
+            while (!NX_SRC_IS_TERM(s) && p->ops[NX_SRC_OP(s)].kind == NX_OP_LEAF)
+                s = p->ops[NX_SRC_OP(s)].x;
+            if (NX_SRC_IS_TERM(s)) {
+                nx_sbuf_printf(b, "t%d", s);
+                break;
             }
-            ppush(&st, op->x, 0, 1, NULL);
-            ppush(&st, 0, 0, 0, "[");
-            break;
+            const nx_op *op = &p->ops[NX_SRC_OP(s)];
+            if (op->kind == NX_OP_ZERO) {
+                if (it.left || it.top)
+                    nx_sbuf_put(b, "+0", 2);
+                else
+                    nx_sbuf_put(b, "(+0)", 4);
+                break;
+            }
+            if (op->kind == NX_OP_START) {
+                nx_sbuf_put(b, "c", 1);
+                break;
+            }
+            if (op->kind == NX_OP_ADD) {
+                if (!it.top) {
+                    nx_sbuf_put(b, "(", 1);
+                    ppush(&st, (pitem){0, P_CLOSE_PAREN, 0, 0, 0});
+                }
+                ppush(&st, (pitem){op->y, P_SRC, 0, 0, 1});
+            } else { /* NX_OP_ATOM */
+                nx_sbuf_put(b, "[", 1);
+                ppush(&st, (pitem){0, P_CLOSE_BRACKET, 0, 0, 0});
+                for (int32_t g = op->gn - 1; g >= 0; g--)
+                    ppush(&st, (pitem){p->gsrc[op->y + g], P_SRC, 0, 0, 1});
+            }
+            it = (pitem){op->x, P_SRC, 0, 1, 0};
         }
     }
     int ok = !st.failed;
