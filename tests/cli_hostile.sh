@@ -135,6 +135,18 @@ rc=$?
 [ $rc -eq 0 ] || fail "registry lint, 10000 points: exit $rc (124: over 15 s)"
 echo "registry list + lint of 10000 points: $(( $(date +%s) - start )) s"
 
+# lint's duplicate checks in n log n: one family of 50,000 points (4.4 MB)
+# with p7 declared again at the end (took about 18 s, quadratic)
+awk 'BEGIN { printf "[[family]]\nid = \"f0\"\nkernels = [\"k0\"]\n";
+  for (p = 0; p < 50000; p++) printf "[[family.point]]\nid = \"p%d\"\n[family.point.numerics.k]\ntree = \"seq\"\n", p;
+  printf "[[family.point]]\nid = \"p7\"\n" }' > "$T/big/x/common/KERNEL_FAMILIES.toml"
+$LIMIT "$PARITY" registry lint "$T/big" > "$T/out" 2> "$T/err"
+rc=$?
+[ $rc -eq 2 ] || fail "registry lint, 50000 points and a duplicate: exit $rc, want 2 (124: over 15 s)"
+# p7 at line 3 + 4 * 7 + 1 = 32; the second one's id key at 3 + 4 * 50000 + 2 = 200005, column 1
+has out "KERNEL_FAMILIES.toml:200005:1: error: point 'p7' is declared twice in family 'f0' (first at line 32)" \
+  "registry lint, 50000 points and a duplicate"
+
 # ---- ids name files: refused when they could leave a folder --------------
 badid() {
   want_field=$1 id=$2 msg=$3

@@ -518,6 +518,59 @@ static void lint_rows(lint *L, const tc_node *rows)
         add_at(L, 1, rows, "rows = [%lld, %lld]: need 1 <= MIN <= MAX", lo, hi);
 }
 
+/* Tables of an array of tables by their "id" (or "name"), for duplicate
+ * checks in n log n: sorted by id, then by position. */
+typedef struct id_ref {
+    const char *id;
+    size_t i;
+} id_ref;
+
+static int cmp_id_ref(const void *a, const void *b)
+{
+    const id_ref *x = a, *y = b;
+    int c = strcmp(x->id, y->id);
+    return c ? c : x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* Calls dup(L, arr, i, first, ctx) for every table arr->items[i] whose
+ * `key` equals that of an earlier one (first: the earliest). */
+typedef void (*dup_fn)(lint *, const tc_node *, size_t, size_t, const void *);
+static void find_dups(lint *L, const tc_node *arr, const char *key, dup_fn dup, const void *ctx)
+{
+    size_t n = arr ? arr->nitems : 0;
+    if (n < 2)
+        return;
+    id_ref *v = malloc(n * sizeof *v);
+    if (!v) {
+        L->oom = 1;
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        v[i] = (id_ref){tc_get(arr->items[i], key)->str, i};
+    qsort(v, n, sizeof *v, cmp_id_ref);
+    for (size_t i = 1, first = 0; i < n; i++) {
+        if (strcmp(v[i].id, v[first].id) != 0)
+            first = i;
+        else
+            dup(L, arr, v[i].i, v[first].i, ctx);
+    }
+    free(v);
+}
+
+static void dup_family(lint *L, const tc_node *fams, size_t j, size_t first, const void *ctx)
+{
+    (void)ctx;
+    const tc_node *id = tc_get(fams->items[j], "id");
+    add_at(L, 1, id, "family '%s' is declared twice in this file (first at line %d)", id->str, fams->items[first]->line);
+}
+
+static void dup_point(lint *L, const tc_node *pts, size_t j, size_t first, const void *ctx)
+{
+    const tc_node *pid = tc_get(pts->items[j], "id");
+    add_at(L, 1, pid, "point '%s' is declared twice in family '%s' (first at line %d)", pid->str, (const char *)ctx,
+           pts->items[first]->line);
+}
+
 static void lint_kf_file(lint *L, size_t ci)
 {
     const rg_class *c = &L->r->cls[ci];
@@ -530,13 +583,8 @@ static void lint_kf_file(lint *L, size_t ci)
         const tc_node *fn = fams->items[i];
         const tc_node *id = tc_get(fn, "id");
         const char *fid = id->str;
-        for (size_t j = 0; j < i; j++) {
-            const tc_node *o = tc_get(fams->items[j], "id");
-            if (strcmp(o->str, fid) == 0) {
-                add_at(L, 1, id, "family '%s' is declared twice in this file (first at line %d)", fid, fams->items[j]->line);
-                break;
-            }
-        }
+        if (i == 0)
+            find_dups(L, fams, "id", dup_family, NULL);
         snprintf(where, sizeof where, "[[family]] '%s'", fid);
         unknown_keys(L, fn, rg_ks_family, where);
         const tc_node *cu = tc_get(fn, "compute");
@@ -583,17 +631,9 @@ static void lint_kf_file(lint *L, size_t ci)
                 }
         }
         const tc_node *pts = tc_get(fn, "point");
-        for (size_t j = 0; pts && j < pts->nitems; j++) {
-            const tc_node *pn = pts->items[j];
-            const tc_node *pid = tc_get(pn, "id");
-            lint_point_file(L, pn, fid);
-            for (size_t q = 0; q < j; q++)
-                if (strcmp(tc_get(pts->items[q], "id")->str, pid->str) == 0) {
-                    add_at(L, 1, pid, "point '%s' is declared twice in family '%s' (first at line %d)", pid->str, fid,
-                           pts->items[q]->line);
-                    break;
-                }
-        }
+        for (size_t j = 0; pts && j < pts->nitems; j++)
+            lint_point_file(L, pts->items[j], fid);
+        find_dups(L, pts, "id", dup_point, fid);
         const tc_node *ev = tc_get(fn, "evidence");
         for (size_t j = 0; ev && j < ev->nitems; j++)
             lint_evidence(L, ev->items[j], ci, fid);
