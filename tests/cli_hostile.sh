@@ -236,6 +236,31 @@ run 0 "reduce after a killed one" reduce --numerics "$P" --in "$T/o/in.st" --out
 rm -f "$T/o/.y.st.$$.tmp.GhIjKl"
 ls -A "$T/o" | grep -q '\.tmp' && fail "temporary files left: $(ls -A "$T/o" | grep '\.tmp')"
 
+# ttbp, transcript, tier3, ledger merge: --json/--out never an input
+printf '{"x": 1}\n' > "$T/o/control.jsonl"
+cp "$T/o/control.jsonl" "$T/o/control.orig"
+run 2 "transcript --json = CONTROL" transcript "$T/o/control.jsonl" "$T/o/in.st" --json "$T/o/control.jsonl"
+has err "--json $T/o/control.jsonl is the same file as CONTROL" "transcript --json = CONTROL"
+cmp -s "$T/o/control.jsonl" "$T/o/control.orig" || fail "transcript --json = CONTROL: CONTROL was modified"
+run 2 "tier3 --json = BARS" tier3 "$T/o/in.st" "$T/o/control.jsonl" --json "$T/o/control.jsonl"
+has err "is the same file as BARS" "tier3 --json = BARS"
+cmp -s "$T/o/control.jsonl" "$T/o/control.orig" || fail "tier3 --json = BARS: BARS was modified"
+if [ -n "$KERNELS" ]; then
+  "$PARITY" campaign --class cpu --kernels "$KERNELS" --families rmsnorm --ledger "$T/o/l.sqlite" -q > /dev/null 2>&1 \
+    || fail "campaign for a ledger: exit $?"
+  cp "$T/o/l.sqlite" "$T/o/l.orig"
+  run 2 "ttbp --json = --ledger" ttbp --class cpu --ledger "$T/o/l.sqlite" --json "$T/o/l.sqlite"
+  has err "--json $T/o/l.sqlite is the same file as --ledger" "ttbp --json = --ledger"
+  cmp -s "$T/o/l.sqlite" "$T/o/l.orig" || fail "ttbp --json = --ledger: the ledger was modified"
+  ln -s l.sqlite "$T/o/l.link"
+  run 2 "ttbp --json a symbolic link" ttbp --class cpu --ledger "$T/o/l.sqlite" --json "$T/o/l.link"
+  has err "is a symbolic link" "ttbp --json a symbolic link"
+  run 2 "ledger merge --out = IN" ledger merge --out "$T/o/l.link" "$T/o/l.sqlite"
+  run 2 "ledger merge --out = IN (hard link)" ledger merge --out "$T/o/l.sqlite" "$T/o/l.orig" "$T/o/./l.sqlite"
+  has err "is the same file as IN" "ledger merge --out = IN"
+  cmp -s "$T/o/l.sqlite" "$T/o/l.orig" || fail "ledger merge --out = IN: the ledger was modified"
+fi
+
 # ---- a command that fails writes nothing ---------------------------------
 printf 'earlier run\n' > "$T/o/c.json"
 run 2 "campaign, registry that does not load" campaign --class cpu --kernels "$T/o/nowhere" \

@@ -4,6 +4,7 @@
 #include "gate.h"
 #include "nx_philox.h"
 #include "refimpl.h"
+#include "report.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -237,10 +238,12 @@ int cmd_gate(int argc, char **argv)
     free(t);
     if (json) {
         char *j = gate_json(&o, &r);
-        FILE *f = j ? fopen(json, "w") : NULL;
-        if (!f || fputs(j, f) < 0 || fclose(f) != 0) {
-            cli_error("gate", "--json: cannot write '%s'", json);
-            rc = EXIT_INPUT;
+        nx_err werr = {0};
+        if (!j) {
+            cli_error("gate", "out of memory");
+            rc = EXIT_INTERNAL;
+        } else if (report_write_atomic(json, j, &werr) != NX_OK) {
+            rc = cli_fail("gate", &werr);
         }
         free(j);
     }

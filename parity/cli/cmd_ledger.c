@@ -54,6 +54,16 @@ static int merge(int argc, char **argv)
         free(ins);
         return EXIT_INPUT;
     }
+    cli_file *fins = calloc(nin, sizeof *fins);
+    for (size_t k = 0; fins && k < nin; k++)
+        fins[k] = (cli_file){"IN", ins[k]};
+    const cli_file outs[] = {{"--out", out}};
+    int oom = !fins, alias = oom || cli_check_outputs("ledger merge", outs, 1, fins, nin);
+    free(fins);
+    if (alias) {
+        free(ins);
+        return oom ? EXIT_INTERNAL : EXIT_INPUT;
+    }
     nx_err err = {0};
     ledger_merge_stats ms;
     nx_status st = ledger_merge(out, ins, nin, &ms, &err);

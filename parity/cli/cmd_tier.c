@@ -61,6 +61,9 @@ int cmd_transcript(int argc, char **argv)
             cli_error("transcript", "needs CONTROL and CANDIDATE files (see --help)");
         return EXIT_INPUT;
     }
+    const cli_file touts[] = {{"--json", json}}, tins[] = {{"CONTROL", files[0]}, {"CANDIDATE", files[1]}};
+    if (cli_check_outputs("transcript", touts, 1, tins, 2))
+        return EXIT_INPUT;
     double min_rate = 1.0;
     if (rate_s) {
         char *end;
@@ -121,6 +124,9 @@ int cmd_tier3(int argc, char **argv)
             cli_error("tier3", "needs METRICS and BARS files (see --help)");
         return EXIT_INPUT;
     }
+    const cli_file touts[] = {{"--json", json}}, tins[] = {{"METRICS", files[0]}, {"BARS", files[1]}};
+    if (cli_check_outputs("tier3", touts, 1, tins, 2))
+        return EXIT_INPUT;
     tier3_result r;
     nx_err err = {0};
     if (tier3_check_files(files[0], files[1], &r, &err) != NX_OK)

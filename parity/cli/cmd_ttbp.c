@@ -2,10 +2,12 @@
  * on a class) from the campaign ledger (parity/ledger/ttbp.h). */
 #include "cli.h"
 #include "ledger.h"
+#include "report.h"
 #include "ttbp.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static const char ttbp_usage[] =
     "usage: parity ttbp --class C [--model M] [--ledger FILE] [--json FILE|-]\n"
@@ -54,6 +56,9 @@ int cmd_ttbp(int argc, char **argv)
         cli_error("ttbp", "needs --class C (see --help)");
         return EXIT_INPUT;
     }
+    const cli_file outs[] = {{"--json", json && strcmp(json, "-") != 0 ? json : NULL}}, ins[] = {{"--ledger", path}};
+    if (cli_check_outputs("ttbp", outs, 1, ins, 1))
+        return EXIT_INPUT;
     nx_err err = {0};
     ttbp_report r;
     if (ttbp_compute(path, cls, model, &r, &err) != NX_OK)
@@ -78,11 +83,9 @@ int cmd_ttbp(int argc, char **argv)
         } else if (to_stdout) {
             fputs(j, stdout);
         } else {
-            FILE *f = fopen(json, "w");
-            if (!f || fputs(j, f) < 0 || fclose(f) != 0) {
-                cli_error("ttbp", "--json: cannot write '%s'", json);
-                rc = EXIT_INPUT;
-            }
+            nx_err werr = {0};
+            if (report_write_atomic(json, j, &werr) != NX_OK)
+                rc = cli_fail("ttbp", &werr);
         }
         free(j);
     }
