@@ -919,6 +919,27 @@ static void clean_stale(const char *dir, const char *base, size_t blen)
     closedir(d);
 }
 
+/* The process's umask without changing it (umask(2) can only be read by
+ * setting it, which would race with other threads creating files): Linux
+ * says it in /proc/self/status; elsewhere it is set and restored. */
+static mode_t current_umask(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    if (f) {
+        char line[256];
+        unsigned u;
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "Umask: %o", &u) == 1) {
+                fclose(f);
+                return (mode_t)(u & 0777);
+            }
+        fclose(f);
+    }
+    mode_t u = umask(022);
+    umask(u);
+    return u;
+}
+
 nx_status st_output_check(const char *path, nx_err *err)
 {
     struct stat st;
@@ -979,9 +1000,7 @@ int st_tmp_create(const char *path, char **tmp_out, nx_err *err)
     if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
         mode = st.st_mode & 07777;
     } else {
-        mode_t u = umask(022);
-        umask(u);
-        mode = 0666 & ~u;
+        mode = 0666 & ~current_umask();
     }
     if (fchmod(fd, mode) != 0) {
         nx_err_set(err, NX_EIO, "%s: cannot set the mode of temporary file %s: %s", path, tmp, strerror(errno));
