@@ -1,6 +1,7 @@
 /* cmd_campaign.c: `parity campaign`, the main job: every family point of a
  * class, resolved from the registry, run on the class backend and checked
  * at Tier 1 and Tier 2 against the exact reference. */
+#include "verdict.h"
 #include "cli.h"
 #include "campaign.h"
 #include "ledger.h"
@@ -94,21 +95,10 @@ static const char campaign_usage[] =
     "--against trace, a ledger that cannot be opened or written); a backend\n"
     "that cannot run here (no GPU) is a skip, said as such, with exit 0.\n";
 
+/* No list: every item; else the comma-separated list's membership test. */
 static int in_list(const char *list, const char *item)
 {
-    if (!list)
-        return 1;
-    size_t n = strlen(item);
-    for (const char *p = list; *p;) {
-        const char *e = strchr(p, ',');
-        size_t l = e ? (size_t)(e - p) : strlen(p);
-        if (l == n && strncmp(p, item, n) == 0)
-            return 1;
-        if (!e)
-            break;
-        p = e + 1;
-    }
-    return 0;
+    return !list || vd_in_list(list, item);
 }
 
 /* The FAMILY of a FAMILY.POINT id, into buf. */

@@ -1,4 +1,5 @@
 /* gate.c: the promotion gate (gate.h, docs/ledger.md). */
+#include "verdict.h"
 #include "gate.h"
 #include "ledger_int.h"
 
@@ -37,21 +38,10 @@ static void note(gate_item *it, const char *fmt, ...)
     it->notes = p;
 }
 
+/* No list: every item; else the comma-separated list's membership test. */
 static int in_list(const char *list, const char *item)
 {
-    if (!list)
-        return 1;
-    size_t n = strlen(item);
-    for (const char *p = list; *p;) {
-        const char *e = strchr(p, ',');
-        size_t l = e ? (size_t)(e - p) : strlen(p);
-        if (l == n && strncmp(p, item, n) == 0)
-            return 1;
-        if (!e)
-            break;
-        p = e + 1;
-    }
-    return 0;
+    return !list || vd_in_list(list, item);
 }
 
 static void family_of(const char *id, char *buf, size_t len)
