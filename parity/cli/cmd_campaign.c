@@ -1,7 +1,6 @@
 /* cmd_campaign.c: `parity campaign`, the main job: every family point of a
  * class, resolved from the registry, run on the class backend and checked
  * at Tier 1 and Tier 2 against the exact reference. */
-#include "verdict.h"
 #include "cli.h"
 #include "campaign.h"
 #include "ledger.h"
@@ -9,6 +8,7 @@
 #include "nx_philox.h"
 #include "refimpl.h"
 #include "report.h"
+#include "verdict.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,5 +1,4 @@
 /* gate.c: the promotion gate (gate.h, docs/ledger.md). */
-#include "verdict.h"
 #include "gate.h"
 #include "ledger_int.h"
 
@@ -14,6 +13,7 @@
 #include <unistd.h>
 
 #include "nx_sbuf.h"
+#include "verdict.h"
 
 int gate_slower(double before, double after, double rel, double abs)
 {
