@@ -19,8 +19,9 @@
 const rg_keyspec rg_ks_dev_root[] = {{"device", KS_ATAB}, {NULL, 0}};
 const rg_keyspec rg_ks_device[] = {{"sku", KS_STR}, {"class", KS_STR}, {"name", KS_STR}, {NULL, 0}};
 const rg_keyspec rg_ks_hw_root[] = {{"class", KS_STR},      {"parent", KS_STR}, {"description", KS_STR},
-                                    {"defaults", KS_TABLE}, {"atoms", KS_ASTR}, {NULL, 0}};
-const rg_keyspec rg_ks_kf_root[] = {{"family", KS_ATAB}, {NULL, 0}};
+                                    {"defaults", KS_TABLE}, {"atoms", KS_ASTR}, {"rates", KS_TABLE}, {NULL, 0}};
+/* [rates] and [[bundle]] are the LKB report's (docs/lkb.md; their keys are checked by reg_lkb_lint) */
+const rg_keyspec rg_ks_kf_root[] = {{"family", KS_ATAB}, {"bundle", KS_ATAB}, {NULL, 0}};
 const rg_keyspec rg_ks_family[] = {
     {"id", KS_STR},          {"description", KS_STR}, {"ops", KS_ASTR},        {"formats", KS_ASTR},
     {"rows", KS_INT | KS_AINT}, {"compute", KS_TABLE}, {"kernels", KS_ASTR},   {"pipeline", KS_STR},
@@ -32,7 +33,7 @@ const rg_keyspec rg_ks_param[] = {
 const rg_keyspec rg_ks_point[] = {{"id", KS_STR},         {"description", KS_STR}, {"how", KS_STR},
                                   {"reason", KS_STR},     {"kernel", KS_STR},      {"params", KS_TABLE},
                                   {"numerics", KS_TABLE}, {"elementwise", KS_TABLE}, {"tolerance", KS_TABLE},
-                                  {NULL, 0}};
+                                  {"bundle", KS_STR},     {NULL, 0}};
 const rg_keyspec rg_ks_tolerance[] = {{"ulp", KS_NUM}, {"rtol", KS_NUM}, {"atol", KS_NUM}, {NULL, 0}};
 const rg_keyspec rg_ks_elem[] = {{"approx", KS_STR}, {"ulp", KS_NUM}, {NULL, 0}};
 const rg_keyspec rg_ks_evidence[] = {

@@ -75,4 +75,57 @@ nx_status reg_show(const reg_registry *r, const char *class_name, const char *fa
 nx_status reg_compare(const reg_registry *r, const char *a, const char *b, const char *shape, char **text,
                       int *parity, nx_err *err);
 
+/* What the LKB report reads (registry_lkb.c, docs/lkb.md). */
+
+/* The registry's directory, as given to reg_load. */
+const char *reg_dir(const reg_registry *r);
+
+/* Every point visible from class_name (and one entry with id and point
+ * NULL for a family without points): its kind (`how`, default
+ * "instantiation"), reason, kernel, atom bundle (the nearest declaration
+ * naming one), the family's compute unit, and where its nearest
+ * declaration is (file:line).  NULL fields are absent. */
+typedef struct reg_point_meta {
+    char *id, *family, *point, *how, *reason, *kernel, *bundle, *unit, *where;
+} reg_point_meta;
+nx_status reg_point_metas(const reg_registry *r, const char *class_name, reg_point_meta **out, size_t *count,
+                          nx_err *err);
+void reg_point_metas_free(reg_point_meta *m, size_t n);
+
+/* Every [[family.evidence]] row of every manifest, in file order. */
+typedef struct reg_evidence_row {
+    char *family, *class_name, *point, *measurement; /* NULL when absent */
+    char *manifest_class;                            /* the class whose manifest holds it */
+    char *where;                                     /* file:line */
+    long *rows;
+    size_t nrows;
+} reg_evidence_row;
+nx_status reg_evidence_rows(const reg_registry *r, reg_evidence_row **out, size_t *count, nx_err *err);
+void reg_evidence_rows_free(reg_evidence_row *e, size_t n);
+
+/* Every [[bundle]] (an atom bundle: MMA instruction, operand copies,
+ * schedule, accumulator location, the classes that realise it) of every
+ * manifest.  problems: "file:line: what" lines (unknown or missing keys),
+ * or NULL/"" when none. */
+#define RG_BUNDLE_NFIELDS 5
+extern const char *const reg_bundle_fields[RG_BUNDLE_NFIELDS]; /* mma, operands, schedule, accumulator, description */
+typedef struct reg_bundle {
+    char *id;
+    char *field[RG_BUNDLE_NFIELDS];
+    char **classes;
+    size_t nclasses;
+    char *where, *problems;
+} reg_bundle;
+nx_status reg_bundles(const reg_registry *r, reg_bundle **out, size_t *count, nx_err *err);
+void reg_bundles_free(reg_bundle *b, size_t n);
+
+/* HARDWARE.toml [rates] (memory_gbs, tensor_tflops, vector_tflops), the
+ * nearest class of the chain that sets key: 1 and *value (where: its
+ * file:line), 0 when none does, -1 when it is not a number. */
+extern const char *const reg_rate_keys[];
+int reg_class_rate(const reg_registry *r, const char *class_name, const char *key, double *value, char *where,
+                   size_t len);
+/* "file:line: what" lines for bad [rates] keys or values ("" when none). */
+char *reg_rates_problems(const reg_registry *r);
+
 #endif
