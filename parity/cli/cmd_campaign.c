@@ -4,6 +4,7 @@
 #include "cli.h"
 #include "campaign.h"
 #include "ledger.h"
+#include "lkb.h"
 #include "shard.h"
 #include "nx_philox.h"
 #include "refimpl.h"
@@ -49,7 +50,8 @@ static const char campaign_usage[] =
     "The run is recorded in the campaign ledger (--ledger, docs/ledger.md), and\n"
     "the campaign ends with two lines: the points promoted into the LKB since\n"
     "the class's previous recorded campaign (new, or with another hash), and\n"
-    "the LKB residual delta (not measured yet).\n"
+    "the LKB residual delta against that campaign (`parity lkb`, docs/lkb.md; with\n"
+    "--model M and kernels/models/M/STEP.toml, the step's coverage is recorded too).\n"
     "\n"
     "Inputs are generated from --seed (counter-based Philox: identical on every\n"
     "class).  Shape presets: small (seconds) and 8b-layer (one decoder layer of an\n"
@@ -381,11 +383,16 @@ int cmd_campaign(int argc, char **argv)
     for (size_t i = 0; i < n && rc == EXIT_PASS; i++)
         if (camp_result_failed(&res[i]))
             rc = EXIT_PARITY;
+    if (lg) { /* the LKB report's ledger fields and the residual delta line (docs/lkb.md) */
+        ledger_lkb lf;
+        lkb_ledger_fields(reg, cls, model, &lf);
+        ledger_set_lkb(lg, &lf);
+    }
     char *exit_lines = NULL;
     if (lg && ledger_finish(lg, rc, &exit_lines, &err) != NX_OK && cli_fail("campaign", &err) && rc == EXIT_PASS)
         rc = EXIT_INPUT;
     fputs(exit_lines ? exit_lines : no_ledger ? "Promoted into the LKB: not known (--no-ledger)\nLKB residual delta: "
-                                                "not measured yet\n" : "", stdout);
+                                                "not known (--no-ledger)\n" : "", stdout);
     free(exit_lines);
     for (size_t i = 0; i < n; i++)
         camp_result_free(&res[i]);

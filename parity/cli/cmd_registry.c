@@ -1,6 +1,7 @@
 /* cmd_registry.c: `parity registry lint|list|show|compare`: the family
  * registry (docs/registry.md) checked, listed, resolved and compared. */
 #include "cli.h"
+#include "lkb.h"
 #include "registry.h"
 
 #include <stdio.h>
@@ -165,8 +166,18 @@ static int do_lint(int argc, char **argv)
     reg_registry *r;
     if ((rc = load("lint", a.dir, &r)) >= 0)
         return rc;
-    char *report = NULL;
+    char *report = NULL, *lkb = NULL;
     size_t errors = reg_lint(r, &report);
+    /* the LKB rules (docs/lkb.md): records behind evidence, silent residual, bundles */
+    errors += lkb_lint(r, &lkb);
+    if (report && lkb) {
+        char *both = malloc(strlen(report) + strlen(lkb) + 1);
+        if (both)
+            strcat(strcpy(both, report), lkb);
+        free(report);
+        report = both;
+    }
+    free(lkb);
     if (!report) {
         reg_free(r);
         cli_error("registry lint", "out of memory");

@@ -30,6 +30,9 @@ static const char usage[] =
     "             many differ, by how many ulps, where, and the pattern they form\n"
     "  fit        search a space of numerics points for one that reproduces given\n"
     "             outputs bit for bit\n"
+    "  lkb        LKB coverage of a model's step, the evidence envelope, the LKB\n"
+    "             residual and its single-class bucket, TTPV, for a class\n"
+    "  bench      time a family point's kernel against its baseline; a measurement record\n"
     "\n"
     "Run `parity <command> --help` for the options of a command.\n"
     "\n"
@@ -86,6 +89,10 @@ int main(int argc, char **argv)
         return cmd_diff(argc - 1, argv + 1);
     if (!strcmp(cmd, "fit"))
         return cmd_fit(argc - 1, argv + 1);
+    if (!strcmp(cmd, "lkb"))
+        return cmd_lkb(argc - 1, argv + 1);
+    if (!strcmp(cmd, "bench"))
+        return cmd_bench(argc - 1, argv + 1);
     fprintf(stderr, "parity: unknown command '%s'\n\n%s", cmd, usage);
     return EXIT_INPUT;
 }

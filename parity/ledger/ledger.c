@@ -64,6 +64,27 @@ static const char *const migrations[LEDGER_SCHEMA_VERSION] = {
     "  run_id INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,"
     "  point_id TEXT NOT NULL, path TEXT NOT NULL,"
     "  PRIMARY KEY (run_id, path));",
+    /* 1 -> 2: the LKB report's fields of a run (NULL in older runs) and
+     * the microbenchmark records of `parity bench` (docs/lkb.md) */
+    "ALTER TABLE run ADD COLUMN residual_count INTEGER;"
+    "ALTER TABLE run ADD COLUMN residual_loc INTEGER;"
+    "ALTER TABLE run ADD COLUMN residual_copy_points INTEGER;"
+    "ALTER TABLE run ADD COLUMN residual_single_class INTEGER;"
+    "ALTER TABLE run ADD COLUMN coverage_c1 REAL;"
+    "ALTER TABLE run ADD COLUMN coverage_c16 REAL;"
+    "ALTER TABLE run ADD COLUMN coverage_c128 REAL;"
+    "ALTER TABLE run ADD COLUMN coverage_c1_measured REAL;"
+    "ALTER TABLE run ADD COLUMN coverage_c16_measured REAL;"
+    "ALTER TABLE run ADD COLUMN coverage_c128_measured REAL;"
+    "CREATE TABLE measurement ("
+    "  id TEXT PRIMARY KEY, class TEXT NOT NULL, point TEXT NOT NULL, rows INTEGER NOT NULL, shape TEXT,"
+    "  backend TEXT, kernel TEXT, started_utc TEXT NOT NULL, started_s INTEGER NOT NULL,"
+    "  warmup INTEGER, repeats INTEGER, median_s REAL, min_s REAL, max_s REAL, noise_band_s REAL,"
+    "  baseline TEXT, baseline_median_s REAL, baseline_min_s REAL, baseline_max_s REAL,"
+    "  energy_j REAL, energy_min_j REAL, energy_max_j REAL,"
+    "  baseline_energy_j REAL, baseline_energy_min_j REAL, baseline_energy_max_j REAL, energy_source TEXT,"
+    "  host TEXT, registry_commit TEXT);"
+    "CREATE INDEX measurement_point ON measurement(class, point, started_s);",
 };
 
 struct ledger {
@@ -71,6 +92,7 @@ struct ledger {
     char *path;
     int64_t run_id;
     int seq;
+    ledger_lkb lkb;      /* the LKB report's fields (ledger_set_lkb), or lkb.set = 0 */
     time_t real_start;   /* the real clock at the start: traces older than it are another run's */
 };
 
@@ -650,6 +672,51 @@ out:
     return st;
 }
 
+void ledger_set_lkb(ledger *lg, const ledger_lkb *f)
+{
+    if (lg && f) {
+        lg->lkb = *f;
+    }
+}
+
+/* "LKB residual delta: ..." (docs/lkb.md): this run's residual against
+ * the last earlier complete run of the class that recorded one. */
+static nx_status residual_delta(ledger *lg, nx_sbuf *b, nx_err *err)
+{
+    const ledger_lkb *k = &lg->lkb;
+    if (!k->set) {
+        nx_sbuf_printf(b, "\nLKB residual delta: not measured (%s)\n", *k->why ? k->why : "no LKB report");
+        return NX_OK;
+    }
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(lg->db,
+                           "SELECT r.id, r.residual_count, r.residual_loc, r.residual_copy_points,"
+                           " r.residual_single_class FROM main.run r, main.run me WHERE me.id = ?1"
+                           " AND r.class = me.class AND r.complete = 1 AND r.id <> me.id"
+                           " AND r.residual_count IS NOT NULL ORDER BY r.started_s DESC, r.id DESC LIMIT 1",
+                           -1, &s, NULL) != SQLITE_OK)
+        return ledger_sql_error(lg->db, lg->path, "reading the previous residual", err);
+    sqlite3_bind_int64(s, 1, lg->run_id);
+    int rc = sqlite3_step(s);
+    nx_sbuf_printf(b, "\nLKB residual delta: ");
+    if (rc == SQLITE_ROW) {
+        long long c0 = sqlite3_column_int64(s, 1), l0 = sqlite3_column_int64(s, 2), p0 = sqlite3_column_int64(s, 3),
+                  s0 = sqlite3_column_int64(s, 4);
+        nx_sbuf_printf(b, "%+lld entries, %+lld lines, %+lld copy points, %+lld single-class (since run %lld: ",
+                       k->count - c0, k->loc - l0, k->copy_points - p0, k->single_class - s0,
+                       (long long)sqlite3_column_int64(s, 0));
+    } else if (rc == SQLITE_DONE) {
+        nx_sbuf_printf(b, "none to compare (the first recorded residual of the class: ");
+    } else {
+        sqlite3_finalize(s);
+        return ledger_sql_error(lg->db, lg->path, "reading the previous residual", err);
+    }
+    sqlite3_finalize(s);
+    nx_sbuf_printf(b, "now %lld entries, %lld lines, %lld copy points, %lld single-class)\n", k->count, k->loc,
+                   k->copy_points, k->single_class);
+    return NX_OK;
+}
+
 /* The exit lines: each staged point whose hash differs from the last
  * complete earlier run of the class that recorded it, or that none did. */
 static nx_status promotions(ledger *lg, char **out, nx_err *err)
@@ -657,7 +724,7 @@ static nx_status promotions(ledger *lg, char **out, nx_err *err)
     *out = NULL;
     nx_sbuf b = {0};
     sqlite3_stmt *s = NULL;
-    nx_status st = NX_OK;
+    nx_status st = NX_OK, st2;
     const char *sql =
         "SELECT (SELECT count(*) FROM main.run r, main.run me WHERE me.id = ?1 AND r.class = me.class"
         "   AND r.complete = 1 AND r.id <> me.id),"
@@ -698,7 +765,8 @@ static nx_status promotions(ledger *lg, char **out, nx_err *err)
         nx_sbuf_printf(&b, "Promoted into the LKB: none (the first recorded campaign of class %s)", cls);
     else if (!n)
         nx_sbuf_printf(&b, "Promoted into the LKB: none");
-    nx_sbuf_printf(&b, "\nLKB residual delta: not measured yet\n");
+    if ((st2 = residual_delta(lg, &b, err)) && !st)
+        st = st2;
     char *text = nx_sbuf_take(&b);
     if (st || !text) {
         free(text);
@@ -733,11 +801,13 @@ nx_status ledger_finish(ledger *lg, int exit_status, char **exit_lines_out, nx_e
     sqlite3_stmt *s = NULL;
     if (sqlite3_prepare_v2(lg->db,
                            "UPDATE main.run SET complete = 1, ended_utc = ?, ended_s = ?, exit_status = ?,"
-                           " exit_lines = ?,"
+                           " exit_lines = ?, residual_count = ?6, residual_loc = ?7, residual_copy_points = ?8,"
+                           " residual_single_class = ?9, coverage_c1 = ?10, coverage_c16 = ?11, coverage_c128 = ?12,"
+                           " coverage_c1_measured = ?13, coverage_c16_measured = ?14, coverage_c128_measured = ?15,"
                            " points = (SELECT count(*) FROM temp.stage_point),"
                            " points_failed = (SELECT count(*) FROM temp.stage_point"
                            "   WHERE tier1 IN ('fail', 'error') OR tier2 IN ('fail', 'error'))"
-                           " WHERE id = ?",
+                           " WHERE id = ?5",
                            -1, &s, NULL) != SQLITE_OK) {
         st = ledger_sql_error(lg->db, lg->path, "completing the run", err);
         goto rollback;
@@ -747,6 +817,18 @@ nx_status ledger_finish(ledger *lg, int exit_status, char **exit_lines_out, nx_e
     sqlite3_bind_int(s, 3, exit_status);
     bind_text(s, 4, exit_lines);
     sqlite3_bind_int64(s, 5, lg->run_id);
+    if (lg->lkb.set) {
+        sqlite3_bind_int64(s, 6, lg->lkb.count);
+        sqlite3_bind_int64(s, 7, lg->lkb.loc);
+        sqlite3_bind_int64(s, 8, lg->lkb.copy_points);
+        sqlite3_bind_int64(s, 9, lg->lkb.single_class);
+        for (int k = 0; k < 3; k++) { /* a coverage without a step manifest stays NULL */
+            if (lg->lkb.coverage[k] >= 0)
+                sqlite3_bind_double(s, 10 + k, lg->lkb.coverage[k]);
+            if (lg->lkb.measured[k] >= 0)
+                sqlite3_bind_double(s, 13 + k, lg->lkb.measured[k]);
+        }
+    }
     if (!step_done(s)) {
         st = ledger_sql_error(lg->db, lg->path, "completing the run", err);
         goto rollback;

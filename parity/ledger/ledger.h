@@ -19,7 +19,7 @@
 #include "registry.h"
 
 /* The schema version this build writes (PRAGMA user_version). */
-#define LEDGER_SCHEMA_VERSION 1
+#define LEDGER_SCHEMA_VERSION 2
 /* The busy timeout of every connection, milliseconds. */
 #define LEDGER_BUSY_MS 60000
 
@@ -55,6 +55,19 @@ nx_status ledger_point(ledger *lg, const reg_registry *reg, const camp_result *r
  * when none is; the first campaign of a class promotes nothing).  Closes
  * lg in every case. */
 nx_status ledger_finish(ledger *lg, int exit_status, char **exit_lines, nx_err *err);
+/* The LKB report's fields of the run (docs/lkb.md), written by
+ * ledger_finish, which also compares them with the last earlier complete
+ * run of the class that has them in its "LKB residual delta" line.
+ * Coverage shares are fractions of the step (0..1), -1 when not computed
+ * (no step manifest).  Without a call (set = 0) the fields stay NULL and
+ * the line says "not measured (why)". */
+typedef struct ledger_lkb {
+    int set;
+    long long count, loc, copy_points, single_class;
+    double coverage[3], measured[3]; /* at C = 1, 16, 128 */
+    char why[200];                   /* set = 0: why there is no report */
+} ledger_lkb;
+void ledger_set_lkb(ledger *lg, const ledger_lkb *f);
 /* Closes without completing (the run stays incomplete). */
 void ledger_close(ledger *lg);
 int64_t ledger_run_id(const ledger *lg);

@@ -1,0 +1,1071 @@
+/* lkb.c: the LKB report of a class (lkb.h, docs/lkb.md): coverage of a
+ * model's step, the evidence envelope, the residual and its single-class
+ * bucket, promotion candidates, TTPV and parameterization yield. */
+#include "lkb.h"
+
+#include <dirent.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ledger.h"
+#include "nx_sbuf.h"
+#include "tomlc.h"
+
+const char *const lkb_cat_names[LKB_NCAT] = {"shared", "shared-unmeasured", "parameterisation", "policy variant",
+                                             "novel"};
+static const long long batch_c[3] = {1, 16, 128};
+
+static nx_status oom(nx_err *err)
+{
+    return nx_err_set(err, NX_ENOMEM, "out of memory");
+}
+
+static char *fmt(const char *f, const char *a, const char *b)
+{
+    nx_sbuf s = {0};
+    nx_sbuf_printf(&s, f, a, b);
+    return nx_sbuf_take(&s);
+}
+
+static char *read_all(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    nx_sbuf b = {0};
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        nx_sbuf_put(&b, buf, n);
+    fclose(f);
+    nx_sbuf_printf(&b, "%s", "");
+    return nx_sbuf_take(&b);
+}
+
+/* `text` appears between backticks in FORKS.md. */
+static int in_forks(const char *forks, const char *text)
+{
+    if (!forks || !text)
+        return 0;
+    size_t n = strlen(text);
+    for (const char *p = strchr(forks, '`'); p; p = strchr(p + 1, '`'))
+        if (strncmp(p + 1, text, n) == 0 && p[1 + n] == '`')
+            return 1;
+    return 0;
+}
+
+/* ---- the residual ------------------------------------------------------ */
+
+typedef struct res_list {
+    lkb_residual *v;
+    size_t n;
+} res_list;
+
+static lkb_residual *res_push(res_list *l)
+{
+    lkb_residual *g = realloc(l->v, (l->n + 1) * sizeof *g);
+    if (!g)
+        return NULL;
+    l->v = g;
+    memset(&g[l->n], 0, sizeof *g);
+    g[l->n].users = 1;
+    return &g[l->n++];
+}
+
+static void res_free(lkb_residual *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(v[i].what), free(v[i].scope), free(v[i].why), free(v[i].measurement), free(v[i].users_text);
+        free(v[i].where);
+    }
+    free(v);
+}
+
+static long long count_lines(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 0;
+    long long n = 0;
+    int c, last = '\n';
+    while ((c = getc(f)) != EOF) {
+        n += c == '\n';
+        last = c;
+    }
+    fclose(f);
+    return n + (last != '\n');
+}
+
+static int is_data_file(const char *rel_in_class, const char *name)
+{
+    if (strcmp(name, "KERNEL.toml") == 0)
+        return 1;
+    size_t n = strlen(name);
+    if (n >= 3 && strcmp(name + n - 3, ".md") == 0)
+        return 1;
+    return strcmp(rel_in_class, "HARDWARE.toml") == 0 || strcmp(rel_in_class, "MEASUREMENTS.toml") == 0 ||
+           strcmp(rel_in_class, "common/KERNEL_FAMILIES.toml") == 0 ||
+           strcmp(rel_in_class, "common/FUSIONS.toml") == 0;
+}
+
+typedef struct kernel_toml {
+    char *why, *measurement, *users_text, *where;
+    int users;
+    char *shadow_point, *shadow_why, *shadow_measurement, *shadow_where;
+} kernel_toml;
+
+static void kt_free(kernel_toml *k)
+{
+    free(k->why), free(k->measurement), free(k->users_text), free(k->where);
+    free(k->shadow_point), free(k->shadow_why), free(k->shadow_measurement), free(k->shadow_where);
+    memset(k, 0, sizeof *k);
+}
+
+static char *node_loc(const tc_node *n)
+{
+    nx_sbuf b = {0};
+    nx_sbuf_printf(&b, "%s:%d", n->source ? n->source : "?", n->key_line > 0 ? n->key_line : n->line > 0 ? n->line : 1);
+    return nx_sbuf_take(&b);
+}
+
+static const char *str_of(const tc_node *t, const char *key)
+{
+    const tc_node *v = tc_get(t, key);
+    return v && v->kind == TC_STRING ? v->str : NULL;
+}
+
+/* Reads DIR/KERNEL.toml when present; problems (unknown keys, kinds) are
+ * appended to probs as "file:line: error: ..." lines. */
+static nx_status kt_load(const char *dir, kernel_toml *k, nx_sbuf *probs, nx_err *err)
+{
+    memset(k, 0, sizeof *k);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/KERNEL.toml", dir);
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return NX_OK;
+    tc_node *root = NULL;
+    nx_err e = {0};
+    if (tc_parse_file(path, &root, &e)) {
+        if (probs)
+            nx_sbuf_printf(probs, "%s: error: %s\n", path, e.msg);
+        else
+            return nx_err_set(err, NX_EINVAL, "%s", e.msg);
+        return NX_OK;
+    }
+    static const char *const keys[] = {"id", "family", "description", "why", "measurement", "users", "shadow", NULL};
+    static const char *const skeys[] = {"point", "why", "measurement", NULL};
+    for (size_t i = 0; i < root->nitems; i++) {
+        const tc_node *v = root->items[i];
+        int ok = 0;
+        for (const char *const *q = keys; *q; q++)
+            ok |= strcmp(*q, v->key) == 0;
+        if (!ok && probs) {
+            char *l = node_loc(v);
+            nx_sbuf_printf(probs, "%s: error: unknown key '%s' in KERNEL.toml\n", l, v->key);
+            free(l);
+        }
+    }
+    k->where = strdup(path);
+    k->why = lkb_strdup(str_of(root, "why"));
+    k->measurement = lkb_strdup(str_of(root, "measurement"));
+    const tc_node *u = tc_get(root, "users");
+    if (u && u->kind == TC_ARRAY) {
+        nx_sbuf b = {0};
+        for (size_t i = 0; i < u->nitems; i++)
+            if (u->items[i]->kind == TC_STRING)
+                nx_sbuf_printf(&b, "%s%s", k->users ? ", " : "", u->items[i]->str), k->users++;
+        k->users_text = nx_sbuf_take(&b);
+    }
+    const tc_node *sh = tc_get(root, "shadow");
+    if (sh && sh->kind == TC_TABLE) {
+        for (size_t i = 0; i < sh->nitems && probs; i++) {
+            int ok = 0;
+            for (const char *const *q = skeys; *q; q++)
+                ok |= strcmp(*q, sh->items[i]->key) == 0;
+            if (!ok) {
+                char *l = node_loc(sh->items[i]);
+                nx_sbuf_printf(probs, "%s: error: unknown key '%s' in [shadow]\n", l, sh->items[i]->key);
+                free(l);
+            }
+        }
+        k->shadow_point = lkb_strdup(str_of(sh, "point"));
+        k->shadow_why = lkb_strdup(str_of(sh, "why"));
+        k->shadow_measurement = lkb_strdup(str_of(sh, "measurement"));
+        k->shadow_where = node_loc(sh);
+        if (!k->shadow_point && probs)
+            nx_sbuf_printf(probs, "%s: error: [shadow] without 'point' (the FAMILY.POINT it shadows)\n",
+                           k->shadow_where);
+    } else if (sh && probs) {
+        char *l = node_loc(sh);
+        nx_sbuf_printf(probs, "%s: error: 'shadow' must be a table [shadow]\n", l);
+        free(l);
+    }
+    tc_free(root);
+    return NX_OK;
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Walks DIR/<class>/REL (depth-limited), adding each source file and each
+ * [shadow] to l. */
+static nx_status walk(const char *kdir, const char *cls, const char *rel, int depth, const char *forks, res_list *l,
+                      nx_sbuf *probs, nx_err *err)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/%s%s%s", kdir, cls, *rel ? "/" : "", rel);
+    DIR *d = opendir(dir);
+    if (!d)
+        return NX_OK;
+    char **names = NULL;
+    size_t nn = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.')
+            continue;
+        char **g = realloc(names, (nn + 1) * sizeof *g);
+        if (!g || !(g[nn] = strdup(de->d_name))) {
+            free(g ? g : names);
+            closedir(d);
+            return oom(err);
+        }
+        names = g;
+        nn++;
+    }
+    closedir(d);
+    qsort(names, nn, sizeof *names, cmp_names);
+    kernel_toml kt;
+    nx_status st = kt_load(dir, &kt, probs, err);
+    const char *scope = "class";
+    char first[256] = "";
+    if (*rel) {
+        snprintf(first, sizeof first, "%s", rel);
+        first[strcspn(first, "/")] = 0;
+        if (strcmp(first, "common") != 0)
+            scope = first;
+    }
+    if (!st && kt.shadow_point) {
+        lkb_residual *e = res_push(l);
+        if (!e)
+            st = oom(err);
+        else {
+            char *what = fmt("%s%s", kt.shadow_point, "");
+            char key[512];
+            snprintf(key, sizeof key, "%s:%s", cls, kt.shadow_point);
+            e->kind = LKB_RES_SHADOW;
+            e->what = what;
+            e->why = lkb_strdup(kt.shadow_why ? kt.shadow_why : kt.why);
+            e->measurement = lkb_strdup(kt.shadow_measurement ? kt.shadow_measurement : kt.measurement);
+            e->in_forks = in_forks(forks, key) || in_forks(forks, kt.shadow_point);
+            e->users = kt.users ? kt.users : 1;
+            e->users_text = lkb_strdup(kt.users_text);
+            e->where = lkb_strdup(kt.shadow_where);
+            e->scope = strdup(scope);
+        }
+    }
+    for (size_t i = 0; i < nn && !st; i++) {
+        char sub[4400], full[8600];
+        snprintf(sub, sizeof sub, "%s%s%s", rel, *rel ? "/" : "", names[i]);
+        snprintf(full, sizeof full, "%s/%s", dir, names[i]);
+        struct stat sb;
+        if (lstat(full, &sb) != 0)
+            continue;
+        if (S_ISDIR(sb.st_mode)) {
+            if (depth < 8)
+                st = walk(kdir, cls, sub, depth + 1, forks, l, probs, err);
+            continue;
+        }
+        if (!S_ISREG(sb.st_mode) || is_data_file(sub, names[i]))
+            continue;
+        lkb_residual *e = res_push(l);
+        if (!e) {
+            st = oom(err);
+            break;
+        }
+        e->kind = LKB_RES_SOURCE;
+        e->what = fmt("%s/%s", cls, sub);
+        e->scope = strdup(scope);
+        e->lines = count_lines(full);
+        e->why = lkb_strdup(kt.why);
+        e->measurement = lkb_strdup(kt.measurement);
+        e->users = kt.users ? kt.users : 1;
+        e->users_text = lkb_strdup(kt.users_text);
+        e->where = lkb_strdup(kt.where ? kt.where : full);
+        e->in_forks = in_forks(forks, e->what);
+        if (!e->what || !e->scope)
+            st = oom(err);
+    }
+    kt_free(&kt);
+    for (size_t i = 0; i < nn; i++)
+        free(names[i]);
+    free(names);
+    return st;
+}
+
+/* The residual of class cls in registry r: sources, shadows, copy points. */
+static nx_status residual_of(const reg_registry *r, const char *cls, res_list *l, nx_sbuf *probs, nx_err *err)
+{
+    const char *kdir = reg_dir(r);
+    char fpath[4096];
+    snprintf(fpath, sizeof fpath, "%s/FORKS.md", kdir);
+    char *forks = read_all(fpath);
+    nx_status st = walk(kdir, cls, "", 0, forks, l, probs, err);
+    reg_point_meta *m = NULL;
+    size_t nm = 0;
+    reg_evidence_row *ev = NULL;
+    size_t nev = 0;
+    if (!st)
+        st = reg_point_metas(r, cls, &m, &nm, err);
+    if (!st)
+        st = reg_evidence_rows(r, &ev, &nev, err);
+    for (size_t i = 0; i < nm && !st; i++) {
+        if (!m[i].how || strcmp(m[i].how, "copy") != 0)
+            continue;
+        lkb_residual *e = res_push(l);
+        if (!e) {
+            st = oom(err);
+            break;
+        }
+        e->kind = LKB_RES_COPY;
+        e->what = strdup(m[i].id);
+        e->why = lkb_strdup(m[i].reason);
+        e->where = lkb_strdup(m[i].where);
+        for (size_t k = 0; k < nev && !e->measurement; k++)
+            if (ev[k].class_name && ev[k].point && ev[k].family && strcmp(ev[k].class_name, cls) == 0 &&
+                strcmp(ev[k].family, m[i].family) == 0 && strcmp(ev[k].point, m[i].point) == 0)
+                e->measurement = lkb_strdup(ev[k].measurement);
+        char key[512];
+        snprintf(key, sizeof key, "%s:%s", cls, m[i].id);
+        e->in_forks = in_forks(forks, key) || in_forks(forks, m[i].id);
+    }
+    reg_point_metas_free(m, nm);
+    reg_evidence_rows_free(ev, nev);
+    free(forks);
+    return st;
+}
+
+/* ---- lowering rules ---------------------------------------------------- */
+
+typedef struct rule {
+    char *family, *op, *point, *where;
+    long long lo, hi;
+} rule;
+
+typedef struct rules {
+    rule *v;
+    size_t n;
+} rules;
+
+static void rules_free(rules *rs)
+{
+    for (size_t i = 0; i < rs->n; i++)
+        free(rs->v[i].family), free(rs->v[i].op), free(rs->v[i].point), free(rs->v[i].where);
+    free(rs->v);
+    memset(rs, 0, sizeof *rs);
+}
+
+/* The rules of cls's chain, nearest class first, each file in its order. */
+static nx_status rules_load(const reg_registry *r, const char *cls, rules *out, nx_err *err)
+{
+    memset(out, 0, sizeof *out);
+    const char *c = cls;
+    nx_status st = NX_OK;
+    static const char *const top[] = {"rule", NULL};
+    static const char *const rk[] = {"family", "op", "rows", "point", "description", NULL};
+    for (int depth = 0; c && depth < 64 && !st; depth++, c = reg_class_parent(r, c)) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s/common/FUSIONS.toml", reg_dir(r), c);
+        struct stat sb;
+        if (stat(path, &sb) != 0)
+            continue;
+        tc_node *root = NULL;
+        if ((st = tc_parse_file(path, &root, err)))
+            break;
+        const tc_node *rl = tc_get(root, "rule");
+        for (size_t i = 0; i < root->nitems && !st; i++)
+            if (strcmp(root->items[i]->key, top[0]) != 0)
+                st = tc_errf(err, NX_EINVAL, root->items[i], "unknown key '%s' in FUSIONS.toml", root->items[i]->key);
+        if (!st && rl && rl->kind != TC_ARRAY)
+            st = tc_errf(err, NX_EINVAL, rl, "'rule' must be an array of tables ([[rule]])");
+        for (size_t i = 0; !st && rl && i < rl->nitems; i++) {
+            const tc_node *t = rl->items[i];
+            for (size_t k = 0; k < t->nitems && !st; k++) {
+                int ok = 0;
+                for (const char *const *q = rk; *q; q++)
+                    ok |= strcmp(*q, t->items[k]->key) == 0;
+                if (!ok)
+                    st = tc_errf(err, NX_EINVAL, t->items[k], "unknown key '%s' in [[rule]]", t->items[k]->key);
+            }
+            const char *fam = str_of(t, "family"), *pt = str_of(t, "point"), *op = str_of(t, "op");
+            if (!st && (!fam || !pt))
+                st = tc_errf(err, NX_EINVAL, t, "[[rule]] needs 'family' and 'point' (strings)");
+            if (!st && tc_get(t, "op") && !op)
+                st = tc_errf(err, NX_EINVAL, tc_get(t, "op"), "'op' must be a string");
+            long long lo = 1, hi = (1LL << 62);
+            const tc_node *rows = tc_get(t, "rows");
+            if (!st && rows) {
+                if (rows->kind == TC_INT)
+                    lo = hi = rows->i;
+                else if (rows->kind == TC_ARRAY && rows->nitems == 2 && rows->items[0]->kind == TC_INT &&
+                         rows->items[1]->kind == TC_INT)
+                    lo = rows->items[0]->i, hi = rows->items[1]->i;
+                else
+                    lo = 0;
+                if (lo < 1 || hi < lo)
+                    st = tc_errf(err, NX_EINVAL, rows, "'rows' must be an integer or [MIN, MAX], 1 <= MIN <= MAX");
+            }
+            if (st)
+                break;
+            rule *g = realloc(out->v, (out->n + 1) * sizeof *g);
+            if (!g) {
+                st = oom(err);
+                break;
+            }
+            out->v = g;
+            rule *x = &out->v[out->n++];
+            x->family = strdup(fam), x->point = strdup(pt), x->op = lkb_strdup(op), x->where = node_loc(t);
+            x->lo = lo, x->hi = hi;
+        }
+        tc_free(root);
+    }
+    if (st)
+        rules_free(out);
+    return st;
+}
+
+static const rule *rule_for(const rules *rs, const lkb_op *op, long long c)
+{
+    for (size_t i = 0; i < rs->n; i++) {
+        const rule *x = &rs->v[i];
+        if (strcmp(x->family, op->family) == 0 && (!x->op || strcmp(x->op, op->id) == 0) && c >= x->lo && c <= x->hi)
+            return x;
+    }
+    return NULL;
+}
+
+/* ---- the report -------------------------------------------------------- */
+
+void lkb_report_free(lkb_report *rep)
+{
+    for (int k = 0; k < 3; k++)
+        free(rep->cov[k].ops);
+    for (size_t i = 0; i < rep->nenv; i++)
+        free(rep->env[i].family), free(rep->env[i].point);
+    free(rep->env);
+    res_free(rep->res, rep->nres);
+    for (size_t i = 0; i < rep->nsingle; i++)
+        free(rep->single[i].point), free(rep->single[i].bundle), free(rep->single[i].where);
+    free(rep->single);
+    for (size_t i = 0; i < rep->nttpv; i++)
+        free(rep->ttpv[i].point);
+    free(rep->ttpv);
+    free(rep->yield.families_promoted), free(rep->yield.points_promoted);
+    lkb_step_free(&rep->step);
+    memset(rep, 0, sizeof *rep);
+}
+
+static const reg_point_meta *meta_find(const reg_point_meta *m, size_t n, const char *id)
+{
+    for (size_t i = 0; i < n; i++)
+        if (m[i].id && strcmp(m[i].id, id) == 0)
+            return &m[i];
+    return NULL;
+}
+
+static const reg_point_meta *family_find(const reg_point_meta *m, size_t n, const char *fam)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(m[i].family, fam) == 0)
+            return &m[i];
+    return NULL;
+}
+
+/* One op at C: its category, the point serving it, its time. */
+static nx_status op_at(const reg_registry *r, const char *cls, const lkb_step *s, const lkb_op *op, long long c,
+                       const reg_point_meta *m, size_t nm, const rules *rs, const lkb_records *recs, lkb_op_at *o,
+                       nx_err *err)
+{
+    memset(o, 0, sizeof *o);
+    o->op = op;
+    long long flops, bytes;
+    nx_status st = lkb_op_eval(op, c, o->shape, sizeof o->shape, &flops, &bytes, err);
+    if (st)
+        return st;
+    const reg_point_meta *fam = op->family ? family_find(m, nm, op->family) : NULL;
+    const rule *x = fam ? rule_for(rs, op, c) : NULL;
+    const reg_point_meta *pm = NULL;
+    if (!fam) {
+        o->cat = LKB_NOVEL;
+    } else if (!x) {
+        o->cat = LKB_SHARED_UNMEASURED;
+        o->no_rule = 1;
+    } else {
+        snprintf(o->point, sizeof o->point, "%s.%s", x->family, x->point);
+        snprintf(o->rule_where, sizeof o->rule_where, "%s", x->where);
+        if (!(pm = meta_find(m, nm, o->point)))
+            return nx_err_set(err, NX_EINVAL, "%s: rule names point '%s', which class %s does not have", x->where,
+                              o->point, cls);
+        o->in_envelope = lkb_record_find(recs, cls, o->point, c, NULL) != NULL;
+        if (strcmp(pm->how, "copy") == 0) {
+            o->cat = LKB_PARAM;
+        } else {
+            o->covered = 1;
+            o->cat = strcmp(pm->how, "branch") == 0 ? LKB_POLICY : o->in_envelope ? LKB_SHARED : LKB_SHARED_UNMEASURED;
+        }
+    }
+    long long mult = op->count * (op->per_layer ? s->layers : 1);
+    const lkb_record *rec = *o->point ? lkb_record_find(recs, cls, o->point, c, o->shape) : NULL;
+    if (rec) {
+        o->t_s = rec->median_s * (double)mult;
+        o->weight_measured = 1;
+        return NX_OK;
+    }
+    /* the roofline model: the slower of the arithmetic at the family's unit's
+     * peak and the bytes at the memory bandwidth */
+    const char *unit = fam && fam->unit ? fam->unit : "cuda_core";
+    double gbs, tf = 0;
+    char where[256];
+    int hb = reg_class_rate(r, cls, "memory_gbs", &gbs, where, sizeof where);
+    const char *pk = strcmp(unit, "tensor_core") == 0 ? "tensor_tflops" : "vector_tflops";
+    int ht = strcmp(unit, "memory") == 0 ? 1 : reg_class_rate(r, cls, pk, &tf, where, sizeof where);
+    if (hb != 1 || ht != 1)
+        return nx_err_set(err, NX_EINVAL,
+                          "class %s: op '%s' at C = %lld has no record to weigh it, and HARDWARE.toml [rates] of its "
+                          "chain has no %s for the roofline model",
+                          cls, op->id, c, hb != 1 ? "memory_gbs" : pk);
+    double t = (double)bytes / (gbs * 1e9);
+    if (tf > 0 && (double)flops / (tf * 1e12) > t)
+        t = (double)flops / (tf * 1e12);
+    o->t_s = t * (double)mult;
+    return NX_OK;
+}
+
+static nx_status coverage_at(const reg_registry *r, const char *cls, const lkb_step *s, long long c,
+                             const reg_point_meta *m, size_t nm, const rules *rs, const lkb_records *recs,
+                             lkb_coverage *cv, nx_err *err)
+{
+    memset(cv, 0, sizeof *cv);
+    cv->c = c;
+    if (!(cv->ops = calloc(s->nops, sizeof *cv->ops)))
+        return oom(err);
+    cv->nops = s->nops;
+    double part[LKB_NCAT] = {0}, covered = 0, measured = 0;
+    for (size_t i = 0; i < s->nops; i++) {
+        nx_status st = op_at(r, cls, s, &s->ops[i], c, m, nm, rs, recs, &cv->ops[i], err);
+        if (st)
+            return st;
+        const lkb_op_at *o = &cv->ops[i];
+        cv->total_s += o->t_s;
+        part[o->cat] += o->t_s;
+        if (o->covered)
+            covered += o->t_s;
+        if (o->covered && o->in_envelope)
+            measured += o->t_s;
+        if (o->weight_measured)
+            cv->n_measured_w++;
+        else
+            cv->n_model_w++;
+    }
+    for (int k = 0; k < LKB_NCAT; k++)
+        cv->share[k] = cv->total_s > 0 ? part[k] / cv->total_s : 0;
+    cv->coverage = cv->total_s > 0 ? covered / cv->total_s : 0;
+    cv->measured = cv->total_s > 0 ? measured / cv->total_s : 0;
+    return NX_OK;
+}
+
+static int cmp_ll(const void *a, const void *b)
+{
+    long long x = *(const long long *)a, y = *(const long long *)b;
+    return (x > y) - (x < y);
+}
+
+static nx_status envelope(const reg_point_meta *m, size_t nm, const lkb_records *recs, const char *cls,
+                          lkb_report *rep, nx_err *err)
+{
+    for (size_t i = 0; i < nm; i++) {
+        if (!m[i].id)
+            continue;
+        lkb_envelope_item it = {0};
+        for (size_t k = 0; k < recs->n; k++) {
+            const lkb_record *x = &recs->r[k];
+            if (strcmp(x->class_name, cls) || strcmp(x->point, m[i].id))
+                continue;
+            int dup = 0;
+            for (size_t j = 0; j < it.nrows; j++)
+                dup |= it.rows[j] == x->rows;
+            if (!dup && it.nrows < 32)
+                it.rows[it.nrows++] = x->rows;
+        }
+        if (!it.nrows)
+            continue;
+        qsort(it.rows, it.nrows, sizeof *it.rows, cmp_ll);
+        lkb_envelope_item *g = realloc(rep->env, (rep->nenv + 1) * sizeof *g);
+        if (!g)
+            return oom(err);
+        rep->env = g;
+        it.family = strdup(m[i].family);
+        it.point = strdup(m[i].point);
+        rep->env[rep->nenv++] = it;
+    }
+    return NX_OK;
+}
+
+/* t0: the start of the class's first complete campaign in the ledger, else
+ * the class's first record. */
+static int64_t ttpv_t0(const char *ledger, const char *cls, const lkb_records *recs, char *what, size_t len)
+{
+    int64_t t0 = 0;
+    int have = 0;
+    sqlite3 *db = NULL;
+    struct stat sb;
+    if (ledger && stat(ledger, &sb) == 0 && sqlite3_open_v2(ledger, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+        sqlite3_stmt *s = NULL;
+        if (sqlite3_prepare_v2(db, "SELECT min(started_s), min(started_utc) FROM run WHERE class = ?1 AND complete = 1",
+                               -1, &s, NULL) == SQLITE_OK) {
+            sqlite3_bind_text(s, 1, cls, -1, SQLITE_STATIC);
+            if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_type(s, 0) != SQLITE_NULL) {
+                t0 = sqlite3_column_int64(s, 0);
+                have = 1;
+                snprintf(what, len, "the first campaign of class %s in %s, %s", cls, ledger,
+                         (const char *)sqlite3_column_text(s, 1));
+            }
+        }
+        sqlite3_finalize(s);
+    }
+    sqlite3_close(db);
+    if (have)
+        return t0;
+    const lkb_record *first = NULL;
+    for (size_t i = 0; i < recs->n; i++)
+        if (strcmp(recs->r[i].class_name, cls) == 0 && (!first || recs->r[i].utc_s < first->utc_s))
+            first = &recs->r[i];
+    if (first) {
+        snprintf(what, len, "the first record of class %s, %s (no campaign of the class in the ledger)", cls,
+                 first->utc);
+        return first->utc_s;
+    }
+    snprintf(what, len, "none (no record of class %s)", cls);
+    return 0;
+}
+
+static nx_status ttpv(const lkb_records *recs, const char *cls, const char *ledger, lkb_report *rep, nx_err *err)
+{
+    int64_t t0 = ttpv_t0(ledger, cls, recs, rep->t0_what, sizeof rep->t0_what);
+    for (size_t i = 0; i < recs->n; i++) {
+        const lkb_record *x = &recs->r[i];
+        if (strcmp(x->class_name, cls))
+            continue;
+        lkb_ttpv *t = NULL;
+        for (size_t k = 0; k < rep->nttpv && !t; k++)
+            if (strcmp(rep->ttpv[k].point, x->point) == 0)
+                t = &rep->ttpv[k];
+        if (!t) {
+            lkb_ttpv *g = realloc(rep->ttpv, (rep->nttpv + 1) * sizeof *g);
+            if (!g)
+                return oom(err);
+            rep->ttpv = g;
+            t = &rep->ttpv[rep->nttpv++];
+            memset(t, 0, sizeof *t);
+            if (!(t->point = strdup(x->point)))
+                return oom(err);
+        }
+        t->energy_readable |= x->has_energy;
+        if (lkb_record_beats_speed(x) && (!t->speed_known || x->utc_s - t0 < t->speed_s)) {
+            t->speed_known = 1;
+            t->speed_s = x->utc_s - t0;
+            snprintf(t->speed_id, sizeof t->speed_id, "%s", x->id);
+            snprintf(t->speed_utc, sizeof t->speed_utc, "%s", x->utc);
+        }
+        if (lkb_record_beats_energy(x) && (!t->energy_known || x->utc_s - t0 < t->energy_s)) {
+            t->energy_known = 1;
+            t->energy_s = x->utc_s - t0;
+            snprintf(t->energy_id, sizeof t->energy_id, "%s", x->id);
+            snprintf(t->energy_utc, sizeof t->energy_utc, "%s", x->utc);
+        }
+    }
+    return NX_OK;
+}
+
+static void residual_totals(const lkb_residual *v, size_t n, long long *count, long long *loc, long long *copy,
+                            long long *shadow, long long *sources)
+{
+    *count = (long long)n;
+    *loc = *copy = *shadow = *sources = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i].kind == LKB_RES_SOURCE)
+            ++*sources, *loc += v[i].lines;
+        else if (v[i].kind == LKB_RES_COPY)
+            ++*copy;
+        else
+            ++*shadow;
+    }
+}
+
+static nx_status yield(const reg_registry *r, const char *cls, const char *before, lkb_report *rep, nx_err *err)
+{
+    lkb_yield *y = &rep->yield;
+    snprintf(y->before, sizeof y->before, "%s", before);
+    reg_registry *b = NULL;
+    nx_status st = reg_load(before, &b, err);
+    if (st) {
+        nx_err_prefix(err, "--before %s", before);
+        return st;
+    }
+    res_list l = {0};
+    reg_point_meta *mb = NULL, *ma = NULL;
+    size_t nb = 0, na = 0;
+    long long dummy;
+    if ((st = residual_of(b, cls, &l, NULL, err)) || (st = reg_point_metas(b, cls, &mb, &nb, err)) ||
+        (st = reg_point_metas(r, cls, &ma, &na, err))) {
+        nx_err_prefix(err, "--before %s", before);
+        goto out;
+    }
+    residual_totals(l.v, l.n, &y->count_before, &y->loc_before, &dummy, &dummy, &dummy);
+    y->count_after = rep->res_count;
+    y->loc_after = rep->res_loc;
+    nx_sbuf fb = {0}, pb = {0};
+    nx_sbuf_printf(&fb, "%s", "");
+    nx_sbuf_printf(&pb, "%s", "");
+    for (size_t i = 0; i < na; i++) {
+        int first_of_family = 1;
+        for (size_t k = 0; k < i; k++)
+            first_of_family &= strcmp(ma[k].family, ma[i].family) != 0;
+        if (first_of_family && !family_find(mb, nb, ma[i].family))
+            nx_sbuf_printf(&fb, "%s%s", y->nfamilies++ ? ", " : "", ma[i].family);
+        if (!ma[i].id || strcmp(ma[i].how, "copy") == 0)
+            continue;
+        const reg_point_meta *old = meta_find(mb, nb, ma[i].id);
+        if (!old || strcmp(old->how, "copy") == 0)
+            nx_sbuf_printf(&pb, "%s%s%s", y->npoints++ ? ", " : "", ma[i].id, old ? " (was a copy)" : "");
+    }
+    y->families_promoted = nx_sbuf_take(&fb);
+    y->points_promoted = nx_sbuf_take(&pb);
+    y->computed = 1;
+    if (!y->families_promoted || !y->points_promoted)
+        st = oom(err);
+out:
+    res_free(l.v, l.n);
+    reg_point_metas_free(mb, nb);
+    reg_point_metas_free(ma, na);
+    reg_free(b);
+    return st;
+}
+
+nx_status lkb_compute(const reg_registry *r, const char *cls, const lkb_opts *o, lkb_report *rep, nx_err *err)
+{
+    memset(rep, 0, sizeof *rep);
+    snprintf(rep->class_name, sizeof rep->class_name, "%s", cls);
+    snprintf(rep->kernels, sizeof rep->kernels, "%s", reg_dir(r));
+    reg_point_meta *m = NULL;
+    size_t nm = 0;
+    lkb_records recs = {0};
+    rules rs = {0};
+    res_list l = {0};
+    reg_bundle *bs = NULL;
+    size_t nbs = 0;
+    nx_status st = reg_point_metas(r, cls, &m, &nm, err);
+    if (!st)
+        st = lkb_records_load(reg_dir(r), cls, &recs, err);
+    if (!st && o->model) {
+        snprintf(rep->model, sizeof rep->model, "%s", o->model);
+        if (!(st = lkb_step_load(reg_dir(r), o->model, &rep->step, err)) && !(st = rules_load(r, cls, &rs, err))) {
+            rep->has_step = 1;
+            for (int k = 0; k < 3 && !st; k++)
+                st = coverage_at(r, cls, &rep->step, batch_c[k], m, nm, &rs, &recs, &rep->cov[k], err);
+        }
+    }
+    if (!st)
+        st = envelope(m, nm, &recs, cls, rep, err);
+    if (!st)
+        st = residual_of(r, cls, &l, NULL, err);
+    if (!st) {
+        rep->res = l.v, rep->nres = l.n;
+        l.v = NULL, l.n = 0;
+        residual_totals(rep->res, rep->nres, &rep->res_count, &rep->res_loc, &rep->res_copy, &rep->res_shadow,
+                        &rep->res_sources);
+        for (size_t i = 0; i < rep->nres; i++)
+            rep->n_candidates += rep->res[i].users >= 2;
+        st = reg_bundles(r, &bs, &nbs, err);
+    }
+    for (size_t i = 0; i < nm && !st; i++) {
+        if (!m[i].bundle)
+            continue;
+        for (size_t k = 0; k < nbs; k++)
+            if (bs[k].id && strcmp(bs[k].id, m[i].bundle) == 0 && bs[k].nclasses == 1 &&
+                strcmp(bs[k].classes[0], cls) == 0) {
+                lkb_single *g = realloc(rep->single, (rep->nsingle + 1) * sizeof *g);
+                if (!g) {
+                    st = oom(err);
+                    break;
+                }
+                rep->single = g;
+                g[rep->nsingle].point = strdup(m[i].id);
+                g[rep->nsingle].bundle = strdup(m[i].bundle);
+                g[rep->nsingle++].where = strdup(m[i].where);
+                break;
+            }
+    }
+    if (!st)
+        st = ttpv(&recs, cls, o->ledger, rep, err);
+    if (!st && o->before)
+        st = yield(r, cls, o->before, rep, err);
+    reg_point_metas_free(m, nm);
+    lkb_records_free(&recs);
+    rules_free(&rs);
+    res_free(l.v, l.n);
+    reg_bundles_free(bs, nbs);
+    if (st)
+        lkb_report_free(rep);
+    return st;
+}
+
+/* ---- lint ---------------------------------------------------------------- */
+
+size_t lkb_lint(const reg_registry *r, char **report)
+{
+    nx_sbuf b = {0};
+    nx_sbuf_printf(&b, "%s", "");
+    size_t errors = 0;
+    const char *kdir = reg_dir(r);
+    lkb_records recs = {0};
+    nx_err e = {0};
+    /* every class's records */
+    for (size_t c = 0; c < reg_class_count(r); c++)
+        if (lkb_records_load(kdir, reg_class_name(r, c), &recs, &e)) {
+            nx_sbuf_printf(&b, "%s: error: %s\n", kdir, e.msg);
+            errors++;
+        }
+    /* evidence rows name existing records of their class */
+    reg_evidence_row *ev = NULL;
+    size_t nev = 0;
+    if (reg_evidence_rows(r, &ev, &nev, &e) == NX_OK) {
+        for (size_t i = 0; i < nev; i++) {
+            if (!ev[i].measurement || !ev[i].class_name)
+                continue; /* reg_lint reports the missing key */
+            const lkb_record *x = NULL;
+            for (size_t k = 0; k < recs.n && !x; k++)
+                if (strcmp(recs.r[k].id, ev[i].measurement) == 0)
+                    x = &recs.r[k];
+            if (!x) {
+                nx_sbuf_printf(&b,
+                               "%s: error: evidence measurement '%s' does not exist (no [[measurement]] with this id "
+                               "in %s/%s/MEASUREMENTS.toml)\n",
+                               ev[i].where, ev[i].measurement, kdir, ev[i].class_name);
+                errors++;
+                continue;
+            }
+            char fp[256];
+            snprintf(fp, sizeof fp, "%s.%s", ev[i].family ? ev[i].family : "?", ev[i].point ? ev[i].point : "?");
+            if (strcmp(x->class_name, ev[i].class_name) || strcmp(x->point, fp)) {
+                nx_sbuf_printf(&b, "%s: error: evidence of %s at class %s names measurement '%s', a record of %s at "
+                               "class %s (%s)\n",
+                               ev[i].where, fp, ev[i].class_name, ev[i].measurement, x->point, x->class_name, x->where);
+                errors++;
+                continue;
+            }
+            for (size_t k = 0; k < ev[i].nrows; k++)
+                if (!lkb_record_find(&recs, x->class_name, x->point, ev[i].rows[k], NULL)) {
+                    nx_sbuf_printf(&b, "%s: error: evidence of %s at class %s claims rows %ld, which no record of "
+                                   "the point at that class measured\n",
+                                   ev[i].where, fp, ev[i].class_name, ev[i].rows[k]);
+                    errors++;
+                }
+        }
+    }
+    reg_evidence_rows_free(ev, nev);
+    /* the residual of each class: silent entries, measurements that do not exist */
+    for (size_t c = 0; c < reg_class_count(r); c++) {
+        const char *cls = reg_class_name(r, c);
+        reg_point_meta *vm = NULL;
+        size_t nvm = 0;
+        if (reg_point_metas(r, cls, &vm, &nvm, &e) != NX_OK)
+            continue; /* a broken chain: reg_lint reports it */
+        reg_point_metas_free(vm, nvm);
+        res_list l = {0};
+        nx_sbuf probs = {0};
+        nx_sbuf_printf(&probs, "%s", "");
+        if (residual_of(r, cls, &l, &probs, &e)) {
+            nx_sbuf_printf(&b, "%s/%s: error: %s\n", kdir, cls, e.msg);
+            errors++;
+        }
+        char *p = nx_sbuf_take(&probs);
+        for (const char *q = p; q && *q; q = strchr(q, '\n') ? strchr(q, '\n') + 1 : q + strlen(q))
+            errors += *q != 0;
+        nx_sbuf_printf(&b, "%s", p ? p : "");
+        free(p);
+        static const char *const kind[] = {"source", "[shadow]", "copy point"};
+        for (size_t i = 0; i < l.n; i++) {
+            const lkb_residual *x = &l.v[i];
+            if (!x->why && !x->measurement && !x->in_forks) {
+                nx_sbuf_printf(&b,
+                               "%s: error: silent residual of class %s: %s %s has no reason (KERNEL.toml 'why'), no "
+                               "measurement, and is not listed in %s/FORKS.md\n",
+                               x->where, cls, kind[x->kind], x->what, kdir);
+                errors++;
+            }
+            if (x->measurement) {
+                int found = 0;
+                for (size_t k = 0; k < recs.n && !found; k++)
+                    found = strcmp(recs.r[k].id, x->measurement) == 0;
+                if (!found) {
+                    nx_sbuf_printf(&b, "%s: error: residual %s of class %s names measurement '%s', which does not "
+                                   "exist\n",
+                                   x->where, x->what, cls, x->measurement);
+                    errors++;
+                }
+            }
+        }
+        res_free(l.v, l.n);
+        /* lowering rules name points of the class */
+        rules rs = {0};
+        if (rules_load(r, cls, &rs, &e)) {
+            nx_sbuf_printf(&b, "%s\n", e.msg);
+            errors++;
+        } else {
+            reg_point_meta *m = NULL;
+            size_t nm = 0;
+            if (reg_point_metas(r, cls, &m, &nm, &e) == NX_OK)
+                for (size_t i = 0; i < rs.n; i++) {
+                    char fp[300];
+                    snprintf(fp, sizeof fp, "%s.%s", rs.v[i].family, rs.v[i].point);
+                    if (!meta_find(m, nm, fp)) {
+                        nx_sbuf_printf(&b, "%s: error: rule names point '%s', which class %s does not have\n",
+                                       rs.v[i].where, fp, cls);
+                        errors++;
+                    }
+                }
+            reg_point_metas_free(m, nm);
+        }
+        rules_free(&rs);
+    }
+    /* bundles: keys, declared once, classes that exist; points naming one */
+    reg_bundle *bs = NULL;
+    size_t nbs = 0;
+    if (reg_bundles(r, &bs, &nbs, &e) == NX_OK) {
+        for (size_t i = 0; i < nbs; i++) {
+            if (bs[i].problems && *bs[i].problems) {
+                for (const char *q = bs[i].problems; *q; q = strchr(q, '\n') + 1) {
+                    const char *colon = strstr(q, ": ");
+                    nx_sbuf_printf(&b, "%.*s: error: %.*s\n", (int)(colon - q), q, (int)(strchr(q, '\n') - colon - 2),
+                                   colon + 2);
+                    errors++;
+                }
+            }
+            for (size_t k = 0; k < i; k++)
+                if (bs[i].id && bs[k].id && strcmp(bs[i].id, bs[k].id) == 0) {
+                    nx_sbuf_printf(&b, "%s: error: bundle '%s' declared twice (first at %s): declare it once\n",
+                                   bs[i].where, bs[i].id, bs[k].where);
+                    errors++;
+                    break;
+                }
+            for (size_t k = 0; k < bs[i].nclasses; k++) {
+                int found = 0;
+                for (size_t c = 0; c < reg_class_count(r) && !found; c++)
+                    found = strcmp(reg_class_name(r, c), bs[i].classes[k]) == 0;
+                if (!found) {
+                    nx_sbuf_printf(&b, "%s: error: bundle '%s' names class '%s', which does not exist\n", bs[i].where,
+                                   bs[i].id ? bs[i].id : "?", bs[i].classes[k]);
+                    errors++;
+                }
+            }
+        }
+        for (size_t c = 0; c < reg_class_count(r); c++) {
+            reg_point_meta *m = NULL;
+            size_t nm = 0;
+            if (reg_point_metas(r, reg_class_name(r, c), &m, &nm, &e) != NX_OK)
+                continue;
+            for (size_t i = 0; i < nm; i++) {
+                if (!m[i].bundle)
+                    continue;
+                const reg_bundle *x = NULL;
+                for (size_t k = 0; k < nbs && !x; k++)
+                    if (bs[k].id && strcmp(bs[k].id, m[i].bundle) == 0)
+                        x = &bs[k];
+                int realises = 0;
+                for (size_t k = 0; x && k < x->nclasses; k++)
+                    realises |= strcmp(x->classes[k], reg_class_name(r, c)) == 0;
+                if (!x || !realises) {
+                    char line[768];
+                    if (!x)
+                        snprintf(line, sizeof line, "%s: error: point %s names bundle '%s', which no [[bundle]] "
+                                 "declares\n", m[i].where, m[i].id, m[i].bundle);
+                    else
+                        snprintf(line, sizeof line, "%s: error: point %s names bundle '%s', which class %s does not "
+                                 "realise (not in the bundle's classes)\n", m[i].where, m[i].id, m[i].bundle,
+                                 reg_class_name(r, c));
+                    if (b.s && strstr(b.s, line)) /* seen from another class of the chain */
+                        continue;
+                    nx_sbuf_printf(&b, "%s", line);
+                    errors++;
+                }
+            }
+            reg_point_metas_free(m, nm);
+        }
+    }
+    reg_bundles_free(bs, nbs);
+    char *rp = reg_rates_problems(r);
+    for (const char *q = rp; q && *q; q = strchr(q, '\n') + 1) {
+        const char *colon = strstr(q, ": ");
+        nx_sbuf_printf(&b, "%.*s: error: %.*s\n", (int)(colon - q), q, (int)(strchr(q, '\n') - colon - 2), colon + 2);
+        errors++;
+    }
+    free(rp);
+    /* step manifests: every model under DIR/models */
+    char mdir[4096];
+    snprintf(mdir, sizeof mdir, "%s/models", kdir);
+    DIR *d = opendir(mdir);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        if (de->d_name[0] == '.')
+            continue;
+        lkb_step s;
+        char path[4400];
+        struct stat sb;
+        snprintf(path, sizeof path, "%s/%s/STEP.toml", mdir, de->d_name);
+        if (stat(path, &sb) != 0)
+            continue;
+        if (lkb_step_load(kdir, de->d_name, &s, &e)) {
+            nx_sbuf_printf(&b, "%s: error: %s\n", path, e.msg);
+            errors++;
+        } else {
+            lkb_step_free(&s);
+        }
+    }
+    if (d)
+        closedir(d);
+    lkb_records_free(&recs);
+    *report = nx_sbuf_take(&b);
+    return errors;
+}
+
+void lkb_ledger_fields(const reg_registry *r, const char *cls, const char *model, ledger_lkb *f)
+{
+    memset(f, 0, sizeof *f);
+    for (int k = 0; k < 3; k++)
+        f->coverage[k] = f->measured[k] = -1;
+    char path[4400];
+    struct stat sb;
+    snprintf(path, sizeof path, "%s/models/%s/STEP.toml", reg_dir(r), model ? model : "");
+    /* a model label without a step manifest still gets the residual */
+    lkb_opts o = {model && stat(path, &sb) == 0 ? model : NULL, NULL, NULL};
+    lkb_report rep;
+    nx_err e = {0};
+    if (lkb_compute(r, cls, &o, &rep, &e) != NX_OK) {
+        size_t n = strlen(e.msg);
+        snprintf(f->why, sizeof f->why, "the LKB report failed: %.*s%s", n > 150 ? 150 : (int)n, e.msg,
+                 n > 150 ? "..." : "");
+        return;
+    }
+    f->set = 1;
+    f->count = rep.res_count, f->loc = rep.res_loc, f->copy_points = rep.res_copy;
+    f->single_class = (long long)rep.nsingle;
+    for (int k = 0; rep.has_step && k < 3; k++)
+        f->coverage[k] = rep.cov[k].coverage, f->measured[k] = rep.cov[k].measured;
+    lkb_report_free(&rep);
+}
