@@ -996,13 +996,13 @@ size_t lkb_lint(const reg_registry *r, char **report)
                         snprintf(line, sizeof line, "%s: error: point %s names bundle '%s', which no [[bundle]] "
                                  "declares\n", m[i].where, m[i].id, m[i].bundle);
                     else
-                        snprintf(line, sizeof line, "%s: error: point %s names bundle '%s', which class %s does not "
-                                 "realise (not in the bundle's classes)\n", m[i].where, m[i].id, m[i].bundle,
+                        snprintf(line, sizeof line, "%s: warning: point %s names bundle '%s', which class %s does "
+                                 "not realise (not in the bundle's classes)\n", m[i].where, m[i].id, m[i].bundle,
                                  reg_class_name(r, c));
                     if (b.s && strstr(b.s, line)) /* seen from another class of the chain */
                         continue;
                     nx_sbuf_printf(&b, "%s", line);
-                    errors++;
+                    errors += !x; /* a class inheriting a point of a bundle it lacks: a warning, as for atoms */
                 }
             }
             reg_point_metas_free(m, nm);

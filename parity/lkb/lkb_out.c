@@ -34,11 +34,11 @@ char *lkb_text(const lkb_report *r)
                        r->step.nops);
         for (int k = 0; k < 3; k++) {
             const lkb_coverage *c = &r->cov[k];
-            nx_sbuf_printf(&b, "\nC%lld: LKB coverage %.1f%% of the step, measured on this class %.1f%%\n", c->c,
+            nx_sbuf_printf(&b, "\nC%lld: LKB coverage %.2f%% of the step, measured on this class %.2f%%\n", c->c,
                            pct(c->coverage), pct(c->measured));
             nx_sbuf_printf(&b,
-                           "  Shared %.1f%% (measured on this class), shared-unmeasured %.1f%%, parameterisation "
-                           "%.1f%%, policy variant %.1f%%, novel %.1f%% of the step\n",
+                           "  Shared %.2f%% (measured on this class), shared-unmeasured %.2f%%, parameterisation "
+                           "%.2f%%, policy variant %.2f%%, novel %.2f%% of the step\n",
                            pct(c->share[LKB_SHARED]), pct(c->share[LKB_SHARED_UNMEASURED]), pct(c->share[LKB_PARAM]),
                            pct(c->share[LKB_POLICY]), pct(c->share[LKB_NOVEL]));
             nx_sbuf_printf(&b, "  weights: %zu op(s) by measured time, %zu by the roofline model (HARDWARE.toml "
@@ -46,7 +46,7 @@ char *lkb_text(const lkb_report *r)
                            c->n_measured_w, c->n_model_w, c->total_s);
             for (size_t i = 0; i < c->nops; i++) {
                 const lkb_op_at *o = &c->ops[i];
-                nx_sbuf_printf(&b, "  %-14s %-26s %-18s %5.1f%%  %s%s\n", o->op->id, *o->point ? o->point : "-",
+                nx_sbuf_printf(&b, "  %-12s %-32s %-18s %6.2f%%  %s%s\n", o->op->id, *o->point ? o->point : "-",
                                lkb_cat_names[o->cat], pct(c->total_s > 0 ? o->t_s / c->total_s : 0),
                                o->weight_measured ? "measured" : "roofline",
                                o->no_rule ? ", no rule of this class covers it"
