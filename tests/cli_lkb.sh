@@ -152,7 +152,7 @@ id = "m2"
 family = "g"
 shape = "M=C"
 flops = "2000*M"
-bytes = "1000"
+bytes = "min(1000, 5000*M)"
 
 [[op]]
 id = "z"

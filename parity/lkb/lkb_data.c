@@ -77,6 +77,22 @@ static long long ev_atom(ev *e, int depth)
         q++;
     if (q == e->p)
         return ev_fail(e, *e->p ? "a number, a name or '(' expected" : "unexpected end");
+    /* min(a, b) and max(a, b): the experts a batch touches, min(E, topk*T) */
+    if (q - e->p == 3 && (!strncmp(e->p, "min", 3) || !strncmp(e->p, "max", 3)) && *q == '(') {
+        int is_min = e->p[1] == 'i';
+        e->p = q + 1;
+        long long a = ev_sum(e, depth + 1);
+        ev_ws(e);
+        if (*e->p != ',')
+            return ev_fail(e, "',' expected");
+        e->p++;
+        long long b = ev_sum(e, depth + 1);
+        ev_ws(e);
+        if (*e->p != ')')
+            return ev_fail(e, "')' expected");
+        e->p++;
+        return is_min ? (a < b ? a : b) : (a > b ? a : b);
+    }
     for (size_t i = 0; i < e->n; i++)
         if (strlen(e->names[i]) == (size_t)(q - e->p) && strncmp(e->names[i], e->p, (size_t)(q - e->p)) == 0) {
             e->p = q;
