@@ -49,7 +49,7 @@ nx_status ledger_point(ledger *lg, const reg_registry *reg, const camp_result *r
  * status and its exit lines, which *exit_lines receives (malloc'd; NULL
  * on error) for the campaign to print:
  *   Promoted into the LKB: FAMILY / POINT / kernel K / numerics point H (new|was H0), ...
- *   LKB residual delta: not measured yet
+ *   LKB residual delta: ... (ledger_set_lkb's fields against the class's last campaign)
  * A point is promoted when its hash differs from the one the last earlier
  * complete campaign of the class that recorded it had, or none did ("none"
  * when none is; the first campaign of a class promotes nothing).  Closes
