@@ -295,6 +295,21 @@ printf '1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n' > "$B/x/common/k1/old.cu"
 [ "$(jq_ "$T/yl.json" '$.yield.points')" = "g.d (was a copy)" ] || fail "yield points: $(jq_ "$T/yl.json" '$.yield.points')"
 [ "$(jq_ "$T/yl.json" '$.yield.families_promoted')" = 0 ] || fail "yield families"
 
+# the same from a git revision: the registry committed, then its old source deleted
+if command -v git > /dev/null; then
+  G=$T/g
+  mkdir -p "$G" && cp -r "$B" "$G/kernels"
+  (cd "$G" && git init -q && git add kernels && git -c user.email=t@t -c user.name=t commit -qm before) \
+    || fail "git setup"
+  rm "$G/kernels/x/common/k1/old.cu"
+  sed -i '/^how = "copy"$/{N;/an old copy/d}' "$G/kernels/x/common/KERNEL_FAMILIES.toml"
+  (cd "$G" && "$P" lkb --class x --before HEAD --json "$T/yg.json") > "$T/yg.out" 2>&1 || fail "lkb --before HEAD: $(cat "$T/yg.out")"
+  [ "$(jq_ "$T/yg.json" '$.yield.residual_lines_deleted')" = 10 ] || fail "yield from a revision: $(jq_ "$T/yg.json" '$.yield')"
+  [ "$(jq_ "$T/yg.json" '$.yield.before')" = "HEAD (git revision)" ] || fail "the revision is not named"
+  grep -q '^parameterization yield since HEAD (git revision): 10 residual line(s) deleted (19 -> 9)' "$T/yg.out" \
+    || fail "yield line: $(grep yield "$T/yg.out")"
+fi
+
 # ---- the lint: silent residual, evidence without a record, bundles
 S=$T/silent
 cp -r "$R" "$S"

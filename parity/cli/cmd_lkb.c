@@ -2,6 +2,7 @@
  * docs/lkb.md): coverage of a model's step, the evidence envelope, the
  * residual, the single-class bucket, TTPV, parameterization yield. */
 #include "cli.h"
+#include "gate.h"
 #include "lkb.h"
 #include "report.h"
 
@@ -11,7 +12,7 @@
 
 static const char lkb_usage[] =
     "usage: parity lkb --class C [--model M] [--kernels DIR] [--json FILE|-] [--ledger FILE]\n"
-    "                  [--before DIR] [--lint]\n"
+    "                  [--before DIR|REV [--registry-path P]] [--lint]\n"
     "\n"
     "The LKB report of class C (docs/lkb.md):\n"
     "  - with --model M, LKB coverage of M's decode step (DIR/models/M/STEP.toml) at\n"
@@ -30,7 +31,8 @@ static const char lkb_usage[] =
     "  - TTPV-speed and TTPV-energy per measured point: the first record at which\n"
     "    its kernel beat its baseline beyond the noise band, since the class's\n"
     "    first campaign in the ledger (else its first record);\n"
-    "  - with --before DIR, parameterization yield from registry DIR to this one.\n"
+    "  - with --before, parameterization yield from an earlier registry to this one:\n"
+    "    residual lines deleted, families and points promoted.\n"
     "\n"
     "options:\n"
     "  --class C      the class (required)\n"
@@ -39,7 +41,9 @@ static const char lkb_usage[] =
     "  --json FILE    also write the report as JSON (- : JSON on stdout, no text)\n"
     "  --ledger FILE  the campaign ledger for TTPV's t0 (default out/ledger.sqlite;\n"
     "                 read only, and only when it exists)\n"
-    "  --before DIR   an earlier registry: parameterization yield since it\n"
+    "  --before DIR|REV  an earlier registry: a directory, or a git revision of the\n"
+    "                 repository at the current directory whose --registry-path P\n"
+    "                 (default kernels) is exported with git archive\n"
     "  --lint         only the LKB lint rules (also part of `parity registry lint`)\n"
     "\n"
     "exit status: 0 the report was made (lint: clean); 2 usage or input error\n"
@@ -48,7 +52,7 @@ static const char lkb_usage[] =
 int cmd_lkb(int argc, char **argv)
 {
     const char *cls = NULL, *model = NULL, *dir = "kernels", *json = NULL, *ledger = "out/ledger.sqlite",
-               *before = NULL;
+               *before = NULL, *reg_path = "kernels";
     int bad = 0, lint = 0;
     for (int i = 1; i < argc && !bad; i++) {
         if (cli_flag(argv, i, "--help") || cli_flag(argv, i, "-h")) {
@@ -61,7 +65,8 @@ int cmd_lkb(int argc, char **argv)
         }
         if (cli_opt(argc, argv, &i, "--class", &cls, &bad) || cli_opt(argc, argv, &i, "--model", &model, &bad) ||
             cli_opt(argc, argv, &i, "--kernels", &dir, &bad) || cli_opt(argc, argv, &i, "--json", &json, &bad) ||
-            cli_opt(argc, argv, &i, "--ledger", &ledger, &bad) || cli_opt(argc, argv, &i, "--before", &before, &bad))
+            cli_opt(argc, argv, &i, "--ledger", &ledger, &bad) || cli_opt(argc, argv, &i, "--before", &before, &bad) ||
+            cli_opt(argc, argv, &i, "--registry-path", &reg_path, &bad))
             continue;
         cli_error("lkb", "unknown argument '%s' (see --help)", argv[i]);
         return EXIT_INPUT;
@@ -93,13 +98,22 @@ int cmd_lkb(int argc, char **argv)
         printf("%s: LKB lint: %zu error%s\n", dir, errors, errors == 1 ? "" : "s");
         return errors ? EXIT_INPUT : EXIT_PASS;
     }
-    lkb_opts o = {model, ledger, before};
-    lkb_report rep;
-    if (lkb_compute(r, cls, &o, &rep, &err) != NX_OK) {
+    char *bdir = NULL, *btmp = NULL;
+    if (before && gate_side(before, reg_path, &bdir, &btmp, &err) != NX_OK) {
         reg_free(r);
+        nx_err_prefix(&err, "--before");
         return cli_fail("lkb", &err);
     }
+    lkb_opts o = {model, ledger, bdir};
+    lkb_report rep;
+    nx_status st = lkb_compute(r, cls, &o, &rep, &err);
+    if (st == NX_OK && before) /* the revision as given, not its temporary export */
+        snprintf(rep.yield.before, sizeof rep.yield.before, "%s%s", before, btmp ? " (git revision)" : "");
+    if (before)
+        gate_side_free(bdir, btmp);
     reg_free(r);
+    if (st != NX_OK)
+        return cli_fail("lkb", &err);
     int rc = EXIT_PASS, to_stdout = json && !strcmp(json, "-");
     if (!to_stdout) {
         char *t = lkb_text(&rep);
