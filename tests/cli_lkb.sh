@@ -215,7 +215,7 @@ point = "f.a"
 why = "same numerics, other loads"
 EOF
 printf '1\n2\n3\n4\n' > "$R/x/m1/model.cu"
-printf '# forks\n\n- `x/m1/model.cu`: the toy model kernel\n' > "$R/FORKS.md"
+printf '# forks\n\n- `x/m1/model.cu`: the toy model kernel\n- `x:g.c`: the copy\n' > "$R/FORKS.md"
 
 P=$PARITY
 "$P" registry lint "$R" > "$T/lint" 2>&1 || fail "lint of the test registry: $(cat "$T/lint")"
@@ -267,6 +267,7 @@ grep -q '^  source x/m1/model.cu (m1, 4 lines): why: none given; measurement: no
 "$P" lkb --class y --kernels "$R" --json "$T/y.json" > /dev/null 2>&1 || fail "lkb y"
 [ "$(jq_ "$T/y.json" '$.residual_single_class')" = 0 ] || fail "y: single-class"
 [ "$(jq_ "$T/y.json" '$.residual_count')" = 1 ] || fail "y: the residual is the copy point only"
+[ "$(jq_ "$T/y.json" '$.residual[0].in_forks')" = 1 ] || fail "y: the copy inherited from x is listed as x:g.c"
 [ "$(jq_ "$T/y.json" '$.c1')" = '' ] || fail "without --model there is no coverage"
 
 # TTPV: t0 is the first record (no ledger): B beat at 2026-01-02T06:00:00Z, 1d 06:00:00 later

@@ -340,9 +340,14 @@ static nx_status residual_of(const reg_registry *r, const char *cls, res_list *l
             if (ev[k].class_name && ev[k].point && ev[k].family && strcmp(ev[k].class_name, cls) == 0 &&
                 strcmp(ev[k].family, m[i].family) == 0 && strcmp(ev[k].point, m[i].point) == 0)
                 e->measurement = lkb_strdup(ev[k].measurement);
-        char key[512];
-        snprintf(key, sizeof key, "%s:%s", cls, m[i].id);
-        e->in_forks = in_forks(forks, key) || in_forks(forks, m[i].id);
+        /* listed as CLASS:FAMILY.POINT for this class or the ancestor it inherits the copy from */
+        e->in_forks = in_forks(forks, m[i].id);
+        const char *c = cls;
+        for (int depth = 0; c && depth < 64 && !e->in_forks; depth++, c = reg_class_parent(r, c)) {
+            char key[512];
+            snprintf(key, sizeof key, "%s:%s", c, m[i].id);
+            e->in_forks = in_forks(forks, key);
+        }
     }
     reg_point_metas_free(m, nm);
     reg_evidence_rows_free(ev, nev);
