@@ -252,6 +252,7 @@ grep -q 'no rule of this class covers it' "$T/x.out" || fail "no-rule op not sai
 # the envelope: f.a at rows 1 and 16
 [ "$(jq_ "$T/x.json" '$.envelope.f.a')" = '[1,16]' ] || fail "envelope: $(jq_ "$T/x.json" '$.envelope')"
 [ "$(jq_ "$T/x.json" '$.envelope.g')" = '' ] || fail "g has no record, so no envelope"
+grep -q '^  f: a rows 1, 16$' "$T/x.out" || fail "envelope line: $(grep -A2 envelope "$T/x.out")"
 # the residual: 3 sources (3 + 2 + 4 = 9 lines), 1 shadow, 1 copy point
 [ "$(jq_ "$T/x.json" '$.residual_count')" = 5 ] || fail "residual_count $(jq_ "$T/x.json" '$.residual_count'), want 5"
 [ "$(jq_ "$T/x.json" '$.residual_loc')" = 9 ] || fail "residual_loc $(jq_ "$T/x.json" '$.residual_loc'), want 9"

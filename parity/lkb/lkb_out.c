@@ -62,12 +62,17 @@ char *lkb_text(const lkb_report *r)
     nx_sbuf_printf(&b, "\nevidence envelope (class %s: points and rows with a record):\n", r->class_name);
     if (!r->nenv)
         nx_sbuf_printf(&b, "  none: no record on this class; nothing is claimed optimized\n");
-    for (size_t i = 0; i < r->nenv; i++) {
-        nx_sbuf_printf(&b, "  %s.%s rows", r->env[i].family, r->env[i].point);
+    for (size_t i = 0; i < r->nenv; i++) { /* one line per family, its points in manifest order */
+        if (i == 0 || strcmp(r->env[i - 1].family, r->env[i].family) != 0)
+            nx_sbuf_printf(&b, "%s  %s: ", i ? "\n" : "", r->env[i].family);
+        else
+            nx_sbuf_printf(&b, "; ");
+        nx_sbuf_printf(&b, "%s rows", r->env[i].point);
         for (size_t k = 0; k < r->env[i].nrows; k++)
             nx_sbuf_printf(&b, "%s%lld", k ? ", " : " ", r->env[i].rows[k]);
-        nx_sbuf_printf(&b, "\n");
     }
+    if (r->nenv)
+        nx_sbuf_printf(&b, "\n");
     nx_sbuf_printf(&b, "\nLKB residual: %lld entries: %lld source file(s) (%lld lines), %lld [shadow], %lld copy "
                    "point(s)\n",
                    r->res_count, r->res_sources, r->res_loc, r->res_shadow, r->res_copy);
