@@ -389,6 +389,16 @@ grep -q '^id = "cpu.gemm.splitk.r2.20260201T000000Z-2"$' "$K/cpu/MEASUREMENTS.to
 [ $? -eq 2 ] || fail "bench of an unknown point is not exit 2"
 "$P" bench --class cpu --point gemm.splitk --rows 0 --kernels "$K" > /dev/null 2>&1
 [ $? -eq 2 ] || fail "bench --rows 0 is not exit 2"
+# the baseline as another class runs the point; --no-record writes nothing
+cp "$K/cpu/MEASUREMENTS.toml" "$T/m.before"
+"$P" bench --class cpu --point gemm.splitk --rows 1 --shape M=1,N=8,K=64 --baseline-class cpu-split8 --repeats 2 \
+  --kernels "$K" --no-record > "$T/bc.out" 2>&1 || fail "bench --baseline-class: $(cat "$T/bc.out")"
+grep -q '^  baseline class cpu-split8 (kernel cpu_gemm_splitk): median' "$T/bc.out" || fail "baseline class line: $(cat "$T/bc.out")"
+cmp -s "$T/m.before" "$K/cpu/MEASUREMENTS.toml" || fail "--no-record wrote a record"
+# a class whose backend cannot run here: exit 2, said
+if ! "$P" bench --class sm90 --point gemm.splitk --rows 1 --kernels "$K" --no-ledger > /dev/null 2> "$T/g.err"; then
+  grep -q "^parity bench: --class sm90: the cuda backend cannot run here" "$T/g.err" || fail "no GPU message: $(cat "$T/g.err")"
+fi
 
 # ---- the ledger fields after a campaign, and the residual delta line
 C=$T/c
