@@ -2,6 +2,7 @@
  * single-assignment operations, its canonical hash, and its printed
  * bracketing. */
 #include "nx_program.h"
+#include "nx_limits.h"
 #include "nx_sbuf.h"
 #include "nx_sha256.h"
 
@@ -15,16 +16,24 @@ typedef struct cx {
     size_t cap, gcap;
     nx_err *err;
     int failed;
+    size_t max_ops; /* nx_limits_get()->max_ops */
 } cx;
+
+static void ops_refused(cx *c)
+{
+    nx_err_set(c->err, NX_EINVAL,
+               "key 'tree': the tree expands to more than %zu operations at n = %zu (raise the limit with --max-ops)",
+               c->max_ops, c->p->n);
+    c->failed = 1;
+}
 
 static int32_t emit(cx *c, nx_opkind k, nx_fmt f, nx_mode m, int32_t x, int32_t y)
 {
     if (c->failed)
         return -1;
     nx_program *p = c->p;
-    if (p->nops >= NX_PROGRAM_MAX_OPS) {
-        nx_err_set(c->err, NX_EINVAL, "key 'tree': the tree expands to more than %zu operations at n = %zu",
-                   NX_PROGRAM_MAX_OPS, p->n);
+    if (p->nops >= c->max_ops) {
+        ops_refused(c);
         c->failed = 1;
         return -1;
     }
@@ -228,15 +237,13 @@ static int32_t compile_expr(cx *c, const nx_tree *t, const int32_t *src, size_t 
 
 /* A split or stride of k parts emits at least one operation per part:
  * refused before the k-element arrays are allocated when that alone is
- * over NX_PROGRAM_MAX_OPS (split(1073741824, seq, seq) at n = 4 asked for
+ * over the operation limit (split(1073741824, seq, seq) at n = 4 asked for
  * 4 GiB and ran out of memory instead of being bad input). */
 static int too_many_parts(cx *c, size_t k)
 {
-    if (k < NX_PROGRAM_MAX_OPS - c->p->nops)
+    if (k < c->max_ops - c->p->nops)
         return 0;
-    nx_err_set(c->err, NX_EINVAL, "key 'tree': the tree expands to more than %zu operations at n = %zu",
-               NX_PROGRAM_MAX_OPS, c->p->n);
-    c->failed = 1;
+    ops_refused(c);
     return 1;
 }
 
@@ -465,7 +472,15 @@ nx_status nx_program_build_ex(const nx_point *pt, size_t n, int dot, int start, 
     p->atom_frac_bits = pt->atom.present ? pt->atom.frac_bits : -1;
     p->atom_term_round = pt->atom.term_round;
     p->atom_align = (nx_align)pt->atom.align;
-    cx c = {p, pt, 0, 0, err, 0};
+    cx c = {p, pt, 0, 0, err, 0, (size_t)nx_limits_get()->max_ops};
+    /* every term is at least one operation or atom source: refused before
+     * the n-element arrays are allocated */
+    if (n > c.max_ops) {
+        nx_program_free(p);
+        return nx_err_set(err, NX_EINVAL,
+                          "n = %zu terms is more than the limit of %zu operations (raise it with --max-ops)", n,
+                          c.max_ops);
+    }
     int32_t *src = alloc_src(&c, n);
     if (src) {
         for (size_t i = 0; i < n; i++)

@@ -58,7 +58,9 @@ typedef struct nx_program {
     int32_t result;    /* source of the tree's result */
 } nx_program;
 
-#define NX_PROGRAM_MAX_OPS ((size_t)1 << 27)
+/* A point expands to at most nx_limits_get()->max_ops operations at one n
+ * (default NX_LIMITS_DEFAULT_OPS = 2^23, 16 bytes each; `--max-ops`):
+ * more is bad input, refused as soon as it is known. */
 
 nx_status nx_program_build(const nx_point *pt, size_t n, int dot, nx_program **out, nx_err *err);
 

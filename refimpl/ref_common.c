@@ -3,6 +3,7 @@
  * per-thread scratch and program cache, reductions over gathered rows,
  * input decoding and output encoding, the spec's metadata. */
 #include "ref_internal.h"
+#include "nx_limits.h"
 #include "rows.h"
 
 #include <math.h>
@@ -365,9 +366,50 @@ nx_status ref_program(ref_job *j, const fam_reduction *r, size_t n, int dot, con
     return NX_OK;
 }
 
+/* The largest array ref_alloc refused as over --max-bytes (0: none), for
+ * ref_run_opts to turn the NULL the family saw into bad input. */
+static uint64_t refused_count;
+
 double *ref_alloc(size_t count)
 {
+    uint64_t bytes;
+    if (!nx_limits_mul(count, sizeof(double), &bytes) || bytes > nx_limits_get()->max_bytes) {
+        uint64_t was = __atomic_load_n(&refused_count, __ATOMIC_RELAXED);
+        while (count > was && !__atomic_compare_exchange_n(&refused_count, &was, count, 0, __ATOMIC_RELAXED,
+                                                           __ATOMIC_RELAXED))
+            ;
+        return NULL;
+    }
     return malloc((count ? count : 1) * sizeof(double));
+}
+
+/* The inputs at the point's shape, decoded (8 bytes per element) beside
+ * their encoding, against --max-bytes (docs/limits.md): before gen or ref
+ * allocates anything for them. */
+nx_status ref_limit_inputs(const fam_spec *s, const ref_tensor_desc *d, size_t nd, nx_err *err)
+{
+    uint64_t total = 0;
+    for (size_t k = 0; k < nd; k++) {
+        uint64_t ne = 1, b;
+        int ok = 1;
+        for (int q = 0; q < d[k].ndim && ok; q++)
+            ok = nx_limits_mul(ne, (uint64_t)d[k].shape[q], &ne);
+        ok = ok && nx_limits_mul(ne, 8 + (st_dtype_bits(d[k].dtype) + 7) / 8, &b) &&
+             !__builtin_add_overflow(total, b, &total);
+        if (!ok)
+            return nx_err_set(err, NX_EINVAL, "%s.%s: the size of the inputs overflows 64 bits at tensor '%s' = %s",
+                              fam_of(s), point_of(s), d[k].name, d[k].dims);
+    }
+    char what[256];
+    size_t l = (size_t)snprintf(what, sizeof what, "%s.%s: the inputs", fam_of(s), point_of(s));
+    for (size_t k = 0; k < nd && l < sizeof what; k++) {
+        char sh[96];
+        shape_text(sh, sizeof sh, d[k].ndim, d[k].shape);
+        l += (size_t)snprintf(what + l, sizeof what - l, "%s %s %s", k ? "," : "", d[k].name, sh);
+    }
+    if (l < sizeof what)
+        snprintf(what + l, sizeof what - l, " (decoded, 8 bytes per element, and encoded)");
+    return nx_limits_bytes(total, what, err);
 }
 
 nx_status ref_reduce_flat(ref_job *j, const fam_reduction *r, size_t n, int dot, size_t rows, nx_fmt afmt,
@@ -480,7 +522,8 @@ nx_status ref_run_opts(const fam_spec *spec, const st_file *in, st_file *out, co
     size_t nd;
     if ((st = ref_inputs(spec, &d, &nd, err)))
         return st;
-    st = check_inputs(spec, in, d, nd, err);
+    if (!(st = ref_limit_inputs(spec, d, nd, err)))
+        st = check_inputs(spec, in, d, nd, err);
     free(d);
     if (st)
         return st;
@@ -496,7 +539,15 @@ nx_status ref_run_opts(const fam_spec *spec, const st_file *in, st_file *out, co
         return nx_err_set(err, NX_ENOMEM, "out of memory");
     for (int i = 0; i < j.nthreads; i++)
         ref_math_init(&j.maths[i]);
+    __atomic_store_n(&refused_count, 0, __ATOMIC_RELAXED);
     st = f->run(&j, err);
+    uint64_t refused = __atomic_load_n(&refused_count, __ATOMIC_RELAXED);
+    if (st == NX_ENOMEM && refused)
+        st = nx_err_set(err, NX_EINVAL,
+                        "%s.%s: at this shape an array of %llu values (8 bytes each) is more than the limit of %llu "
+                        "bytes (raise it with --max-bytes)",
+                        fam_of(spec), point_of(spec), (unsigned long long)refused,
+                        (unsigned long long)nx_limits_get()->max_bytes);
     for (int i = 0; i < j.nthreads; i++)
         ref_math_clear(&j.maths[i]);
     free(j.maths);

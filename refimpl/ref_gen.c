@@ -57,6 +57,10 @@ nx_status ref_generate(const fam_spec *spec, const ref_gen_opts *o, st_file *out
     nx_status st = ref_inputs(spec, &d, &nd, err);
     if (st)
         return st;
+    if ((st = ref_limit_inputs(spec, d, nd, err))) {
+        free(d);
+        return st;
+    }
     for (size_t i = 0; i < nd && !st; i++) {
         st_tensor *t;
         if ((st = st_add_tensor(out, d[i].name, d[i].dtype, d[i].ndim, d[i].shape, &t, err)))

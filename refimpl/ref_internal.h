@@ -41,6 +41,9 @@ nx_status ref_param_f32(const fam_spec *s, const char *name, const char *def, do
 /* --- params ----------------------------------------------------------------- */
 
 /* A dimension: an integer in [1, 2^31) */
+/* The inputs of descs, decoded (8 bytes per element) beside their encoding,
+ * against --max-bytes (nx_limits.h); before gen or ref allocates them. */
+nx_status ref_limit_inputs(const fam_spec *s, const ref_tensor_desc *d, size_t nd, nx_err *err);
 nx_status ref_dim(const fam_spec *s, const char *name, long def, long *out, nx_err *err); /* def < 0: required */
 nx_status ref_param_bool(const fam_spec *s, const char *name, int def, int *out, nx_err *err);
 /* A format param (a docs/numerics.md name with a safetensors dtype of its own). */

@@ -297,11 +297,11 @@ has err "--numerics:1:3: nested deeper than 128 levels" "TOML nesting 129"
 # integers in a tree: at most 2^30
 run 2 "split count 2^30 + 1" tree show 'split(1073741825, seq, seq)' --n 4
 has err "the split count is too large (at most 1073741824)" "split count 2^30 + 1"
-# operations of an expanded point: at most 2^27, refused before allocating
-# when the parts alone are that many (it took 4 GiB, exit 3)
+# operations of an expanded point: at most 2^23 (--max-ops), refused before
+# allocating when the parts alone are that many (it took 4 GiB, exit 3)
 $LIMIT "$PARITY" tree show 'stride(1073741824, seq, seq)' --n 4 > "$T/out" 2> "$T/err"
 [ $? -eq 2 ] || fail "stride(2^30) at n = 4: exit $?, want 2"
-has err "the tree expands to more than 134217728 operations at n = 4" "stride(2^30) at n = 4"
+has err "the tree expands to more than 8388608 operations at n = 4" "stride(2^30) at n = 4"
 $LIMIT "$PARITY" tree show 'split(134217728, seq, seq)' --n 4 > "$T/out" 2> "$T/err"
 [ $? -eq 2 ] || fail "split(2^27) at n = 4: exit $?, want 2"
 # tree show --n: at most 2^20

@@ -2,6 +2,7 @@
  * scanning, error printing, exit statuses of an nx_err. */
 #include "cli.h"
 
+#include "nx_limits.h"
 #include "safetensors.h"
 
 #include <errno.h>
@@ -9,7 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 int cli_flag(char **argv, int i, const char *name)
 {
@@ -140,4 +144,86 @@ int cli_check_outputs(const char *cmd, const cli_file *outs, size_t nouts, const
         }
     }
     return 0;
+}
+
+/* The global options --max-bytes, --max-terms and --max-ops (docs/limits.md),
+ * taken out of argv wherever they stand, parsed once and handed to the
+ * readers through nx_limits_set. */
+int cli_limits_args(int *argc, char **argv)
+{
+    static const char *const names[] = {"--max-bytes", "--max-terms", "--max-ops"};
+    nx_limits l = *nx_limits_get();
+    uint64_t *slot[] = {&l.max_bytes, &l.max_terms, &l.max_ops};
+    int w = 1;
+    for (int i = 1; i < *argc; i++) {
+        int k = -1;
+        const char *val = NULL;
+        for (int j = 0; j < 3 && k < 0; j++) {
+            size_t n = strlen(names[j]);
+            if (strncmp(argv[i], names[j], n) == 0 && (argv[i][n] == 0 || argv[i][n] == '='))
+                k = j, val = argv[i][n] == '=' ? argv[i] + n + 1 : NULL;
+        }
+        if (k < 0) {
+            argv[w++] = argv[i];
+            continue;
+        }
+        if (!val) {
+            if (i + 1 >= *argc) {
+                fprintf(stderr, "parity: option %s needs a value\n", names[k]);
+                return EXIT_INPUT;
+            }
+            val = argv[++i];
+        }
+        if (nx_limits_parse_size(val, slot[k]) != 0) {
+            fprintf(stderr, "parity: %s: '%s' is not a size (a positive integer, optionally with K, M, G or T: "
+                            "powers of 1024; at most 2^62)\n", names[k], val);
+            return EXIT_INPUT;
+        }
+    }
+    argv[w] = NULL;
+    *argc = w;
+    nx_limits_set(&l);
+    return 0;
+}
+
+int cli_lock_dir(const char *cmd, const char *opt, const char *dir)
+{
+    size_t len = strlen(dir) + sizeof "/" CLI_LOCK_NAME;
+    char *path = malloc(len);
+    if (!path) {
+        cli_error(cmd, "out of memory");
+        return -EXIT_INTERNAL;
+    }
+    snprintf(path, len, "%s/" CLI_LOCK_NAME, dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        cli_error(cmd, "%s: cannot open the lock file %s: %s", opt, path, strerror(errno));
+        free(path);
+        return -EXIT_INPUT;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        char pid[32] = "";
+        ssize_t r = e == EWOULDBLOCK ? pread(fd, pid, sizeof pid - 1, 0) : -1;
+        pid[r > 0 ? r : 0] = 0;
+        pid[strcspn(pid, "\n")] = 0;
+        if (e == EWOULDBLOCK)
+            cli_error(cmd, "%s %s is being written by another run (pid %s, holding %s); nothing written: wait for it "
+                      "or give another folder", opt, dir, *pid ? pid : "unknown", path);
+        else
+            cli_error(cmd, "%s: cannot lock %s: %s", opt, path, strerror(e));
+        close(fd);
+        free(path);
+        return -EXIT_INPUT;
+    }
+    char pid[32];
+    int l = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)l, 0) != l) {
+        cli_error(cmd, "%s: cannot write the lock file %s: %s", opt, path, strerror(errno));
+        close(fd);
+        free(path);
+        return -EXIT_INPUT;
+    }
+    free(path);
+    return fd;
 }

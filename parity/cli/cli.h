@@ -28,6 +28,12 @@ void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(prin
 /* Prints an nx_err and returns the exit status for its code. */
 int cli_fail(const char *cmd, const nx_err *e);
 
+/* Takes the global options --max-bytes N, --max-terms N and --max-ops N
+ * (K, M, G, T suffixes: powers of 1024) out of argv, wherever they stand,
+ * and sets the process's limits on sizes from inputs (nx_limits.h,
+ * docs/limits.md).  Returns 0, or EXIT_INPUT after printing why. */
+int cli_limits_args(int *argc, char **argv);
+
 /* Parses a positive integer option value; reports and returns -1 if bad. */
 long cli_long(const char *cmd, const char *opt, const char *val, long lo, long hi);
 
@@ -42,6 +48,16 @@ typedef struct cli_file {
     const char *path;
 } cli_file;
 int cli_check_outputs(const char *cmd, const cli_file *outs, size_t nouts, const cli_file *ins, size_t nins);
+
+/* A run-level advisory lock on a folder that a run writes (campaign
+ * --traces, docs/limits.md): flock(LOCK_EX | LOCK_NB) on DIR/.parity.lock,
+ * which then holds the holder's pid.  Does not wait: when another process
+ * holds it, prints "OPT DIR is being written by another run (pid N, ...)"
+ * and returns -EXIT_INPUT.  Returns the descriptor, kept open (the lock
+ * ends when the process does), or -EXIT_INPUT / -EXIT_INTERNAL after
+ * printing why. */
+#define CLI_LOCK_NAME ".parity.lock"
+int cli_lock_dir(const char *cmd, const char *opt, const char *dir);
 
 int cmd_reduce(int argc, char **argv);
 int cmd_tree(int argc, char **argv);
@@ -78,6 +94,11 @@ nx_status reduce_check_inputs(const char *path, const struct st_file *f, const s
                               const struct st_tensor **b, nx_err *err);
 /* The same, also accepting the accumulator input 'c' of shape [rows] (*c =
  * NULL when IN has none); a wrong shape or dtype names 'c' and its shape. */
+/* Checks 'a' [rows, n] (b: 'b' too) against the limits on sizes from
+ * inputs (nx_limits.h, docs/limits.md): rows x n terms, n against the
+ * operation limit, 8 bytes per decoded element and 64 per row; called by
+ * reduce_check_inputs_c. */
+nx_status reduce_check_limits(const char *path, const struct st_tensor *a, int dot, nx_err *err);
 nx_status reduce_check_inputs_c(const char *path, const struct st_file *f, const struct st_tensor **a,
                                 const struct st_tensor **b, const struct st_tensor **c, nx_err *err);
 

@@ -311,6 +311,13 @@ int cmd_campaign(int argc, char **argv)
             rc = EXIT_INPUT;
             goto done;
         }
+        /* one run at a time writes a traces folder: a second one fails
+         * (exit 2) naming the holder's pid; the lock ends with the process */
+        int lk = cli_lock_dir("campaign", "--traces", traces);
+        if (lk < 0) {
+            rc = -lk;
+            goto done;
+        }
         o.traces = traces;
     }
     camp_result *res = calloc(nids ? nids : 1, sizeof *res);

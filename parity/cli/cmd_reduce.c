@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "nx_bound.h"
 #include "nx_engine.h"
+#include "nx_limits.h"
 #include "nx_rowclass.h"
 #include "point_toml.h"
 #include "rows.h"
@@ -150,7 +151,34 @@ nx_status reduce_check_inputs_c(const char *path, const st_file *f, const st_ten
                               "%s: tensor 'c' (shape %s): dtype %s is not a number format of docs/numerics.md §1", path,
                               shape_text(t, sh, sizeof sh), st_dtype_name(t->dtype));
     }
-    return NX_OK;
+    return reduce_check_limits(path, *a, *b != NULL, err);
+}
+
+/* What 'a' [rows, n] (and 'b') ask for, against the limits of
+ * docs/limits.md, before anything is allocated for them: rows x n terms
+ * (--max-terms), n itself against the operations of an expanded tree
+ * (--max-ops: the point is expanded at n even for zero rows, its hash
+ * names the shape), and 8 bytes per decoded element of a and b plus 64 per
+ * row: c, the results, their encoding, check's reference and bounds
+ * (--max-bytes).  A zero extent costs nothing
+ * beyond that: [0, n] is an empty result, [rows, 0] rows of +0. */
+nx_status reduce_check_limits(const char *path, const st_tensor *a, int dot, nx_err *err)
+{
+    char what[256], sh[96];
+    uint64_t rows = (uint64_t)a->shape[0], n = (uint64_t)a->shape[1], vals, bytes;
+    snprintf(what, sizeof what, "%s: tensor 'a' of shape %s", path, shape_text(a, sh, sizeof sh));
+    nx_status st = nx_limits_terms(rows, n, what, err);
+    if (st)
+        return st;
+    if (n > nx_limits_get()->max_ops)
+        return nx_err_set(err, NX_EINVAL,
+                          "%s: n = %llu terms per row is more than the limit of %llu operations of an expanded tree "
+                          "(raise it with --max-ops)",
+                          what, (unsigned long long)n, (unsigned long long)nx_limits_get()->max_ops);
+    if (!nx_limits_mul(a->nelem, dot ? 2 : 1, &vals) || !nx_limits_mul(rows, 8, &bytes) ||
+        __builtin_add_overflow(vals, bytes, &vals))
+        return nx_err_set(err, NX_EINVAL, "%s: its size overflows 64 bits", what);
+    return nx_limits_elems(vals, 8, what, err);
 }
 
 static double *alloc_vals(size_t count)

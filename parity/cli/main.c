@@ -36,6 +36,15 @@ static const char usage[] =
     "\n"
     "Run `parity <command> --help` for the options of a command.\n"
     "\n"
+    "global options (any command, anywhere on the line; docs/limits.md):\n"
+    "  --max-bytes N  memory for what one input asks for: decoded values,\n"
+    "                 results, outputs (default 8G; K, M, G, T: powers of 1024)\n"
+    "  --max-terms N  rows x terms of one reduction input, a zero extent counted\n"
+    "                 as 1 (default 2G = 2^31)\n"
+    "  --max-ops N    operations of a tree expanded at one length n, and n itself\n"
+    "                 (default 8M = 2^23, 16 bytes each)\n"
+    "  Exceeding one is bad input (exit 2) naming the file, tensor, shape and limit.\n"
+    "\n"
     "exit status:\n"
     "  0  success (every check passed)\n"
     "  1  a parity check failed\n"
@@ -44,6 +53,12 @@ static const char usage[] =
 
 int main(int argc, char **argv)
 {
+    if (argc < 2) {
+        fputs(usage, stderr);
+        return EXIT_INPUT;
+    }
+    if (cli_limits_args(&argc, argv))
+        return EXIT_INPUT;
     if (argc < 2) {
         fputs(usage, stderr);
         return EXIT_INPUT;

@@ -1,0 +1,83 @@
+/* nx_limits.c: the process-wide limits on sizes taken from inputs
+ * (nx_limits.h, docs/limits.md). */
+#include "nx_limits.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+
+static nx_limits cur = {NX_LIMITS_DEFAULT_BYTES, NX_LIMITS_DEFAULT_TERMS, NX_LIMITS_DEFAULT_OPS};
+
+const nx_limits *nx_limits_get(void)
+{
+    return &cur;
+}
+
+void nx_limits_set(const nx_limits *l)
+{
+    cur = *l;
+}
+
+int nx_limits_mul(uint64_t a, uint64_t b, uint64_t *out)
+{
+    uint64_t p;
+    if (__builtin_mul_overflow(a, b, &p))
+        return 0;
+    *out = p;
+    return 1;
+}
+
+nx_status nx_limits_bytes(uint64_t bytes, const char *what, nx_err *err)
+{
+    if (bytes <= cur.max_bytes)
+        return NX_OK;
+    return nx_err_set(err, NX_EINVAL, "%s: needs %llu bytes, more than the limit of %llu (raise it with --max-bytes)",
+                      what, (unsigned long long)bytes, (unsigned long long)cur.max_bytes);
+}
+
+nx_status nx_limits_elems(uint64_t count, uint64_t size, const char *what, nx_err *err)
+{
+    uint64_t b;
+    if (!nx_limits_mul(count, size, &b))
+        return nx_err_set(err, NX_EINVAL, "%s: %llu elements of %llu bytes overflow 64 bits", what,
+                          (unsigned long long)count, (unsigned long long)size);
+    return nx_limits_bytes(b, what, err);
+}
+
+nx_status nx_limits_terms(uint64_t rows, uint64_t n, const char *what, nx_err *err)
+{
+    uint64_t t;
+    if (!nx_limits_mul(rows ? rows : 1, n ? n : 1, &t))
+        return nx_err_set(err, NX_EINVAL, "%s: %llu rows of %llu terms overflow 64 bits", what,
+                          (unsigned long long)rows, (unsigned long long)n);
+    if (t <= cur.max_terms)
+        return NX_OK;
+    return nx_err_set(err, NX_EINVAL,
+                      "%s: %llu rows x %llu terms (a zero extent counts as 1) is more than the limit of %llu terms "
+                      "(raise it with --max-terms)",
+                      what, (unsigned long long)rows, (unsigned long long)n, (unsigned long long)cur.max_terms);
+}
+
+int nx_limits_parse_size(const char *text, uint64_t *out)
+{
+    if (!text || !isdigit((unsigned char)text[0]))
+        return -1;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno)
+        return -1;
+    unsigned shift = 0;
+    switch (*end) {
+    case 0: break;
+    case 'K': shift = 10; end++; break;
+    case 'M': shift = 20; end++; break;
+    case 'G': shift = 30; end++; break;
+    case 'T': shift = 40; end++; break;
+    default: return -1;
+    }
+    if (*end || v == 0 || v > (UINT64_C(1) << 62) >> shift)
+        return -1;
+    *out = (uint64_t)v << shift;
+    return 0;
+}

@@ -1,0 +1,50 @@
+/* nx_limits.h: what one command may spend on sizes that come from its
+ * inputs (docs/limits.md).  Rows, terms per row, element counts and output
+ * sizes read from a file are checked here before anything is allocated for
+ * them; exceeding a limit is bad input (NX_EINVAL), never an allocation
+ * that fails or a run that takes the machine.
+ *
+ * The limits are process-wide: the CLI sets them once from its global
+ * options --max-bytes, --max-terms and --max-ops (parity/cli/cli.c,
+ * cli_limits_args) before a command runs; a library user that sets nothing
+ * gets the defaults. */
+#ifndef NX_LIMITS_H
+#define NX_LIMITS_H
+
+#include <stdint.h>
+
+#include "nx_error.h"
+
+typedef struct nx_limits {
+    uint64_t max_bytes; /* memory for what one input asks for (decoded values, results, outputs) */
+    uint64_t max_terms; /* rows x terms of one reduction input; a zero extent counts as 1 */
+    uint64_t max_ops;   /* operations of a tree expanded at one n (nx_program.h) */
+} nx_limits;
+
+#define NX_LIMITS_DEFAULT_BYTES ((uint64_t)8 << 30)  /* 8 GiB */
+#define NX_LIMITS_DEFAULT_TERMS ((uint64_t)1 << 31)
+#define NX_LIMITS_DEFAULT_OPS ((uint64_t)1 << 23)    /* 16 bytes each: 128 MiB */
+
+/* The limits in force (the defaults until nx_limits_set). */
+const nx_limits *nx_limits_get(void);
+void nx_limits_set(const nx_limits *l);
+
+/* a * b, or 0 with *out untouched when it overflows 64 bits. */
+int nx_limits_mul(uint64_t a, uint64_t b, uint64_t *out);
+
+/* NX_EINVAL unless bytes <= max_bytes.  what names the input, e.g.
+ * "in.safetensors: tensor 'a' of shape [2147483648, 0]"; the message adds
+ * the size, the limit and the option that raises it. */
+nx_status nx_limits_bytes(uint64_t bytes, const char *what, nx_err *err);
+/* count elements of size bytes each: the product (refused when it
+ * overflows 64 bits) against max_bytes. */
+nx_status nx_limits_elems(uint64_t count, uint64_t size, const char *what, nx_err *err);
+/* max(rows, 1) * max(n, 1) against max_terms (refused when it overflows). */
+nx_status nx_limits_terms(uint64_t rows, uint64_t n, const char *what, nx_err *err);
+
+/* Parses a size: decimal digits with an optional K, M, G or T suffix
+ * (powers of 1024).  0 and a value over 2^62 are refused; returns 0 on
+ * success, -1 on bad text. */
+int nx_limits_parse_size(const char *text, uint64_t *out);
+
+#endif
