@@ -96,6 +96,15 @@ grep -q -- "--before: '$T/nosuch' is neither a directory nor a git revision" "$T
 "$PARITY" gate --before "$T/A" --after "$T/A" --class nosuch > /dev/null 2> "$T/e"; [ $? -eq 2 ] || fail "unknown class: want 2"
 gate --before "$T/A" --after "$T/A" --noise-rel x > /dev/null 2> "$T/e"; [ $? -eq 2 ] || fail "bad --noise-rel: want 2"
 grep -q -- '--noise-rel' "$T/e" || fail "bad --noise-rel not named"
+# a gate that ends in exit 2 writes no --json (it wrote it, then said 2):
+# no point of the family, neither a new file nor over an existing one
+gate --before "$T/A" --after "$T/A" --families nosuchfamily --json "$T/e2.json" > /dev/null 2> "$T/e"
+[ $? -eq 2 ] || fail "--families matching nothing: want 2"
+grep -q -- "--families: no point of class cpu belongs to 'nosuchfamily'" "$T/e" || fail "--families nothing: $(cat "$T/e")"
+[ ! -e "$T/e2.json" ] || fail "--families matching nothing: --json was written on exit 2"
+echo old > "$T/e3.json"
+gate --before "$T/A" --after "$T/A" --families nosuchfamily --json "$T/e3.json" > /dev/null 2>&1
+[ "$(cat "$T/e3.json")" = old ] || fail "--families matching nothing: an existing --json was replaced on exit 2"
 
 [ $fails -eq 0 ] && echo "cli_gate: all passed"
 exit $((fails != 0))

@@ -232,11 +232,16 @@ int cmd_gate(int argc, char **argv)
         o.after = after;
     }
     rc = r.errors ? EXIT_INPUT : (r.failed || r.removed) ? EXIT_PARITY : EXIT_PASS;
+    if (fams && r.n == 0) {
+        cli_error("gate", "--families: no point of class %s belongs to '%s'", cls, fams);
+        rc = EXIT_INPUT;
+    }
     char *t = gate_text(&o, &r);
     if (t)
         fputs(t, stdout);
     free(t);
-    if (json) {
+    /* a gate that ends as bad input (exit 2) writes nothing */
+    if (json && rc != EXIT_INPUT) {
         char *j = gate_json(&o, &r);
         nx_err werr = {0};
         if (!j) {
@@ -246,10 +251,6 @@ int cmd_gate(int argc, char **argv)
             rc = cli_fail("gate", &werr);
         }
         free(j);
-    }
-    if (fams && r.n == 0) {
-        cli_error("gate", "--families: no point of class %s belongs to '%s'", cls, fams);
-        rc = EXIT_INPUT;
     }
     gate_free(&r);
 out:
