@@ -19,7 +19,8 @@
 # names does not exist afterwards and no temporary (.NAME.tmp.*) is left.
 # The arguments are expanded by the shell (eval): quote as on a command
 # line; $T, $W and $K (the sample registry) may be used, in the fragment
-# too.  A row runs under a 20 s limit.
+# too.  A row runs under a 20 s limit.  The harness's own variables are
+# lower case (frag, args, ...); a table script's are upper case.
 #
 # A row of `helps` runs `parity ARGS`: exit 0, "usage: parity" on standard
 # output, each listed option in it, nothing on standard error.
@@ -28,8 +29,8 @@ PARITY=$1
 CRAFT=${2:-}
 K=${3:-}
 T=$(mktemp -d)
-S=$(mktemp -d)
-trap 'rm -rf "$T" "$S"' EXIT
+_scr=$(mktemp -d)
+trap 'rm -rf "$T" "$_scr"' EXIT
 W=$T/w
 mkdir "$W"
 fails=0
@@ -55,16 +56,16 @@ row() {
   nrows=$((nrows + 1))
   stream=err
   case $frag in stdout:*) stream=out frag=${frag#stdout:} ;; esac
-  snapshot > "$S/before"
+  snapshot > "$_scr/before"
   eval "set -- $args"
-  limit "$PARITY" "$@" < /dev/null > "$S/out" 2> "$S/err"
+  limit "$PARITY" "$@" < /dev/null > "$_scr/out" 2> "$_scr/err"
   rc=$?
   what="parity $args"
-  [ $rc -eq 2 ] || fail "$what: exit $rc, want 2 (stderr: $(head -c 300 "$S/err"))"
-  grep -q -F -- "$frag" "$S/$stream" || fail "$what: '$frag' not in std$stream: $(head -c 300 "$S/$stream")"
-  snapshot > "$S/after"
-  if ! cmp -s "$S/before" "$S/after"; then
-    fail "$what: wrote something: $(diff "$S/before" "$S/after" | grep '^[<>]' | head -5 | tr '\n' ' ')"
+  [ $rc -eq 2 ] || fail "$what: exit $rc, want 2 (stderr: $(head -c 300 "$_scr/err"))"
+  grep -q -F -- "$frag" "$_scr/$stream" || fail "$what: '$frag' not in std$stream: $(head -c 300 "$_scr/$stream")"
+  snapshot > "$_scr/after"
+  if ! cmp -s "$_scr/before" "$_scr/after"; then
+    fail "$what: wrote something: $(diff "$_scr/before" "$_scr/after" | grep '^[<>]' | head -5 | tr '\n' ' ')"
   fi
   left=$(find "$T" -name '.*.tmp.*' | head -3)
   [ -z "$left" ] || fail "$what: temporaries left behind: $left"
@@ -90,13 +91,13 @@ helps() {
     args=${line%%|*} opts=${line#*|}
     nrows=$((nrows + 1))
     eval "set -- $args"
-    "$PARITY" "$@" < /dev/null > "$S/out" 2> "$S/err"
+    "$PARITY" "$@" < /dev/null > "$_scr/out" 2> "$_scr/err"
     rc=$?
     [ $rc -eq 0 ] || fail "parity $args: exit $rc, want 0"
-    grep -q '^usage: parity' "$S/out" || fail "parity $args: no 'usage: parity' on stdout"
-    [ ! -s "$S/err" ] || fail "parity $args: wrote to stderr: $(head -c 200 "$S/err")"
+    grep -q '^usage: parity' "$_scr/out" || fail "parity $args: no 'usage: parity' on stdout"
+    [ ! -s "$_scr/err" ] || fail "parity $args: wrote to stderr: $(head -c 200 "$_scr/err")"
     for o in $opts; do
-      grep -q -F -- "$o" "$S/out" || fail "parity $args: option '$o' not in the usage text"
+      grep -q -F -- "$o" "$_scr/out" || fail "parity $args: option '$o' not in the usage text"
     done
   done
 }
