@@ -4,7 +4,9 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 static nx_limits cur = {NX_LIMITS_DEFAULT_BYTES, NX_LIMITS_DEFAULT_TERMS, NX_LIMITS_DEFAULT_OPS};
 
@@ -56,6 +58,17 @@ nx_status nx_limits_terms(uint64_t rows, uint64_t n, const char *what, nx_err *e
                       "%s: %llu rows x %llu terms (a zero extent counts as 1) is more than the limit of %llu terms "
                       "(raise it with --max-terms)",
                       what, (unsigned long long)rows, (unsigned long long)n, (unsigned long long)cur.max_terms);
+}
+
+nx_status nx_limits_file(const char *path, uint64_t per_byte, const char *why, nx_err *err)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+        return NX_OK;
+    char what[512];
+    snprintf(what, sizeof what, "%s: a file of %llu bytes, read whole (%s, up to %llu bytes of memory per byte)", path,
+             (unsigned long long)st.st_size, why, (unsigned long long)per_byte);
+    return nx_limits_elems((uint64_t)st.st_size, per_byte, what, err);
 }
 
 int nx_limits_parse_size(const char *text, uint64_t *out)

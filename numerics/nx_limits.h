@@ -42,6 +42,11 @@ nx_status nx_limits_elems(uint64_t count, uint64_t size, const char *what, nx_er
 /* max(rows, 1) * max(n, 1) against max_terms (refused when it overflows). */
 nx_status nx_limits_terms(uint64_t rows, uint64_t n, const char *what, nx_err *err);
 
+/* A file read whole and parsed in memory: its size times per_byte (what
+ * parsing costs per byte of text at worst) against max_bytes, before it
+ * is read.  A file that cannot be stat'ed passes (its reader reports it). */
+nx_status nx_limits_file(const char *path, uint64_t per_byte, const char *why, nx_err *err);
+
 /* Parses a size: decimal digits with an optional K, M, G or T suffix
  * (powers of 1024).  0 and a value over 2^62 are refused; returns 0 on
  * success, -1 on bad text. */

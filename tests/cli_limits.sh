@@ -139,6 +139,29 @@ run 2 "ref M = N = 2^20, K = 1" ref gemm.splitk --kernels "$KERNELS" --in "$T/gb
 has err "gemm.splitk: at this shape an array of 1099511627776 values (8 bytes each) is more than the limit of 8589934592 bytes (raise it with --max-bytes)" "ref 2^40"
 [ ! -e "$T/gbr.st" ] || fail "ref 2^40: an output was written"
 
+# ---- diff: a count per index of every axis, 8 bytes + 1 each ------------
+"$CRAFT" raw "$T/d1.st" '{"y":{"dtype":"F32","shape":[0,1099511627776],"data_offsets":[0,0]}}' ""
+cp "$T/d1.st" "$T/d2.st"
+run 2 "diff [0, 2^40]" diff "$T/d1.st" "$T/d2.st"
+has err "tensor 'y': shape [0, 1099511627776]: the per-index counts of its axes: needs 9895604649984 bytes, more than the limit of 8589934592 (raise it with --max-bytes)" "diff [0, 2^40]"
+"$CRAFT" raw "$T/d3.st" '{"y":{"dtype":"F32","shape":[0,1000],"data_offsets":[0,0]}}' ""
+cp "$T/d3.st" "$T/d4.st"
+run 0 "diff [0, 1000] --max-bytes 9000" diff "$T/d3.st" "$T/d4.st" --max-bytes 9000
+run 2 "diff [0, 1000] --max-bytes 8999" diff "$T/d3.st" "$T/d4.st" --max-bytes 8999
+has err "needs 9000 bytes, more than the limit of 8999" "diff --max-bytes 8999"
+
+# ---- transcript and tier3 read their files whole: 32 and 64 bytes a byte --
+printf '[1, 2, 3]\n[4, 5]\n' > "$T/c.jsonl"   # 17 bytes: 544
+cp "$T/c.jsonl" "$T/d.jsonl"
+run 0 "transcript --max-bytes 544" transcript "$T/c.jsonl" "$T/d.jsonl" --max-bytes 544
+run 2 "transcript --max-bytes 543" transcript "$T/c.jsonl" "$T/d.jsonl" --max-bytes 543
+has err "$T/c.jsonl: a file of 17 bytes, read whole (lines of token ids, up to 32 bytes of memory per byte): needs 544 bytes, more than the limit of 543 (raise it with --max-bytes)" "transcript --max-bytes 543"
+printf '{"acc": 0.5}\n' > "$T/m.json"            # 13 bytes: 832
+printf '{"acc": {"min": 0.4}}\n' > "$T/b.json"   # 22 bytes: 1408
+run 0 "tier3 --max-bytes 1408" tier3 "$T/m.json" "$T/b.json" --max-bytes 1408
+run 2 "tier3 --max-bytes 1407" tier3 "$T/m.json" "$T/b.json" --max-bytes 1407
+has err "$T/b.json: a file of 22 bytes, read whole (a JSON tree, up to 64 bytes of memory per byte): needs 1408 bytes, more than the limit of 1407" "tier3 --max-bytes 1407"
+
 # ---- the lock of a --traces folder ---------------------------------------
 camp() { "$PARITY" campaign --class cpu --kernels "$KERNELS" --shapes small --families silu_and_mul --quiet "$@"; }
 if command -v flock > /dev/null; then

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "compare.h"
+#include "nx_limits.h"
 #include "nx_sbuf.h"
 #include "report_json.h"
 
@@ -113,6 +114,10 @@ nx_status tier3_check_json(const char *metrics_name, const json_t *metrics, cons
 static nx_status load(const char *path, json_t **out, nx_err *err)
 {
     json_error_t je;
+    *out = NULL;
+    nx_status st = nx_limits_file(path, 64, "a JSON tree", err); /* docs/limits.md */
+    if (st)
+        return st;
     *out = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
     if (*out)
         return NX_OK;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nx_limits.h"
 #include "nx_sbuf.h"
 #include "report_json.h"
 
@@ -330,6 +331,10 @@ nx_status tscript_compare_text(const char *control_name, const char *control, si
 
 static nx_status slurp(const char *path, char **buf, size_t *len, nx_err *err)
 {
+    /* the text, 40 bytes a line and 8 a token id (docs/limits.md) */
+    nx_status lst = nx_limits_file(path, 32, "lines of token ids", err);
+    if (lst)
+        return lst;
     FILE *fp = fopen(path, "rb");
     if (!fp)
         return nx_err_set(err, NX_EIO, "%s: cannot open: %s", path, strerror(errno));

@@ -4,6 +4,7 @@
 #include "diff.h"
 #include "compare.h"
 #include "nx_format.h"
+#include "nx_limits.h"
 #include "rows.h"
 
 #include <math.h>
@@ -280,6 +281,17 @@ nx_status diff_tensors(const st_tensor *a, const st_tensor *b, const diff_contex
     if (a->dtype != b->dtype)
         return nx_err_set(err, NX_EINVAL, "dtypes differ: %s vs %s (both shapes %s); compare outputs of one format",
                           st_dtype_name(a->dtype), st_dtype_name(b->dtype), sa);
+    /* a count per index of every axis and a byte to mark them: a shape like
+     * [0, 2^40] holds nothing yet asks for that much (docs/limits.md) */
+    uint64_t axes = 0;
+    for (int d = 0; d < a->ndim; d++)
+        if (__builtin_add_overflow(axes, (uint64_t)a->shape[d], &axes))
+            return nx_err_set(err, NX_EINVAL, "shape %s: its extents overflow 64 bits", sa);
+    char what[224];
+    snprintf(what, sizeof what, "shape %s: the per-index counts of its axes", sa);
+    nx_status lst = nx_limits_elems(axes, sizeof(size_t) + 1, what, err);
+    if (lst)
+        return lst;
     snprintf(out->name_a, sizeof out->name_a, "%s", a->name ? a->name : "");
     snprintf(out->name_b, sizeof out->name_b, "%s", b->name ? b->name : "");
     out->dtype = a->dtype;
