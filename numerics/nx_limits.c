@@ -8,7 +8,8 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
-static nx_limits cur = {NX_LIMITS_DEFAULT_BYTES, NX_LIMITS_DEFAULT_TERMS, NX_LIMITS_DEFAULT_OPS};
+static nx_limits cur = {NX_LIMITS_DEFAULT_BYTES, NX_LIMITS_DEFAULT_TERMS, NX_LIMITS_DEFAULT_OPS,
+                        NX_LIMITS_DEFAULT_WORK};
 
 const nx_limits *nx_limits_get(void)
 {

@@ -5,7 +5,7 @@
  * that fails or a run that takes the machine.
  *
  * The limits are process-wide: the CLI sets them once from its global
- * options --max-bytes, --max-terms and --max-ops (parity/cli/cli.c,
+ * options --max-bytes, --max-terms, --max-ops and --max-work (parity/cli/cli.c,
  * cli_limits_args) before a command runs; a library user that sets nothing
  * gets the defaults. */
 #ifndef NX_LIMITS_H
@@ -19,11 +19,13 @@ typedef struct nx_limits {
     uint64_t max_bytes; /* memory for what one input asks for (decoded values, results, outputs) */
     uint64_t max_terms; /* rows x terms of one reduction input; a zero extent counts as 1 */
     uint64_t max_ops;   /* operations of a tree expanded at one n (nx_program.h) */
+    uint64_t max_work;  /* rows x operations of the expanded point: one reduction's evaluations */
 } nx_limits;
 
 #define NX_LIMITS_DEFAULT_BYTES ((uint64_t)8 << 30)  /* 8 GiB */
 #define NX_LIMITS_DEFAULT_TERMS ((uint64_t)1 << 31)
 #define NX_LIMITS_DEFAULT_OPS ((uint64_t)1 << 23)    /* 16 bytes each: 128 MiB */
+#define NX_LIMITS_DEFAULT_WORK ((uint64_t)1 << 32)
 
 /* The limits in force (the defaults until nx_limits_set). */
 const nx_limits *nx_limits_get(void);

@@ -1,13 +1,13 @@
 #!/bin/sh
 # cli_limits.sh PARITY ST_CRAFT KERNELS [long]: the limits on sizes taken
-# from inputs (docs/limits.md): --max-bytes, --max-terms, --max-ops, each fed
+# from inputs (docs/limits.md): --max-bytes, --max-terms, --max-ops, --max-work, each fed
 # at the limit (accepted) and one past it (refused, exit 2, naming the file,
 # tensor, shape, limit and option, nothing written); tiny files whose shapes
 # ask for minutes and gigabytes refused at once; the run-level lock of a
 # --traces folder; concurrent campaigns appending to one ledger.  Expected
 # numbers are worked out here by hand from the documented costs:
 #   reduce: 8 bytes per element of a (and b) + 64 per row; terms rows x n
-#   with a zero extent counted as 1; n <= --max-ops;
+#   with a zero extent counted as 1; n <= --max-ops; work rows x operations;
 #   seq over n terms: one +0 and n additions, n + 1 operations;
 #   split(k, seq, seq) at n = 1: the part holding t0 is 2 operations, the
 #   other k - 1 parts one +0 each, the combinator +0 and k additions: 2k + 2.
@@ -123,6 +123,19 @@ if [ "$MODE" = long ]; then
   run 0 "split(2^22 - 1) at the default" tree show 'split(4194303, seq, seq)' --n 1
   [ "$(grep -o '(+0)' "$T/out" | wc -l)" -eq 4194302 ] || fail "split(2^22 - 1): not 4194302 empty parts"
 fi
+
+# ---- --max-work: rows x operations; [4, 3] under seq is 4 x 4 = 16 -------
+run 0 "--max-work 16" reduce --numerics "$P" --in "$T/r.st" --out "$T/yw.st" --max-work 16
+run 2 "--max-work 15" reduce --numerics "$P" --in "$T/r.st" --out "$T/yw2.st" --max-work 15
+has err "$T/r.st: tensor 'a' of shape [4, 3]: 4 rows x 4 operations of the point expanded at n = 3 is more than the limit of 15 (raise it with --max-work)" "--max-work 15"
+[ ! -e "$T/yw2.st" ] || fail "--max-work 15: an output was written"
+run 2 "check --numerics --max-work 15" check --numerics "$P" --in "$T/r.st" --out "$T/yw.st" --max-work 15
+has err "4 rows x 4 operations of the point expanded at n = 3 is more than the limit of 15" "check --numerics --max-work 15"
+# the default, 2^32: split(2^21 - 1, seq, seq) at n = 1 is 2^22 operations,
+# over 1025 rows 2^32 + 2^22 (a few KB of input, hours of work)
+"$CRAFT" rand "$T/w.st" F32 1025 1 3
+run 2 "2^32 + 2^22 evaluations" reduce --numerics '{ acc = "fp32", tree = "split(2097151, seq, seq)" }' --in "$T/w.st" --out "$T/yw3.st"
+has err "tensor 'a' of shape [1025, 1]: 1025 rows x 4194304 operations of the point expanded at n = 1 is more than the limit of 4294967296 (raise it with --max-work)" "2^32 + 2^22 evaluations"
 
 # ---- gen and ref: the inputs at a shape, and the reference's arrays ------
 # gemm.splitk at M=4,N=4,K=8: a and b BF16 [4, 8], each 32 x (8 + 2) = 320

@@ -146,19 +146,20 @@ int cli_check_outputs(const char *cmd, const cli_file *outs, size_t nouts, const
     return 0;
 }
 
-/* The global options --max-bytes, --max-terms and --max-ops (docs/limits.md),
+/* The global options --max-bytes, --max-terms, --max-ops and --max-work
+ * (docs/limits.md),
  * taken out of argv wherever they stand, parsed once and handed to the
  * readers through nx_limits_set. */
 int cli_limits_args(int *argc, char **argv)
 {
-    static const char *const names[] = {"--max-bytes", "--max-terms", "--max-ops"};
+    static const char *const names[] = {"--max-bytes", "--max-terms", "--max-ops", "--max-work"};
     nx_limits l = *nx_limits_get();
-    uint64_t *slot[] = {&l.max_bytes, &l.max_terms, &l.max_ops};
+    uint64_t *slot[] = {&l.max_bytes, &l.max_terms, &l.max_ops, &l.max_work};
     int w = 1;
     for (int i = 1; i < *argc; i++) {
         int k = -1;
         const char *val = NULL;
-        for (int j = 0; j < 3 && k < 0; j++) {
+        for (int j = 0; j < 4 && k < 0; j++) {
             size_t n = strlen(names[j]);
             if (strncmp(argv[i], names[j], n) == 0 && (argv[i][n] == 0 || argv[i][n] == '='))
                 k = j, val = argv[i][n] == '=' ? argv[i] + n + 1 : NULL;

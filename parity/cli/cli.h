@@ -28,8 +28,8 @@ void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(prin
 /* Prints an nx_err and returns the exit status for its code. */
 int cli_fail(const char *cmd, const nx_err *e);
 
-/* Takes the global options --max-bytes N, --max-terms N and --max-ops N
- * (K, M, G, T suffixes: powers of 1024) out of argv, wherever they stand,
+/* Takes the global options --max-bytes N, --max-terms N, --max-ops N and
+ * --max-work N (K, M, G, T suffixes: powers of 1024) out of argv, wherever they stand,
  * and sets the process's limits on sizes from inputs (nx_limits.h,
  * docs/limits.md).  Returns 0, or EXIT_INPUT after printing why. */
 int cli_limits_args(int *argc, char **argv);
@@ -99,6 +99,10 @@ nx_status reduce_check_inputs(const char *path, const struct st_file *f, const s
  * operation limit, 8 bytes per decoded element and 64 per row; called by
  * reduce_check_inputs_c. */
 nx_status reduce_check_limits(const char *path, const struct st_tensor *a, int dot, nx_err *err);
+struct nx_program;
+/* rows x the operations of p (the point expanded at n) against --max-work:
+ * the work of evaluating every row (reduce, check --numerics). */
+nx_status reduce_check_work(const char *path, const struct st_tensor *a, const struct nx_program *p, nx_err *err);
 nx_status reduce_check_inputs_c(const char *path, const struct st_file *f, const struct st_tensor **a,
                                 const struct st_tensor **b, const struct st_tensor **c, nx_err *err);
 

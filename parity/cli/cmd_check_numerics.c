@@ -135,6 +135,8 @@ int cmd_check_numerics(int argc, char **argv)
         nx_err_prefix(&err, "--numerics");
         goto fail;
     }
+    if ((st = reduce_check_work(inp, ta, j.prog, &err)))
+        goto fail;
     /* the kernel's output */
     if (ends_with(outp, ".npy")) {
         if ((st = npy_read(outp, dtype, &j.ny, &err)))

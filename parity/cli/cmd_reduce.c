@@ -181,6 +181,22 @@ nx_status reduce_check_limits(const char *path, const st_tensor *a, int dot, nx_
     return nx_limits_elems(vals, 8, what, err);
 }
 
+/* The work of evaluating every row: rows x the operations of the expanded
+ * point, against --max-work, once the point is expanded at n (a tree of
+ * 2^23 operations at n = 1 over 2^26 rows holds little and runs for days). */
+nx_status reduce_check_work(const char *path, const st_tensor *a, const nx_program *p, nx_err *err)
+{
+    uint64_t rows = (uint64_t)a->shape[0], w;
+    if (nx_limits_mul(rows, p->nops, &w) && w <= nx_limits_get()->max_work)
+        return NX_OK;
+    char sh[96];
+    return nx_err_set(err, NX_EINVAL,
+                      "%s: tensor 'a' of shape %s: %llu rows x %zu operations of the point expanded at n = %zu is "
+                      "more than the limit of %llu (raise it with --max-work)",
+                      path, shape_text(a, sh, sizeof sh), (unsigned long long)rows, p->nops, p->n,
+                      (unsigned long long)nx_limits_get()->max_work);
+}
+
 static double *alloc_vals(size_t count)
 {
     return malloc((count ? count : 1) * sizeof(double));
@@ -522,6 +538,8 @@ int cmd_reduce(int argc, char **argv)
         nx_err_prefix(&err, "--numerics");
         goto fail;
     }
+    if ((st = reduce_check_work(inp, ta, j.prog, &err)))
+        goto fail;
     if (j.prog->nondeterministic)
         fprintf(stderr, "parity reduce: note: the tree uses 'atomic', whose order is undefined; the result is "
                         "its seq order, one admissible order, not a bit-exact reference\n");

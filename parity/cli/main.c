@@ -43,6 +43,8 @@ static const char usage[] =
     "                 as 1 (default 2G = 2^31)\n"
     "  --max-ops N    operations of a tree expanded at one length n, and n itself\n"
     "                 (default 8M = 2^23, 16 bytes each)\n"
+    "  --max-work N   rows x operations of the expanded point: the evaluations of\n"
+    "                 one reduction (default 4G = 2^32)\n"
     "  Exceeding one is bad input (exit 2) naming the file, tensor, shape and limit.\n"
     "\n"
     "exit status:\n"
