@@ -81,6 +81,9 @@ int cmd_diff(int argc, char **argv);
 int cmd_check_numerics(int argc, char **argv);
 /* `parity fit`: a point that reproduces given outputs (cmd_fit.c, parity/fit/). */
 int cmd_fit(int argc, char **argv);
+/* `parity reveal`: a black-box kernel probed for its point (cmd_reveal.c,
+ * parity/reveal/). */
+int cmd_reveal(int argc, char **argv);
 /* `parity lkb` and `parity bench`: the LKB report and its microbenchmarks
  * (cmd_lkb.c, cmd_bench.c, parity/lkb/). */
 int cmd_lkb(int argc, char **argv);

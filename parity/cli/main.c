@@ -30,6 +30,8 @@ static const char usage[] =
     "             many differ, by how many ulps, where, and the pattern they form\n"
     "  fit        search a space of numerics points for one that reproduces given\n"
     "             outputs bit for bit\n"
+    "  reveal     probe a black-box kernel (a command, a served loop or a C function)\n"
+    "             for its order and arithmetic; print the point it realises\n"
     "  lkb        LKB coverage of a model's step, the evidence envelope, the LKB\n"
     "             residual and its single-class bucket, TTPV, for a class\n"
     "  bench      time a family point's kernel against its baseline; a measurement record\n"
@@ -106,6 +108,8 @@ int main(int argc, char **argv)
         return cmd_diff(argc - 1, argv + 1);
     if (!strcmp(cmd, "fit"))
         return cmd_fit(argc - 1, argv + 1);
+    if (!strcmp(cmd, "reveal"))
+        return cmd_reveal(argc - 1, argv + 1);
     if (!strcmp(cmd, "lkb"))
         return cmd_lkb(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench"))

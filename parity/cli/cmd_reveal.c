@@ -1,0 +1,172 @@
+/* cmd_reveal.c: `parity reveal`: a black-box kernel probed for the numerics
+ * point it realises (docs/reveal.md, parity/reveal/). */
+#include "cli.h"
+#include "reveal.h"
+#include "rows.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage[] =
+    "usage: parity reveal (--exec 'CMD {in} {out}' | --serve CMD | --dlopen LIB.so:SYMBOL\n"
+    "                      | --simulate POINT) --n N [--dtype D] [--order-only]\n"
+    "                      [--rows R] [--confirm R] [--seed S] [-v]\n"
+    "\n"
+    "Probes a kernel with inputs that expose its summation order, its fused\n"
+    "groups and its rounding, and prints the numerics point it realises.\n"
+    "A probe file holds `a` and `b` of shape [rows, N] (the layout of `parity\n"
+    "reduce`); the kernel answers `y` [rows] in the dtype it computes.\n"
+    "\n"
+    "kernels:\n"
+    "  --exec CMD     run by /bin/sh once per batch of probes, {in} and {out}\n"
+    "                 replaced by the file names\n"
+    "  --serve CMD    started once; reads lines \"IN OUT\" on stdin, answers \"ok\"\n"
+    "                 on stdout (parity_probe.h's --serve loop)\n"
+    "  --dlopen L:S   the function S of the shared library L, called in process\n"
+    "                 (int S(parity_probe *p), parity/reveal/parity_probe.h)\n"
+    "  --simulate P   a numerics point evaluated in process (for tests)\n"
+    "\n"
+    "options:\n"
+    "  --n N          terms per row (2 ... 2^20)\n"
+    "  --dtype D      the dtype of a and b: F32 (default), BF16, F16, F64\n"
+    "  --order-only   reveal the order only\n"
+    "  --rows R       random rows the arithmetic is fitted to (default 256)\n"
+    "  --confirm R    fresh random rows the point is confirmed on (default 1000)\n"
+    "  --seed S       the seed of the random rows\n"
+    "  -v             progress on stderr\n"
+    "\n"
+    "Stdout: the revealed order, the probes (rows) and calls used, the\n"
+    "confidence; the last line is the point as one inline TOML table that\n"
+    "`parity reduce --numerics` accepts.\n"
+    "\n"
+    "exit status: 0 a point was revealed and reproduced every confirmation row;\n"
+    "1 the probes reveal no tree, no point of the space fits, or a confirmation\n"
+    "row differs; 2 usage or bad input; 3 the kernel failed, or internal error.\n";
+
+int cmd_reveal(int argc, char **argv)
+{
+    const char *exec = NULL, *serve = NULL, *dl = NULL, *sim = NULL, *nstr = NULL, *dtype = "F32";
+    const char *rows_s = NULL, *conf_s = NULL, *seed_s = NULL;
+    int bad = 0, order_only = 0, verbose = 0;
+    for (int i = 1; i < argc; i++) {
+        if (cli_flag(argv, i, "--help") || cli_flag(argv, i, "-h")) {
+            fputs(usage, stdout);
+            return EXIT_PASS;
+        }
+        if (cli_opt(argc, argv, &i, "--exec", &exec, &bad) || cli_opt(argc, argv, &i, "--serve", &serve, &bad) ||
+            cli_opt(argc, argv, &i, "--dlopen", &dl, &bad) || cli_opt(argc, argv, &i, "--simulate", &sim, &bad) ||
+            cli_opt(argc, argv, &i, "--n", &nstr, &bad) || cli_opt(argc, argv, &i, "--dtype", &dtype, &bad) ||
+            cli_opt(argc, argv, &i, "--rows", &rows_s, &bad) || cli_opt(argc, argv, &i, "--confirm", &conf_s, &bad) ||
+            cli_opt(argc, argv, &i, "--seed", &seed_s, &bad))
+            continue;
+        if (cli_flag(argv, i, "--order-only")) {
+            order_only = 1;
+            continue;
+        }
+        if (cli_flag(argv, i, "-v") || cli_flag(argv, i, "--verbose")) {
+            verbose = 1;
+            continue;
+        }
+        cli_error("reveal", "unknown option '%s' (see --help)", argv[i]);
+        return EXIT_INPUT;
+    }
+    if (bad)
+        return EXIT_INPUT;
+    if (!!exec + !!serve + !!dl + !!sim != 1) {
+        cli_error("reveal", "give exactly one of --exec, --serve, --dlopen, --simulate (see --help)");
+        return EXIT_INPUT;
+    }
+    if (!nstr) {
+        cli_error("reveal", "--n is required");
+        return EXIT_INPUT;
+    }
+    rv_opts o = {0};
+    long v;
+    if ((v = cli_long("reveal", "--n", nstr, 2, 1L << 20)) < 0)
+        return EXIT_INPUT;
+    o.n = (size_t)v;
+    if (rows_s && (v = cli_long("reveal", "--rows", rows_s, 1, 1L << 20)) < 0)
+        return EXIT_INPUT;
+    o.fit_rows = rows_s ? (size_t)v : 0;
+    if (conf_s && (v = cli_long("reveal", "--confirm", conf_s, 1, 1L << 20)) < 0)
+        return EXIT_INPUT;
+    o.confirm_rows = conf_s ? (size_t)v : 0;
+    if (seed_s) {
+        char *end;
+        o.seed = strtoull(seed_s, &end, 0);
+        if (!*seed_s || *end) {
+            cli_error("reveal", "--seed: '%s' is not an integer", seed_s);
+            return EXIT_INPUT;
+        }
+    }
+    o.order_only = order_only;
+    o.verbose = verbose;
+    st_dtype dt;
+    int in = -1;
+    if (st_dtype_from_name(dtype, &dt))
+        in = rows_fmt_of_dtype(dt);
+    if (in != NX_FP32 && in != NX_BF16 && in != NX_FP16 && in != NX_FP64) {
+        cli_error("reveal", "--dtype: '%s' is not one of F32, BF16, F16, F64", dtype);
+        return EXIT_INPUT;
+    }
+    nx_err err = {0};
+    rv_kernel *k = NULL;
+    nx_status st = exec ? rv_kernel_exec(exec, (nx_fmt)in, &k, &err)
+                   : serve ? rv_kernel_serve(serve, (nx_fmt)in, &k, &err)
+                   : dl ? rv_kernel_dlopen(dl, (nx_fmt)in, &k, &err)
+                        : rv_kernel_point(sim, (nx_fmt)in, &k, &err);
+    if (st)
+        return cli_fail("reveal", &err);
+    rv_result res = {0};
+    int rc = EXIT_PASS;
+    st = rv_reveal_order(k, &o, &res, &err);
+    if (st) {
+        if (st == NX_EUNSUPPORTED) {
+            cli_error("reveal", "%s", err.msg);
+            printf("order: not revealed (%zu probes in %zu calls)\n", res.order_probes, res.order_calls);
+            rc = EXIT_PARITY;
+        } else
+            rc = cli_fail("reveal", &err);
+        goto out;
+    }
+    if (res.n <= 64) {
+        char *br = rv_tree_text(&res.tree);
+        printf("bracketing: %s\n", br ? br : "?");
+        free(br);
+    }
+    printf("order: %s\n", res.tree_text ? res.tree_text : "a tree with fused nodes that no tree of the language names");
+    printf("order probes: %zu rows in %zu calls (n = %zu; fillers exact to %d bits, sign %+d)\n", res.order_probes,
+           res.order_calls, res.n, res.count_bits, res.filler_sign);
+    if (!res.tree_text) {
+        rc = EXIT_PARITY;
+        goto out;
+    }
+    if (order_only) {
+        printf("%s\n", res.tree_text);
+        goto out;
+    }
+    st = rv_reveal_arith(k, &o, &res, &err);
+    if (st) {
+        rc = cli_fail("reveal", &err);
+        goto out;
+    }
+    printf("arithmetic probes: %zu rows in %zu calls\n", res.arith_probes, res.arith_calls);
+    printf("calls: %zu, probes: %zu in all\n", k->calls, k->probes);
+    if (!res.point) {
+        printf("arithmetic: no point of the space reproduces the kernel with this order\n");
+        rc = EXIT_PARITY;
+        goto out;
+    }
+    printf("confidence: reproduced %zu of %zu fresh random rows%s", res.confirm_ok, res.confirm_rows,
+           res.alternatives ? "" : "\n");
+    if (res.alternatives)
+        printf("; %zu other points of the space fit the fitted rows too\n", res.alternatives);
+    printf("%s\n", res.point);
+    if (res.confirm_ok != res.confirm_rows)
+        rc = EXIT_PARITY;
+out:
+    rv_result_free(&res);
+    rv_kernel_free(k);
+    return rc;
+}

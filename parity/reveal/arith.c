@@ -1,0 +1,243 @@
+/* arith.c: the arithmetic of a kernel whose order is known, and the
+ * confirmation of the whole point (docs/reveal.md "The arithmetic").
+ *
+ * With the tree fixed, the candidates are the tree crossed with the
+ * accumulator format, the mode, fused or separate multiply-add and the
+ * product rounding (a `chain`: the atom's frac_bits, term_round, round,
+ * acc and alignment rule instead).  Probe rows target what tells them
+ * apart: terms over three exponent spreads (narrow: ties and the last bits
+ * of products, where fma and the mode show; middling; wide: cancellation
+ * and the accumulator's precision and range).  parity_fit searches the
+ * space for the points that reproduce every row bit for bit (row classes
+ * when rows differ) and verifies the winner with MPFR; fresh random rows,
+ * never seen by the search, give the confidence. */
+#include "reveal.h"
+
+#include "fit.h"
+#include "nx_engine.h"
+#include "nx_program.h"
+#include "point_toml.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void rv_result_free(rv_result *r)
+{
+    rv_tree_free(&r->tree);
+    free(r->tree_text);
+    free(r->point);
+    memset(r, 0, sizeof *r);
+}
+
+static uint64_t next64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+/* A random member of f with exponent in [-spread, spread] (clamped to f's
+ * normal range), every mantissa bit random. */
+static double rand_member(nx_fmt f, int spread, uint64_t *s)
+{
+    const nx_format_info *fi = nx_format(f);
+    int emax = (int)floor(log2(fi->max_finite)) - 1;
+    int lo = -spread < fi->emin ? fi->emin : -spread, hi = spread > emax ? emax : spread;
+    uint64_t r = next64(s);
+    int e = lo + (int)(r % (uint64_t)(hi - lo + 1));
+    int p = fi->p > 53 ? 53 : fi->p;
+    uint64_t m = (next64(s) >> (64 - p)) | (1ULL << (p - 1));
+    double v = ldexp((double)m, e - p + 1);
+    return (r >> 40) & 1 ? -v : v;
+}
+
+static void rand_rows(nx_fmt f, size_t rows, size_t n, uint64_t seed, double *a, double *b)
+{
+    static const int spreads[] = {2, 8, 24};
+    uint64_t s = seed;
+    for (size_t r = 0; r < rows; r++) {
+        int sp = spreads[r % 3];
+        for (size_t i = 0; i < n; i++) {
+            a[r * n + i] = rand_member(f, sp, &s);
+            b[r * n + i] = rand_member(f, sp / 2, &s);
+        }
+    }
+}
+
+static int appendf(char **buf, size_t *len, size_t *cap, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+#include <stdarg.h>
+static int appendf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
+{
+    va_list ap;
+    for (;;) {
+        va_start(ap, fmt);
+        int k = vsnprintf(*buf ? *buf + *len : NULL, *buf ? *cap - *len : 0, fmt, ap);
+        va_end(ap);
+        if (k < 0)
+            return -1;
+        if (*buf && *len + (size_t)k < *cap) {
+            *len += (size_t)k;
+            return 0;
+        }
+        size_t nc = (*cap + (size_t)k + 1) * 2;
+        char *nb = realloc(*buf, nc);
+        if (!nb)
+            return -1;
+        *buf = nb;
+        *cap = nc;
+    }
+}
+
+/* The space of arithmetic settings over tree T (docs/reveal.md). */
+static char *space_text(const char *tree, nx_fmt in)
+{
+    char *s = NULL;
+    size_t len = 0, cap = 0;
+    int bad = 0;
+    if (strstr(tree, "chain(")) {
+        static const char *const acc[] = {"fp32", "e8m13", "fp16"};
+        static const char *const rnd[] = {"rz", "rne"};
+        static const char *const al[] = {"operands", "values"};
+        for (int fb = 24; fb >= 10 && !bad; fb--)
+            for (int a = 0; a < 3; a++)
+                for (int r = 0; r < 2; r++)
+                    for (int tr = 0; tr < 2; tr++)
+                        for (int g = 0; g < 2; g++)
+                            bad |= appendf(&s, &len, &cap,
+                                           "{ tree = \"%s\", atom = { frac_bits = %d, term_round = \"%s\", round = \"%s\", "
+                                           "acc = \"%s\", align = \"%s\" } }\n",
+                                           tree, fb, rnd[tr], rnd[r], acc[a], al[g]);
+        for (int fb = 25; fb <= 32 && !bad; fb++)
+            for (int r = 0; r < 2; r++)
+                for (int g = 0; g < 2; g++)
+                    bad |= appendf(&s, &len, &cap,
+                                   "{ tree = \"%s\", atom = { frac_bits = %d, round = \"%s\", acc = \"fp32\", align = \"%s\" } }\n",
+                                   tree, fb, rnd[r], al[g]);
+        bad |= appendf(&s, &len, &cap, "{ tree = \"%s\", atom = {} }\n", tree);
+        return bad ? (free(s), NULL) : s;
+    }
+    static const char *const acc[] = {"fp32", "fp64", "bf16", "fp16"};
+    static const char *const rnd[] = {"rne", "rz", "ru", "rd", "rna"};
+    static const char *const prod[] = {"exact", "fp32", "bf16", "fp16"};
+    for (int a = 0; a < 4 && !bad; a++)
+        for (int r = 0; r < 5; r++)
+            for (int f = 1; f >= 0; f--)
+                for (int p = 0; p < 4; p++) {
+                    bad |= appendf(&s, &len, &cap,
+                                   "{ tree = \"%s\", acc = \"%s\", rounding = \"%s\", fma = %s, product = \"%s\" }\n", tree,
+                                   acc[a], rnd[r], f ? "true" : "false", prod[p]);
+                }
+    if (in == NX_FP32)
+        for (int f = 1; f >= 0 && !bad; f--)
+            bad |= appendf(&s, &len, &cap, "{ tree = \"%s\", in = \"tf32\", in_rounding = \"%s\", fma = %s }\n", tree,
+                           "rne", f ? "true" : "false"),
+                bad |= appendf(&s, &len, &cap, "{ tree = \"%s\", in = \"tf32\", in_rounding = \"rz\", fma = %s }\n", tree,
+                               f ? "true" : "false");
+    return bad ? (free(s), NULL) : s;
+}
+
+/* Evaluates point text over rows (row classes included) with the fast
+ * engine. */
+static nx_status eval_point(const char *text, nx_fmt in, size_t rows, size_t n, const double *a, const double *b,
+                            double *y, nx_err *err)
+{
+    nx_point pt;
+    nx_status st = pt_from_text(text, "revealed point", &pt, err);
+    if (st)
+        return st;
+    for (size_t r = 0; r < rows && !st; r++) {
+        const nx_point *pr;
+        nx_program *p = NULL;
+        if ((st = nx_point_for_row(&pt, r, rows, &pr, err)) || (st = nx_program_build(pr, n, 1, &p, err)))
+            break;
+        nx_rows one = {1, in, a + r * n, in, b + r * n, NX_FP64, NULL};
+        st = nx_fast_reduce(p, &one, y + r, 1, err);
+        nx_program_free(p);
+    }
+    nx_point_free(&pt);
+    return st;
+}
+
+static int same_bits(double x, double y)
+{
+    return (x == y && signbit(x) == signbit(y)) || (isnan(x) && isnan(y));
+}
+
+nx_status rv_reveal_arith(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err *err)
+{
+    size_t n = o->n, rows = o->fit_rows ? o->fit_rows : 256, crows = o->confirm_rows ? o->confirm_rows : 1000;
+    if (!res->tree_text)
+        return nx_err_set(err, NX_EUNSUPPORTED, "the order was not recognised: no tree to fit the arithmetic to");
+    size_t calls0 = k->calls, probes0 = k->probes;
+    size_t mx = rows > crows ? rows : crows;
+    double *a = malloc(mx * n * sizeof *a), *b = malloc(mx * n * sizeof *b), *y = malloc(mx * sizeof *y),
+           *z = malloc(mx * sizeof *z);
+    char *space = NULL;
+    fit_space sp;
+    fit_result fr;
+    memset(&fr, 0, sizeof fr);
+    nx_status st = NX_OK;
+    int have_space = 0;
+    if (!a || !b || !y || !z) {
+        st = nx_err_set(err, NX_ENOMEM, "out of memory");
+        goto out;
+    }
+    uint64_t seed = o->seed ? o->seed : 0x7265766561ULL;
+    rand_rows(k->in_fmt, rows, n, seed, a, b);
+    if ((st = rv_call(k, rows, n, a, b, y, err)))
+        goto out;
+    res->out_fmt = k->out_fmt;
+    if (!(space = space_text(res->tree_text, k->in_fmt))) {
+        st = nx_err_set(err, NX_ENOMEM, "out of memory");
+        goto out;
+    }
+    fit_space_init(&sp, (nx_fmt)k->out_fmt);
+    have_space = 1;
+    fit_ctx ctx = {(nx_fmt)k->out_fmt, k->in_fmt, 1};
+    if ((st = fit_space_parse(&sp, &ctx, space, "the arithmetic space", err)))
+        goto out;
+    fit_pair pair = {{rows, k->in_fmt, a, k->in_fmt, b, NX_FP64, NULL}, n, 1, y};
+    fit_opts fo = {0, 0, o->verbose, NX_ENGINE_FAST, 1, 1};
+    if ((st = fit_run(&pair, 1, &sp, &fo, &fr, err)))
+        goto out;
+    res->arith_calls = k->calls - calls0;
+    res->arith_probes = k->probes - probes0;
+    if (!fr.found || !fr.point)
+        goto out;
+    res->alternatives = fr.nfit > 0 ? fr.nfit - 1 : 0;
+    /* confirmation on fresh rows */
+    rand_rows(k->in_fmt, crows, n, seed ^ 0xc0ffee1234ULL, a, b);
+    if ((st = rv_call(k, crows, n, a, b, y, err)) || (st = eval_point(fr.point, k->in_fmt, crows, n, a, b, z, err)))
+        goto out;
+    size_t okc = 0;
+    for (size_t r = 0; r < crows; r++)
+        okc += same_bits(y[r], z[r]);
+    res->confirm_rows = crows;
+    res->confirm_ok = okc;
+    free(res->point);
+    res->point = strdup(fr.point);
+    if (!res->point)
+        st = nx_err_set(err, NX_ENOMEM, "out of memory");
+out:
+    if (have_space)
+        fit_space_free(&sp);
+    fit_result_free(&fr);
+    free(space);
+    free(a);
+    free(b);
+    free(y);
+    free(z);
+    return st;
+}
+
+nx_status rv_reveal(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err *err)
+{
+    nx_status st = rv_reveal_order(k, o, res, err);
+    if (st || o->order_only)
+        return st;
+    return rv_reveal_arith(k, o, res, err);
+}

@@ -1,0 +1,732 @@
+/* order.c: the summation tree of a black-box kernel from pair probes
+ * (docs/reveal.md "The order").
+ *
+ * A probe row puts +M at term r, -M at term j, a small exact filler f at
+ * the terms of a set S and zeros elsewhere (every value a power of two, so
+ * exact in every format and under `in`).  Wherever a partial sum holding
+ * +-M meets fillers, the fillers are swallowed (M/f is far beyond the
+ * accumulator's precision); where +M and -M meet, they cancel exactly; the
+ * fillers outside that subtree are added exactly.  So y/f counts the terms
+ * of S outside the subtree where r and j meet.
+ *
+ * From one term r of a set H against every other j of H, the counts give
+ * r's ancestors and, for each, the terms that join there (a group, one
+ * subtree, or several where several meet in one fused operation).  Each
+ * group is then revealed the same way, all groups of a round in one batch
+ * of probes; small sets are probed pair by pair and rebuilt by merging.  A
+ * witness term (one known to lie under the group's parent but outside the
+ * group) tells "meets inside the group" from "meets above it". */
+#include "reveal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PAIRS_MAX 32 /* sets this small are probed pair by pair */
+
+/* --- the tree ------------------------------------------------------------ */
+
+void rv_tree_free(rv_tree *t)
+{
+    for (size_t i = 0; i < t->count; i++)
+        free(t->node[i].ch);
+    free(t->node);
+    memset(t, 0, sizeof *t);
+}
+
+static int node_new(rv_tree *t, int leaf)
+{
+    if (t->count == t->cap) {
+        size_t nc = t->cap ? 2 * t->cap : 256;
+        rv_node *nn = realloc(t->node, nc * sizeof *nn);
+        if (!nn)
+            return -1;
+        t->node = nn;
+        t->cap = nc;
+    }
+    rv_node *n = &t->node[t->count];
+    memset(n, 0, sizeof *n);
+    n->leaf = leaf;
+    n->size = leaf >= 0 ? 1 : 0;
+    return (int)t->count++;
+}
+
+static int node_add(rv_tree *t, int parent, int child)
+{
+    rv_node *p = &t->node[parent];
+    int *nc = realloc(p->ch, (size_t)(p->nch + 1) * sizeof *nc);
+    if (!nc)
+        return -1;
+    p->ch = nc;
+    p->ch[p->nch++] = child;
+    return 0;
+}
+
+static int min_leaf(const rv_tree *t, int i)
+{
+    const rv_node *n = &t->node[i];
+    if (n->leaf >= 0)
+        return n->leaf;
+    int m = 1 << 30;
+    for (int k = 0; k < n->nch; k++) {
+        int v = min_leaf(t, n->ch[k]);
+        if (v < m)
+            m = v;
+    }
+    return m;
+}
+
+static int size_of(rv_tree *t, int i)
+{
+    rv_node *n = &t->node[i];
+    if (n->leaf >= 0)
+        return n->size = 1;
+    int s = 0;
+    for (int k = 0; k < n->nch; k++)
+        s += size_of(t, n->ch[k]);
+    return n->size = s;
+}
+
+typedef struct sbuf {
+    char *p;
+    size_t len, cap;
+} sbuf;
+
+static void sb_put(sbuf *s, const char *x)
+{
+    size_t l = strlen(x);
+    if (!s->p && s->cap == (size_t)-1)
+        return;
+    if (s->len + l + 1 > s->cap) {
+        size_t nc = (s->len + l + 1) * 2;
+        char *np = realloc(s->p, nc);
+        if (!np) {
+            free(s->p);
+            s->p = NULL;
+            s->cap = (size_t)-1;
+            return;
+        }
+        s->p = np;
+        s->cap = nc;
+    }
+    memcpy(s->p + s->len, x, l + 1);
+    s->len += l;
+}
+
+static void text_of(const rv_tree *t, int i, sbuf *s)
+{
+    const rv_node *n = &t->node[i];
+    char b[16];
+    if (n->leaf >= 0) {
+        snprintf(b, sizeof b, "%d", n->leaf);
+        sb_put(s, b);
+        return;
+    }
+    /* children by their least term, for a stable reading */
+    int *o = malloc((size_t)n->nch * sizeof *o), *m = malloc((size_t)n->nch * sizeof *m);
+    if (!o || !m) {
+        free(o);
+        free(m);
+        return;
+    }
+    for (int k = 0; k < n->nch; k++) {
+        o[k] = n->ch[k];
+        m[k] = min_leaf(t, o[k]);
+    }
+    for (int a = 1; a < n->nch; a++)
+        for (int b2 = a; b2 > 0 && m[b2 - 1] > m[b2]; b2--) {
+            int x = o[b2], y = m[b2];
+            o[b2] = o[b2 - 1];
+            m[b2] = m[b2 - 1];
+            o[b2 - 1] = x;
+            m[b2 - 1] = y;
+        }
+    sb_put(s, n->nch > 2 ? "[" : "(");
+    for (int k = 0; k < n->nch; k++) {
+        if (k)
+            sb_put(s, "+");
+        text_of(t, o[k], s);
+    }
+    sb_put(s, n->nch > 2 ? "]" : ")");
+    free(o);
+    free(m);
+}
+
+char *rv_tree_text(const rv_tree *t)
+{
+    sbuf s = {0};
+    if (t->count && t->root >= 0)
+        text_of(t, t->root, &s);
+    return s.p;
+}
+
+/* --- probe values per input format ---------------------------------------- */
+
+typedef struct cfg {
+    double aM, bM, af, bf; /* +M = aM*bM, f = af*bf */
+    int sign;              /* of the fillers */
+    long cap;              /* fillers per probe at most */
+} cfg;
+
+static int cfg_for(nx_fmt in, int which, cfg *c)
+{
+    memset(c, 0, sizeof *c);
+    switch (in) {
+    case NX_FP32:
+    case NX_BF16:
+        if (which == 0)
+            *c = (cfg){ldexp(1, 40), ldexp(1, 40), ldexp(1, -10), ldexp(1, -10), 1, 0};
+        else if (which == 1) /* an fp16 accumulator or output */
+            *c = (cfg){ldexp(1, 12), 1, ldexp(1, -12), ldexp(1, -12), 1, 0};
+        else
+            return -1;
+        return 0;
+    case NX_FP16:
+        if (which == 0)
+            *c = (cfg){ldexp(1, 15), ldexp(1, 15), ldexp(1, -12), ldexp(1, -12), 1, 0};
+        else if (which == 1)
+            *c = (cfg){ldexp(1, 12), 1, ldexp(1, -12), ldexp(1, -12), 1, 0};
+        else
+            return -1;
+        return 0;
+    case NX_FP64:
+        if (which)
+            return -1;
+        *c = (cfg){ldexp(1, 200), 1, ldexp(1, -20), 1, 1, 0};
+        return 0;
+    default:
+        return -1;
+    }
+}
+
+/* Calibration: f alone gives f, +M and -M cancel, +M alone survives, and
+ * the precision to which counts of fillers stay exact. */
+static nx_status calibrate(rv_kernel *k, size_t n, cfg *c, int *ok, int *pbits, nx_err *err)
+{
+    enum { MMAX = 60 };
+    size_t rows = 3 + MMAX;
+    double *a = calloc(rows * n, sizeof *a), *b = malloc(rows * n * sizeof *b), *y = calloc(rows, sizeof *y);
+    nx_status st = NX_OK;
+    *ok = 0;
+    if (!a || !b || !y) {
+        st = nx_err_set(err, NX_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < rows * n; i++)
+        b[i] = 1;
+    double f = c->af * c->bf, M = c->aM * c->bM;
+    a[0] = c->af, b[0] = c->bf;
+    a[n] = c->aM, b[n] = c->bM, a[n + 1] = -c->aM, b[n + 1] = c->bM;
+    a[2 * n] = c->aM, b[2 * n] = c->bM;
+    const nx_format_info *fi = nx_format(k->in_fmt);
+    int mmax = 0;
+    for (int m = 1; m <= MMAX; m++) {
+        double am = ldexp(c->af, m);
+        if (am >= fi->max_finite / 2)
+            break;
+        double *r = a + (size_t)(2 + m) * n, *rb = b + (size_t)(2 + m) * n;
+        r[0] = am, rb[0] = c->bf, r[1] = c->af, rb[1] = c->bf;
+        mmax = m;
+    }
+    if ((st = rv_call(k, rows, n, a, b, y, err)))
+        goto out;
+    if (y[0] != f || y[1] != 0 || y[2] != M)
+        goto out;
+    int p = 0;
+    for (int m = 1; m <= mmax; m++) {
+        if (y[2 + m] != ldexp(f, m) + f) {
+            p = m;
+            break;
+        }
+    }
+    if (p == 0)
+        p = mmax + 1;
+    *pbits = p;
+    *ok = 1;
+out:
+    free(a);
+    free(b);
+    free(y);
+    return st;
+}
+
+/* --- the rounds ------------------------------------------------------------ */
+
+typedef struct req {
+    int *H;      /* sorted terms */
+    int h;
+    int parent;  /* node the revealed trees join */
+    int witness; /* a term under parent outside H, or -1 (the top) */
+    int peel;    /* 1: probe from the largest term */
+    int r;       /* row mode: the representative; -1: pair mode */
+    size_t p0, np; /* its probes */
+} req;
+
+typedef struct probe {
+    int req, r, j;
+    int sbeg, send; /* S = H[sbeg..send) less r, j */
+    int wit;        /* the witness is in S */
+} probe;
+
+typedef struct state {
+    rv_kernel *k;
+    size_t n;
+    cfg c;
+    rv_tree *t;
+    req *q;
+    size_t nq, capq;
+    probe *pr;
+    size_t npr, cappr;
+    double *cnt;
+    int bad;     /* an inconsistent count or size */
+    char why[200];
+} state;
+
+static int push_req(state *s, const int *H, int h, int parent, int witness, int peel)
+{
+    if (s->nq == s->capq) {
+        size_t nc = s->capq ? 2 * s->capq : 64;
+        req *nq = realloc(s->q, nc * sizeof *nq);
+        if (!nq)
+            return -1;
+        s->q = nq;
+        s->capq = nc;
+    }
+    req *r = &s->q[s->nq];
+    memset(r, 0, sizeof *r);
+    r->H = malloc((size_t)(h > 0 ? h : 1) * sizeof *r->H);
+    if (!r->H)
+        return -1;
+    memcpy(r->H, H, (size_t)h * sizeof *H);
+    r->h = h;
+    r->parent = parent;
+    r->witness = witness;
+    r->peel = peel;
+    r->r = -1;
+    s->nq++;
+    return 0;
+}
+
+static int push_probe(state *s, int rq, int r, int j)
+{
+    req *R = &s->q[rq];
+    long chunk = s->c.cap - 1 > 0 ? s->c.cap - 1 : 1;
+    for (int b = 0; b == 0 || b < R->h; b += (int)chunk) {
+        if (s->npr == s->cappr) {
+            size_t nc = s->cappr ? 2 * s->cappr : 1024;
+            probe *np = realloc(s->pr, nc * sizeof *np);
+            if (!np)
+                return -1;
+            s->pr = np;
+            s->cappr = nc;
+        }
+        int e = b + (int)chunk < R->h ? b + (int)chunk : R->h;
+        s->pr[s->npr++] = (probe){rq, r, j, b, e, b == 0 && R->witness >= 0};
+    }
+    return 0;
+}
+
+static void fill_row(const state *s, const probe *p, double *a, double *b)
+{
+    const req *R = &s->q[p->req];
+    size_t n = s->n;
+    for (size_t i = 0; i < n; i++)
+        a[i] = 0, b[i] = 1;
+    double fa = s->c.sign * s->c.af;
+    for (int i = p->sbeg; i < p->send; i++) {
+        int t = R->H[i];
+        if (t != p->r && t != p->j)
+            a[t] = fa, b[t] = s->c.bf;
+    }
+    if (p->wit)
+        a[R->witness] = fa, b[R->witness] = s->c.bf;
+    a[p->r] = s->c.aM, b[p->r] = s->c.bM;
+    a[p->j] = -s->c.aM, b[p->j] = s->c.bM;
+}
+
+static int set_bad(state *s, const char *fmt, int x, int y)
+{
+    if (!s->bad) {
+        s->bad = 1;
+        snprintf(s->why, sizeof s->why, fmt, x, y);
+    }
+    return 0;
+}
+
+/* Row mode: r against every other term of H. */
+static int finish_row(state *s, size_t rq, const double *cnt)
+{
+    req R = s->q[rq]; /* a copy: push_req may move s->q */
+    int hw = R.h + (R.witness >= 0);
+    int *sz = malloc((size_t)R.h * sizeof *sz), *G = malloc((size_t)R.h * sizeof *G);
+    if (!sz || !G) {
+        free(sz);
+        free(G);
+        return -1;
+    }
+    int ns = 0;
+    for (size_t i = 0; i < R.np; i++) {
+        const probe *p = &s->pr[R.p0 + i];
+        if (i == 0 || p->j != s->pr[R.p0 + i - 1].j)
+            sz[ns++] = 0;
+        sz[ns - 1] += (int)cnt[i];
+    }
+    /* sz now holds counts per j, in H order less r: turn them into sizes */
+    int *js = malloc((size_t)R.h * sizeof *js);
+    if (!js) {
+        free(sz);
+        free(G);
+        return -1;
+    }
+    int m = 0;
+    for (int i = 0; i < R.h; i++)
+        if (R.H[i] != R.r)
+            js[m++] = R.H[i];
+    for (int i = 0; i < m; i++) {
+        sz[i] = hw - sz[i];
+        if (sz[i] < 2 || sz[i] > hw)
+            set_bad(s, "a pair count out of range (term %d, size %d)", js[i], sz[i]);
+    }
+    int prev = node_new(s->t, R.r), cum = 1, rc = 0;
+    if (prev < 0)
+        rc = -1;
+    int above = R.witness >= 0 ? hw : hw + 1;
+    for (int sv = 2; sv < above && !rc && !s->bad; sv++) {
+        int g = 0;
+        for (int i = 0; i < m; i++)
+            if (sz[i] == sv)
+                G[g++] = js[i];
+        if (!g)
+            continue;
+        cum += g;
+        if (cum != sv) {
+            set_bad(s, "sizes do not add up below term %d (size %d)", R.r, sv);
+            break;
+        }
+        int a = node_new(s->t, -1);
+        if (a < 0 || node_add(s->t, a, prev) || push_req(s, G, g, a, R.r, 0)) {
+            rc = -1;
+            break;
+        }
+        prev = a;
+    }
+    if (!rc && !s->bad) {
+        int g = 0;
+        for (int i = 0; i < m; i++)
+            if (sz[i] == above)
+                G[g++] = js[i];
+        if (node_add(s->t, R.parent, prev) ||
+            (g && push_req(s, G, g, R.parent, R.r, s->t->node[prev].leaf >= 0)))
+            rc = -1;
+    }
+    free(sz);
+    free(G);
+    free(js);
+    return rc;
+}
+
+static int uf_find(int *uf, int x)
+{
+    while (uf[x] != x)
+        x = uf[x] = uf[uf[x]];
+    return x;
+}
+
+/* Pair mode: every pair of H; clusters merged in order of the size where
+ * they meet. */
+static int finish_pairs(state *s, size_t rq, const double *cnt)
+{
+    req R = s->q[rq];
+    int h = R.h, hw = h + (R.witness >= 0);
+    int np = h * (h - 1) / 2;
+    int *sz = calloc((size_t)np, sizeof *sz), *pa = malloc((size_t)np * sizeof *pa), *pb = malloc((size_t)np * sizeof *pb);
+    int *uf = malloc((size_t)h * sizeof *uf), *usz = malloc((size_t)h * sizeof *usz), *node = malloc((size_t)h * sizeof *node);
+    int *at = malloc((size_t)h * sizeof *at);
+    int **kids = calloc((size_t)h, sizeof *kids), *nk = calloc((size_t)h, sizeof *nk);
+    int rc = 0;
+    if (!sz || !pa || !pb || !uf || !usz || !node || !at || !kids || !nk) {
+        rc = -1;
+        goto out;
+    }
+    int e = -1;
+    for (size_t i = 0; i < R.np; i++) {
+        const probe *p = &s->pr[R.p0 + i];
+        if (i == 0 || p->j != s->pr[R.p0 + i - 1].j || p->r != s->pr[R.p0 + i - 1].r) {
+            e++;
+            pa[e] = p->r;
+            pb[e] = p->j;
+        }
+        sz[e] += (int)cnt[i];
+    }
+    for (int i = 0; i < np; i++) {
+        sz[i] = hw - sz[i];
+        if (sz[i] < 2 || sz[i] > hw)
+            set_bad(s, "a pair count out of range (term %d, size %d)", pa[i], sz[i]);
+    }
+    for (int i = 0; i < h && !rc; i++) {
+        uf[i] = i;
+        usz[i] = 1;
+        at[i] = 0;
+        if ((node[i] = node_new(s->t, R.H[i])) < 0)
+            rc = -1;
+    }
+    int top = R.witness >= 0 ? h : hw;
+    for (int sv = 2; sv <= top && !rc && !s->bad; sv++) {
+        int any = 0;
+        for (int i = 0; i < np; i++) {
+            if (sz[i] != sv)
+                continue;
+            int ia = 0, ib = 0;
+            while (R.H[ia] != pa[i])
+                ia++;
+            while (R.H[ib] != pb[i])
+                ib++;
+            int ra = uf_find(uf, ia), rb = uf_find(uf, ib);
+            if (ra == rb) {
+                if (at[ra] != sv)
+                    set_bad(s, "terms %d and %d meet twice", pa[i], pb[i]);
+                continue;
+            }
+            any = 1;
+            /* the merged cluster's pending children */
+            int *list = malloc((size_t)h * sizeof *list), l = 0;
+            if (!list) {
+                rc = -1;
+                break;
+            }
+            int rr[2] = {ra, rb};
+            for (int q = 0; q < 2; q++) {
+                if (at[rr[q]] == sv) {
+                    memcpy(list + l, kids[rr[q]], (size_t)nk[rr[q]] * sizeof *list);
+                    l += nk[rr[q]];
+                } else
+                    list[l++] = node[rr[q]];
+                free(kids[rr[q]]);
+                kids[rr[q]] = NULL;
+                nk[rr[q]] = 0;
+            }
+            uf[rb] = ra;
+            usz[ra] += usz[rb];
+            at[ra] = sv;
+            kids[ra] = list;
+            nk[ra] = l;
+        }
+        if (!any)
+            continue;
+        for (int i = 0; i < h && !rc; i++) {
+            if (uf[i] != i || at[i] != sv || !kids[i])
+                continue;
+            if (usz[i] != sv)
+                set_bad(s, "a node of %d terms met at size %d", usz[i], sv);
+            int a = node_new(s->t, -1);
+            if (a < 0) {
+                rc = -1;
+                break;
+            }
+            for (int q = 0; q < nk[i] && !rc; q++)
+                rc = node_add(s->t, a, kids[i][q]);
+            free(kids[i]);
+            kids[i] = NULL;
+            nk[i] = 0;
+            node[i] = a;
+        }
+    }
+    for (int i = 0; i < h && !rc && !s->bad; i++)
+        if (uf[i] == i)
+            rc = node_add(s->t, R.parent, node[i]);
+out:
+    if (kids)
+        for (int i = 0; i < h; i++)
+            free(kids[i]);
+    free(kids);
+    free(nk);
+    free(sz);
+    free(pa);
+    free(pb);
+    free(uf);
+    free(usz);
+    free(node);
+    free(at);
+    return rc;
+}
+
+static void free_reqs(state *s, size_t from, size_t to)
+{
+    for (size_t i = from; i < to; i++)
+        free(s->q[i].H);
+}
+
+/* One attempt with one configuration; s->bad when the counts are not
+ * those of a tree. */
+static nx_status run_rounds(state *s, int verbose, nx_err *err)
+{
+    size_t n = s->n;
+    int *all = malloc(n * sizeof *all);
+    if (!all)
+        return nx_err_set(err, NX_ENOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        all[i] = (int)i;
+    int holder = node_new(s->t, -1);
+    nx_status st = NX_OK;
+    if (holder < 0 || push_req(s, all, (int)n, holder, -1, 0)) {
+        free(all);
+        return nx_err_set(err, NX_ENOMEM, "out of memory");
+    }
+    free(all);
+    size_t head = 0, round = 0;
+    size_t batch = n ? ((size_t)1 << 24) / n : 1;
+    if (!batch)
+        batch = 1;
+    double *a = malloc(batch * n * sizeof *a), *b = malloc(batch * n * sizeof *b), *y = malloc(batch * sizeof *y);
+    if (!a || !b || !y) {
+        st = nx_err_set(err, NX_ENOMEM, "out of memory");
+        goto out;
+    }
+    while (head < s->nq && !s->bad) {
+        size_t end = s->nq;
+        s->npr = 0;
+        round++;
+        for (size_t i = head; i < end; i++) {
+            req *R = &s->q[i];
+            if (R->h == 1) {
+                int l = node_new(s->t, R->H[0]);
+                if (l < 0 || node_add(s->t, R->parent, l)) {
+                    st = nx_err_set(err, NX_ENOMEM, "out of memory");
+                    goto out;
+                }
+                R->np = 0;
+                continue;
+            }
+            R->p0 = s->npr;
+            int fail = 0;
+            if (R->h <= PAIRS_MAX) {
+                R->r = -1;
+                for (int x = 0; x < R->h && !fail; x++)
+                    for (int z = x + 1; z < R->h && !fail; z++)
+                        fail = push_probe(s, (int)i, R->H[x], R->H[z]);
+            } else {
+                R->r = R->peel ? R->H[R->h - 1] : R->H[0];
+                for (int x = 0; x < R->h && !fail; x++)
+                    if (R->H[x] != R->r)
+                        fail = push_probe(s, (int)i, R->r, R->H[x]);
+            }
+            if (fail) {
+                st = nx_err_set(err, NX_ENOMEM, "out of memory");
+                goto out;
+            }
+            R = &s->q[i];
+            R->np = s->npr - R->p0;
+        }
+        free(s->cnt);
+        s->cnt = malloc((s->npr ? s->npr : 1) * sizeof *s->cnt);
+        if (!s->cnt) {
+            st = nx_err_set(err, NX_ENOMEM, "out of memory");
+            goto out;
+        }
+        double f = s->c.sign * s->c.af * s->c.bf;
+        for (size_t p0 = 0; p0 < s->npr; p0 += batch) {
+            size_t m = s->npr - p0 < batch ? s->npr - p0 : batch;
+            for (size_t i = 0; i < m; i++)
+                fill_row(s, &s->pr[p0 + i], a + i * n, b + i * n);
+            if ((st = rv_call(s->k, m, n, a, b, y, err)))
+                goto out;
+            for (size_t i = 0; i < m; i++) {
+                double c = y[i] / f;
+                if (!(c >= 0) || c != floor(c) || c > (double)n) {
+                    set_bad(s, "a probe gave %d fillers (probe %d), not a count", (int)(c > 1e9 ? -1 : c), (int)(p0 + i));
+                    c = 0;
+                }
+                s->cnt[p0 + i] = c;
+            }
+        }
+        if (verbose)
+            fprintf(stderr, "reveal: order round %zu: %zu sets, %zu probes\n", round, end - head, s->npr);
+        for (size_t i = head; i < end && !s->bad; i++) {
+            if (s->q[i].h < 2)
+                continue;
+            int rc = s->q[i].r >= 0 ? finish_row(s, i, s->cnt + s->q[i].p0) : finish_pairs(s, i, s->cnt + s->q[i].p0);
+            if (rc) {
+                st = nx_err_set(err, NX_ENOMEM, "out of memory");
+                goto out;
+            }
+        }
+        free_reqs(s, head, end);
+        head = end;
+    }
+    if (!s->bad) {
+        rv_node *hn = &s->t->node[holder];
+        if (hn->nch != 1)
+            set_bad(s, "the probes found %d separate trees (first term %d)", hn->nch, 0);
+        else
+            s->t->root = hn->ch[0];
+    }
+out:
+    free_reqs(s, head, s->nq);
+    s->nq = 0;
+    free(a);
+    free(b);
+    free(y);
+    return st;
+}
+
+nx_status rv_reveal_order(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err *err)
+{
+    size_t n = o->n;
+    if (n < 2)
+        return nx_err_set(err, NX_EINVAL, "--n: the order needs at least 2 terms");
+    size_t calls0 = k->calls, probes0 = k->probes;
+    nx_status st = NX_OK;
+    char last[200] = "no probe configuration suits the kernel's formats";
+    for (int which = 0; which < 2; which++) {
+        cfg c;
+        if (cfg_for(k->in_fmt, which, &c))
+            break;
+        int ok, p;
+        if ((st = calibrate(k, n, &c, &ok, &p, err)))
+            return st;
+        if (!ok)
+            continue;
+        long cap = p >= 21 ? 1L << 20 : 1L << (p - 1);
+        c.cap = cap < 2 ? 2 : cap;
+        for (int sign = 1; sign >= -1; sign -= 2) {
+            c.sign = sign;
+            rv_tree t = {0};
+            t.root = -1;
+            state s = {.k = k, .n = n, .c = c, .t = &t};
+            st = run_rounds(&s, o->verbose, err);
+            free(s.q);
+            free(s.pr);
+            free(s.cnt);
+            if (st) {
+                rv_tree_free(&t);
+                return st;
+            }
+            if (!s.bad) {
+                size_of(&t, t.root);
+                rv_tree_free(&res->tree);
+                res->tree = t;
+                res->n = n;
+                res->filler_sign = sign;
+                res->count_bits = p;
+                res->order_calls = k->calls - calls0;
+                res->order_probes = k->probes - probes0;
+                res->in_fmt = k->in_fmt;
+                res->out_fmt = k->out_fmt;
+                free(res->tree_text);
+                res->tree_text = rv_recognise(&res->tree, n);
+                return NX_OK;
+            }
+            snprintf(last, sizeof last, "%s", s.why);
+            if (o->verbose)
+                fprintf(stderr, "reveal: fillers of sign %+d: %s\n", sign, s.why);
+            rv_tree_free(&t);
+        }
+    }
+    res->order_calls = k->calls - calls0;
+    res->order_probes = k->probes - probes0;
+    return nx_err_set(err, NX_EUNSUPPORTED,
+                      "the probes do not reveal a summation tree (%s): the kernel may round toward zero, "
+                      "accumulate exactly in its fused adder, or depend on values beyond their sum",
+                      last);
+}

@@ -1,0 +1,423 @@
+/* probe.c: the kernels `parity reveal` probes: a command on files, a served
+ * command on a pipe, a C function in process, a simulated point. */
+#define _GNU_SOURCE
+#include "reveal.h"
+
+#include "nx_engine.h"
+#include "nx_program.h"
+#include "parity_probe.h"
+#include "point_toml.h"
+#include "rows.h"
+#include "safetensors.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+void rv_kernel_free(rv_kernel *k)
+{
+    if (!k)
+        return;
+    if (k->destroy)
+        k->destroy(k);
+    free(k);
+}
+
+nx_status rv_call(rv_kernel *k, size_t rows, size_t n, const double *a, const double *b, double *y, nx_err *err)
+{
+    size_t per = rows;
+    if (k->max_elems && n && per * n > k->max_elems)
+        per = k->max_elems / n ? k->max_elems / n : 1;
+    for (size_t r0 = 0; r0 < rows; r0 += per) {
+        size_t m = rows - r0 < per ? rows - r0 : per;
+        int of = -1;
+        nx_status st = k->eval(k, m, n, a + r0 * n, b + r0 * n, y + r0, &of, err);
+        if (st)
+            return st;
+        if (k->out_fmt >= 0 && of != k->out_fmt)
+            return nx_err_set(err, NX_EINVAL, "the kernel changed its output dtype from %s to %s between calls",
+                              nx_format(k->out_fmt)->st_dtype, of >= 0 ? nx_format(of)->st_dtype : "?");
+        k->out_fmt = of;
+        k->calls++;
+        k->probes += m;
+    }
+    return NX_OK;
+}
+
+/* --- files: the exec and serve kernels ------------------------------------ */
+
+typedef struct file_impl {
+    char *cmd;
+    char dir[64];
+    char in[96], out[96];
+    pid_t pid;           /* serve: the child */
+    FILE *to, *from;     /* serve: its stdin, its stdout */
+} file_impl;
+
+static nx_status write_probes(const char *path, nx_fmt in, size_t rows, size_t n, const double *a, const double *b,
+                              nx_err *err)
+{
+    st_file f;
+    st_init(&f);
+    int64_t shape[2] = {(int64_t)rows, (int64_t)n};
+    st_tensor *t;
+    nx_status st = NX_OK;
+    const double *src[2] = {a, b};
+    const char *name[2] = {"a", "b"};
+    for (int i = 0; i < 2 && !st; i++) {
+        if (!(st = st_add_tensor(&f, name[i], rows_dtype_of_fmt(in), 2, shape, &t, err)))
+            st = rows_encode(in, src[i], rows * n, t, t->data, err);
+    }
+    if (!st)
+        st = st_write_atomic(path, &f, err);
+    st_free(&f);
+    return st;
+}
+
+static nx_status read_y(const char *path, size_t rows, double *y, int *of, nx_err *err)
+{
+    st_file f;
+    nx_status st = st_read(path, &f, err);
+    if (st)
+        return st;
+    const st_tensor *t = st_find(&f, "y");
+    int fmt = t ? rows_fmt_of_dtype(t->dtype) : -1;
+    if (!t)
+        st = nx_err_set(err, NX_EINVAL, "%s: the kernel wrote no tensor 'y'", path);
+    else if (t->ndim != 1 || t->shape[0] != (int64_t)rows)
+        st = nx_err_set(err, NX_EINVAL, "%s: 'y' must have shape [%zu]", path, rows);
+    else if (fmt < 0)
+        st = nx_err_set(err, NX_EINVAL, "%s: 'y' has dtype %s, not one of the formats", path, st_dtype_name(t->dtype));
+    else {
+        st = rows_decode(t, y, err);
+        *of = fmt;
+    }
+    st_free(&f);
+    return st;
+}
+
+static char *subst(const char *cmd, const char *in, const char *out)
+{
+    size_t cap = strlen(cmd) + 1;
+    for (const char *p = cmd; (p = strchr(p, '{')); p++)
+        cap += 200;
+    char *s = malloc(cap), *w = s;
+    if (!s)
+        return NULL;
+    for (const char *p = cmd; *p;) {
+        if (!strncmp(p, "{in}", 4)) {
+            w += sprintf(w, "'%s'", in);
+            p += 4;
+        } else if (!strncmp(p, "{out}", 5)) {
+            w += sprintf(w, "'%s'", out);
+            p += 5;
+        } else
+            *w++ = *p++;
+    }
+    *w = 0;
+    return s;
+}
+
+static nx_status exec_eval(rv_kernel *k, size_t rows, size_t n, const double *a, const double *b, double *y, int *of,
+                           nx_err *err)
+{
+    file_impl *im = k->impl;
+    nx_status st = write_probes(im->in, k->in_fmt, rows, n, a, b, err);
+    if (st)
+        return st;
+    unlink(im->out);
+    char *c = subst(im->cmd, im->in, im->out);
+    if (!c)
+        return nx_err_set(err, NX_ENOMEM, "out of memory");
+    fflush(stdout);
+    int rc = system(c);
+    free(c);
+    if (rc == -1 || !WIFEXITED(rc) || WEXITSTATUS(rc) != 0)
+        return nx_err_set(err, NX_EINTERNAL, "--exec: the command failed (%s %d) on a file of %zu probes",
+                          rc != -1 && WIFEXITED(rc) ? "exit status" : "signal or status",
+                          rc != -1 && WIFEXITED(rc) ? WEXITSTATUS(rc) : rc, rows);
+    return read_y(im->out, rows, y, of, err);
+}
+
+static nx_status serve_eval(rv_kernel *k, size_t rows, size_t n, const double *a, const double *b, double *y, int *of,
+                            nx_err *err)
+{
+    file_impl *im = k->impl;
+    nx_status st = write_probes(im->in, k->in_fmt, rows, n, a, b, err);
+    if (st)
+        return st;
+    unlink(im->out);
+    char line[512];
+    if (fprintf(im->to, "%s %s\n", im->in, im->out) < 0 || fflush(im->to) || !fgets(line, sizeof line, im->from))
+        return nx_err_set(err, NX_EINTERNAL, "--serve: the command stopped answering");
+    if (strncmp(line, "ok", 2))
+        return nx_err_set(err, NX_EINTERNAL, "--serve: the command answered: %.200s", line);
+    return read_y(im->out, rows, y, of, err);
+}
+
+static void file_destroy(rv_kernel *k)
+{
+    file_impl *im = k->impl;
+    if (!im)
+        return;
+    if (im->to)
+        fclose(im->to);
+    if (im->from)
+        fclose(im->from);
+    if (im->pid > 0)
+        waitpid(im->pid, NULL, 0);
+    unlink(im->in);
+    unlink(im->out);
+    rmdir(im->dir);
+    free(im->cmd);
+    free(im);
+}
+
+static nx_status file_new(const char *cmd, nx_fmt in, rv_kernel **out, nx_err *err)
+{
+    rv_kernel *k = calloc(1, sizeof *k);
+    file_impl *im = calloc(1, sizeof *im);
+    if (!k || !im || !(im->cmd = strdup(cmd))) {
+        free(k);
+        free(im);
+        return nx_err_set(err, NX_ENOMEM, "out of memory");
+    }
+    const char *tmp = getenv("TMPDIR");
+    snprintf(im->dir, sizeof im->dir, "%.40s/parity-reveal.XXXXXX", tmp && *tmp && strlen(tmp) < 40 ? tmp : "/tmp");
+    if (!mkdtemp(im->dir)) {
+        free(im->cmd);
+        free(im);
+        free(k);
+        return nx_err_set(err, NX_EIO, "cannot create a temporary directory: %s", strerror(errno));
+    }
+    snprintf(im->in, sizeof im->in, "%s/in.safetensors", im->dir);
+    snprintf(im->out, sizeof im->out, "%s/out.safetensors", im->dir);
+    k->impl = im;
+    k->in_fmt = in;
+    k->out_fmt = -1;
+    k->destroy = file_destroy;
+    k->max_elems = (size_t)1 << 24;
+    *out = k;
+    return NX_OK;
+}
+
+nx_status rv_kernel_exec(const char *cmd, nx_fmt in, rv_kernel **out, nx_err *err)
+{
+    if (!strstr(cmd, "{in}") || !strstr(cmd, "{out}"))
+        return nx_err_set(err, NX_EINVAL, "--exec: the command must name {in} and {out}");
+    nx_status st = file_new(cmd, in, out, err);
+    if (!st)
+        (*out)->eval = exec_eval;
+    return st;
+}
+
+nx_status rv_kernel_serve(const char *cmd, nx_fmt in, rv_kernel **out, nx_err *err)
+{
+    nx_status st = file_new(cmd, in, out, err);
+    if (st)
+        return st;
+    file_impl *im = (*out)->impl;
+    int p_in[2], p_out[2];
+    if (pipe(p_in) || pipe(p_out)) {
+        rv_kernel_free(*out);
+        return nx_err_set(err, NX_EIO, "--serve: pipe: %s", strerror(errno));
+    }
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(p_in[0], 0);
+        dup2(p_out[1], 1);
+        close(p_in[0]);
+        close(p_in[1]);
+        close(p_out[0]);
+        close(p_out[1]);
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    close(p_in[0]);
+    close(p_out[1]);
+    if (pid < 0) {
+        close(p_in[1]);
+        close(p_out[0]);
+        rv_kernel_free(*out);
+        return nx_err_set(err, NX_EIO, "--serve: fork: %s", strerror(errno));
+    }
+    signal(SIGPIPE, SIG_IGN);
+    im->pid = pid;
+    im->to = fdopen(p_in[1], "w");
+    im->from = fdopen(p_out[0], "r");
+    (*out)->eval = serve_eval;
+    return NX_OK;
+}
+
+/* --- a C function in process ----------------------------------------------- */
+
+typedef struct dl_impl {
+    void *lib;
+    parity_probe_fn fn;
+    uint8_t *buf;
+    size_t cap;
+} dl_impl;
+
+static void put_bits(uint8_t *p, unsigned bytes, uint64_t v)
+{
+    memcpy(p, &v, bytes); /* little-endian hosts, as safetensors */
+}
+
+static nx_status dl_eval(rv_kernel *k, size_t rows, size_t n, const double *a, const double *b, double *y, int *of,
+                         nx_err *err)
+{
+    dl_impl *im = k->impl;
+    const nx_format_info *fi = nx_format(k->in_fmt);
+    unsigned w = (unsigned)fi->storage_bits / 8;
+    size_t need = 2 * rows * n * w + rows * 8;
+    if (need > im->cap) {
+        uint8_t *nb = realloc(im->buf, need);
+        if (!nb)
+            return nx_err_set(err, NX_ENOMEM, "out of memory");
+        im->buf = nb;
+        im->cap = need;
+    }
+    uint8_t *pa = im->buf, *pb = pa + rows * n * w, *py = pb + rows * n * w;
+    for (size_t i = 0; i < rows * n; i++) {
+        uint64_t ba, bb;
+        nx_status st;
+        if ((st = nx_encode(k->in_fmt, a[i], &ba, err)) || (st = nx_encode(k->in_fmt, b[i], &bb, err)))
+            return st;
+        put_bits(pa + i * w, w, ba);
+        put_bits(pb + i * w, w, bb);
+    }
+    memset(py, 0, rows * 8);
+    parity_probe p = {PARITY_PROBE_ABI, fi->st_dtype, rows, n, pa, pb, py, NULL};
+    int rc = im->fn(&p);
+    if (rc != 0)
+        return nx_err_set(err, NX_EINTERNAL, "--dlopen: the kernel returned %d on %zu probes", rc, rows);
+    const char *yd = p.y_dtype ? p.y_dtype : fi->st_dtype;
+    st_dtype dt;
+    int f;
+    if (!st_dtype_from_name(yd, &dt) || (f = rows_fmt_of_dtype(dt)) < 0 || nx_format(f)->storage_bits % 8)
+        return nx_err_set(err, NX_EINVAL, "--dlopen: the kernel set y_dtype \"%.40s\", not a dtype of F32, F64, BF16, F16", yd);
+    unsigned wy = (unsigned)nx_format(f)->storage_bits / 8;
+    for (size_t r = 0; r < rows; r++) {
+        uint64_t bits = 0;
+        int valid;
+        memcpy(&bits, py + r * wy, wy);
+        y[r] = nx_decode(f, bits, &valid);
+    }
+    *of = f;
+    return NX_OK;
+}
+
+static void dl_destroy(rv_kernel *k)
+{
+    dl_impl *im = k->impl;
+    if (!im)
+        return;
+    free(im->buf);
+    if (im->lib)
+        dlclose(im->lib);
+    free(im);
+}
+
+nx_status rv_kernel_dlopen(const char *spec, nx_fmt in, rv_kernel **out, nx_err *err)
+{
+    const char *colon = strrchr(spec, ':');
+    if (!colon || colon == spec || !colon[1])
+        return nx_err_set(err, NX_EINVAL, "--dlopen: expected LIB.so:SYMBOL, got \"%s\"", spec);
+    char *path = strndup(spec, (size_t)(colon - spec));
+    if (!path)
+        return nx_err_set(err, NX_ENOMEM, "out of memory");
+    void *lib = dlopen(strchr(path, '/') ? path : path, RTLD_NOW | RTLD_LOCAL);
+    free(path);
+    if (!lib)
+        return nx_err_set(err, NX_EINVAL, "--dlopen: %s", dlerror());
+    void *sym = dlsym(lib, colon + 1);
+    if (!sym) {
+        dlclose(lib);
+        return nx_err_set(err, NX_EINVAL, "--dlopen: no symbol %s in the library", colon + 1);
+    }
+    rv_kernel *k = calloc(1, sizeof *k);
+    dl_impl *im = calloc(1, sizeof *im);
+    if (!k || !im) {
+        free(k);
+        free(im);
+        dlclose(lib);
+        return nx_err_set(err, NX_ENOMEM, "out of memory");
+    }
+    im->lib = lib;
+    *(void **)&im->fn = sym;
+    k->impl = im;
+    k->in_fmt = in;
+    k->out_fmt = -1;
+    k->eval = dl_eval;
+    k->destroy = dl_destroy;
+    k->max_elems = (size_t)1 << 24;
+    *out = k;
+    return NX_OK;
+}
+
+/* --- a simulated point --------------------------------------------------- */
+
+typedef struct pt_impl {
+    nx_point pt;
+    nx_program *prog;
+    size_t n;
+} pt_impl;
+
+static nx_status pt_eval(rv_kernel *k, size_t rows, size_t n, const double *a, const double *b, double *y, int *of,
+                         nx_err *err)
+{
+    pt_impl *im = k->impl;
+    nx_status st;
+    if (!im->prog || im->n != n) {
+        nx_program_free(im->prog);
+        im->prog = NULL;
+        if ((st = nx_program_build(&im->pt, n, 1, &im->prog, err)))
+            return st;
+        im->n = n;
+    }
+    nx_rows in = {rows, k->in_fmt, a, k->in_fmt, b, NX_FP64, NULL};
+    *of = (int)im->prog->out;
+    return nx_fast_reduce(im->prog, &in, y, 1, err);
+}
+
+static void pt_destroy(rv_kernel *k)
+{
+    pt_impl *im = k->impl;
+    if (!im)
+        return;
+    nx_program_free(im->prog);
+    nx_point_free(&im->pt);
+    free(im);
+}
+
+nx_status rv_kernel_point(const char *toml, nx_fmt in, rv_kernel **out, nx_err *err)
+{
+    rv_kernel *k = calloc(1, sizeof *k);
+    pt_impl *im = calloc(1, sizeof *im);
+    if (!k || !im) {
+        free(k);
+        free(im);
+        return nx_err_set(err, NX_ENOMEM, "out of memory");
+    }
+    nx_status st = pt_from_text(toml, "--simulate", &im->pt, err);
+    if (!st && im->pt.nclasses)
+        st = nx_err_set(err, NX_EUNSUPPORTED, "--simulate: a point with row classes");
+    if (st) {
+        free(k);
+        free(im);
+        return st;
+    }
+    k->impl = im;
+    k->in_fmt = in;
+    k->out_fmt = -1;
+    k->eval = pt_eval;
+    k->destroy = pt_destroy;
+    *out = k;
+    return NX_OK;
+}

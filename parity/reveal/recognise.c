@@ -1,0 +1,322 @@
+/* recognise.c: a revealed tree named in the point language.
+ *
+ * Two trees have the same bracketing when their unordered shapes agree
+ * (an addition is commutative, bit for bit).  Each tree is reduced to one
+ * 64-bit hash: a term hashes its index, a node the sorted hashes of its
+ * children; +0 operands (halving's padding, an empty slice, the +0 a seq
+ * starts from) are left out and a node of one operand is that operand.  A
+ * candidate is expanded by the project's own expansion (nx_program_build)
+ * and hashed the same way.  Candidates come from the families of docs/
+ * numerics.md §4 with their parameters drawn from the structure (powers of
+ * two up to n, the lane counts and block sizes of real kernels); when none
+ * matches, a binary tree is written as `expr(...)`. */
+#include "reveal.h"
+
+#include "nx_program.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t mix(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static uint64_t combine(uint64_t *h, int k)
+{
+    if (k == 0)
+        return 0;
+    if (k == 1)
+        return h[0];
+    qsort(h, (size_t)k, sizeof *h, cmp_u64);
+    uint64_t r = mix(0x5eedULL + (uint64_t)k);
+    for (int i = 0; i < k; i++)
+        r = mix(r ^ h[i]);
+    return r ? r : 1;
+}
+
+static uint64_t leaf_hash(int t)
+{
+    uint64_t r = mix(0x1eafULL ^ ((uint64_t)t << 8));
+    return r ? r : 1;
+}
+
+static uint64_t tree_hash(const rv_tree *t, int i)
+{
+    const rv_node *n = &t->node[i];
+    if (n->leaf >= 0)
+        return leaf_hash(n->leaf);
+    uint64_t *h = malloc((size_t)n->nch * sizeof *h);
+    if (!h)
+        return 0;
+    for (int k = 0; k < n->nch; k++)
+        h[k] = tree_hash(t, n->ch[k]);
+    uint64_t r = combine(h, n->nch);
+    free(h);
+    return r;
+}
+
+static uint64_t src_hash(const uint64_t *oph, int32_t s)
+{
+    if (NX_SRC_IS_TERM(s))
+        return leaf_hash(s);
+    return oph[NX_SRC_OP(s)];
+}
+
+static uint64_t program_hash(const nx_program *p)
+{
+    uint64_t *oph = calloc(p->nops ? p->nops : 1, sizeof *oph);
+    if (!oph)
+        return 0;
+    uint64_t buf[64], *h = buf;
+    size_t hcap = 64;
+    for (size_t i = 0; i < p->nops; i++) {
+        const nx_op *op = &p->ops[i];
+        int k = 0;
+        switch (op->kind) {
+        case NX_OP_ZERO:
+        case NX_OP_START:
+            oph[i] = 0;
+            break;
+        case NX_OP_LEAF:
+            oph[i] = src_hash(oph, op->x);
+            break;
+        case NX_OP_ADD:
+            if ((h[k] = src_hash(oph, op->x)))
+                k++;
+            if ((h[k] = src_hash(oph, op->y)))
+                k++;
+            oph[i] = combine(h, k);
+            break;
+        case NX_OP_ATOM:
+            if ((size_t)op->gn + 1 > hcap) {
+                uint64_t *nh = malloc(((size_t)op->gn + 1) * sizeof *nh);
+                if (!nh) {
+                    if (h != buf)
+                        free(h);
+                    free(oph);
+                    return 0;
+                }
+                if (h != buf)
+                    free(h);
+                h = nh;
+                hcap = (size_t)op->gn + 1;
+            }
+            if ((h[k] = src_hash(oph, op->x)))
+                k++;
+            for (int g = 0; g < op->gn; g++)
+                if ((h[k] = src_hash(oph, p->gsrc[op->y + g])))
+                    k++;
+            oph[i] = combine(h, k);
+            break;
+        default:
+            oph[i] = 0;
+        }
+    }
+    uint64_t r = src_hash(oph, p->result);
+    if (h != buf)
+        free(h);
+    free(oph);
+    return r;
+}
+
+/* The hash of a candidate tree text at n, or 0 when it does not expand. */
+static uint64_t cand_hash(const char *text, size_t n)
+{
+    nx_point pt;
+    nx_err e;
+    uint64_t r = 0;
+    if (nx_point_init(&pt, &e))
+        return 0;
+    if (!nx_point_set_tree(&pt, text, "candidate", &e)) {
+        if (strstr(text, "chain(")) {
+            pt.atom.present = 1;
+            pt.atom.frac_bits = -1;
+            pt.atom.term_round = NX_RZ;
+            pt.atom.round = -1;
+            pt.atom.acc = -1;
+        }
+        nx_program *p = NULL;
+        if (!nx_program_build(&pt, n, 1, &p, &e)) {
+            r = program_hash(p);
+            nx_program_free(p);
+        }
+    }
+    nx_point_free(&pt);
+    return r;
+}
+
+typedef struct search {
+    size_t n;
+    uint64_t want;
+    char *found;
+    size_t tried;
+} search;
+
+static int try1(search *s, const char *text)
+{
+    if (s->found)
+        return 1;
+    s->tried++;
+    if (cand_hash(text, s->n) == s->want) {
+        s->found = strdup(text);
+        return 1;
+    }
+    return 0;
+}
+
+/* expr(...) for a binary tree; NULL when a node has more than two children
+ * or the terms are not 0 ... n-1. */
+static int expr_of(const rv_tree *t, int i, char **p, size_t *len, size_t *cap)
+{
+    const rv_node *nd = &t->node[i];
+    char b[16];
+    if (nd->leaf < 0 && nd->nch != 2)
+        return -1;
+    if (nd->leaf >= 0) {
+        snprintf(b, sizeof b, "%d", nd->leaf);
+        size_t l = strlen(b);
+        if (*len + l + 1 > *cap) {
+            *cap = (*len + l + 1) * 2;
+            char *q = realloc(*p, *cap);
+            if (!q)
+                return -1;
+            *p = q;
+        }
+        memcpy(*p + *len, b, l + 1);
+        *len += l;
+        return 0;
+    }
+    const char *parts[3] = {"(", " + ", ")"};
+    for (int k = 0; k < 3; k++) {
+        size_t l = strlen(parts[k]);
+        if (*len + l + 1 > *cap) {
+            *cap = (*len + l + 1) * 2 + 64;
+            char *q = realloc(*p, *cap);
+            if (!q)
+                return -1;
+            *p = q;
+        }
+        memcpy(*p + *len, parts[k], l + 1);
+        *len += l;
+        if (k < 2 && expr_of(t, nd->ch[k], p, len, cap))
+            return -1;
+    }
+    return 0;
+}
+
+char *rv_recognise(const rv_tree *t, size_t n)
+{
+    if (!t->count || t->root < 0)
+        return NULL;
+    search s = {n, tree_hash(t, t->root), NULL, 0};
+    static const char *const base[] = {"seq", "pairwise", "halving", "reverse(seq)"};
+    static const char *const comb[] = {"seq", "pairwise", "halving"};
+    char buf[256];
+    size_t nb = sizeof base / sizeof *base, nc = sizeof comb / sizeof *comb;
+    size_t vals[32], nv = 0;
+    for (size_t v = 2; v < n && nv < 24; v *= 2)
+        vals[nv++] = v;
+    static const size_t odd[] = {3, 5, 6, 7, 12, 24, 48, 96, 320};
+    for (size_t i = 0; i < sizeof odd / sizeof *odd; i++)
+        if (odd[i] < n)
+            vals[nv++] = odd[i];
+    static const int groups[] = {2, 4, 8, 16, 32, 64};
+    static const int blocks[] = {1, 2, 4, 8, 16};
+
+    for (size_t i = 0; i < nb; i++)
+        if (try1(&s, base[i]))
+            return s.found;
+    for (size_t g = 0; g < sizeof groups / sizeof *groups; g++) {
+        snprintf(buf, sizeof buf, "chain(%d)", groups[g]);
+        if (try1(&s, buf))
+            return s.found;
+    }
+    /* one level: stride, split, tile over a base tree or a chain */
+    for (size_t v = 0; v < nv; v++)
+        for (size_t i = 0; i < nb + 6; i++) {
+            char inner[32];
+            if (i < nb)
+                snprintf(inner, sizeof inner, "%s", base[i]);
+            else
+                snprintf(inner, sizeof inner, "chain(%d)", groups[i - nb]);
+            for (size_t c = 0; c < nc; c++) {
+                for (size_t bl = 0; bl < sizeof blocks / sizeof *blocks; bl++) {
+                    if (blocks[bl] == 1)
+                        snprintf(buf, sizeof buf, "stride(%zu, %s, %s)", vals[v], inner, comb[c]);
+                    else
+                        snprintf(buf, sizeof buf, "stride(%zu, %s, %s, block=%d)", vals[v], inner, comb[c], blocks[bl]);
+                    if (try1(&s, buf))
+                        return s.found;
+                }
+                snprintf(buf, sizeof buf, "split(%zu, %s, %s)", vals[v], inner, comb[c]);
+                if (try1(&s, buf))
+                    return s.found;
+                snprintf(buf, sizeof buf, "tile(%zu, %s, %s)", vals[v], inner, comb[c]);
+                if (try1(&s, buf))
+                    return s.found;
+            }
+        }
+    /* two levels: split or tile of a strided loop; a vector body with a
+     * scalar tail */
+    for (size_t v = 0; v < nv; v++)
+        for (size_t l = 0; l < nv && vals[l] <= 256; l++)
+            for (size_t c1 = 0; c1 < nc; c1++)
+                for (size_t bl = 0; bl < 4; bl++) {
+                    char inner[96];
+                    if (blocks[bl] == 1)
+                        snprintf(inner, sizeof inner, "stride(%zu, seq, %s)", vals[l], comb[c1]);
+                    else
+                        snprintf(inner, sizeof inner, "stride(%zu, seq, %s, block=%d)", vals[l], comb[c1], blocks[bl]);
+                    for (size_t c2 = 0; c2 < nc; c2++) {
+                        if (vals[v] <= 64) {
+                            snprintf(buf, sizeof buf, "split(%zu, %s, %s)", vals[v], inner, comb[c2]);
+                            if (try1(&s, buf))
+                                return s.found;
+                        }
+                        snprintf(buf, sizeof buf, "tile(%zu, %s, %s)", vals[v], inner, comb[c2]);
+                        if (try1(&s, buf))
+                            return s.found;
+                    }
+                    if (v == 0) {
+                        for (size_t tl = 0; tl < nb; tl++) {
+                            size_t L = vals[l] * (size_t)blocks[bl];
+                            snprintf(buf, sizeof buf, "body(%zu, %s, %s)", L, inner, base[tl]);
+                            if (try1(&s, buf))
+                                return s.found;
+                            snprintf(buf, sizeof buf, "body(%zu, %s, %s, carry)", L, inner, base[tl]);
+                            if (try1(&s, buf))
+                                return s.found;
+                        }
+                    }
+                }
+    /* a binary tree the families above do not name: its bracketing */
+    size_t len = 5, cap = 64;
+    char *p = malloc(cap);
+    if (!p)
+        return NULL;
+    memcpy(p, "expr(", 6);
+    if (expr_of(t, t->root, &p, &len, &cap)) {
+        free(p);
+        return NULL;
+    }
+    char *q = realloc(p, len + 2);
+    if (!q) {
+        free(p);
+        return NULL;
+    }
+    memcpy(q + len, ")", 2);
+    /* n must be covered: expr takes exactly the terms 0 ... n-1 */
+    return q;
+}

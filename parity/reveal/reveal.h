@@ -1,0 +1,112 @@
+/* reveal.h: asking a black-box kernel for its numerics point (`parity
+ * reveal`, docs/reveal.md).
+ *
+ * A kernel is probed through rv_kernel: rows of a, b [rows, n] in, y [rows]
+ * out (the layout of `parity reduce`), by a command (files), a served
+ * command (a loop on a pipe) or a C function in process (parity_probe.h).
+ *
+ * The order: pair probes in the manner of FPRev (a +M and a -M term among
+ * small exact fillers, zeros elsewhere): y counts the fillers outside the
+ * subtree where the pair meets.  Probes are batched round by round; the
+ * tree is rebuilt with multi-way nodes where several terms meet in one
+ * fused operation, then recognised as a tree of the point language.
+ * The arithmetic: the recognised tree crossed with formats, modes, fma,
+ * product rounding and atoms, searched with parity_fit on targeted and
+ * random rows; confirmed on fresh random rows. */
+#ifndef PARITY_REVEAL_H
+#define PARITY_REVEAL_H
+
+#include <stddef.h>
+
+#include "nx_error.h"
+#include "nx_format.h"
+
+typedef struct rv_kernel rv_kernel;
+struct rv_kernel {
+    /* y[r] receives the kernel's result for row r as an exact value of its
+     * out format (*out_fmt, set by every call). */
+    nx_status (*eval)(rv_kernel *k, size_t rows, size_t n, const double *a, const double *b, double *y,
+                      int *out_fmt, nx_err *err);
+    void (*destroy)(rv_kernel *k);
+    void *impl;
+    nx_fmt in_fmt;      /* the dtype of a and b */
+    int out_fmt;        /* y's format, -1 before the first call */
+    size_t max_elems;   /* rows * n per call at most (0: no limit) */
+    size_t calls;       /* kernel invocations */
+    size_t probes;      /* rows evaluated */
+};
+
+/* `CMD` with {in} and {out} replaced by two file names, run by /bin/sh. */
+nx_status rv_kernel_exec(const char *cmd, nx_fmt in, rv_kernel **out, nx_err *err);
+/* CMD started once; each call writes "IN OUT\n" to its stdin and waits for
+ * a line "ok" on its stdout (parity_probe.h's --serve loop). */
+nx_status rv_kernel_serve(const char *cmd, nx_fmt in, rv_kernel **out, nx_err *err);
+/* "LIB.so:SYMBOL", a function of parity_probe.h's signature. */
+nx_status rv_kernel_dlopen(const char *spec, nx_fmt in, rv_kernel **out, nx_err *err);
+/* A numerics point (inline TOML) evaluated in process with the fast
+ * engine: a simulated kernel, for tests. */
+nx_status rv_kernel_point(const char *toml, nx_fmt in, rv_kernel **out, nx_err *err);
+void rv_kernel_free(rv_kernel *k);
+
+/* Calls k on rows (splitting at max_elems), counting calls and probes. */
+nx_status rv_call(rv_kernel *k, size_t rows, size_t n, const double *a, const double *b, double *y, nx_err *err);
+
+/* A revealed tree: node 0 is the root; a leaf has leaf >= 0 and no
+ * children; an inner node has two or more children (more: the terms meet
+ * in one fused operation). */
+typedef struct rv_node {
+    int leaf;
+    int nch;
+    int *ch;
+    int size;  /* leaves below */
+} rv_node;
+
+typedef struct rv_tree {
+    rv_node *node;
+    size_t count, cap;
+    int root;
+} rv_tree;
+
+void rv_tree_free(rv_tree *t);
+/* The bracketing, e.g. "((0+2)+(1+3))", a fused node as "[0+1+2+3]"
+ * (malloc'd). */
+char *rv_tree_text(const rv_tree *t);
+
+/* The result, for the printer and for the HTML report. */
+typedef struct rv_result {
+    size_t n;
+    nx_fmt in_fmt;
+    int out_fmt;
+    rv_tree tree;           /* the revealed order */
+    int filler_sign;        /* the sign of the fillers that revealed it */
+    int count_bits;         /* the precision (bits) the counts were exact to */
+    char *tree_text;        /* the recognised tree in the point language, or NULL */
+    char *point;            /* the revealed point (inline TOML), or NULL */
+    size_t order_calls, order_probes;
+    size_t arith_calls, arith_probes;
+    size_t confirm_rows, confirm_ok;
+    size_t alternatives;    /* other points of the arithmetic space that fit too */
+} rv_result;
+
+void rv_result_free(rv_result *r);
+
+typedef struct rv_opts {
+    size_t n;
+    int verbose;            /* progress on stderr */
+    size_t fit_rows;        /* random rows for the arithmetic (default 256) */
+    size_t confirm_rows;    /* fresh rows for the confirmation (default 1000) */
+    unsigned long long seed;
+    int order_only;
+} rv_opts;
+
+/* The order alone (filled into res->tree, res->tree_text). */
+nx_status rv_reveal_order(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err *err);
+/* Recognises a revealed tree: the tree text of the point language whose
+ * expansion at n has the same bracketing (malloc'd), or NULL. */
+char *rv_recognise(const rv_tree *t, size_t n);
+/* The arithmetic with the order known, and the confirmation. */
+nx_status rv_reveal_arith(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err *err);
+/* Both; NX_OK with res->point NULL when no point was found. */
+nx_status rv_reveal(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err *err);
+
+#endif
