@@ -379,6 +379,24 @@ static nx_status npy_trace(const npy_opts *o, trace *t, nx_err *err)
     return trace_from_st(o->path, &f, t, err);
 }
 
+/* A .npy's metadata came from the options of the same names: an error about
+ * one (the validator's or the reference's) is prefixed with its option. */
+static void npy_name_option(nx_err *err)
+{
+    static const char *const keys[] = {"seed", "dist", "mode", "batch", "kernel", "shape", "class", "point"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        char k1[32], k2[32];
+        snprintf(k1, sizeof k1, "key '%s'", keys[i]);
+        snprintf(k2, sizeof k2, "metadata '%s'", keys[i]);
+        if (strstr(err->msg, k1) || strstr(err->msg, k2)) {
+            nx_err_prefix(err, "--%s", keys[i]);
+            return;
+        }
+    }
+    if (strstr(err->msg, "metadata 'family'/'point'/'class'"))
+        nx_err_prefix(err, "--point/--class");
+}
+
 static int same_shape(const trace *a, const trace *b)
 {
     int same = a->nshape == b->nshape;
@@ -506,6 +524,8 @@ int cmd_check(int argc, char **argv)
         st_init(&cs[i].ref);
         nx_status rs = no.path && paths[i] == no.path ? npy_trace(&no, &cs[i].t, &err) : trace_read(paths[i], &cs[i].t, &err);
         if (rs != NX_OK || check_one(reg, refp, refc, engine, &cs[i], &err) != NX_OK) {
+            if (no.path && paths[i] == no.path)
+                npy_name_option(&err);
             rc = cli_fail("check", &err);
             np = i + 1;
             goto done;
