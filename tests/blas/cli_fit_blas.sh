@@ -10,7 +10,12 @@
 #     point through `parity reduce` on fresh inputs (n = 389, 13 rows,
 #     another seed) must give the library's bytes.  A routine without a
 #     reproducing point fails the test.  NAME_ROUTINE.space beside this
-#     script, when present, is the --space of that routine.
+#     script, when present, is the --space of that routine;
+#   - NAME_ROUTINE.point, when present: the point derived from the kernel's
+#     source (the last non-comment line) through `parity reduce` on the
+#     fresh inputs its `check N ROWS SEED` lines name (lengths that are not
+#     multiples of any block, other row counts) must give the library's
+#     bytes.
 # Exit 77 (skip) when a library is not installed.
 set -u
 PARITY=$1
@@ -48,6 +53,22 @@ for e in $LIBS; do
         findings=$((findings + 1))
       fi
     done
+    # the point derived from the kernel's source (NAME_ROUTINE.point: `check N
+    # ROWS SEED` lines, then the point) against the library on fresh inputs
+    pf=$(dirname "$0")/${name}_$rt.point
+    if [ -f "$pf" ]; then
+      p=$(grep -v -e '^#' -e '^check ' -e '^ *$' "$pf")
+      grep '^check ' "$pf" | while read -r _ n rows seed; do
+        run 1 "$lib" $rt $n $rows $seed "$T/pi" "$T/py" &&
+          "$PARITY" reduce --numerics "$p" --in "$T/pi" --out "$T/pf" 2> "$T/err" || { echo "$n $rows $seed: $(cat "$T/err")"; continue; }
+        [ "$(y_bytes "$T/py" $rows)" = "$(y_bytes "$T/pf" $rows)" ] || echo "$n $rows $seed: bytes differ"
+      done > "$T/pbad"
+      if [ -s "$T/pbad" ]; then
+        fail "$tag: the point of $(basename "$pf") does not give the library's bytes at n rows seed = $(tr '\n' ';' < "$T/pbad")"
+      else
+        echo "ok: $tag: $(basename "$pf") at $(grep -c '^check ' "$pf") fresh sizes"
+      fi
+    fi
     # fit on two sizes, check on fresh inputs
     run 1 "$lib" $rt 300 14 1 "$T/i1" "$T/y1" && run 1 "$lib" $rt 517 11 2 "$T/i2" "$T/y2" &&
       run 1 "$lib" $rt 389 13 3 "$T/i3" "$T/y3" || { fail "$tag: the driver failed"; continue; }
@@ -59,7 +80,7 @@ for e in $LIBS; do
     "$PARITY" fit --in "$T/i1" --ref "$T/y1" --in "$T/i2" --ref "$T/y2" "$@" > "$T/out" 2> "$T/err"
     rc=$?
     if [ $rc -ne 0 ]; then
-      fail "$tag: no point found (exit $rc); closest: $(grep '^closest 1' "$T/out")"
+      fail "$tag: no point found (exit $rc; docs/fit.md \"Real kernels\"); closest: $(grep '^closest 1' "$T/out")"
       continue
     fi
     p=$(tail -n 1 "$T/out")
