@@ -3,6 +3,7 @@
  * exact reference of its point (or of --reference), Tier 1 across traces of
  * one point (determinism, eager vs graphed, new vs legacy, row invariance). */
 #include "cli.h"
+#include "nx_limits.h"
 #include "campaign.h"
 #include "nx_philox.h"
 #include "refimpl.h"
@@ -212,6 +213,10 @@ static nx_status check_one(const reg_registry *reg, const char *ref_point, const
     int fmt = rows_fmt_of_dtype(main_ref->dtype);
     size_t per_row = (size_t)(main_got->nelem / (t->nrows ? t->nrows : 1));
     size_t n = (size_t)main_got->nelem;
+    char what[320];
+    snprintf(what, sizeof what, "%s: output '%s' (%zu elements, 24 bytes each compared)", t->path, main_got->name, n);
+    if ((st = nx_limits_elems(n, 24, what, err))) /* docs/limits.md */
+        goto out;
     uint64_t *g = malloc((n ? n : 1) * sizeof *g), *r = malloc((n ? n : 1) * sizeof *r);
     if (!g || !r || fmt < 0) {
         free(g);
