@@ -11,12 +11,34 @@
 #include "report.h"
 #include "verdict.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
+
+/* The --traces folder's lock file, DIR/.parity.lock; "" when too long. */
+static void traces_lock_path(const char *dir, char *buf, size_t len)
+{
+    if (snprintf(buf, len, "%s/%s", dir, CLI_LOCK_NAME) >= (int)len)
+        buf[0] = 0;
+}
+
+/* Takes back what the run made of its --traces folder (the lock file, and
+ * the folder itself, then empty) when it ends as bad input before writing a
+ * trace: bad input writes nothing. */
+static void unmake_traces(const char *dir, int made_dir, int made_lock)
+{
+    char lock[4096];
+    traces_lock_path(dir, lock, sizeof lock);
+    if (made_lock && lock[0])
+        unlink(lock);
+    if (made_dir)
+        rmdir(dir);
+}
 
 static const char campaign_usage[] =
     "usage: parity campaign --class C [--kernels DIR] [--families F1,F2,...]\n"
@@ -208,7 +230,8 @@ int cmd_campaign(int argc, char **argv)
         char *end;
         errno = 0;
         o.seed = strtoull(seed_s, &end, 0);
-        if (errno || end == seed_s || *end) {
+        /* strtoull would take "-1" as 2^64 - 1, and skip leading blanks */
+        if (errno || end == seed_s || *end || !isdigit((unsigned char)seed_s[0])) {
             cli_error("campaign", "--seed: '%s' is not an unsigned integer", seed_s);
             return EXIT_INPUT;
         }
@@ -303,18 +326,38 @@ int cmd_campaign(int argc, char **argv)
         goto done;
     }
 
+    /* a filter that selects nothing is bad input: said before the traces
+     * folder is created or the ledger records a run */
+    size_t todo = 0;
+    for (size_t i = 0; i < nids; i++) {
+        char fam[128];
+        todo += in_list(fams, family_of(ids[i], fam, sizeof fam)) && (!in_shard || in_shard[i]);
+    }
+    if (fams && todo == 0) {
+        cli_error("campaign", "--families: no point of class %s belongs to '%s'", cls, fams);
+        rc = EXIT_INPUT;
+        goto done;
+    }
+
     /* created only now that the registry, the class and the backend are
      * known good: a campaign refused as bad input creates nothing */
+    int made_traces = 0, made_lock = 0;
     if (traces) {
-        if (mkdir(traces, 0777) != 0 && errno != EEXIST) {
+        if (mkdir(traces, 0777) == 0) {
+            made_traces = 1;
+        } else if (errno != EEXIST) {
             cli_error("campaign", "--traces: cannot create '%s': %s", traces, strerror(errno));
             rc = EXIT_INPUT;
             goto done;
         }
         /* one run at a time writes a traces folder: a second one fails
          * (exit 2) naming the holder's pid; the lock ends with the process */
+        char lock[4096];
+        traces_lock_path(traces, lock, sizeof lock);
+        made_lock = lock[0] && access(lock, F_OK) != 0;
         int lk = cli_lock_dir("campaign", "--traces", traces);
         if (lk < 0) {
+            unmake_traces(traces, made_traces, 0);
             rc = -lk;
             goto done;
         }
@@ -332,17 +375,14 @@ int cmd_campaign(int argc, char **argv)
         ledger_run_info li = {cls, model, preset, o.seed, dist_s, ref_engine_name((ref_engine)o.engine),
                               o.backend->name, o.repeats, o.threads, kdir, kernel_src, traces, against, shard_s};
         if (ledger_start(ledger_path, &li, &lg, &err) != NX_OK) {
+            if (traces) /* a ledger that cannot be opened is bad input */
+                unmake_traces(traces, made_traces, made_lock);
             free(res);
             rc = cli_fail("campaign", &err);
             goto done;
         }
     }
     double t0 = wall();
-    size_t todo = 0;
-    for (size_t i = 0; i < nids; i++) {
-        char fam[128];
-        todo += in_list(fams, family_of(ids[i], fam, sizeof fam)) && (!in_shard || in_shard[i]);
-    }
     int input_error = 0;
     for (size_t i = 0; i < nids; i++) {
         char fam[128];

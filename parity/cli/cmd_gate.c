@@ -6,6 +6,7 @@
 #include "refimpl.h"
 #include "report.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -176,7 +177,8 @@ int cmd_gate(int argc, char **argv)
         char *end;
         errno = 0;
         o.seed = strtoull(seed_s, &end, 0);
-        if (errno || end == seed_s || *end) {
+        /* strtoull would take "-1" as 2^64 - 1, and skip leading blanks */
+        if (errno || end == seed_s || *end || !isdigit((unsigned char)seed_s[0])) {
             cli_error("gate", "--seed: '%s' is not an unsigned integer", seed_s);
             return EXIT_INPUT;
         }
