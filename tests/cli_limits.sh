@@ -86,6 +86,11 @@ run 2 "--max-bytes 0" reduce --numerics "$P" --in "$T/r.st" --out "$T/yr4.st" --
 has err "parity: --max-bytes: '0' is not a size" "--max-bytes 0"
 run 2 "--max-bytes 1X" reduce --numerics "$P" --in "$T/r.st" --out "$T/yr4.st" --max-bytes 1X
 has err "parity: --max-bytes: '1X' is not a size" "--max-bytes 1X"
+# at most 2^62: 4194304T is 2^22 x 2^40
+run 0 "--max-bytes 4194304T" tree show seq --n 2 --max-bytes 4194304T
+run 2 "--max-bytes 4194305T" tree show seq --n 2 --max-bytes 4194305T
+has err "parity: --max-bytes: '4194305T' is not a size" "--max-bytes 4194305T"
+run 2 "--max-work 18446744073709551616" tree show seq --n 2 --max-work 18446744073709551616
 run 2 "--max-ops without a value" tree show seq --n 2 --max-ops
 has err "parity: option --max-ops needs a value" "--max-ops without a value"
 
