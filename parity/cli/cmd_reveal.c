@@ -136,8 +136,11 @@ int cmd_reveal(int argc, char **argv)
         free(br);
     }
     printf("order: %s\n", res.tree_text ? res.tree_text : "a tree with fused nodes that no tree of the language names");
-    printf("order probes: %zu rows in %zu calls (n = %zu; fillers exact to %d bits, sign %+d)\n", res.order_probes,
-           res.order_calls, res.n, res.count_bits, res.filler_sign);
+    printf("order probes: %zu rows in %zu calls (n = %zu; counts exact to %d bits; %s)\n", res.order_probes,
+           res.order_calls, res.n, res.count_bits,
+           res.filler_sign > 0 ? "positive fillers"
+           : res.filler_sign < 0 ? "negative fillers (rounding up)"
+                                 : "counts modulo the ulp of M (rounding toward zero)");
     if (!res.tree_text) {
         rc = EXIT_PARITY;
         goto out;

@@ -167,6 +167,7 @@ typedef struct cfg {
     double aM, bM, af, bf; /* +M = aM*bM, f = af*bf */
     int sign;              /* of the fillers */
     long cap;              /* fillers per probe at most */
+    int modbits;           /* toward zero: counts are y/f mod 2^modbits */
 } cfg;
 
 static int cfg_for(nx_fmt in, int which, cfg *c)
@@ -176,24 +177,24 @@ static int cfg_for(nx_fmt in, int which, cfg *c)
     case NX_FP32:
     case NX_BF16:
         if (which == 0)
-            *c = (cfg){ldexp(1, 40), ldexp(1, 40), ldexp(1, -10), ldexp(1, -10), 1, 0};
+            *c = (cfg){ldexp(1, 40), ldexp(1, 40), ldexp(1, -10), ldexp(1, -10), 1, 0, 0};
         else if (which == 1) /* an fp16 accumulator or output */
-            *c = (cfg){ldexp(1, 12), 1, ldexp(1, -12), ldexp(1, -12), 1, 0};
+            *c = (cfg){ldexp(1, 12), 1, ldexp(1, -12), ldexp(1, -12), 1, 0, 0};
         else
             return -1;
         return 0;
     case NX_FP16:
         if (which == 0)
-            *c = (cfg){ldexp(1, 15), ldexp(1, 15), ldexp(1, -12), ldexp(1, -12), 1, 0};
+            *c = (cfg){ldexp(1, 15), ldexp(1, 15), ldexp(1, -12), ldexp(1, -12), 1, 0, 0};
         else if (which == 1)
-            *c = (cfg){ldexp(1, 12), 1, ldexp(1, -12), ldexp(1, -12), 1, 0};
+            *c = (cfg){ldexp(1, 12), 1, ldexp(1, -12), ldexp(1, -12), 1, 0, 0};
         else
             return -1;
         return 0;
     case NX_FP64:
         if (which)
             return -1;
-        *c = (cfg){ldexp(1, 200), 1, ldexp(1, -20), 1, 1, 0};
+        *c = (cfg){ldexp(1, 200), 1, ldexp(1, -20), 1, 1, 0, 0};
         return 0;
     default:
         return -1;
@@ -405,7 +406,10 @@ static int finish_row(state *s, size_t rq, const double *cnt)
             break;
         }
         int a = node_new(s->t, -1);
-        if (a < 0 || node_add(s->t, a, prev) || push_req(s, G, g, a, R.r, 0)) {
+        /* a leaf's sibling that took all but r: a chain seen from its far
+         * end (reverse(seq)); probe it from the other end */
+        int flip = s->t->node[prev].leaf >= 0 && R.r == R.H[0];
+        if (a < 0 || node_add(s->t, a, prev) || push_req(s, G, g, a, R.r, flip)) {
             rc = -1;
             break;
         }
@@ -417,7 +421,7 @@ static int finish_row(state *s, size_t rq, const double *cnt)
             if (sz[i] == above)
                 G[g++] = js[i];
         if (node_add(s->t, R.parent, prev) ||
-            (g && push_req(s, G, g, R.parent, R.r, s->t->node[prev].leaf >= 0)))
+            (g && push_req(s, G, g, R.parent, R.r, s->t->node[prev].leaf >= 0 && R.r == R.H[0])))
             rc = -1;
     }
     free(sz);
@@ -633,6 +637,8 @@ static nx_status run_rounds(state *s, int verbose, nx_err *err)
                 goto out;
             for (size_t i = 0; i < m; i++) {
                 double c = y[i] / f;
+                if (s->c.modbits && c >= 0)
+                    c = fmod(c, ldexp(1, s->c.modbits));
                 if (!(c >= 0) || c != floor(c) || c > (double)n) {
                     set_bad(s, "a probe gave %d fillers (probe %d), not a count", (int)(c > 1e9 ? -1 : c), (int)(p0 + i));
                     c = 0;
@@ -689,8 +695,27 @@ nx_status rv_reveal_order(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err
             continue;
         long cap = p >= 21 ? 1L << 20 : 1L << (p - 1);
         c.cap = cap < 2 ? 2 : cap;
-        for (int sign = 1; sign >= -1; sign -= 2) {
-            c.sign = sign;
+        /* rne, rna, rd: positive fillers vanish into +M and -M alike; ru:
+         * negative ones do.  rz moves -M + f toward zero by one ulp u of M
+         * each time fillers join it: with M = 1.5 * 2^(p-1) * u and
+         * u = 2^b f > n f, y = c u + (count) f holds the count in its low
+         * b bits while c u + n f stays exact (2b < p). */
+        int b = 1;
+        while (((size_t)1 << b) <= n)
+            b++;
+        for (int sign = 1; sign >= -3; sign -= 2) {
+            if (sign == -3) {
+                if (2 * b >= p)
+                    break;
+                c.sign = 1;
+                c.modbits = b;
+                c.aM = ldexp(1.5, p - 1 + b) * c.af * c.bf;
+                c.bM = 1;
+                if (c.aM >= nx_format(k->in_fmt)->max_finite)
+                    break;
+                c.cap = ((long)1 << b) - 1 < c.cap ? ((long)1 << b) - 1 : c.cap;
+            } else
+                c.sign = sign;
             rv_tree t = {0};
             t.root = -1;
             state s = {.k = k, .n = n, .c = c, .t = &t};
@@ -707,7 +732,7 @@ nx_status rv_reveal_order(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err
                 rv_tree_free(&res->tree);
                 res->tree = t;
                 res->n = n;
-                res->filler_sign = sign;
+                res->filler_sign = c.modbits ? 0 : sign;
                 res->count_bits = p;
                 res->order_calls = k->calls - calls0;
                 res->order_probes = k->probes - probes0;

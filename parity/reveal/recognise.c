@@ -39,7 +39,14 @@ static uint64_t combine(uint64_t *h, int k)
         return 0;
     if (k == 1)
         return h[0];
-    qsort(h, (size_t)k, sizeof *h, cmp_u64);
+    if (k == 2) {
+        if (h[0] > h[1]) {
+            uint64_t x = h[0];
+            h[0] = h[1];
+            h[1] = x;
+        }
+    } else
+        qsort(h, (size_t)k, sizeof *h, cmp_u64);
     uint64_t r = mix(0x5eedULL + (uint64_t)k);
     for (int i = 0; i < k; i++)
         r = mix(r ^ h[i]);
@@ -216,6 +223,72 @@ static int expr_of(const rv_tree *t, int i, char **p, size_t *len, size_t *cap)
     return 0;
 }
 
+/* A running sum (every inner node holds a leaf, but the lowest) whose
+ * terms come in a fixed permutation of each block of k: "order([...], seq)";
+ * NULL otherwise. */
+static char *order_of(const rv_tree *t, size_t n)
+{
+    int *seqv = malloc(n * sizeof *seqv);
+    if (!seqv)
+        return NULL;
+    size_t m = n;
+    int i = t->root;
+    while (m > 0) {
+        const rv_node *nd = &t->node[i];
+        if (nd->leaf >= 0) {
+            seqv[--m] = nd->leaf;
+            break;
+        }
+        if (nd->nch != 2)
+            break;
+        int l0 = t->node[nd->ch[0]].leaf, l1 = t->node[nd->ch[1]].leaf;
+        if (l0 >= 0 && l1 >= 0 && m == 2) {
+            /* the first two terms: either order is the same addition */
+            seqv[1] = l0 > l1 ? l0 : l1;
+            seqv[0] = l0 > l1 ? l1 : l0;
+            m = 0;
+            break;
+        }
+        if (l1 >= 0) {
+            seqv[--m] = l1;
+            i = nd->ch[0];
+        } else if (l0 >= 0) {
+            seqv[--m] = l0;
+            i = nd->ch[1];
+        } else
+            break;
+    }
+    char *out = NULL;
+    uint64_t want = m == 0 ? tree_hash(t, t->root) : 0;
+    /* the first pair of a running sum is unordered: both readings */
+    for (int sw = 0; sw < 2 && m == 0 && !out; sw++) {
+        if (sw) {
+            int x = seqv[0];
+            seqv[0] = seqv[1];
+            seqv[1] = x;
+        }
+        for (size_t k = 2; k <= 16 && k <= n && !out; k++) {
+            size_t full = n / k * k;
+            int ok = 1;
+            for (size_t x = 0; x < full && ok; x++)
+                ok = (size_t)seqv[x] / k == x / k && seqv[x] % (int)k == seqv[x % k];
+            for (size_t x = full; x < n && ok; x++)
+                ok = (size_t)seqv[x] == x;
+            if (!ok)
+                continue;
+            char b[256];
+            size_t l = (size_t)snprintf(b, sizeof b, "order([");
+            for (size_t x = 0; x < k; x++)
+                l += (size_t)snprintf(b + l, sizeof b - l, "%s%d", x ? ", " : "", seqv[x]);
+            snprintf(b + l, sizeof b - l, "], seq)");
+            if (cand_hash(b, n) == want)
+                out = strdup(b);
+        }
+    }
+    free(seqv);
+    return out;
+}
+
 char *rv_recognise(const rv_tree *t, size_t n)
 {
     if (!t->count || t->root < 0)
@@ -252,6 +325,12 @@ char *rv_recognise(const rv_tree *t, size_t n)
             else
                 snprintf(inner, sizeof inner, "chain(%d)", groups[i - nb]);
             for (size_t c = 0; c < nc; c++) {
+                snprintf(buf, sizeof buf, "split(%zu, %s, %s)", vals[v], inner, comb[c]);
+                if (try1(&s, buf))
+                    return s.found;
+                snprintf(buf, sizeof buf, "tile(%zu, %s, %s)", vals[v], inner, comb[c]);
+                if (try1(&s, buf))
+                    return s.found;
                 for (size_t bl = 0; bl < sizeof blocks / sizeof *blocks; bl++) {
                     if (blocks[bl] == 1)
                         snprintf(buf, sizeof buf, "stride(%zu, %s, %s)", vals[v], inner, comb[c]);
@@ -260,18 +339,15 @@ char *rv_recognise(const rv_tree *t, size_t n)
                     if (try1(&s, buf))
                         return s.found;
                 }
-                snprintf(buf, sizeof buf, "split(%zu, %s, %s)", vals[v], inner, comb[c]);
-                if (try1(&s, buf))
-                    return s.found;
-                snprintf(buf, sizeof buf, "tile(%zu, %s, %s)", vals[v], inner, comb[c]);
-                if (try1(&s, buf))
-                    return s.found;
             }
         }
     /* two levels: split or tile of a strided loop; a vector body with a
      * scalar tail */
-    for (size_t v = 0; v < nv; v++)
-        for (size_t l = 0; l < nv && vals[l] <= 256; l++)
+    size_t np2 = 0;
+    while (np2 < nv && vals[np2] == (size_t)2 << np2)
+        np2++;
+    for (size_t v = 0; v < np2; v++)
+        for (size_t l = 0; l < np2 && vals[l] <= 64; l++)
             for (size_t c1 = 0; c1 < nc; c1++)
                 for (size_t bl = 0; bl < 4; bl++) {
                     char inner[96];
@@ -301,6 +377,22 @@ char *rv_recognise(const rv_tree *t, size_t n)
                         }
                     }
                 }
+    /* K blocking with a halved remainder (a level-3 BLAS) */
+    for (size_t v = 0; v < nv; v++)
+        for (int al = 1; al <= 16; al *= 2)
+            for (size_t c = 0; c < nc; c++) {
+                snprintf(buf, sizeof buf, "tile(%zu, seq, %s, halve=%d)", vals[v], comb[c], al);
+                if (try1(&s, buf))
+                    return s.found;
+            }
+    /* a running sum over permuted blocks: order([...], seq) */
+    char *perm = order_of(t, n);
+    if (perm) {
+        int hit = try1(&s, perm);
+        free(perm);
+        if (hit)
+            return s.found;
+    }
     /* a binary tree the families above do not name: its bracketing */
     size_t len = 5, cap = 64;
     char *p = malloc(cap);

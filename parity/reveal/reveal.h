@@ -78,7 +78,8 @@ typedef struct rv_result {
     nx_fmt in_fmt;
     int out_fmt;
     rv_tree tree;           /* the revealed order */
-    int filler_sign;        /* the sign of the fillers that revealed it */
+    int filler_sign;        /* the sign of the fillers that revealed it; 0: the
+                             * toward-zero probes (counts modulo an ulp of M) */
     int count_bits;         /* the precision (bits) the counts were exact to */
     char *tree_text;        /* the recognised tree in the point language, or NULL */
     char *point;            /* the revealed point (inline TOML), or NULL */

@@ -1,0 +1,65 @@
+/* dot8.c: a hand-written C kernel served to `parity reveal` (docs/reveal.md).
+ *
+ * A dot product of fp32 rows with 8 strided accumulators, each a separate
+ * multiply and add (build with -ffp-contract=off), combined as a shared-
+ * memory halving: ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)).  Its
+ * point is { tree = "stride(8, seq, halving)", fma = false }.
+ *
+ *   cc -O2 -ffp-contract=off -I parity/reveal -DDOT8_MAIN examples/reveal/dot8.c -o dot8
+ *   parity reveal --exec './dot8 {in} {out}' --n 256      # one process per batch
+ *   parity reveal --serve './dot8 --serve' --n 256        # one process, a loop
+ *   cc -O2 -ffp-contract=off -shared -fPIC -I parity/reveal examples/reveal/dot8.c -o libdot8.so
+ *   parity reveal --dlopen ./libdot8.so:dot8 --n 256      # in process */
+#ifdef DOT8_MAIN
+#define PARITY_PROBE_MAIN
+#endif
+#include "parity_probe.h"
+
+#include <string.h>
+
+int dot8(parity_probe *p)
+{
+    if (strcmp(p->dtype, "F32") != 0)
+        return 1;
+    const float *a = p->a, *b = p->b;
+    float *y = p->y;
+    for (size_t r = 0; r < p->rows; r++) {
+        float l[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        for (size_t i = 0; i < p->n; i++) {
+            float t = a[r * p->n + i] * b[r * p->n + i];
+            l[i % 8] = l[i % 8] + t;
+        }
+        for (int o = 4; o >= 1; o /= 2)
+            for (int j = 0; j < o; j++)
+                l[j] = l[j] + l[j + o];
+        y[r] = l[0];
+    }
+    p->y_dtype = "F32";
+    return 0;
+}
+
+/* A bf16-out variant: the same sums, the result rounded to bf16 (ties to
+ * even) as a kernel with a bf16 epilogue does. */
+int dot8_bf16(parity_probe *p)
+{
+    int rc = dot8(p);
+    if (rc)
+        return rc;
+    float *yf = p->y;
+    unsigned short *yb = p->y;
+    for (size_t r = 0; r < p->rows; r++) {
+        unsigned int u;
+        memcpy(&u, &yf[r], 4);
+        u += 0x7fff + ((u >> 16) & 1);
+        yb[r] = (unsigned short)(u >> 16);
+    }
+    p->y_dtype = "BF16";
+    return 0;
+}
+
+#ifdef DOT8_MAIN
+int main(int argc, char **argv)
+{
+    return parity_probe_main(argc, argv, dot8);
+}
+#endif

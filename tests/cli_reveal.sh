@@ -1,0 +1,133 @@
+#!/bin/sh
+# cli_reveal.sh PARITY LIBDOT8 DOT8_EXEC CPU_PROBE EXAMPLES: `parity reveal`
+# (docs/reveal.md).  Every expected order and point below is written by
+# hand from the kernel's source or the simulated point's declaration, never
+# taken from reveal's output:
+#   - simulated points (in process): the order of each tree family, fused
+#     atoms (bf16 chain(8), fp16 chain(16)), a body with a scalar tail, K
+#     blocking with a halved remainder, a permuted running sum; the full
+#     point where the probes determine it;
+#   - a hand-written C kernel (examples/reveal/dot8.c: 8 strided lanes, a
+#     separate multiply and add, a halving combine; its bf16-out variant)
+#     by --dlopen, --exec and --serve;
+#   - the cpu backend's dot kernels (cpu_seq_dot: seq with fmaf;
+#     cpu_strided_dot: stride(V, seq, pairwise) with fmaf), by --exec;
+#   - the Python example where numpy is installed (skipped otherwise);
+#   - call counts against the goal (n log2 n * 2 calls) and the worst case;
+#   - usage errors exit 2, a failing kernel exits 3.
+set -u
+P=$1
+LIB=$2
+EXE=$3
+CPU=$4
+EX=$5
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# order KERNEL-ARGS... -- EXPECTED: the order line of --order-only
+order() {
+  exp=$1
+  shift
+  out=$("$P" reveal "$@" --order-only 2>"$T/err")
+  rc=$?
+  got=$(printf '%s\n' "$out" | sed -n 's/^order: //p')
+  if [ $rc -ne 0 ] || [ "$got" != "$exp" ]; then
+    fail "reveal $* : order '$got' (exit $rc), expected '$exp'"
+    cat "$T/err"
+  fi
+}
+
+# point EXPECTED-TOML KERNEL-ARGS...: the last line of a full reveal
+point() {
+  exp=$1
+  shift
+  out=$("$P" reveal "$@" 2>"$T/err")
+  rc=$?
+  got=$(printf '%s\n' "$out" | tail -n 1)
+  if [ $rc -ne 0 ] || [ "$got" != "$exp" ]; then
+    fail "reveal $* : exit $rc, point '$got', expected '$exp'"
+    cat "$T/err"
+  fi
+  printf '%s\n' "$out" | grep -q "^confidence: reproduced 1000 of 1000 " || fail "reveal $* : no full confidence line"
+}
+
+pt() { # pt ACC RND FMA TREE OUT: the canonical text of a plain point
+  echo "{ acc = \"$1\", rounding = \"$2\", fma = $3, product = \"exact\", tree = \"$4\", out = \"$5\", out_rounding = \"$2\", saturate = false }"
+}
+
+# --- simulated points: the order --------------------------------------------
+for tr in seq "reverse(seq)" pairwise halving "stride(8, seq, halving)" "stride(4, seq, pairwise, block=4)" \
+          "split(4, seq, pairwise)" "split(4, stride(8, seq, halving), seq)"; do
+  order "$tr" --simulate "{ tree = \"$tr\" }" --n 256
+done
+order "tile(16, pairwise, seq)" --simulate '{ tree = "tile(16, pairwise, seq)" }' --n 200
+order "chain(8)" --simulate '{ tree = "chain(8)", atom = "sm80.mma.bf16" }' --n 64 --dtype BF16
+order "chain(16)" --simulate '{ tree = "chain(16)", atom = "sm90.wgmma.f16" }' --n 64 --dtype F16
+order "split(2, chain(8), seq)" --simulate '{ tree = "split(2, chain(8), seq)", atom = "sm80.mma.f16" }' --n 64 --dtype F16
+order "body(8, stride(8, seq, halving), seq)" --simulate '{ tree = "body(8, stride(8, seq, halving), seq)" }' --n 203
+order "tile(320, seq, seq, halve=8)" --simulate '{ tree = "tile(320, seq, seq, halve=8)" }' --n 1000
+order "order([1, 0], seq)" --simulate '{ tree = "order([1, 0], seq)" }' --n 99
+# an fp32-accumulating kernel with a bf16 output: counts exact to 8 bits only
+order "stride(8, seq, halving)" --simulate '{ tree = "stride(8, seq, halving)", out = "bf16" }' --n 512
+# a bracketing no family names is printed as expr(...): n = 4 by hand
+order "expr(((0 + 3) + (1 + 2)))" --simulate '{ tree = "expr(((0 + 3) + (1 + 2)))" }' --n 4
+# the bracketing line at small n: seq at n = 4
+b=$("$P" reveal --simulate '{ tree = "seq" }' --n 4 --order-only | sed -n 's/^bracketing: //p')
+[ "$b" = "(((0+1)+2)+3)" ] || fail "bracketing of seq at n = 4: '$b'"
+
+# --- simulated points: the arithmetic ---------------------------------------
+point "$(pt fp32 rne true "stride(8, seq, halving)" fp32)" --simulate '{ tree = "stride(8, seq, halving)" }' --n 100
+point "$(pt fp32 rne false "seq" fp32)" --simulate '{ tree = "seq", fma = false }' --n 100
+point "$(pt fp32 rz true "stride(4, seq, halving)" fp32)" --simulate '{ tree = "stride(4, seq, halving)", rounding = "rz" }' --n 100
+point "$(pt fp32 ru true "stride(4, seq, halving)" fp32)" --simulate '{ tree = "stride(4, seq, halving)", rounding = "ru" }' --n 100
+point "$(pt fp64 rne true "seq" fp32)" --simulate '{ tree = "seq", acc = "fp64", out = "fp32" }' --n 100
+point "$(pt bf16 rne true "halving" bf16)" --simulate '{ tree = "halving", acc = "bf16" }' --n 64 --dtype BF16
+point '{ acc = "fp32", rounding = "rne", fma = true, product = "exact", tree = "chain(8)", atom = { frac_bits = 24, term_round = "rz", round = "rz", acc = "fp32", align = "operands" }, out = "fp32", out_rounding = "rne", saturate = false }' \
+  --simulate '{ tree = "chain(8)", atom = "sm80.mma.bf16" }' --n 64 --dtype BF16
+
+# --- a hand-written C kernel: in process, by command, by a served loop ------
+D8=$(pt fp32 rne false "stride(8, seq, halving)" fp32)
+point "$D8" --dlopen "$LIB:dot8" --n 100
+point "$(pt fp32 rne false "stride(8, seq, halving)" bf16)" --dlopen "$LIB:dot8_bf16" --n 100
+point "$D8" --exec "$EXE {in} {out}" --n 100
+point "$D8" --serve "$EXE --serve" --n 100
+
+# --- the cpu backend's kernels against their declared points ----------------
+point "$(pt fp32 rne true "seq" fp32)" --exec "$CPU seq {in} {out}" --n 100
+point "$(pt fp32 rne true "stride(8, seq, pairwise)" fp32)" --exec "$CPU stride8 {in} {out}" --n 100
+point "$(pt fp32 rne true "stride(16, seq, pairwise)" fp32)" --exec "$CPU stride16 {in} {out}" --n 100
+
+# --- the Python example -------------------------------------------------------
+if python3 -c 'import numpy' 2>/dev/null; then
+  out=$("$P" reveal --exec "python3 $EX/probe_numpy.py {in} {out}" --n 128 2>"$T/err")
+  echo "$out" | grep -q "^confidence: reproduced 1000 of 1000 " || { fail "numpy example: $out"; cat "$T/err"; }
+else
+  echo "cli_reveal: numpy is not installed: the Python example is skipped"
+fi
+
+# --- call counts ----------------------------------------------------------
+# halving at n = 1024: one round per level plus calibration, far below the
+# goal n log2 n * 2 = 20480 calls; probes at most n (n - 1) / 2 = 523776.
+out=$("$P" reveal --simulate '{ tree = "halving" }' --n 1024 --order-only)
+calls=$(echo "$out" | sed -n 's/^order probes: \([0-9]*\) rows in \([0-9]*\) calls.*/\2/p')
+rows=$(echo "$out" | sed -n 's/^order probes: \([0-9]*\) rows in \([0-9]*\) calls.*/\1/p')
+[ -n "$calls" ] && [ "$calls" -le 20 ] && [ "$rows" -le 523776 ] || fail "halving n = 1024: $rows rows in $calls calls"
+# seq: one round of n - 1 probes and the calibration call
+out=$("$P" reveal --simulate '{ tree = "seq" }' --n 1024 --order-only)
+echo "$out" | grep -q "^order probes: 1086 rows in 2 calls " || fail "seq n = 1024: $out"
+
+# --- errors ---------------------------------------------------------------
+"$P" reveal --n 8 >/dev/null 2>&1; [ $? -eq 2 ] || fail "no kernel: not exit 2"
+"$P" reveal --simulate '{ tree = "seq" }' >/dev/null 2>&1; [ $? -eq 2 ] || fail "no --n: not exit 2"
+"$P" reveal --simulate '{ tree = "seq" }' --n 8 --dtype F8_E4M3 >/dev/null 2>&1; [ $? -eq 2 ] || fail "--dtype F8: not exit 2"
+"$P" reveal --exec 'true' --n 8 >/dev/null 2>&1; [ $? -eq 2 ] || fail "--exec without {in}: not exit 2"
+"$P" reveal --exec 'false {in} {out}' --n 8 >/dev/null 2>"$T/err"; [ $? -eq 3 ] || fail "a failing command: not exit 3"
+grep -q 'exit status 1' "$T/err" || fail "a failing command: message '$(cat "$T/err")'"
+"$P" reveal --dlopen "$LIB:no_such_symbol" --n 8 >/dev/null 2>"$T/err"; [ $? -eq 2 ] || fail "a missing symbol: not exit 2"
+grep -q 'no_such_symbol' "$T/err" || fail "a missing symbol is not named"
+"$P" reveal --help | grep -q '^usage: parity reveal' || fail "--help"
+
+[ $fails -eq 0 ] && echo "cli_reveal: all passed"
+exit $((fails > 0))
