@@ -58,4 +58,22 @@ nx_status nx_fast_reduce(const nx_program *p, const nx_rows *in, double *y, int 
 nx_status nx_fast_reduce_ex(const nx_program *p, const nx_rows *in, double *y, int threads,
                             size_t *mpfr_rows, nx_err *err);
 
+/* The fast engine planned once for a program and the inputs' formats
+ * (has_c: rows with start values), then run on any number of batches of
+ * rows (nx_fast_run: as nx_fast_reduce_ex, without the vector path).  A
+ * plan is read-only while it runs: threads may share it. */
+typedef struct nx_fast nx_fast;
+nx_fast *nx_fast_new(const nx_program *p, nx_fmt a_fmt, nx_fmt b_fmt, int has_c, nx_fmt c_fmt, nx_err *err);
+nx_status nx_fast_run(const nx_fast *f, const nx_rows *in, double *y, int threads, size_t *mpfr_rows,
+                      nx_err *err);
+void nx_fast_free(nx_fast *f);
+
+/* The same on rows as stored (fp32, bf16, fp16 or fp64 elements, no
+ * decoding, nx_simd.h) where the point takes the vector path: *done = 1
+ * and y as nx_fast_reduce gives it; otherwise *done = 0 and nothing is
+ * computed (decode the rows and call nx_fast_reduce). */
+struct nx_simd_rows;
+nx_status nx_fast_reduce_raw(const nx_program *p, const struct nx_simd_rows *in, double *y, int threads,
+                             int *done, nx_err *err);
+
 #endif

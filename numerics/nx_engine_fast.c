@@ -38,6 +38,7 @@
 #include "nx_exact.h"
 #include "nx_mp.h"
 #include "nx_round_fast.h"
+#include "nx_simd.h"
 
 #include <math.h>
 #include <omp.h>
@@ -1520,15 +1521,113 @@ static int scratch_init(fx_scratch *s, const fx_plan *pl)
     return 0;
 }
 
+/* The vector path (nx_simd.c) where the point is native IEEE arithmetic:
+ * the results, then the `out` conversion.  1: done; 0: not taken. */
+static int simd_path(const nx_program *p, const nx_simd_rows *in, double *y, int threads, nx_status *st,
+                     nx_err *err)
+{
+    nx_simd_isa isa = nx_simd_isa_now();
+    if (isa == NX_SIMD_OFF || !nx_simd_eligible(p, in->a.fmt, p->dot ? in->b.fmt : in->a.fmt,
+                                                p->start ? in->c.fmt : NX_FP32))
+        return 0;
+    int rc = nx_simd_reduce(p, in, y, threads, isa);
+    if (rc > 0)
+        return 0;
+    if (rc < 0) {
+        *st = nx_err_set(err, NX_ENOMEM, "out of memory for the fast engine's vector path");
+        return 1;
+    }
+    fx_fmt fo;
+    fx_fmt_init(&fo, p->out);
+    for (size_t r = 0; r < in->rows; r++)
+        y[r] = fround(y[r], &fo, p->out_rounding, p->saturate);
+    *st = NX_OK;
+    return 1;
+}
+
+nx_status nx_fast_reduce_raw(const nx_program *p, const nx_simd_rows *in, double *y, int threads, int *done,
+                             nx_err *err)
+{
+    nx_status st = NX_OK;
+    *done = 0;
+    if (p->start && !in->c.p)
+        return nx_err_set(err, NX_EINVAL, "the point is reduced from a start value, but the rows have no c");
+    *done = simd_path(p, in, y, threads, &st, err);
+    return st;
+}
+
+struct nx_fast {
+    fx_plan pl;
+};
+
+nx_fast *nx_fast_new(const nx_program *p, nx_fmt a_fmt, nx_fmt b_fmt, int has_c, nx_fmt c_fmt, nx_err *err)
+{
+    nx_fast *f = malloc(sizeof *f);
+    if (!f) {
+        nx_err_set(err, NX_ENOMEM, "out of memory planning the fast engine");
+        return NULL;
+    }
+    static const double one = 1.0;
+    nx_rows in = {.rows = 0, .a_fmt = a_fmt, .a = &one, .b_fmt = b_fmt, .b = p->dot ? &one : NULL,
+                  .c_fmt = c_fmt, .c = has_c ? &one : NULL};
+    if (plan_build(&f->pl, p, &in, err)) {
+        free(f);
+        return NULL;
+    }
+    return f;
+}
+
+void nx_fast_free(nx_fast *f)
+{
+    if (!f)
+        return;
+    plan_free(&f->pl);
+    free(f);
+}
+
+/* The scalar block path over the rows, on a built plan. */
+static nx_status fast_run(const fx_plan *plp, const nx_rows *in, double *y, int threads, size_t *mpfr_rows,
+                          nx_err *err);
+
+nx_status nx_fast_run(const nx_fast *f, const nx_rows *in, double *y, int threads, size_t *mpfr_rows, nx_err *err)
+{
+    const nx_program *p = f->pl.p;
+    if (p->start && !in->c)
+        return nx_err_set(err, NX_EINVAL, "the point is reduced from a start value, but the rows have no c");
+    return fast_run(&f->pl, in, y, threads, mpfr_rows, err);
+}
+
 nx_status nx_fast_reduce_ex(const nx_program *p, const nx_rows *in, double *y, int threads,
                             size_t *mpfr_rows, nx_err *err)
 {
     if (p->start && !in->c)
         return nx_err_set(err, NX_EINVAL, "the point is reduced from a start value, but the rows have no c");
+    if (nx_simd_on_decoded()) {
+        nx_simd_rows sr = {.rows = in->rows,
+                           .a = {in->a, NX_ST_F64, in->a_fmt, p->n},
+                           .b = {in->b, NX_ST_F64, in->b_fmt, p->n},
+                           .c = {in->c, NX_ST_F64, in->c_fmt, 1}};
+        nx_status st;
+        if (simd_path(p, &sr, y, threads, &st, err)) {
+            if (mpfr_rows)
+                *mpfr_rows = 0;
+            return st;
+        }
+    }
     fx_plan pl;
     nx_status st = plan_build(&pl, p, in, err);
     if (st)
         return st;
+    st = fast_run(&pl, in, y, threads, mpfr_rows, err);
+    plan_free(&pl);
+    return st;
+}
+
+static nx_status fast_run(const fx_plan *plp, const nx_rows *in, double *y, int threads, size_t *mpfr_rows,
+                          nx_err *err)
+{
+    const fx_plan pl = *plp;
+    const nx_program *p = pl.p;
     size_t n = p->n, rows = in->rows;
     size_t nblocks = (rows + FX_B - 1) / FX_B;
     int failed = 0;
@@ -1603,7 +1702,6 @@ nx_status nx_fast_reduce_ex(const nx_program *p, const nx_rows *in, double *y, i
         if (ok)
             scratch_free(&sc);
     }
-    plan_free(&pl);
     if (mpfr_rows)
         *mpfr_rows = redone;
     if (failed)

@@ -1,6 +1,7 @@
 /* rows.c: dtype ↔ format mapping, decode and encode of tensors. */
 #include "rows.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,18 +29,40 @@ st_dtype rows_dtype_of_fmt(nx_fmt f)
     return dt;
 }
 
+/* Exact values of every pattern of the byte formats with at most 2^16
+ * patterns, built once (pthread_once: decoding runs on many threads). */
+static double tab_fp16[65536], tab_e4m3[256], tab_e5m2[256];
+static pthread_once_t tab_once = PTHREAD_ONCE_INIT;
+static void tab_init(void)
+{
+    for (size_t b = 0; b < 65536; b++)
+        tab_fp16[b] = nx_decode(NX_FP16, b, NULL);
+    for (size_t b = 0; b < 256; b++) {
+        tab_e4m3[b] = nx_decode(NX_E4M3, b, NULL);
+        tab_e5m2[b] = nx_decode(NX_E5M2, b, NULL);
+    }
+}
+
 nx_status rows_decode(const st_tensor *t, double *out, nx_err *err)
+{
+    return rows_decode_range(t, 0, (size_t)t->nelem, out, err);
+}
+
+nx_status rows_decode_range(const st_tensor *t, size_t first, size_t n, double *out, nx_err *err)
 {
     int f = rows_fmt_of_dtype(t->dtype);
     if (f < 0)
         return nx_err_set(err, NX_EINVAL, "tensor '%s': dtype %s is not a number format of docs/numerics.md §1",
                           t->name, st_dtype_name(t->dtype));
-    size_t n = (size_t)t->nelem;
+    if (first > t->nelem || n > t->nelem - first)
+        return nx_err_set(err, NX_EINVAL, "tensor '%s': elements %zu..%zu are past its %llu", t->name, first,
+                          first + n, (unsigned long long)t->nelem);
     const uint8_t *d = t->data;
     /* Fast paths for the byte-aligned formats models use (little-endian
      * storage, as safetensors specifies): the same exact values as
      * nx_decode, which the generic path and the tests use. */
     if (f == NX_FP32) {
+        d += 4 * first;
 #pragma omp parallel for schedule(static) if (n > (1u << 16))
         for (size_t i = 0; i < n; i++) {
             float v;
@@ -47,6 +70,7 @@ nx_status rows_decode(const st_tensor *t, double *out, nx_err *err)
             out[i] = (double)v; /* exact; NaN stays NaN */
         }
     } else if (f == NX_BF16) {
+        d += 2 * first;
 #pragma omp parallel for schedule(static) if (n > (1u << 16))
         for (size_t i = 0; i < n; i++) {
             uint32_t u = (uint32_t)d[2 * i] << 16 | (uint32_t)d[2 * i + 1] << 24;
@@ -55,28 +79,24 @@ nx_status rows_decode(const st_tensor *t, double *out, nx_err *err)
             out[i] = (double)v; /* bf16 is the top half of fp32: exact */
         }
     } else if (f == NX_FP64) {
-        memcpy(out, d, n * sizeof *out);
+        memcpy(out, d + 8 * first, n * sizeof *out);
     } else if (f == NX_FP16 || f == NX_E4M3 || f == NX_E5M2) {
-        /* at most 2^16 patterns: a table of their exact values */
-        size_t np = f == NX_FP16 ? 65536 : 256;
-        double *tab = malloc(np * sizeof *tab);
-        if (!tab)
-            return nx_err_set(err, NX_ENOMEM, "out of memory");
-        for (size_t b = 0; b < np; b++)
-            tab[b] = nx_decode((nx_fmt)f, b, NULL);
-        if (np == 256) {
+        pthread_once(&tab_once, tab_init);
+        if (f != NX_FP16) {
+            const double *tab = f == NX_E4M3 ? tab_e4m3 : tab_e5m2;
+            d += first;
 #pragma omp parallel for schedule(static) if (n > (1u << 16))
             for (size_t i = 0; i < n; i++)
                 out[i] = tab[d[i]];
         } else {
+            d += 2 * first;
 #pragma omp parallel for schedule(static) if (n > (1u << 16))
             for (size_t i = 0; i < n; i++)
-                out[i] = tab[(size_t)d[2 * i] | (size_t)d[2 * i + 1] << 8];
+                out[i] = tab_fp16[(size_t)d[2 * i] | (size_t)d[2 * i + 1] << 8];
         }
-        free(tab);
     } else {
         for (size_t i = 0; i < n; i++)
-            out[i] = nx_decode((nx_fmt)f, st_get_bits(t, d, i), NULL);
+            out[i] = nx_decode((nx_fmt)f, st_get_bits(t, d, first + i), NULL);
     }
     return NX_OK;
 }

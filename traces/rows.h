@@ -13,6 +13,9 @@ st_dtype rows_dtype_of_fmt(nx_fmt f);
 
 /* Decodes every element of t into out[nelem]. */
 nx_status rows_decode(const st_tensor *t, double *out, nx_err *err);
+/* Decodes elements first .. first + n - 1 (row-major) into out[n]: a block
+ * of rows at a time, with a buffer the caller reuses.  Thread-safe. */
+nx_status rows_decode_range(const st_tensor *t, size_t first, size_t n, double *out, nx_err *err);
 
 /* Encodes values (members of f) into tensor t of f's dtype.  A value with
  * no encoding is an error naming its index. */

@@ -10,6 +10,7 @@
 #include "nx_engine.h"
 #include "nx_limits.h"
 #include "nx_rowclass.h"
+#include "nx_simd.h"
 #include "point_toml.h"
 #include "rows.h"
 
@@ -213,6 +214,107 @@ static int pattern_of(nx_fmt f, double v, uint64_t *bits)
     return nx_encode(f, v, bits, NULL) == NX_OK;
 }
 
+/* IN's tensors, read in blocks of rows (docs/engines.md: reduce streams). */
+typedef struct reduce_src {
+    const st_tensor *a, *b, *c;
+    size_t rows, n;
+    nx_fmt a_fmt, b_fmt, c_fmt;
+} reduce_src;
+
+/* Rows r0 .. r0 + cnt - 1 decoded into a[cnt * n], b and c[cnt] (buffers
+ * the caller reuses), as nx_rows. */
+static nx_status src_rows(const reduce_src *s, size_t r0, size_t cnt, double *a, double *b, double *c, nx_rows *in,
+                          nx_err *err)
+{
+    nx_status st;
+    if ((st = rows_decode_range(s->a, r0 * s->n, cnt * s->n, a, err)) ||
+        (s->b && (st = rows_decode_range(s->b, r0 * s->n, cnt * s->n, b, err))) ||
+        (s->c && (st = rows_decode_range(s->c, r0, cnt, c, err))))
+        return st;
+    *in = (nx_rows){.rows = cnt, .a_fmt = s->a_fmt, .a = a, .b_fmt = s->b_fmt, .b = s->b ? b : NULL,
+                    .c_fmt = s->c_fmt, .c = s->c ? c : NULL};
+    return NX_OK;
+}
+
+/* The storage nx_simd reads in place; -1: none. */
+static int simd_store(const st_tensor *t)
+{
+    switch (t->dtype) {
+    case ST_F64: return NX_ST_F64;
+    case ST_F32: return NX_ST_F32;
+    case ST_BF16: return NX_ST_BF16;
+    case ST_F16: return NX_ST_F16;
+    default: return -1;
+    }
+}
+
+/* Every row of s into y, streaming: the fast engine's vector path reads
+ * the rows as stored; otherwise blocks of rows are decoded into reusable
+ * buffers (a few hundred KiB per thread) and evaluated, each thread its own
+ * blocks.  Every row is evaluated alone, so the bits do not depend on the
+ * thread count or the block size. */
+static nx_status reduce_stream(const nx_program *p, const reduce_src *s, int mpfr, int threads, double *y,
+                               nx_err *err)
+{
+    size_t rows = s->rows, n = s->n;
+    nx_status st = NX_OK;
+    nx_fast *fast = NULL;
+    if (!mpfr) {
+        int sa = simd_store(s->a), sb = s->b ? simd_store(s->b) : sa, sc = s->c ? simd_store(s->c) : sa;
+        if (sa >= 0 && sb >= 0 && sc >= 0) {
+            nx_simd_rows sr = {.rows = rows,
+                               .a = {s->a->data, (nx_simd_store)sa, s->a_fmt, n},
+                               .b = {s->b ? s->b->data : NULL, (nx_simd_store)sb, s->b_fmt, n},
+                               .c = {s->c ? s->c->data : NULL, (nx_simd_store)sc, s->c_fmt, 1}};
+            int done = 0;
+            if ((st = nx_fast_reduce_raw(p, &sr, y, threads, &done, err)) || done)
+                return st;
+        }
+        if (!(fast = nx_fast_new(p, s->a_fmt, s->b_fmt, s->c != NULL, s->c_fmt, err)))
+            return err->code;
+    }
+    /* blocks of whole engine blocks (8 rows), about 2^17 decoded values */
+    size_t per = (size_t)1 << 17, cnt = n && per / n > 8 ? per / n / 8 * 8 : 8;
+    size_t nblk = (rows + cnt - 1) / cnt;
+    int failed = 0;
+    nx_err first = {0};
+#pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads()) if (nblk > 1)
+    {
+        double *a = alloc_vals(cnt * n), *b = s->b ? alloc_vals(cnt * n) : NULL, *c = alloc_vals(cnt);
+        nx_err e = {0};
+        nx_status est = (!a || (s->b && !b) || !c) ? nx_err_set(&e, NX_ENOMEM, "out of memory for %zu rows of "
+                                                                               "%zu values", cnt, n)
+                                                   : NX_OK;
+#pragma omp for schedule(dynamic, 1)
+        for (size_t k = 0; k < nblk; k++) {
+            if (est || failed)
+                continue;
+            size_t r0 = k * cnt, m = rows - r0 < cnt ? rows - r0 : cnt;
+            nx_rows in;
+            if (!(est = src_rows(s, r0, m, a, b, c, &in, &e)))
+                est = mpfr ? nx_mpfr_reduce(p, &in, y + r0, 1, &e) : nx_fast_run(fast, &in, y + r0, 1, NULL, &e);
+        }
+        if (est) {
+#pragma omp critical(reduce_stream_err)
+            if (!failed) {
+                failed = 1;
+                first = e;
+            }
+        }
+        free(a);
+        free(b);
+        free(c);
+        if (mpfr)
+            mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE);
+    }
+    nx_fast_free(fast);
+    if (failed) {
+        *err = first;
+        return first.code;
+    }
+    return NX_OK;
+}
+
 /* The rows auto re-evaluates: first, last, evenly spaced between. */
 static size_t sample_rows(size_t rows, size_t k, size_t *out)
 {
@@ -233,7 +335,7 @@ static size_t sample_rows(size_t rows, size_t k, size_t *out)
 /* Re-evaluates the sample with MPFR and compares patterns.  Returns the
  * number of differing rows (each reported on stderr), or -1 when out of
  * memory. */
-static long check_sample(const nx_program *p, const nx_rows *in, const double *y, size_t k, int threads)
+static long check_sample(const nx_program *p, const reduce_src *src, const double *y, size_t k, int threads)
 {
     size_t *rs = malloc((k ? k : 1) * sizeof *rs);
     double *ym = malloc((k ? k : 1) * sizeof *ym);
@@ -242,21 +344,28 @@ static long check_sample(const nx_program *p, const nx_rows *in, const double *y
         free(ym);
         return -1;
     }
-    size_t m = sample_rows(in->rows, k, rs), n = p->n;
+    size_t m = sample_rows(src->rows, k, rs), n = p->n;
     int failed = 0;
 #pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads()) if (m > 1)
     {
         nx_mpfr_row *r = nx_mpfr_row_new(p);
-        if (!r) {
+        double *ab = alloc_vals(2 * n), c = 0;
+        if (!r || !ab) {
 #pragma omp atomic write
             failed = 1;
         }
 #pragma omp for schedule(dynamic, 1)
-        for (size_t j = 0; j < m; j++)
-            if (r)
-                ym[j] = nx_mpfr_row_eval_c(r, p, in->a_fmt, in->a + rs[j] * n, in->b_fmt,
-                                           in->b ? in->b + rs[j] * n : NULL, nx_rows_start(in, rs[j]));
+        for (size_t j = 0; j < m; j++) {
+            nx_rows in;
+            if (!r || !ab || src_rows(src, rs[j], 1, ab, ab + n, &c, &in, NULL)) {
+#pragma omp atomic write
+                failed = 1;
+                continue;
+            }
+            ym[j] = nx_mpfr_row_eval_c(r, p, in.a_fmt, in.a, in.b_fmt, in.b, nx_rows_start(&in, 0));
+        }
         nx_mpfr_row_free(r);
+        free(ab);
         mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE);
     }
     long bad = 0;
@@ -547,16 +656,25 @@ int cmd_reduce(int argc, char **argv)
     if (j.prog->nondeterministic)
         fprintf(stderr, "parity reduce: note: the tree uses 'atomic', whose order is undefined; the result is "
                         "its seq order, one admissible order, not a bit-exact reference\n");
-    j.a = alloc_vals(ta->nelem);
-    j.b = tb ? alloc_vals(tb->nelem) : NULL;
-    j.c = tc ? alloc_vals(rows) : NULL;
+    /* Row classes and the report read every row in memory; everything else
+     * streams (reduce_stream) */
+    int whole = j.pt.nclasses || reportp;
+    reduce_src src = {.a = ta, .b = tb, .c = tc, .rows = rows, .n = n,
+                      .a_fmt = (nx_fmt)rows_fmt_of_dtype(ta->dtype),
+                      .b_fmt = tb ? (nx_fmt)rows_fmt_of_dtype(tb->dtype) : NX_FP64,
+                      .c_fmt = tc ? (nx_fmt)rows_fmt_of_dtype(tc->dtype) : NX_FP64};
+    if (whole) {
+        j.a = alloc_vals(ta->nelem);
+        j.b = tb ? alloc_vals(tb->nelem) : NULL;
+        j.c = tc ? alloc_vals(rows) : NULL;
+    }
     j.y = alloc_vals(rows);
-    if (!j.a || (tb && !j.b) || (tc && !j.c) || !j.y) {
+    if ((whole && (!j.a || (tb && !j.b) || (tc && !j.c))) || !j.y) {
         st = nx_err_set(&err, NX_ENOMEM, "out of memory for %zu x %zu values", rows, n);
         goto fail;
     }
-    if ((st = rows_decode(ta, j.a, &err)) || (tb && (st = rows_decode(tb, j.b, &err))) ||
-        (tc && (st = rows_decode(tc, j.c, &err)))) {
+    if (whole && ((st = rows_decode(ta, j.a, &err)) || (tb && (st = rows_decode(tb, j.b, &err))) ||
+                  (tc && (st = rows_decode(tc, j.c, &err))))) {
         nx_err_prefix(&err, "%s", inp);
         goto fail;
     }
@@ -610,14 +728,16 @@ int cmd_reduce(int argc, char **argv)
             }
         }
     } else if (eng_mpfr) {
-        if ((st = nx_mpfr_reduce(j.prog, &in, j.y, threads, &err)))
+        if ((st = whole ? nx_mpfr_reduce(j.prog, &in, j.y, threads, &err)
+                        : reduce_stream(j.prog, &src, 1, threads, j.y, &err)))
             goto fail;
     } else {
-        if ((st = nx_fast_reduce(j.prog, &in, j.y, threads, &err)))
+        if ((st = whole ? nx_fast_reduce(j.prog, &in, j.y, threads, &err)
+                        : reduce_stream(j.prog, &src, 0, threads, j.y, &err)))
             goto fail;
         inject_fault(j.prog, j.y, rows);
         if (eng_auto && rows > 0) {
-            long diff = check_sample(j.prog, &in, j.y, (size_t)check, threads);
+            long diff = check_sample(j.prog, &src, j.y, (size_t)check, threads);
             if (diff < 0) {
                 st = nx_err_set(&err, NX_ENOMEM, "out of memory re-evaluating rows with MPFR");
                 goto fail;
