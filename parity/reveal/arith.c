@@ -232,9 +232,29 @@ nx_status rv_reveal_arith(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err
     }
     fit_space_init(&sp, (nx_fmt)k->out_fmt);
     have_space = 1;
-    fit_ctx ctx = {(nx_fmt)k->out_fmt, k->in_fmt, 1};
-    if ((st = fit_space_parse(&sp, &ctx, space, "the arithmetic space", err)))
-        goto out;
+    /* each line a whole point: added as they are (fit_space_parse's list
+     * expansion would cut a long expr(...) tree) */
+    for (char *line = space, *nl; *line; line = nl + 1) {
+        nl = strchr(line, '\n');
+        *nl = 0;
+        if (sp.count == sp.cap) {
+            size_t cap = sp.cap ? 2 * sp.cap : 256;
+            fit_cand *nc = realloc(sp.c, cap * sizeof *nc);
+            if (!nc) {
+                st = nx_err_set(err, NX_ENOMEM, "out of memory");
+                goto out;
+            }
+            sp.c = nc;
+            sp.cap = cap;
+        }
+        fit_cand c = {.toml = strdup(line), .acc = -1, .fma = -1, .product = -1, .atom_preset = -1, .atom_frac = -1,
+                      .atom_round = -1};
+        if (!c.toml) {
+            st = nx_err_set(err, NX_ENOMEM, "out of memory");
+            goto out;
+        }
+        sp.c[sp.count++] = c;
+    }
     fit_pair pair = {{rows, k->in_fmt, a, k->in_fmt, b, NX_FP64, NULL}, n, 1, y};
     fit_opts fo = {0, 0, o->verbose, NX_ENGINE_FAST, 1, 1};
     if ((st = fit_run(&pair, 1, &sp, &fo, &fr, err)))
