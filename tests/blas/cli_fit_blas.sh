@@ -11,11 +11,12 @@
 #     another seed) must give the library's bytes.  A routine without a
 #     reproducing point fails the test.  NAME_ROUTINE.space beside this
 #     script, when present, is the --space of that routine;
-#   - NAME_ROUTINE.point, when present: the point derived from the kernel's
-#     source (the last non-comment line) through `parity reduce` on the
-#     fresh inputs its `check N ROWS SEED` lines name (lengths that are not
-#     multiples of any block, other row counts) must give the library's
-#     bytes.
+#   - NAME_ROUTINE.point, when present and its `core` line names the core
+#     the library dispatches to here (OPENBLAS_VERBOSE, BLIS_ARCH_DEBUG):
+#     the point derived from the kernel's source (the one line that is not a
+#     comment, `core` or `check`) through `parity reduce` on the fresh inputs
+#     its `check N ROWS SEED` lines name (lengths that are not multiples of
+#     any block, other row counts) must give the library's bytes.
 # Exit 77 (skip) when a library is not installed.
 set -u
 PARITY=$1
@@ -40,6 +41,14 @@ run() { # run THREADS LIB ROUTINE N ROWS SEED IN Y
 
 for e in $LIBS; do
   name=${e%%:*} lib=${e#*:}
+  # the core the library dispatches to on this machine: its kernels, hence
+  # the points, depend on it
+  case $name in
+  openblas) core=$(OPENBLAS_VERBOSE=2 OPENBLAS_NUM_THREADS=1 "$DRIVE" "$lib" sdot 8 1 1 "$T/c.in" "$T/c.y" 2>&1 | sed -n 's/^Core: //p') ;;
+  blis) core=$(BLIS_ARCH_DEBUG=1 BLIS_NUM_THREADS=1 "$DRIVE" "$lib" sdot 8 1 1 "$T/c.in" "$T/c.y" 2>&1 | sed -n "s/.*sub-configuration '\\(.*\\)'.*/\\1/p") ;;
+  *) core=reference ;;
+  esac
+  echo "$name: core ${core:-unknown}"
   for rt in sdot sgemv_n sgemv_t sgemm; do
     tag="$name $rt"
     # Tier 1: thread count
@@ -56,8 +65,10 @@ for e in $LIBS; do
     # the point derived from the kernel's source (NAME_ROUTINE.point: `check N
     # ROWS SEED` lines, then the point) against the library on fresh inputs
     pf=$(dirname "$0")/${name}_$rt.point
-    if [ -f "$pf" ]; then
-      p=$(grep -v -e '^#' -e '^check ' -e '^ *$' "$pf")
+    if [ -f "$pf" ] && ! grep '^core ' "$pf" | tr ' ' '\n' | grep -qx "$core"; then
+      echo "skip: $tag: $(basename "$pf") holds for the cores $(sed -n 's/^core //p' "$pf"), not for ${core:-unknown}"
+    elif [ -f "$pf" ]; then
+      p=$(grep -v -e '^#' -e '^check ' -e '^core ' -e '^ *$' "$pf")
       grep '^check ' "$pf" | while read -r _ n rows seed; do
         run 1 "$lib" $rt $n $rows $seed "$T/pi" "$T/py" &&
           "$PARITY" reduce --numerics "$p" --in "$T/pi" --out "$T/pf" 2> "$T/err" || { echo "$n $rows $seed: $(cat "$T/err")"; continue; }
