@@ -122,6 +122,10 @@ int cli_check_outputs(const char *cmd, const cli_file *outs, size_t nouts, const
             return EXIT_INPUT;
         }
         file_id o = identify(outs[i].path);
+        if (!o.known) { /* said now, not after the work that would fill it */
+            cli_error(cmd, "%s %s: its directory does not exist (nothing written)", outs[i].opt, outs[i].path);
+            return EXIT_INPUT;
+        }
         for (size_t j = 0; j < nins; j++) {
             if (!ins[j].path)
                 continue;

@@ -99,7 +99,7 @@ static int parse_double(const char *opt, const char *v, double *out)
     errno = 0;
     double d = strtod(v, &end);
     if (errno || end == v || *end || !(d >= 0) || d > 1e9) {
-        cli_error("gate", "%s: '%s' is not a number >= 0", opt, v);
+        cli_error("gate", "%s: '%s' is not a number in [0, 1e9]", opt, v);
         return -1;
     }
     *out = d;
@@ -147,6 +147,10 @@ int cmd_gate(int argc, char **argv)
         cli_error("gate", "--shapes: unknown preset '%s' (expected small or 8b-layer)", preset);
         return EXIT_INPUT;
     }
+    /* --json is checked before both campaigns run, not found bad after */
+    const cli_file outs[] = {{"--json", json}};
+    if (cli_check_outputs("gate", outs, 1, NULL, 0))
+        return EXIT_INPUT;
     gate_opts o = {0};
     o.before = before;
     o.after = after;

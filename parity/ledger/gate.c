@@ -297,6 +297,19 @@ nx_status gate_run(const gate_opts *o, gate_report *r, nx_err *err)
         nx_err_prefix(err, "--after %s", o->after);
         goto out;
     }
+    /* a filter that selects nothing is bad input: said before any folder
+     * is made */
+    int any = !o->families;
+    for (size_t i = 0; i < na + nb && !any; i++) {
+        char f0[128];
+        family_of(i < na ? ia[i] : ib[i - na], f0, sizeof f0);
+        any = in_list(o->families, f0);
+    }
+    if (!any) {
+        st = nx_err_set(err, NX_EINVAL, "--families: no point of class %s belongs to '%s'", o->class_name,
+                        o->families);
+        goto out;
+    }
     if (o->traces) {
         snprintf(tmp, sizeof tmp, "%s", o->traces);
         if ((st = make_dir(tmp, err)))

@@ -34,7 +34,7 @@ option --json needs a value                                  | check tr.st --ker
 --engine: 'q' is not an engine built into this binary        | check tr.st --kernels $K --engine q --json w/j.json
 --json tr.st is the same file as TRACE tr.st                 | check tr.st --kernels $K --json tr.st
 --json dir.st: is not a regular file                         | check tr.st --kernels $K --json dir.st
-nodir/j.json: cannot create a temporary file beside it       | check tr.st --kernels $K --json nodir/j.json
+--json nodir/j.json: its directory does not exist         | check tr.st --kernels $K --json nodir/j.json
 nodir: cannot open the registry directory                    | check tr.st --kernels nodir --json w/j.json
 in.st: not a parity trace: __metadata__ key 'parity.trace' is missing | check in.st --kernels $K --json w/j.json
 none.st: cannot open                                         | check tr.st none.st --kernels $K --json w/j.json

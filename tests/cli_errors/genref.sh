@@ -45,7 +45,7 @@ unknown class 'nope'                                         | gen gemm.seq --ke
 family 'gemm' has no point 'nope' at class 'cpu'             | gen gemm.nope --kernels $K --shape M=3,N=5,K=40 --seed 1 -o w/x.st
 nodir: cannot open the registry directory                    | gen gemm.seq --kernels nodir --shape M=3,N=5,K=40 --seed 1 -o w/x.st
 --out reg: is not a regular file                             | gen gemm.seq --kernels $K --shape M=3,N=5,K=40 --seed 1 -o reg
-nodir/x.st: cannot create a temporary file beside it         | gen gemm.seq --kernels $K --shape M=3,N=5,K=40 --seed 1 -o nodir/x.st
+--out nodir/x.st: its directory does not exist             | gen gemm.seq --kernels $K --shape M=3,N=5,K=40 --seed 1 -o nodir/x.st
 needs FAMILY.POINT, --in and -o                              | ref
 needs FAMILY.POINT, --in and -o                              | ref gemm.seq --kernels $K --in a.st
 needs FAMILY.POINT, --in and -o                              | ref gemm.seq --kernels $K -o w/x.st
@@ -59,7 +59,7 @@ unexpected argument '--bogus'                                | ref gemm.seq --ke
 --threads: 'x' is not an integer in [1, 4096]                | ref gemm.seq --kernels $K --in a.st -o w/x.st --threads x
 --out a.st is the same file as --in a.st                     | ref gemm.seq --kernels $K --in a.st -o a.st
 --out reg: is not a regular file                             | ref gemm.seq --kernels $K --in a.st -o reg
-nodir/x.st: cannot create a temporary file beside it         | ref gemm.seq --kernels $K --in a.st -o nodir/x.st
+--out nodir/x.st: its directory does not exist             | ref gemm.seq --kernels $K --in a.st -o nodir/x.st
 none.st: cannot open                                         | ref gemm.seq --kernels $K --in none.st -o w/x.st
 trunc.st: header length 57 (byte 0) runs past                | ref gemm.seq --kernels $K --in trunc.st -o w/x.st
 unknown class 'nope'                                         | ref gemm.seq --kernels $K --in a.st -o w/x.st --class nope

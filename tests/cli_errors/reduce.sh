@@ -43,8 +43,8 @@ unknown argument 'extra'                                     | reduce --numerics
 --report ./good.st is the same file as --in good.st          | reduce --numerics '{}' --in good.st --out w/y.st --report ./good.st
 --out w/y.st and --report w/y.st are the same file           | reduce --numerics '{}' --in good.st --out w/y.st --report w/y.st
 --out dir.st: is not a regular file                          | reduce --numerics '{}' --in good.st --out dir.st
-nodir/y.st: cannot create a temporary file beside it         | reduce --numerics '{}' --in good.st --out nodir/y.st
-nodir/r.json: cannot create a temporary file beside it       | reduce --numerics '{}' --in good.st --out w/y.st --report nodir/r.json
+--out nodir/y.st: its directory does not exist             | reduce --numerics '{}' --in good.st --out nodir/y.st
+--report nodir/r.json: its directory does not exist        | reduce --numerics '{}' --in good.st --out w/y.st --report nodir/r.json
 --numerics:1:2:                                              | reduce --numerics '{' --in good.st --out w/y.st
 --numerics:1:9: key 'acc': unknown format 'q'                | reduce --numerics '{ acc = "q" }' --in good.st --out w/y.st
 --numerics:1:3: unknown key 'bogus'                          | reduce --numerics '{ bogus = 1 }' --in good.st --out w/y.st

@@ -37,7 +37,7 @@ str.jsonl:1: token 1 is a string, not an integer        | transcript c.jsonl str
 dup.jsonl:2: prompt 1 repeats line 1                    | transcript dup.jsonl dup.jsonl --json w/t.json
 --json c.jsonl is the same file as CONTROL c.jsonl      | transcript c.jsonl b.json --json c.jsonl
 --json $T: is not a regular file                        | transcript c.jsonl c.jsonl --json $T
-nodir/t.json: cannot create a temporary file beside it  | transcript c.jsonl c.jsonl --json nodir/t.json
+--json nodir/t.json: its directory does not exist      | transcript c.jsonl c.jsonl --json nodir/t.json
 needs METRICS and BARS files                            | tier3
 needs METRICS and BARS files                            | tier3 m.json --json w/t.json
 unexpected argument 'x'                                 | tier3 m.json b.json x
@@ -52,7 +52,7 @@ arr.json: the metrics are an array                      | tier3 arr.json b.json 
 arr.json: the bars are an array                         | tier3 m.json arr.json --json w/t.json
 --json m.json is the same file as METRICS m.json        | tier3 m.json b.json --json m.json
 --json ./b.json is the same file as BARS b.json         | tier3 m.json b.json --json ./b.json
-nodir/t.json: cannot create a temporary file beside it  | tier3 m.json b.json --json nodir/t.json
+--json nodir/t.json: its directory does not exist      | tier3 m.json b.json --json nodir/t.json
 EOF
 
 helps <<'EOF'
