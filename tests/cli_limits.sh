@@ -6,7 +6,8 @@
 # ask for minutes and gigabytes refused at once; the run-level lock of a
 # --traces folder; concurrent campaigns appending to one ledger.  Expected
 # numbers are worked out here by hand from the documented costs:
-#   reduce: 8 bytes per element of a (and b) + 64 per row; terms rows x n
+#   reduce: 64 bytes per row, + 8 per element of a (and b) when decoded at
+#   once (--report, row classes, check --numerics, fit); terms rows x n
 #   with a zero extent counted as 1; n <= --max-ops; work rows x operations;
 #   seq over n terms: one +0 and n additions, n + 1 operations;
 #   split(k, seq, seq) at n = 1: the part holding t0 is 2 operations, the
@@ -75,11 +76,20 @@ has out "tensor y: F32 [1000]" "--max-bytes 64000"
 run 2 "--max-bytes 63999" --max-bytes 63999 reduce --numerics "$P" --in "$T/e2.st" --out "$T/ye2b.st"
 has err "$T/e2.st: tensor 'a' of shape [1000, 0]: needs 64000 bytes, more than the limit of 63999 (raise it with --max-bytes)" "--max-bytes 63999"
 [ ! -e "$T/ye2b.st" ] || fail "--max-bytes 63999: an output was written"
-# [4, 3] with a and b: 8 x 24 + 64 x 4 = 448 bytes
+# [4, 3] with a and b, streamed: 64 x 4 = 256 bytes; with --report (every
+# element decoded at once) 8 x 24 + 256 = 448; check --numerics decodes
+# every element too
 "$CRAFT" rand "$T/r.st" F32 4 3 7 F32
-run 0 "--max-bytes 448" reduce --numerics "$P" --in "$T/r.st" --out "$T/yr.st" --max-bytes=448
-run 2 "--max-bytes 447" reduce --numerics "$P" --in "$T/r.st" --out "$T/yr2.st" --max-bytes 447
-has err "tensor 'a' of shape [4, 3]: needs 448 bytes, more than the limit of 447" "--max-bytes 447"
+run 0 "--max-bytes 256" reduce --numerics "$P" --in "$T/r.st" --out "$T/yr.st" --max-bytes=256
+run 2 "--max-bytes 255" reduce --numerics "$P" --in "$T/r.st" --out "$T/yr2.st" --max-bytes 255
+has err "tensor 'a' of shape [4, 3]: needs 256 bytes, more than the limit of 255" "--max-bytes 255"
+run 0 "--report --max-bytes 448" reduce --numerics "$P" --in "$T/r.st" --out "$T/yr5.st" --report "$T/yr5.json" --max-bytes=448
+run 2 "--report --max-bytes 447" reduce --numerics "$P" --in "$T/r.st" --out "$T/yr6.st" --report "$T/yr6.json" --max-bytes 447
+has err "tensor 'a' of shape [4, 3]: needs 448 bytes, more than the limit of 447" "--report --max-bytes 447"
+[ ! -e "$T/yr6.json" ] || fail "--report --max-bytes 447: the report was written"
+run 0 "check --numerics --max-bytes 448" check --numerics "$P" --in "$T/r.st" --out "$T/yr.st" --max-bytes 448
+run 2 "check --numerics --max-bytes 447" check --numerics "$P" --in "$T/r.st" --out "$T/yr.st" --max-bytes 447
+has err "tensor 'a' of shape [4, 3]: needs 448 bytes, more than the limit of 447" "check --numerics --max-bytes 447"
 # suffixes: 1K = 1024
 run 0 "--max-bytes 1K" reduce --numerics "$P" --in "$T/r.st" --out "$T/yr3.st" --max-bytes 1K
 run 2 "--max-bytes 0" reduce --numerics "$P" --in "$T/r.st" --out "$T/yr4.st" --max-bytes 0

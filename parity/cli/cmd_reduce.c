@@ -111,10 +111,22 @@ nx_status reduce_check_inputs(const char *path, const st_file *f, const st_tenso
     return reduce_check_inputs_c(path, f, a, b, NULL, err);
 }
 
+static nx_status check_inputs(const char *path, const st_file *f, const st_tensor **a, const st_tensor **b,
+                              const st_tensor **c, int whole, nx_err *err);
+
 /* The same; c != NULL also accepts the accumulator input 'c' of shape [rows]
- * (docs/numerics.md §6), *c = NULL when IN has none. */
+ * (docs/numerics.md §6), *c = NULL when IN has none.  The limits are
+ * counted for a caller that decodes every element (fit, check --numerics). */
 nx_status reduce_check_inputs_c(const char *path, const st_file *f, const st_tensor **a, const st_tensor **b,
                                 const st_tensor **c, nx_err *err)
+{
+    return check_inputs(path, f, a, b, c, 1, err);
+}
+
+/* whole: the caller decodes every element of a and b at once (else it
+ * streams them a block of rows at a time). */
+static nx_status check_inputs(const char *path, const st_file *f, const st_tensor **a, const st_tensor **b,
+                              const st_tensor **c, int whole, nx_err *err)
 {
     *a = st_find(f, "a");
     *b = st_find(f, "b");
@@ -156,18 +168,18 @@ nx_status reduce_check_inputs_c(const char *path, const st_file *f, const st_ten
                               "%s: tensor 'c' (shape %s): dtype %s is not a number format of docs/numerics.md §1", path,
                               shape_text(t, sh, sizeof sh), st_dtype_name(t->dtype));
     }
-    return reduce_check_limits(path, *a, *b != NULL, err);
+    return reduce_check_limits(path, *a, *b != NULL, whole, err);
 }
 
 /* What 'a' [rows, n] (and 'b') ask for, against the limits of
  * docs/limits.md, before anything is allocated for them: rows x n terms
  * (--max-terms), n itself against the operations of an expanded tree
  * (--max-ops: the point is expanded at n even for zero rows, its hash
- * names the shape), and 8 bytes per decoded element of a and b plus 64 per
- * row: c, the results, their encoding, check's reference and bounds
- * (--max-bytes).  A zero extent costs nothing
- * beyond that: [0, n] is an empty result, [rows, 0] rows of +0. */
-nx_status reduce_check_limits(const char *path, const st_tensor *a, int dot, nx_err *err)
+ * names the shape), and 64 bytes per row (c, the results, their encoding,
+ * check's reference and bounds) plus, when whole, 8 per decoded element
+ * of a and b (--max-bytes).  A zero extent costs nothing beyond that:
+ * [0, n] is an empty result, [rows, 0] rows of +0. */
+nx_status reduce_check_limits(const char *path, const st_tensor *a, int dot, int whole, nx_err *err)
 {
     char what[256], sh[96];
     uint64_t rows = (uint64_t)a->shape[0], n = (uint64_t)a->shape[1], vals, bytes;
@@ -180,7 +192,7 @@ nx_status reduce_check_limits(const char *path, const st_tensor *a, int dot, nx_
                           "%s: n = %llu terms per row is more than the limit of %llu operations of an expanded tree "
                           "(raise it with --max-ops)",
                           what, (unsigned long long)n, (unsigned long long)nx_limits_get()->max_ops);
-    if (!nx_limits_mul(a->nelem, dot ? 2 : 1, &vals) || !nx_limits_mul(rows, 8, &bytes) ||
+    if (!nx_limits_mul(whole ? a->nelem : 0, dot ? 2 : 1, &vals) || !nx_limits_mul(rows, 8, &bytes) ||
         __builtin_add_overflow(vals, bytes, &vals))
         return nx_err_set(err, NX_EINVAL, "%s: its size overflows 64 bits", what);
     return nx_limits_elems(vals, 8, what, err);
@@ -644,7 +656,10 @@ int cmd_reduce(int argc, char **argv)
     if ((st = pt_from_text(numerics, "--numerics", &j.pt, &err)))
         goto fail;
     j.have_pt = 1;
-    if ((st = st_read(inp, &j.in, &err)) || (st = reduce_check_inputs_c(inp, &j.in, &ta, &tb, &tc, &err)))
+    /* row classes and the report read every row in memory; everything else
+     * streams (reduce_stream), and only its rows count against the limits */
+    if ((st = st_read(inp, &j.in, &err)) ||
+        (st = check_inputs(inp, &j.in, &ta, &tb, &tc, j.pt.nclasses || reportp, &err)))
         goto fail;
     size_t rows = (size_t)ta->shape[0], n = (size_t)ta->shape[1];
     if ((st = nx_program_build_ex(&j.pt, n, tb != NULL, tc != NULL, &j.prog, &err))) {
