@@ -98,16 +98,16 @@ nx_status reduce_check_inputs(const char *path, const struct st_file *f, const s
                               const struct st_tensor **b, nx_err *err);
 /* The same, also accepting the accumulator input 'c' of shape [rows] (*c =
  * NULL when IN has none); a wrong shape or dtype names 'c' and its shape. */
-/* Checks 'a' [rows, n] (b: 'b' too) against the limits on sizes from
+nx_status reduce_check_inputs_c(const char *path, const struct st_file *f, const struct st_tensor **a,
+                                const struct st_tensor **b, const struct st_tensor **c, nx_err *err);
+/* Checks 'a' [rows, n] (dot: 'b' too) against the limits on sizes from
  * inputs (nx_limits.h, docs/limits.md): rows x n terms, n against the
- * operation limit, 8 bytes per decoded element and 64 per row; called by
- * reduce_check_inputs_c. */
-nx_status reduce_check_limits(const char *path, const struct st_tensor *a, int dot, nx_err *err);
+ * operation limit, 64 bytes per row and, when whole (every element decoded
+ * at once), 8 per element; called by reduce_check_inputs_c (whole). */
+nx_status reduce_check_limits(const char *path, const struct st_tensor *a, int dot, int whole, nx_err *err);
 struct nx_program;
 /* rows x the operations of p (the point expanded at n) against --max-work:
  * the work of evaluating every row (reduce, check --numerics). */
 nx_status reduce_check_work(const char *path, const struct st_tensor *a, const struct nx_program *p, nx_err *err);
-nx_status reduce_check_inputs_c(const char *path, const struct st_file *f, const struct st_tensor **a,
-                                const struct st_tensor **b, const struct st_tensor **c, nx_err *err);
 
 #endif
