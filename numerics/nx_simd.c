@@ -17,6 +17,7 @@
 
 #include <math.h>
 #include <omp.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,7 +41,16 @@ typedef struct vprog {
     int nslots;
     int32_t result_slot;
     int dbl;                    /* lanes are binary64 */
+    int dot;
+    int window;                 /* terms through a transposed window (WIN terms) */
 } vprog;
+
+/* Terms are read through a window of WIN consecutive terms of every lane,
+ * transposed into lane order a whole cache line of every row at a time:
+ * gathering term by term from rows a power of two apart hits one L1 set
+ * with every lane.  A program whose terms jump (stride trees) would refill
+ * the window too often; it gathers directly. */
+#define WIN 64
 
 /* ---------------------------------------------------------------------- */
 /* Eligibility. */
@@ -192,6 +202,24 @@ static int vprog_build(vprog *v, const nx_program *p, int T)
         }
         v->result_slot = slot[res];
         v->nslots = nslots ? nslots : 1;
+        v->dot = p->dot;
+        /* window refills, in program order */
+        size_t w0 = SIZE_MAX / 2, refills = 0;
+        for (size_t i = 0; i < p->nops; i++) {
+            const vop *o = &v->ops[i];
+            int32_t ts[2];
+            int nt = 0;
+            if ((o->code == C_LEAF || o->code == C_ADD || o->code == C_FMA) && (o->xk == K_V || o->xk == K_P))
+                ts[nt++] = o->x;
+            if (o->code == C_FMA || (o->code == C_ADD && (o->yk == K_V || o->yk == K_P)))
+                ts[nt++] = o->y;
+            for (int j = 0; j < nt; j++)
+                if ((size_t)ts[j] - w0 >= WIN) {
+                    w0 = (size_t)ts[j] / WIN * WIN;
+                    refills++;
+                }
+        }
+        v->window = refills * WIN <= 2 * p->n + WIN;
     }
     free(uses);
     free(last);
@@ -263,15 +291,30 @@ static const unsigned store_bytes[4] = {8, 4, 2, 2};
             (out)[k_] = (T)elem((base) + (size_t)(offs)[k_] + (t) * es_, (store));                   \
     } while (0)
 
-/* KERNEL(ATTR, NAME, T, V, W, LOAD, STORE, ADD, MUL, FMA, ZERO, GATHER, IDX) defines
+/* Term t of a (GA_) or b (GB_) in every lane: from the window (refilled
+ * when t is outside it) or gathered. */
+#define WIN_(t, FILL)                                                                                 \
+    if (win && (size_t)(t) - w0 >= WIN) {                                                             \
+        w0 = (size_t)(t) / WIN * WIN;                                                                 \
+        FILL(pa, sa, oa, n, w0, wa);                                                                  \
+        if (dot)                                                                                      \
+            FILL(pb, sb, ob, n, w0, wb);                                                              \
+    }
+#define GA_(t, LOAD, W, GATHER, FILL) (win ? LOAD(wa + ((size_t)(t) - w0) * W) : GATHER(pa, ia, oa, (size_t)(t), sa))
+#define GB_(t, LOAD, W, GATHER, FILL) (win ? LOAD(wb + ((size_t)(t) - w0) * W) : GATHER(pb, ib, ob, (size_t)(t), sb))
+
+/* KERNEL(ATTR, NAME, T, V, W, LOAD, STORE, ADD, MUL, FMA, ZERO, GATHER, IDX, FILL) defines
  * NAME(vp, src, offs, tc, slots, res): one block of W rows.  src[0], src[1]:
  * a and b, each {row pointer, store}; GATHER(base, idx, offs, t, store) is
  * term t of every lane. */
-#define KERNEL(ATTR, NAME, T, V, W, LOAD, STORE, ADD, MUL, FMA, ZERO, GATHER, IDXT, IDX)               \
+#define KERNEL(ATTR, NAME, T, V, W, LOAD, STORE, ADD, MUL, FMA, ZERO, GATHER, IDXT, IDX, FILL)         \
     ATTR static void NAME(const vprog *vp, const uint8_t *pa, int sa, const int32_t *oa,               \
-                          const uint8_t *pb, int sb, const int32_t *ob, const T *tc, T *slots, T *res)  \
+                          const uint8_t *pb, int sb, const int32_t *ob, const T *tc, T *slots, T *res,  \
+                          T *wa, T *wb, size_t n)                                                       \
     {                                                                                                 \
         IDXT ia = IDX(oa), ib = IDX(ob);                                                              \
+        size_t w0 = SIZE_MAX / 2;                                                                     \
+        const int win = vp->window, dot = vp->dot;                                                    \
         V r = ZERO();                                                                                 \
         const vop *o = vp->ops, *end = vp->ops + vp->nops;                                            \
         for (; o < end; o++) {                                                                        \
@@ -279,9 +322,10 @@ static const unsigned store_bytes[4] = {8, 4, 2, 2};
             switch (o->xk) {                                                                          \
             case K_R: x = r; break;                                                                   \
             case K_S: x = LOAD(slots + (size_t)o->x * W); break;                                      \
-            case K_V: x = GATHER(pa, ia, oa, (size_t)o->x, sa); break;                                \
+            case K_V: WIN_(o->x, FILL) x = GA_(o->x, LOAD, W, GATHER, FILL); break;                                \
             default:                                                                                  \
-                x = MUL(GATHER(pa, ia, oa, (size_t)o->x, sa), GATHER(pb, ib, ob, (size_t)o->x, sb));   \
+                WIN_(o->x, FILL)                                                                      \
+                x = MUL(GA_(o->x, LOAD, W, GATHER, FILL), GB_(o->x, LOAD, W, GATHER, FILL));   \
                 break;                                                                                \
             }                                                                                         \
             switch (o->code) {                                                                        \
@@ -289,15 +333,17 @@ static const unsigned store_bytes[4] = {8, 4, 2, 2};
             case C_START: r = LOAD(tc); break;                                                        \
             case C_LEAF: r = x; break;                                                                \
             case C_FMA:                                                                               \
-                r = FMA(GATHER(pa, ia, oa, (size_t)o->y, sa), GATHER(pb, ib, ob, (size_t)o->y, sb), x); \
+                WIN_(o->y, FILL)                                                                      \
+                r = FMA(GA_(o->y, LOAD, W, GATHER, FILL), GB_(o->y, LOAD, W, GATHER, FILL), x); \
                 break;                                                                                \
             default:                                                                                  \
                 switch (o->yk) {                                                                      \
                 case K_R: y = r; break;                                                               \
                 case K_S: y = LOAD(slots + (size_t)o->y * W); break;                                  \
-                case K_V: y = GATHER(pa, ia, oa, (size_t)o->y, sa); break;                            \
+                case K_V: WIN_(o->y, FILL) y = GA_(o->y, LOAD, W, GATHER, FILL); break;                            \
                 default:                                                                              \
-                    y = MUL(GATHER(pa, ia, oa, (size_t)o->y, sa), GATHER(pb, ib, ob, (size_t)o->y, sb)); \
+                    WIN_(o->y, FILL)                                                                  \
+                    y = MUL(GA_(o->y, LOAD, W, GATHER, FILL), GB_(o->y, LOAD, W, GATHER, FILL)); \
                     break;                                                                            \
                 }                                                                                     \
                 r = ADD(x, y);                                                                        \
@@ -307,6 +353,7 @@ static const unsigned store_bytes[4] = {8, 4, 2, 2};
                 STORE(slots + (size_t)o->dst * W, r);                                                 \
         }                                                                                             \
         (void)r;                                                                                      \
+        (void)ib;                                                                                     \
         memcpy(res, slots + (size_t)vp->result_slot * W, sizeof(T) * W);                              \
     }
 
@@ -342,8 +389,20 @@ static inline sd4 sd_gather(const uint8_t *base, int idx, const int32_t *offs, s
 }
 static inline int no_idx(const int32_t *o) { (void)o; return 0; }
 
-KERNEL(, kern_scalar_f, float, sf8, 8, sf_load, sf_store, sf_add, sf_mul, sf_fma, sf_zero, sf_gather, int, no_idx)
-KERNEL(, kern_scalar_d, double, sd4, 4, sd_load, sd_store, sd_add, sd_mul, sd_fma, sd_zero, sd_gather, int, no_idx)
+/* A window filled term by term (every variant but AVX-512 fp32 lanes). */
+#define FILLG(ATTR, NAME, T, W, STORE, GATHER, IDXT, IDX)                                              \
+    ATTR static void NAME(const uint8_t *p, int store, const int32_t *offs, size_t n, size_t w0, T *w) \
+    {                                                                                                 \
+        IDXT ix = IDX(offs);                                                                          \
+        size_t t1 = w0 + WIN < n ? w0 + WIN : n;                                                      \
+        for (size_t t = w0; t < t1; t++)                                                              \
+            STORE(w + (t - w0) * W, GATHER(p, ix, offs, t, store));                                   \
+    }
+
+FILLG(, fill_scalar_f, float, 8, sf_store, sf_gather, int, no_idx)
+FILLG(, fill_scalar_d, double, 4, sd_store, sd_gather, int, no_idx)
+KERNEL(, kern_scalar_f, float, sf8, 8, sf_load, sf_store, sf_add, sf_mul, sf_fma, sf_zero, sf_gather, int, no_idx, fill_scalar_f)
+KERNEL(, kern_scalar_d, double, sd4, 4, sd_load, sd_store, sd_add, sd_mul, sd_fma, sd_zero, sd_gather, int, no_idx, fill_scalar_d)
 
 #ifdef NX_SIMD_X86
 #define A2 __attribute__((target("avx2,fma,f16c")))
@@ -393,10 +452,12 @@ A2 static inline __m256d a2_gd(const uint8_t *b, __m128i ix, const int32_t *offs
         return _mm256_cvtps_pd(_mm_cvtph_ps(_mm_packus_epi32(w, w)));
     }
 }
+FILLG(A2, fill_avx2_f, float, 8, _mm256_store_ps, a2_gf, __m256i, a2_idx8)
+FILLG(A2, fill_avx2_d, double, 4, _mm256_store_pd, a2_gd, __m128i, a2_idx4)
 KERNEL(A2, kern_avx2_f, float, __m256, 8, _mm256_load_ps, _mm256_store_ps, _mm256_add_ps, _mm256_mul_ps,
-       _mm256_fmadd_ps, _mm256_setzero_ps, a2_gf, __m256i, a2_idx8)
+       _mm256_fmadd_ps, _mm256_setzero_ps, a2_gf, __m256i, a2_idx8, fill_avx2_f)
 KERNEL(A2, kern_avx2_d, double, __m256d, 4, _mm256_load_pd, _mm256_store_pd, _mm256_add_pd, _mm256_mul_pd,
-       _mm256_fmadd_pd, _mm256_setzero_pd, a2_gd, __m128i, a2_idx4)
+       _mm256_fmadd_pd, _mm256_setzero_pd, a2_gd, __m128i, a2_idx4, fill_avx2_d)
 
 /* AVX-512: 16 fp32 lanes, 8 fp64 lanes. */
 A5 static inline __m512i a5_idx16(const int32_t *o) { return _mm512_loadu_si512(o); }
@@ -443,10 +504,75 @@ A5 static inline __m512d a5_gd(const uint8_t *b, __m256i ix, const int32_t *offs
         return _mm512_cvtps_pd(_mm256_cvtph_ps(_mm256_castsi256_si128(w)));
     }
 }
+/* 16 rows x 16 terms, transposed in registers: r[k] = row k's terms on
+ * entry, r[t] = term t's rows on return. */
+A5 static inline void a5_tr16(__m512 *r)
+{
+    __m512 t[16];
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);     /* a0 b0 a1 b1 per 128 bits */
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]); /* a2 b2 a3 b3 */
+    }
+    for (int i = 0; i < 4; i++) {
+        __m512d x0 = _mm512_castps_pd(t[4 * i]), x1 = _mm512_castps_pd(t[4 * i + 1]),
+                x2 = _mm512_castps_pd(t[4 * i + 2]), x3 = _mm512_castps_pd(t[4 * i + 3]);
+        r[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(x0, x2));     /* a0 b0 c0 d0 */
+        r[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(x0, x2)); /* a1 b1 c1 d1 */
+        r[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(x1, x3)); /* a2 b2 c2 d2 */
+        r[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(x1, x3)); /* a3 b3 c3 d3 */
+    }
+    /* r[4g + j], 128-bit lane L: column j + 4L of rows 4g .. 4g + 3 */
+    __m512 o[16];
+    for (int j = 0; j < 4; j++) {
+        __m512 u0 = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x88), u1 = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xdd),
+               u2 = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x88),
+               u3 = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xdd);
+        o[j] = _mm512_shuffle_f32x4(u0, u2, 0x88);
+        o[j + 8] = _mm512_shuffle_f32x4(u0, u2, 0xdd);
+        o[j + 4] = _mm512_shuffle_f32x4(u1, u3, 0x88);
+        o[j + 12] = _mm512_shuffle_f32x4(u1, u3, 0xdd);
+    }
+    for (int c = 0; c < 16; c++)
+        r[c] = o[c];
+}
+
+/* 16 terms of one row from t on, exactly as fp32. */
+#define A5_ROW(store, q)                                                                                  \
+    ((store) == NX_ST_F32    ? _mm512_loadu_ps(q)                                                         \
+     : (store) == NX_ST_BF16 ? _mm512_castsi512_ps(                                                       \
+                                   _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(q))), 16)) \
+     : (store) == NX_ST_F16  ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(q)))                  \
+                             : _mm512_castpd_ps(_mm512_insertf64x4(                                       \
+                                   _mm512_castps_pd(_mm512_castps256_ps512(_mm512_cvtpd_ps(_mm512_loadu_pd(q)))), \
+                                   _mm256_castps_pd(_mm512_cvtpd_ps(_mm512_loadu_pd((const double *)(q) + 8))), 1)))
+
+#define A5_FILL_CASE(ST)                                                                                  \
+    for (; t + 16 <= t1; t += 16) {                                                                       \
+        __m512 r[16];                                                                                     \
+        for (int k = 0; k < 16; k++)                                                                      \
+            r[k] = A5_ROW(ST, (const void *)(p + (size_t)offs[k] + t * es));                             \
+        a5_tr16(r);                                                                                       \
+        for (int c = 0; c < 16; c++)                                                                      \
+            _mm512_store_ps(w + (t - w0 + (size_t)c) * 16, r[c]);                                         \
+    }
+
+A5 static void fill_avx512_f(const uint8_t *p, int store, const int32_t *offs, size_t n, size_t w0, float *w)
+{
+    size_t t1 = w0 + WIN < n ? w0 + WIN : n, t = w0, es = store_bytes[store];
+    switch (store) {
+    case NX_ST_F32: A5_FILL_CASE(NX_ST_F32) break;
+    case NX_ST_BF16: A5_FILL_CASE(NX_ST_BF16) break;
+    case NX_ST_F16: A5_FILL_CASE(NX_ST_F16) break;
+    default: A5_FILL_CASE(NX_ST_F64) break;
+    }
+    for (; t < t1; t++)
+        LANES(float, 16, w + (t - w0) * 16, p, offs, t, store);
+}
+FILLG(A5, fill_avx512_d, double, 8, _mm512_store_pd, a5_gd, __m256i, a5_idx8)
 KERNEL(A5, kern_avx512_f, float, __m512, 16, _mm512_load_ps, _mm512_store_ps, _mm512_add_ps, _mm512_mul_ps,
-       _mm512_fmadd_ps, _mm512_setzero_ps, a5_gf, __m512i, a5_idx16)
+       _mm512_fmadd_ps, _mm512_setzero_ps, a5_gf, __m512i, a5_idx16, fill_avx512_f)
 KERNEL(A5, kern_avx512_d, double, __m512d, 8, _mm512_load_pd, _mm512_store_pd, _mm512_add_pd, _mm512_mul_pd,
-       _mm512_fmadd_pd, _mm512_setzero_pd, a5_gd, __m256i, a5_idx8)
+       _mm512_fmadd_pd, _mm512_setzero_pd, a5_gd, __m256i, a5_idx8, fill_avx512_d)
 #endif
 
 /* ---------------------------------------------------------------------- */
@@ -491,9 +617,9 @@ const char *nx_simd_isa_name(nx_simd_isa isa)
 }
 
 typedef void (*kern_f)(const vprog *, const uint8_t *, int, const int32_t *, const uint8_t *, int,
-                       const int32_t *, const float *, float *, float *);
+                       const int32_t *, const float *, float *, float *, float *, float *, size_t);
 typedef void (*kern_d)(const vprog *, const uint8_t *, int, const int32_t *, const uint8_t *, int,
-                       const int32_t *, const double *, double *, double *);
+                       const int32_t *, const double *, double *, double *, double *, double *, size_t);
 
 int nx_simd_reduce(const nx_program *p, const nx_simd_rows *in, double *acc, int threads, nx_simd_isa isa)
 {
@@ -526,12 +652,13 @@ int nx_simd_reduce(const nx_program *p, const nx_simd_rows *in, double *acc, int
     int failed = 0;
 #pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads()) if (nblocks > 1)
     {
-        uint8_t *buf = aligned_alloc(64, sbytes + 2 * 64);
+        size_t wbytes = WIN * (size_t)W * es;
+        uint8_t *buf = aligned_alloc(64, sbytes + 2 * 64 + 2 * wbytes);
         if (!buf) {
 #pragma omp atomic write
             failed = 1;
         }
-        uint8_t *tc = buf + sbytes, *res = buf + sbytes + 64;
+        uint8_t *tc = buf + sbytes, *res = buf + sbytes + 64, *wa = buf + sbytes + 128, *wb = wa + wbytes;
         int32_t oa[16], ob[16];
 #pragma omp for schedule(static)
         for (size_t blk = 0; blk < nblocks; blk++) {
@@ -555,11 +682,13 @@ int nx_simd_reduce(const nx_program *p, const nx_simd_rows *in, double *acc, int
                           *pb = p->dot ? (const uint8_t *)in->b.p + r0 * rb : pa;
             int sa = in->a.store, sb = p->dot ? (int)in->b.store : sa;
             if (dbl) {
-                kd(&vp, pa, sa, oa, pb, sb, ob, (const double *)tc, (double *)buf, (double *)res);
+                kd(&vp, pa, sa, oa, pb, sb, ob, (const double *)tc, (double *)buf, (double *)res, (double *)wa,
+                   (double *)wb, p->n);
                 for (size_t k = 0; k < nb; k++)
                     acc[r0 + k] = ((double *)res)[k];
             } else {
-                kf(&vp, pa, sa, oa, pb, sb, ob, (const float *)tc, (float *)buf, (float *)res);
+                kf(&vp, pa, sa, oa, pb, sb, ob, (const float *)tc, (float *)buf, (float *)res, (float *)wa,
+                   (float *)wb, p->n);
                 for (size_t k = 0; k < nb; k++)
                     acc[r0 + k] = ((float *)res)[k];
             }
