@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 nx_status shard_parse(const char *spec, int *index, int *count, nx_err *err)
 {
@@ -199,12 +200,23 @@ nx_status ledger_merge(const char *out, char *const *ins, size_t nin, ledger_mer
         if (stat(out, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino)
             return nx_err_set(err, NX_EINVAL, "ledger %s: is the output itself", ins[k]);
     }
+    /* every input is opened, and so checked, before OUT is: a foreign or
+     * newer ledger among them is said before OUT is created */
+    nx_status st;
+    for (size_t k = 0; k < nin; k++) {
+        sqlite3 *src;
+        if ((st = ledger_open_db(ins[k], 0, &src, err)))
+            return st;
+        sqlite3_close(src);
+    }
+    int made = stat(out, &sb) != 0;
     sqlite3 *db;
-    nx_status st = ledger_open_db(out, 1, &db, err);
-    if (st)
+    if ((st = ledger_open_db(out, 1, &db, err)))
         return st;
     for (size_t k = 0; k < nin && !st; k++)
         st = merge_one(db, out, ins[k], ms, err);
     sqlite3_close(db);
+    if (st && made) /* an OUT this merge created and could not fill goes */
+        unlink(out);
     return st;
 }

@@ -8,6 +8,7 @@
 cd "$T" || exit 1
 mkdir dir.json w/old
 printf 'not a database\n' > bad.db
+sqlite3 foreign.db 'CREATE TABLE x(a);' || fail "sqlite3"
 C="campaign --class cpu --kernels $K"
 
 errors <<'EOF'
@@ -62,6 +63,7 @@ nodir: cannot open the registry directory                    | campaign --class 
 # a new folder nor a lock file in an existing one stays
 ledger bad.db: not an SQLite database                        | $C --families gemm --ledger bad.db --traces w/tr --json w/j.json --quiet
 ledger bad.db: not an SQLite database                        | $C --families gemm --ledger bad.db --traces w/old --quiet
+ledger foreign.db: not a parity ledger                       | $C --families gemm --ledger foreign.db --traces w/tr --quiet
 EOF
 
 helps <<'EOF'
