@@ -91,6 +91,8 @@ point '{ acc = "fp32", rounding = "rne", fma = true, product = "exact", tree = "
 D8=$(pt fp32 rne false "stride(8, seq, halving)" fp32)
 point "$D8" --dlopen "$LIB:dot8" --n 100
 point "$(pt fp32 rne false "stride(8, seq, halving)" bf16)" --dlopen "$LIB:dot8_bf16" --n 100
+point "$(pt fp32 rne true "stride(4, seq, expr(((0 + 3) + (1 + 2))))" fp32)" --dlopen "$LIB:dot4_fma" --n 100
+point "$(pt fp32 rne true "body(4, stride(4, seq, expr(((0 + 3) + (1 + 2)))), seq, carry)" fp32)" --dlopen "$LIB:dot4_fma" --n 103
 point "$D8" --exec "$EXE {in} {out}" --n 100
 point "$D8" --serve "$EXE --serve" --n 100
 
@@ -100,9 +102,19 @@ point "$(pt fp32 rne true "stride(8, seq, pairwise)" fp32)" --exec "$CPU stride8
 point "$(pt fp32 rne true "stride(16, seq, pairwise)" fp32)" --exec "$CPU stride16 {in} {out}" --n 100
 
 # --- the Python example -------------------------------------------------------
-if python3 -c 'import numpy' 2>/dev/null; then
-  out=$("$P" reveal --exec "python3 $EX/probe_numpy.py {in} {out}" --n 128 2>"$T/err")
+PY=
+for py in python3 /usr/bin/python3; do
+  if "$py" -c 'import numpy' 2>/dev/null; then PY=$py; break; fi
+done
+if [ -n "$PY" ]; then
+  # numpy's float32 sum: products rounded first, then its pairwise sum (8
+  # strided accumulators combined ((r0 + r1) + (r2 + r3)) + ((r4 + r5) +
+  # (r6 + r7)) in blocks up to 128, halves cut to multiples of 8 above)
+  out=$("$P" reveal --exec "$PY $EX/probe_numpy.py {in} {out}" --n 128 2>"$T/err")
+  echo "$out" | grep -q '^order: stride(8, seq, pairwise)$' || { fail "numpy example, n = 128: $out"; cat "$T/err"; }
   echo "$out" | grep -q "^confidence: reproduced 1000 of 1000 " || { fail "numpy example: $out"; cat "$T/err"; }
+  out=$("$P" reveal --exec "$PY $EX/probe_numpy.py {in} {out}" --n 256 2>"$T/err")
+  echo "$out" | grep -q '^order: split(2, stride(8, seq, pairwise), seq)$' || { fail "numpy example, n = 256: $out"; cat "$T/err"; }
 else
   echo "cli_reveal: numpy is not installed: the Python example is skipped"
 fi

@@ -3,18 +3,20 @@
  * A dot product of fp32 rows with 8 strided accumulators, each a separate
  * multiply and add (build with -ffp-contract=off), combined as a shared-
  * memory halving: ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)).  Its
- * point is { tree = "stride(8, seq, halving)", fma = false }.
+ * point is { tree = "stride(8, seq, halving)", fma = false }.  More kernels
+ * below (a bf16 epilogue; 4 fused lanes with an irregular combine and a tail).
  *
- *   cc -O2 -ffp-contract=off -I parity/reveal -DDOT8_MAIN examples/reveal/dot8.c -o dot8
+ *   cc -O2 -ffp-contract=off -I parity/reveal -DDOT8_MAIN examples/reveal/dot8.c -o dot8 -lm
  *   parity reveal --exec './dot8 {in} {out}' --n 256      # one process per batch
  *   parity reveal --serve './dot8 --serve' --n 256        # one process, a loop
- *   cc -O2 -ffp-contract=off -shared -fPIC -I parity/reveal examples/reveal/dot8.c -o libdot8.so
+ *   cc -O2 -ffp-contract=off -shared -fPIC -I parity/reveal examples/reveal/dot8.c -o libdot8.so -lm
  *   parity reveal --dlopen ./libdot8.so:dot8 --n 256      # in process */
 #ifdef DOT8_MAIN
 #define PARITY_PROBE_MAIN
 #endif
 #include "parity_probe.h"
 
+#include <math.h>
 #include <string.h>
 
 int dot8(parity_probe *p)
@@ -54,6 +56,35 @@ int dot8_bf16(parity_probe *p)
         yb[r] = (unsigned short)(u >> 16);
     }
     p->y_dtype = "BF16";
+    return 0;
+}
+
+/* A 4-lane loop with fused multiply-adds, the lanes combined as
+ * (l0 + l3) + (l1 + l2), and a scalar tail that continues from the
+ * combined value: { tree = "body(4, stride(4, seq, expr(((0 + 3) + (1 + 2)))),
+ * seq, carry)", fma = true } (at n a multiple of 4 the body alone). */
+int dot4_fma(parity_probe *p)
+{
+    if (strcmp(p->dtype, "F32") != 0)
+        return 1;
+    const float *a = p->a, *b = p->b;
+    float *y = p->y;
+    for (size_t r = 0; r < p->rows; r++) {
+        const float *x = a + r * p->n, *w = b + r * p->n;
+        float l0 = 0, l1 = 0, l2 = 0, l3 = 0;
+        size_t i = 0;
+        for (; i + 4 <= p->n; i += 4) {
+            l0 = fmaf(x[i], w[i], l0);
+            l1 = fmaf(x[i + 1], w[i + 1], l1);
+            l2 = fmaf(x[i + 2], w[i + 2], l2);
+            l3 = fmaf(x[i + 3], w[i + 3], l3);
+        }
+        float s = (l0 + l3) + (l1 + l2);
+        for (; i < p->n; i++)
+            s = fmaf(x[i], w[i], s);
+        y[r] = s;
+    }
+    p->y_dtype = "F32";
     return 0;
 }
 

@@ -289,6 +289,113 @@ static char *order_of(const rv_tree *t, size_t n)
     return out;
 }
 
+/* Per node: its least and greatest term, and the residue mod L all its
+ * terms share (-1: mixed). */
+typedef struct span {
+    int lo, hi, res;
+} span;
+
+static span span_of(const rv_tree *t, int i, int L, span *sp)
+{
+    const rv_node *nd = &t->node[i];
+    span r;
+    if (nd->leaf >= 0)
+        r = (span){nd->leaf, nd->leaf, nd->leaf % L};
+    else {
+        r = (span){1 << 30, -1, -2};
+        for (int k = 0; k < nd->nch; k++) {
+            span c = span_of(t, nd->ch[k], L, sp);
+            if (c.lo < r.lo)
+                r.lo = c.lo;
+            if (c.hi > r.hi)
+                r.hi = c.hi;
+            r.res = r.res == -2 ? c.res : r.res == c.res ? r.res : -1;
+        }
+    }
+    sp[i] = r;
+    return r;
+}
+
+/* The combine of L lanes as an expr over lane indices: below node i, a
+ * node whose terms are all of lane l and all of that lane's terms in
+ * [0, m) is the lane l. */
+static int lanes_expr(const rv_tree *t, int i, int L, size_t m, const span *sp, char *b, size_t cap, size_t *len)
+{
+    const rv_node *nd = &t->node[i];
+    const span *x = &sp[i];
+    if (x->res >= 0) {
+        size_t want = x->res < (int)m ? (m - 1 - (size_t)x->res) / (size_t)L + 1 : 0;
+        if ((size_t)nd->size != want || x->lo != x->res)
+            return -1;
+        int k = snprintf(b + *len, cap - *len, "%d", x->res);
+        if (k < 0 || *len + (size_t)k >= cap)
+            return -1;
+        *len += (size_t)k;
+        return 0;
+    }
+    if (nd->nch != 2 || *len + 8 >= cap)
+        return -1;
+    b[(*len)++] = '(';
+    if (lanes_expr(t, nd->ch[0], L, m, sp, b, cap, len))
+        return -1;
+    memcpy(b + *len, " + ", 3);
+    *len += 3;
+    if (lanes_expr(t, nd->ch[1], L, m, sp, b, cap, len) || *len + 2 >= cap)
+        return -1;
+    b[(*len)++] = ')';
+    b[*len] = 0;
+    return 0;
+}
+
+/* stride(L, seq, expr(C)) and body(B, stride(L, seq, expr(C)), T[, carry])
+ * with C the lanes' combine read off the tree: a strided loop whose lane
+ * partials are combined in an order no family names (a hand-written
+ * reduction), the lanes kept as running sums (so that fma applies). */
+static char *lanes_form(const rv_tree *t, size_t n, uint64_t want)
+{
+    static const char *const tails[] = {"seq", "pairwise", "halving", "reverse(seq)"};
+    span *sp = malloc(t->count * sizeof *sp);
+    size_t cap = 1 << 16;
+    char *b = malloc(cap), *cand = malloc(cap + 256);
+    char *out = NULL;
+    if (!sp || !b || !cand)
+        goto done;
+    for (int L = 2; L <= 64 && (size_t)L < n && !out; L *= 2) {
+        for (int B = L; B <= 64 * L && !out; B *= 2) {
+            size_t m = n - n % (size_t)B;
+            if (m < (size_t)L)
+                break;
+            span_of(t, t->root, L, sp);
+            /* the body's node: terms exactly [0, m) */
+            int body = -1;
+            for (size_t i = 0; i < t->count && body < 0; i++)
+                if (sp[i].lo == 0 && sp[i].hi == (int)m - 1 && (size_t)t->node[i].size == m)
+                    body = (int)i;
+            size_t len = 0;
+            if (body < 0 || lanes_expr(t, body, L, m, sp, b, cap, &len))
+                continue;
+            if (m == n) {
+                snprintf(cand, cap + 256, "stride(%d, seq, expr(%s))", L, b);
+                if (cand_hash(cand, n) == want)
+                    out = strdup(cand);
+                break; /* no tail: larger B give the same */
+            }
+            for (int tl = 0; tl < 4 && !out; tl++)
+                for (int carry = 0; carry < 2 && !out; carry++) {
+                    snprintf(cand, cap + 256, "body(%d, stride(%d, seq, expr(%s)), %s%s)", B, L, b, tails[tl],
+                             carry ? ", carry" : "");
+                    if (cand_hash(cand, n) == want)
+                        out = strdup(cand);
+                }
+        }
+    }
+done:
+    free(sp);
+    free(b);
+    free(cand);
+    return out;
+}
+
 char *rv_recognise(const rv_tree *t, size_t n)
 {
     if (!t->count || t->root < 0)
@@ -393,6 +500,9 @@ char *rv_recognise(const rv_tree *t, size_t n)
         if (hit)
             return s.found;
     }
+    char *lf = lanes_form(t, n, s.want);
+    if (lf)
+        return lf;
     /* a binary tree the families above do not name: its bracketing */
     size_t len = 5, cap = 64;
     char *p = malloc(cap);
