@@ -281,7 +281,14 @@ static nx_fmt opnd_fmt(const fx_plan *pl, int kind, int32_t src, int pfmt)
     if (kind == O_SLOT) {
         const nx_op *op = &pl->p->ops[NX_SRC_OP(src)];
         /* the start value: a member of c's format (fp32 c keeps the fmaf path) */
-        return op->kind == NX_OP_START ? pl->c_fmt : (nx_fmt)op->fmt;
+        if (op->kind == NX_OP_START)
+            return pl->c_fmt;
+        /* +0 (an empty slice, lane or padding) is a member of its format
+         * only where the format has a zero: e8m0's leaf(+0) is NaN
+         * (docs/numerics.md §7 items 2 and 8), not the identity */
+        if (op->kind == NX_OP_ZERO && !nx_format((nx_fmt)op->fmt)->has_zero)
+            return NX_FP64;
+        return (nx_fmt)op->fmt;
     }
     if (kind == O_VAL)
         return pl->vfmt_a;

@@ -480,9 +480,64 @@ static void test_negative_control(void **state)
     free(b);
 }
 
+/* e8m0 has no zero: the +0 of an empty lane or slice, taken as a leaf by a
+ * combinator, rounds to NaN (docs/numerics.md §7 items 2, 8), while a seq
+ * combinator adds it (round(s + 0) = s).  Both engines against bits worked
+ * out by hand; the fast engine once treated leaf(+0) as the identity. */
+static void test_e8m0_empty_parts(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *tree;
+        size_t n;
+        float a[4];
+        uint32_t want; /* fp32 out */
+    } cases[] = {
+        /* lane 0 = t0 + t1 = 2^31 (exact); lane 1 empty: leaf(+0) = NaN, so NaN */
+        {"stride(2, seq, halving, block=2)", 2, {0x1p30f, 0x1p30f}, 0x7fc00000},
+        {"stride(2, seq, halving, block=2)", 2, {1, 1}, 0x7fc00000},
+        /* both lanes: (1 + 1) + (1 + 1) = 4 */
+        {"stride(2, seq, halving, block=2)", 4, {1, 1, 1, 1}, 0x40800000},
+        /* lane 0: 1 + 2 = 3, a tie (p = 1) up to 4; lane 1: 0 + 3 -> 4, 4 + 4 = 8;
+         * 4 + 8 = 12, a tie, up to 16 */
+        {"stride(2, seq, halving, block=2)", 4, {1, 2, 3, 4}, 0x41800000},
+        /* slices 2 and 3 empty: pairwise takes leaf(+0) = NaN */
+        {"split(4, seq, pairwise)", 2, {1, 1}, 0x7fc00000},
+        /* seq adds the empty slices: ((0 + 1) + 1) + 0 + 0 = 2 */
+        {"split(4, seq, seq)", 2, {1, 1}, 0x40000000},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[160];
+        snprintf(text, sizeof text, "{ acc = \"e8m0\", tree = \"%s\", out = \"fp32\" }", cases[i].tree);
+        nx_err err = {0};
+        nx_point pt;
+        nx_program *prog;
+        assert_int_equal(pt_from_text(text, "point", &pt, &err), NX_OK);
+        assert_int_equal(nx_program_build(&pt, cases[i].n, 0, &prog, &err), NX_OK);
+        double a[4];
+        for (size_t k = 0; k < cases[i].n; k++)
+            a[k] = cases[i].a[k];
+        nx_rows in = {.rows = 1, .a_fmt = NX_FP32, .a = a};
+        double ym, yf;
+        assert_int_equal(nx_mpfr_reduce(prog, &in, &ym, 1, &err), NX_OK);
+        assert_int_equal(nx_fast_reduce(prog, &in, &yf, 1, &err), NX_OK);
+        uint64_t bm = 0, bf = 0;
+        assert_int_equal(enc(NX_FP32, ym, &bm), 0);
+        assert_int_equal(enc(NX_FP32, yf, &bf), 0);
+        if (bm != cases[i].want || bf != cases[i].want)
+            print_error("%s n=%zu: want 0x%08x, mpfr 0x%08llx, fast 0x%08llx\n", cases[i].tree, cases[i].n,
+                        cases[i].want, (unsigned long long)bm, (unsigned long long)bf);
+        assert_int_equal(bm, cases[i].want);
+        assert_int_equal(bf, cases[i].want);
+        nx_program_free(prog);
+        nx_point_free(&pt);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_e8m0_empty_parts),
         cmocka_unit_test(test_round_fast),
         cmocka_unit_test(test_negative_control),
         cmocka_unit_test(test_shapes),
