@@ -86,6 +86,9 @@ point "$(pt fp64 rne true "seq" fp32)" --simulate '{ tree = "seq", acc = "fp64",
 point "$(pt bf16 rne true "halving" bf16)" --simulate '{ tree = "halving", acc = "bf16" }' --n 64 --dtype BF16
 point '{ acc = "fp32", rounding = "rne", fma = true, product = "exact", tree = "chain(8)", atom = { frac_bits = 24, term_round = "rz", round = "rz", acc = "fp32", align = "operands" }, out = "fp32", out_rounding = "rne", saturate = false }' \
   --simulate '{ tree = "chain(8)", atom = "sm80.mma.bf16" }' --n 64 --dtype BF16
+# fp32 inputs truncated to tf32 before a k4 tensor-core chain, split in two
+point '{ acc = "fp32", rounding = "rne", in = "tf32", in_rounding = "rz", fma = true, product = "exact", tree = "split(2, chain(4), seq)", atom = { frac_bits = 24, term_round = "rz", round = "rz", acc = "fp32", align = "operands" }, out = "fp32", out_rounding = "rne", saturate = false }' \
+  --simulate '{ tree = "split(2, chain(4), seq)", atom = "sm80.mma.tf32", in = "tf32", in_rounding = "rz" }' --n 100
 
 # --- a hand-written C kernel: in process, by command, by a served loop ------
 D8=$(pt fp32 rne false "stride(8, seq, halving)" fp32)

@@ -131,10 +131,23 @@ static char *space_text(const char *tree, nx_fmt in)
         static const char *const acc[] = {"fp32", "e8m13", "fp16"};
         static const char *const rnd[] = {"rz", "rne"};
         static const char *const al[] = {"operands", "values"};
+        /* fp32 inputs may reach the tensor core as tf32 (truncated or
+         * rounded): the atom rows first with each */
+        static const char *const ins[] = {"", "in = \"tf32\", in_rounding = \"rz\", ",
+                                          "in = \"tf32\", in_rounding = \"rne\", "};
+        for (int iv = 0; iv < (in == NX_FP32 ? 3 : 1) && !bad; iv++)
+            for (int fb = 24; fb >= 10 && !bad; fb--)
+                for (int a = 0; a < 3; a++)
+                    for (int r = 0; r < 2; r++)
+                        for (int g = 0; g < 2; g++)
+                            bad |= appendf(&s, &len, &cap,
+                                           "{ tree = \"%s\", %satom = { frac_bits = %d, term_round = \"rz\", round = \"%s\", "
+                                           "acc = \"%s\", align = \"%s\" } }\n",
+                                           tree, ins[iv], fb, rnd[r], acc[a], al[g]);
         for (int fb = 24; fb >= 10 && !bad; fb--)
             for (int a = 0; a < 3; a++)
                 for (int r = 0; r < 2; r++)
-                    for (int tr = 0; tr < 2; tr++)
+                    for (int tr = 1; tr < 2; tr++)
                         for (int g = 0; g < 2; g++)
                             bad |= appendf(&s, &len, &cap,
                                            "{ tree = \"%s\", atom = { frac_bits = %d, term_round = \"%s\", round = \"%s\", "
