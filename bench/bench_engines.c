@@ -42,6 +42,7 @@
 #include "nx_point.h"
 #include "nx_program.h"
 #include "nx_round_fast.h"
+#include "nx_simd.h"
 
 #include <errno.h>
 #include <math.h>
@@ -304,6 +305,119 @@ typedef struct result {
     double ns[M_COUNT]; /* per term; < 0: not run */
     size_t redone;
 } result;
+
+/* ---------------------------------------------------------------------- */
+/* The vector path (nx_simd.h) on rows as stored, against the scalar block
+ * engine on decoded rows, at 1 and 2 threads: fp32 and bf16 inputs,
+ * { acc = "fp32" }, trees seq and split (stride trees, whose terms jump,
+ * are left to the scalar engine).
+ * Every result is checked equal to the scalar engine's.  Returns 0, or 1
+ * on a mismatch or failure. */
+__attribute__((noinline)) static int method_vec(const nx_program *p, const nx_simd_rows *sr, double *y, int threads)
+{
+    nx_err err = {0};
+    int done = 0;
+    return nx_fast_reduce_raw(p, sr, y, threads, &done, &err) != NX_OK || !done;
+}
+
+__attribute__((noinline)) static int method_scalar(const nx_fast *f, const nx_rows *in, double *y, int threads)
+{
+    nx_err err = {0};
+    return nx_fast_run(f, in, y, threads, NULL, &err) != NX_OK;
+}
+
+static int vector_section(const opts *o, size_t rows, size_t n)
+{
+    size_t total = rows * n;
+    float *af = malloc(total * sizeof *af), *bf = malloc(total * sizeof *bf);
+    uint16_t *ah = malloc(total * sizeof *ah), *bh = malloc(total * sizeof *bh);
+    double *ad = malloc(total * sizeof *ad), *bd = malloc(total * sizeof *bd), *y[5];
+    for (int k = 0; k < 5; k++)
+        y[k] = malloc(rows * sizeof(double));
+    double *t = malloc((size_t)o->reps * sizeof *t);
+    if (!af || !bf || !ah || !bh || !ad || !bd || !y[0] || !y[1] || !y[2] || !y[3] || !y[4] || !t) {
+        fprintf(stderr, "bench_engines: out of memory for %zu terms\n", total);
+        return 1;
+    }
+    int bad = 0;
+    printf("\nvector path (%s) on rows as stored vs the scalar block engine on decoded rows, ns per term\n",
+           nx_simd_isa_name(nx_simd_isa_now()));
+    printf("%-7s %-34s %8s %8s %8s %8s %10s %10s %10s\n", "input", "tree", "vec x1", "vec x2", "scal x1", "scal x2",
+           "scal/vec", "vec x1/x2", "scal x1/x2");
+    for (int c = 0; c < 2 && !bad; c++) {
+        nx_fmt f = c ? NX_BF16 : NX_FP32;
+        uint64_t seed = 0x5eedbe0c;
+        for (size_t i = 0; i < total; i++) {
+            ad[i] = nx_round_fast(gauss(&seed), f, NX_RNE, 1);
+            bd[i] = nx_round_fast(gauss(&seed), f, NX_RNE, 1);
+            af[i] = (float)ad[i];
+            bf[i] = (float)bd[i];
+            uint32_t u;
+            memcpy(&u, &af[i], 4);
+            ah[i] = (uint16_t)(u >> 16); /* exact: a bf16 value's low half is 0 */
+            memcpy(&u, &bf[i], 4);
+            bh[i] = (uint16_t)(u >> 16);
+        }
+        nx_rows in = {.rows = rows, .a_fmt = f, .a = ad, .b_fmt = f, .b = bd};
+        nx_simd_rows sr = {.rows = rows,
+                           .a = {c ? (const void *)ah : af, c ? NX_ST_BF16 : NX_ST_F32, f, n},
+                           .b = {c ? (const void *)bh : bf, c ? NX_ST_BF16 : NX_ST_F32, f, n}};
+        for (int tr = 0; tr < T_STRIDE && !bad; tr++) { /* stride trees: the scalar engine (nx_simd.h) */
+            nx_err err = {0};
+            nx_point pt;
+            nx_program *prog = NULL;
+            if (nx_point_init(&pt, &err) != NX_OK || nx_point_set_tree(&pt, tree_text[tr], "tree", &err) != NX_OK ||
+                nx_program_build(&pt, n, 1, &prog, &err) != NX_OK) {
+                fprintf(stderr, "bench_engines: %s\n", err.msg);
+                return 1;
+            }
+            nx_point_free(&pt);
+            nx_fast *fs = nx_fast_new(prog, f, f, 0, NX_FP64, &err);
+            if (!fs) {
+                fprintf(stderr, "bench_engines: %s\n", err.msg);
+                return 1;
+            }
+            double ns[4];
+            for (int m = 0; m < 4; m++) {
+                int th = m % 2 ? 2 : 1;
+                for (long r = 0; r < o->reps; r++) {
+                    double t0 = now_ns();
+                    int fail = m < 2 ? method_vec(prog, &sr, y[m], th) : method_scalar(fs, &in, y[m], th);
+                    t[r] = now_ns() - t0;
+                    if (fail) {
+                        fprintf(stderr, "bench_engines: the %s path failed on %s\n", m < 2 ? "vector" : "scalar",
+                                tree_text[tr]);
+                        return 1;
+                    }
+                }
+                ns[m] = median(t, (int)o->reps) / (double)total;
+            }
+            for (int m = 0; m < 3; m++)
+                for (size_t r = 0; r < rows; r++)
+                    if (memcmp(&y[m][r], &y[3][r], sizeof(double)) != 0 && !(isnan(y[m][r]) && isnan(y[3][r]))) {
+                        if (bad++ < 5)
+                            fprintf(stderr, "MISMATCH vector section %s/%s method %d row %zu: %a vs %a\n",
+                                    c ? "bf16" : "fp32", tree_text[tr], m, r, y[m][r], y[3][r]);
+                    }
+            printf("%-7s %-34s %8.3f %8.3f %8.3f %8.3f %9.2fx %9.2fx %9.2fx\n", c ? "bf16" : "fp32", tree_text[tr],
+                   ns[0], ns[1], ns[2], ns[3], ns[2] / ns[0], ns[0] / ns[1], ns[2] / ns[3]);
+            nx_fast_free(fs);
+            nx_program_free(prog);
+        }
+    }
+    if (!bad)
+        printf("check: vector x1, vector x2, scalar x1 and scalar x2 give the same bits on every row\n");
+    free(af);
+    free(bf);
+    free(ah);
+    free(bh);
+    free(ad);
+    free(bd);
+    for (int k = 0; k < 5; k++)
+        free(y[k]);
+    free(t);
+    return bad ? 1 : 0;
+}
 
 int main(int argc, char **argv)
 {
@@ -586,6 +700,8 @@ int main(int argc, char **argv)
             printf("\ncheck: fast == mpfr on %zu rows per case; plain == fast on every row of fp32 "
                    "seq/split/stride; exact == MPFR's exact sum\n",
                    mrows);
+        if ((o.only < 0 || o.only == M_FAST) && o.cfg < 0 && o.tree < 0 && vector_section(&o, rows, (size_t)o.n))
+            return 1;
     }
     for (int m = 0; m < M_COUNT; m++) {
         free(y[m]);

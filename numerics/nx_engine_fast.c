@@ -1609,7 +1609,7 @@ nx_status nx_fast_reduce_ex(const nx_program *p, const nx_rows *in, double *y, i
 {
     if (p->start && !in->c)
         return nx_err_set(err, NX_EINVAL, "the point is reduced from a start value, but the rows have no c");
-    if (nx_simd_on_decoded()) {
+    if (nx_simd_forced()) {
         nx_simd_rows sr = {.rows = in->rows,
                            .a = {in->a, NX_ST_F64, in->a_fmt, p->n},
                            .b = {in->b, NX_ST_F64, in->b_fmt, p->n},

@@ -605,7 +605,7 @@ nx_simd_isa nx_simd_isa_now(void)
     return want < cpu ? want : cpu;
 }
 
-int nx_simd_on_decoded(void)
+int nx_simd_forced(void)
 {
     const char *e = getenv("PARITY_SIMD");
     return e && (strcmp(e, "scalar") == 0 || strcmp(e, "avx2") == 0 || strcmp(e, "avx512") == 0);
@@ -646,6 +646,10 @@ int nx_simd_reduce(const nx_program *p, const nx_simd_rows *in, double *acc, int
     vprog vp;
     if (vprog_build(&vp, p, T))
         return -1;
+    if (!vp.window && !nx_simd_forced()) {
+        vprog_free(&vp);
+        return 1;
+    }
     size_t rows = in->rows, nblocks = (rows + (size_t)W - 1) / (size_t)W;
     size_t es = dbl ? sizeof(double) : sizeof(float);
     size_t sbytes = ((size_t)vp.nslots * (size_t)W * es + 63) & ~(size_t)63;

@@ -56,11 +56,13 @@ typedef enum nx_simd_isa { NX_SIMD_OFF = -1, NX_SIMD_SCALAR, NX_SIMD_AVX2, NX_SI
 nx_simd_isa nx_simd_isa_now(void);
 const char *nx_simd_isa_name(nx_simd_isa isa);
 
-/* Whether nx_fast_reduce takes the vector path on rows already decoded to
- * doubles: only when PARITY_SIMD names a variant (there the scalar block
- * engine, which reads the doubles in place, is as fast; rows as stored,
- * nx_fast_reduce_raw, take it whenever it applies). */
-int nx_simd_on_decoded(void);
+/* 1 when PARITY_SIMD names a variant.  Only then does nx_fast_reduce take
+ * the vector path on rows already decoded to doubles, and does the path
+ * take a program whose terms jump (stride trees: terms gathered one by one,
+ * slower than the scalar block engine); otherwise those go to the scalar
+ * block engine, which is as fast or faster there.  Rows as stored
+ * (nx_fast_reduce_raw) take the path wherever it applies. */
+int nx_simd_forced(void);
 
 /* 1 when the vector path computes p on inputs stored so (formats a_fmt,
  * b_fmt, c_fmt; has_b: a dot product), 0 otherwise. */
