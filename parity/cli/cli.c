@@ -111,6 +111,11 @@ static int same_file(const file_id *a, const file_id *b)
     return a->exists || strcmp(a->name, b->name) == 0;
 }
 
+int cli_dir_exists(const char *path)
+{
+    return identify(path).known;
+}
+
 int cli_check_outputs(const char *cmd, const cli_file *outs, size_t nouts, const cli_file *ins, size_t nins)
 {
     for (size_t i = 0; i < nouts; i++) {

@@ -43,12 +43,15 @@ long cli_long(const char *cmd, const char *opt, const char *val, long lo, long h
  * inputs (also through another path, a symbolic link or a hard link:
  * st_dev and st_ino), and no two outputs may be the same file.  Entries
  * with path NULL (an option not given) are skipped.  Prints why and
- * returns EXIT_INPUT, or returns 0. */
+ * returns EXIT_INPUT, or returns 0.  (A ledger, made with its directory,
+ * is given only where cli_dir_exists says that exists.) */
 typedef struct cli_file {
     const char *opt;  /* "--out", for messages */
     const char *path;
 } cli_file;
 int cli_check_outputs(const char *cmd, const cli_file *outs, size_t nouts, const cli_file *ins, size_t nins);
+/* Whether the directory that holds (or would hold) PATH exists. */
+int cli_dir_exists(const char *path);
 
 /* A run-level advisory lock on a folder that a run writes (campaign
  * --traces, docs/limits.md): flock(LOCK_EX | LOCK_NB) on DIR/.parity.lock,

@@ -5,9 +5,11 @@
 #include "cli.h"
 #include "ledger.h"
 
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const char bench_usage[] =
     "usage: parity bench --class C --point FAMILY.POINT --rows R [R ...] [--kernels DIR]\n"
@@ -104,22 +106,22 @@ int cmd_bench(int argc, char **argv)
             cli_opt(argc, argv, &i, "--baseline-class", &bclass, &bad))
             continue;
         if (cli_opt(argc, argv, &i, "--warmup", &v, &bad)) {
-            if ((warmup = cli_long("bench", "--warmup", v, 0, 1000)) < 0)
+            if (bad || (warmup = cli_long("bench", "--warmup", v, 0, 1000)) < 0)
                 return EXIT_INPUT;
             continue;
         }
         if (cli_opt(argc, argv, &i, "--repeats", &v, &bad)) {
-            if ((repeats = cli_long("bench", "--repeats", v, 2, 100000)) < 0)
+            if (bad || (repeats = cli_long("bench", "--repeats", v, 2, 100000)) < 0)
                 return EXIT_INPUT;
             continue;
         }
         if (cli_opt(argc, argv, &i, "--threads", &v, &bad)) {
-            if ((threads = cli_long("bench", "--threads", v, 0, 4096)) < 0)
+            if (bad || (threads = cli_long("bench", "--threads", v, 0, 4096)) < 0)
                 return EXIT_INPUT;
             continue;
         }
         if (cli_opt(argc, argv, &i, "--seed", &v, &bad)) {
-            if ((seed = cli_long("bench", "--seed", v, 0, 0x7fffffffL)) < 0)
+            if (bad || (seed = cli_long("bench", "--seed", v, 0, 0x7fffffffL)) < 0)
                 return EXIT_INPUT;
             continue;
         }
@@ -161,10 +163,21 @@ int cmd_bench(int argc, char **argv)
     char mpath[4200];
     snprintf(mpath, sizeof mpath, "%s/%s/MEASUREMENTS.toml", dir, cls);
     const cli_file outs[] = {{"MEASUREMENTS.toml", no_record ? NULL : mpath},
-                             {"--ledger", no_record || no_ledger ? NULL : ledger}};
+                             {"--ledger", no_record || no_ledger || !cli_dir_exists(ledger) ? NULL : ledger}};
     if (cli_check_outputs("bench", outs, 2, NULL, 0)) {
         reg_free(r);
         return EXIT_INPUT;
+    }
+    /* an existing ledger is opened (and so checked) before the runs, not
+     * found foreign after MEASUREMENTS.toml has been appended to */
+    struct stat lsb;
+    if (!no_record && !no_ledger && stat(ledger, &lsb) == 0) {
+        sqlite3 *db;
+        if (ledger_open_db(ledger, 0, &db, &err) != NX_OK) {
+            reg_free(r);
+            return cli_fail("bench", &err);
+        }
+        sqlite3_close(db);
     }
     lkb_bench_opts o = {be, preset, shape, (int)warmup, (int)repeats, (int)threads, bclass, (unsigned long long)seed};
     lkb_records recs = {0};

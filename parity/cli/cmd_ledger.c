@@ -57,7 +57,7 @@ static int merge(int argc, char **argv)
     cli_file *fins = calloc(nin, sizeof *fins);
     for (size_t k = 0; fins && k < nin; k++)
         fins[k] = (cli_file){"IN", ins[k]};
-    const cli_file outs[] = {{"--out", out}};
+    const cli_file outs[] = {{"--out", cli_dir_exists(out) ? out : NULL}}; /* made with its directory */
     int oom = !fins, alias = oom || cli_check_outputs("ledger merge", outs, 1, fins, nin);
     free(fins);
     if (alias) {
