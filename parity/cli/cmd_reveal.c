@@ -4,6 +4,8 @@
 #include "reveal.h"
 #include "rows.h"
 
+#include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,9 +96,12 @@ int cmd_reveal(int argc, char **argv)
     o.confirm_rows = conf_s ? (size_t)v : 0;
     if (seed_s) {
         char *end;
+        errno = 0;
         o.seed = strtoull(seed_s, &end, 0);
-        if (!*seed_s || *end) {
-            cli_error("reveal", "--seed: '%s' is not an integer", seed_s);
+        /* strtoull would take "-1" as 2^64 - 1, skip leading blanks, and
+         * saturate past 2^64 - 1 */
+        if (errno || !isdigit((unsigned char)seed_s[0]) || *end) {
+            cli_error("reveal", "--seed: '%s' is not an unsigned integer", seed_s);
             return EXIT_INPUT;
         }
     }

@@ -1,0 +1,39 @@
+#!/bin/sh
+# reveal.sh PARITY ST_CRAFT KERNELS: the input errors of `parity reveal`,
+# one table row each (lib.sh).  Every row fails before a kernel is probed.
+. "$(dirname "$0")/lib.sh" "$@"
+
+cd "$T" || exit 1
+S="reveal --simulate {}"
+
+errors <<'EOF'
+# fragment                                                   | arguments
+give exactly one of --exec, --serve, --dlopen, --simulate    | reveal
+give exactly one of --exec, --serve, --dlopen, --simulate    | reveal --n 8
+give exactly one of --exec, --serve, --dlopen, --simulate    | $S --exec 'cp {in} {out}' --n 8
+--n is required                                              | $S
+option --n needs a value                                     | $S --n
+option --simulate needs a value                              | reveal --n 8 --simulate
+option --exec needs a value                                  | reveal --n 8 --exec
+option --dtype needs a value                                 | $S --n 8 --dtype
+option --seed needs a value                                  | $S --n 8 --seed
+unknown option '--bogus'                                     | $S --n 8 --bogus
+--n: '1' is not an integer in [2, 1048576]                   | $S --n 1
+--n: '1048577' is not an integer                             | $S --n 1048577
+--n: 'x' is not an integer                                   | $S --n x
+--rows: '0' is not an integer in [1, 1048576]                | $S --n 8 --rows 0
+--confirm: 'x' is not an integer in [1, 1048576]             | $S --n 8 --confirm x
+--seed: '-1' is not an unsigned integer                      | $S --n 8 --seed -1
+--seed: 'x' is not an unsigned integer                       | $S --n 8 --seed x
+--seed: '18446744073709551616' is not an unsigned integer    | $S --n 8 --seed 18446744073709551616
+--dtype: 'Q' is not one of F32, BF16, F16, F64               | $S --n 8 --dtype Q
+--simulate:1:2:                                              | reveal --simulate '{' --n 8
+--simulate:1:10: key 'tree': tree:1:1: unknown tree 'frob'   | reveal --simulate '{ tree = "frob" }' --n 8
+--dlopen: expected LIB.so:SYMBOL, got "nolib"                | reveal --dlopen nolib --n 8
+--dlopen: ./nolib.so: cannot open shared object file         | reveal --dlopen ./nolib.so:f --n 8
+EOF
+
+helps <<'EOF'
+reveal --help | --exec --serve --dlopen --simulate --n --dtype --order-only --rows --confirm --seed -v
+EOF
+finish
