@@ -129,11 +129,14 @@ out=$("$P" reveal --simulate '{ tree = "halving" }' --n 1024 --order-only)
 calls=$(echo "$out" | sed -n 's/^order probes: \([0-9]*\) rows in \([0-9]*\) calls.*/\2/p')
 rows=$(echo "$out" | sed -n 's/^order probes: \([0-9]*\) rows in \([0-9]*\) calls.*/\1/p')
 [ -n "$calls" ] && [ "$calls" -le 20 ] && [ "$rows" -le 523776 ] || fail "halving n = 1024: $rows rows in $calls calls"
-# seq: one round of n - 1 probes and the calibration call
+# seq: one round of n - 1 probes and the calibration call (3 + 60 + 37 rows)
 out=$("$P" reveal --simulate '{ tree = "seq" }' --n 1024 --order-only)
-echo "$out" | grep -q "^order probes: 1086 rows in 2 calls " || fail "seq n = 1024: $out"
+echo "$out" | grep -q "^order probes: 1123 rows in 2 calls " || fail "seq n = 1024: $out"
 
 # --- errors ---------------------------------------------------------------
+# a kernel whose odd rows run another order: said as such, exit 1
+"$P" reveal --simulate '{ tree = "seq", rows = [{ select = "r % 2 == 1", tree = "reverse(seq)" }] }' --n 16 >/dev/null 2>"$T/err"
+[ $? -eq 1 ] && grep -q 'row classes' "$T/err" || fail "row classes: $(cat "$T/err")"
 "$P" reveal --n 8 >/dev/null 2>&1; [ $? -eq 2 ] || fail "no kernel: not exit 2"
 "$P" reveal --simulate '{ tree = "seq" }' >/dev/null 2>&1; [ $? -eq 2 ] || fail "no --n: not exit 2"
 "$P" reveal --simulate '{ tree = "seq" }' --n 8 --dtype F8_E4M3 >/dev/null 2>&1; [ $? -eq 2 ] || fail "--dtype F8: not exit 2"

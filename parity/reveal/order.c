@@ -203,10 +203,10 @@ static int cfg_for(nx_fmt in, int which, cfg *c)
 
 /* Calibration: f alone gives f, +M and -M cancel, +M alone survives, and
  * the precision to which counts of fillers stay exact. */
-static nx_status calibrate(rv_kernel *k, size_t n, cfg *c, int *ok, int *pbits, nx_err *err)
+static nx_status calibrate(rv_kernel *k, size_t n, cfg *c, int *ok, int *pbits, int *rows_differ, nx_err *err)
 {
-    enum { MMAX = 60 };
-    size_t rows = 3 + MMAX;
+    enum { MMAX = 60, SAME = 37 };
+    size_t rows = 3 + MMAX + SAME;
     double *a = calloc(rows * n, sizeof *a), *b = malloc(rows * n * sizeof *b), *y = calloc(rows, sizeof *y);
     nx_status st = NX_OK;
     *ok = 0;
@@ -230,8 +230,22 @@ static nx_status calibrate(rv_kernel *k, size_t n, cfg *c, int *ok, int *pbits, 
         r[0] = am, rb[0] = c->bf, r[1] = c->af, rb[1] = c->bf;
         mmax = m;
     }
+    /* SAME copies of one row of mixed values (exact in every input
+     * format): a kernel whose result depends on the row's index (row
+     * classes) gives different results */
+    for (size_t r = 3 + MMAX; r < rows; r++)
+        for (size_t i = 0; i < n; i++) {
+            int pm = fi->p - 1 < 30 ? fi->p - 1 : 30; /* every mantissa bit of the format */
+            double m = 1 + ldexp((double)((i * 2654435761u + 12345u) & ((1u << pm) - 1)), -pm);
+            a[r * n + i] = ldexp(m, (int)(i * 13 % 25) - 12) * (i % 3 == 1 ? -1 : 1);
+            b[r * n + i] = 1 + (double)(i % 5) / 8;
+        }
     if ((st = rv_call(k, rows, n, a, b, y, err)))
         goto out;
+    *rows_differ = 0;
+    for (size_t r = 4 + MMAX; r < rows; r++)
+        if (memcmp(&y[r], &y[3 + MMAX], sizeof *y))
+            *rows_differ = 1;
     if (y[0] != f || y[1] != 0 || y[2] != M)
         goto out;
     int p = 0;
@@ -688,9 +702,14 @@ nx_status rv_reveal_order(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err
         cfg c;
         if (cfg_for(k->in_fmt, which, &c))
             break;
-        int ok, p;
-        if ((st = calibrate(k, n, &c, &ok, &p, err)))
+        int ok, p, differ = 0;
+        if ((st = calibrate(k, n, &c, &ok, &p, &differ, err)))
             return st;
+        if (differ && !res->rows_differ) {
+            res->rows_differ = 1;
+            fprintf(stderr, "reveal: the kernel gives one row different results at different row indices: "
+                            "the order below is that of the probes' mix of rows; the arithmetic fits row classes\n");
+        }
         if (!ok)
             continue;
         long cap = p >= 21 ? 1L << 20 : 1L << (p - 1);
@@ -751,7 +770,9 @@ nx_status rv_reveal_order(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err
     res->order_calls = k->calls - calls0;
     res->order_probes = k->probes - probes0;
     return nx_err_set(err, NX_EUNSUPPORTED,
-                      "the probes do not reveal a summation tree (%s): the kernel may round toward zero, "
-                      "accumulate exactly in its fused adder, or depend on values beyond their sum",
-                      last);
+                      "the probes do not reveal a summation tree (%s): %s", last,
+                      res->rows_differ ? "the kernel reduces rows at different indices differently (row classes), "
+                                         "and the probes of a call mix rows"
+                                       : "the kernel may accumulate exactly in its fused adder, round toward zero "
+                                         "at a large n, or depend on values beyond their sum");
 }

@@ -374,6 +374,22 @@ static nx_status pt_eval(rv_kernel *k, size_t rows, size_t n, const double *a, c
 {
     pt_impl *im = k->impl;
     nx_status st;
+    if (im->pt.nclasses) {
+        /* row classes: each row by its own point (slow, for tests) */
+        *of = (int)nx_point_out(&im->pt);
+        for (size_t r = 0; r < rows; r++) {
+            const nx_point *pr;
+            nx_program *p = NULL;
+            if ((st = nx_point_for_row(&im->pt, r, rows, &pr, err)) || (st = nx_program_build(pr, n, 1, &p, err)))
+                return st;
+            nx_rows one = {1, k->in_fmt, a + r * n, k->in_fmt, b + r * n, NX_FP64, NULL};
+            st = nx_fast_reduce(p, &one, y + r, 1, err);
+            nx_program_free(p);
+            if (st)
+                return st;
+        }
+        return NX_OK;
+    }
     if (!im->prog || im->n != n) {
         nx_program_free(im->prog);
         im->prog = NULL;
@@ -406,8 +422,6 @@ nx_status rv_kernel_point(const char *toml, nx_fmt in, rv_kernel **out, nx_err *
         return nx_err_set(err, NX_ENOMEM, "out of memory");
     }
     nx_status st = pt_from_text(toml, "--simulate", &im->pt, err);
-    if (!st && im->pt.nclasses)
-        st = nx_err_set(err, NX_EUNSUPPORTED, "--simulate: a point with row classes");
     if (st) {
         free(k);
         free(im);

@@ -81,6 +81,8 @@ typedef struct rv_result {
     int filler_sign;        /* the sign of the fillers that revealed it; 0: the
                              * toward-zero probes (counts modulo an ulp of M) */
     int count_bits;         /* the precision (bits) the counts were exact to */
+    int rows_differ;        /* one row gave different results at different row
+                             * indices: the kernel has row classes */
     char *tree_text;        /* the recognised tree in the point language, or NULL */
     char *point;            /* the revealed point (inline TOML), or NULL */
     size_t order_calls, order_probes;
