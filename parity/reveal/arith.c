@@ -97,6 +97,33 @@ static size_t fma_rows(nx_fmt in, size_t n, size_t max, double *a, double *b)
     return r;
 }
 
+/* Rows of two nonzero terms, order-free: +-1 at term 0 and x at term n-1,
+ * x = 2^-e and 3 * 2^-(e+1) for e around the precisions of fp16, bf16,
+ * fp32 and fp64, both signs: ties and non-ties at each accumulator's last
+ * place, which pin its format and its rounding mode (and the out
+ * conversion's).  Values the input format cannot hold are left out. */
+static size_t pin_rows(nx_fmt in, size_t n, size_t max, double *a, double *b)
+{
+    static const int es[] = {8, 9, 11, 12, 24, 25, 53, 54};
+    size_t r = 0;
+    for (size_t q = 0; q < sizeof es / sizeof *es; q++)
+        for (int k = 0; k < 2; k++)
+            for (int sg = 0; sg < 4 && r < max; sg++) {
+                double x = k ? ldexp(3, -es[q] - 1) : ldexp(1, -es[q]);
+                double one = sg & 1 ? -1 : 1;
+                x = sg & 2 ? -x : x;
+                if (!nx_is_member(in, x))
+                    continue;
+                double *ra = a + r * n, *rb = b + r * n;
+                for (size_t i = 0; i < n; i++)
+                    ra[i] = 0, rb[i] = 1;
+                ra[0] = one;
+                ra[n - 1] = x;
+                r++;
+            }
+    return r;
+}
+
 static int appendf(char **buf, size_t *len, size_t *cap, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 #include <stdarg.h>
 static int appendf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
@@ -235,6 +262,7 @@ nx_status rv_reveal_arith(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err
     }
     uint64_t seed = o->seed ? o->seed : 0x7265766561ULL;
     size_t nt = fma_rows(k->in_fmt, n, rows / 4, a, b);
+    nt += pin_rows(k->in_fmt, n, rows / 4, a + nt * n, b + nt * n);
     rand_rows(k->in_fmt, rows - nt, n, seed, a + nt * n, b + nt * n);
     if ((st = rv_call(k, rows, n, a, b, y, err)))
         goto out;
