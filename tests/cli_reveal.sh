@@ -84,6 +84,8 @@ point "$(pt fp32 rz true "stride(4, seq, halving)" fp32)" --simulate '{ tree = "
 point "$(pt fp32 ru true "stride(4, seq, halving)" fp32)" --simulate '{ tree = "stride(4, seq, halving)", rounding = "ru" }' --n 100
 point "$(pt fp64 rne true "seq" fp32)" --simulate '{ tree = "seq", acc = "fp64", out = "fp32" }' --n 100
 point "$(pt bf16 rne true "halving" bf16)" --simulate '{ tree = "halving", acc = "bf16" }' --n 64 --dtype BF16
+point "$(pt fp32 rne true "stride(4, seq, pairwise)" fp32)" --simulate '{ tree = "stride(4, seq, pairwise)" }' --n 100 --dtype F64
+point "$(pt fp16 rne true "pairwise" fp16)" --simulate '{ tree = "pairwise", acc = "fp16" }' --n 100 --dtype F16
 point '{ acc = "fp32", rounding = "rne", fma = true, product = "exact", tree = "chain(8)", atom = { frac_bits = 24, term_round = "rz", round = "rz", acc = "fp32", align = "operands" }, out = "fp32", out_rounding = "rne", saturate = false }' \
   --simulate '{ tree = "chain(8)", atom = "sm80.mma.bf16" }' --n 64 --dtype BF16
 # fp32 inputs truncated to tf32 before a k4 tensor-core chain, split in two

@@ -192,9 +192,12 @@ static int cfg_for(nx_fmt in, int which, cfg *c)
             return -1;
         return 0;
     case NX_FP64:
-        if (which)
+        if (which == 0) /* an fp64 accumulator */
+            *c = (cfg){ldexp(1, 200), 1, ldexp(1, -20), 1, 1, 0, 0};
+        else if (which == 1) /* fp64 inputs into an fp32 one */
+            *c = (cfg){ldexp(1, 40), ldexp(1, 40), ldexp(1, -10), ldexp(1, -10), 1, 0, 0};
+        else
             return -1;
-        *c = (cfg){ldexp(1, 200), 1, ldexp(1, -20), 1, 1, 0, 0};
         return 0;
     default:
         return -1;
@@ -698,7 +701,7 @@ nx_status rv_reveal_order(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err
     size_t calls0 = k->calls, probes0 = k->probes;
     nx_status st = NX_OK;
     char last[200] = "no probe configuration suits the kernel's formats";
-    for (int which = 0; which < 2; which++) {
+    for (int which = 0; which < 3; which++) {
         cfg c;
         if (cfg_for(k->in_fmt, which, &c))
             break;
