@@ -127,8 +127,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     nx_point pt;
     nx_err err = {0};
-    if (pt_from_text(c.toml, "point", &pt, &err) != NX_OK)
+    if (pt_from_text(c.toml, "point", &pt, &err) != NX_OK) {
+        if (getenv("PARITY_FUZZ_VERBOSE"))
+            fprintf(stderr, "refused: %s\n", err.msg);
         return 0;
+    }
+    if (getenv("PARITY_FUZZ_VERBOSE"))
+        fprintf(stderr, "point: %s (n=%zu, %s)\n", c.toml, c.n, c.in_fmt);
     nx_program *prog = NULL;
     if (nx_program_build_ex(&pt, c.n, c.dot, c.has_c, &prog, &err) != NX_OK) {
         nx_point_free(&pt);

@@ -42,6 +42,8 @@ static int run_file(const char *path)
         abort();
     memcpy(exact, buf, len);
     free(buf);
+    if (getenv("PARITY_FUZZ_VERBOSE"))
+        fprintf(stderr, "replay: %s\n", path);
     LLVMFuzzerTestOneInput(exact, len);
     free(exact);
     replayed++;
