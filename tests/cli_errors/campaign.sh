@@ -9,6 +9,11 @@ cd "$T" || exit 1
 mkdir dir.json w/old
 printf 'not a database\n' > bad.db
 sqlite3 foreign.db 'CREATE TABLE x(a);' || fail "sqlite3"
+# a registry whose class x reaches no backend (its chain is x alone)
+mkdir -p reg/x/common
+printf 'class = "x"\n' > reg/x/HARDWARE.toml
+: > reg/DEVICES.toml
+printf '[[family]]\nid = "f"\nkernels = ["k"]\n' > reg/x/common/KERNEL_FAMILIES.toml
 C="campaign --class cpu --kernels $K"
 
 errors <<'EOF'
@@ -59,12 +64,22 @@ nodir: cannot open the registry directory                    | campaign --class 
 --against-traces: 'nodir' is not a directory                 | $C --against cpu2 --against-traces nodir --json w/j.json --traces w/tr
 --families: no point of class cpu belongs to 'nope'          | $C --families nope --json w/j.json --junit w/j.xml --traces w/tr
 --traces: cannot create 'nodir/tr'                           | $C --families gemm --traces nodir/tr --json w/j.json
+class 'x' has no backend in this build                       | campaign --class x --kernels reg --json w/j.json --traces w/tr
+none of the 6 points of class cpu in 'gemm' is dealt to --shard 900/1000 | $C --families gemm --shard 900/1000 --json w/j.json --traces w/tr
 # a ledger found bad after the --traces folder was made and locked: neither
 # a new folder nor a lock file in an existing one stays
 ledger bad.db: not an SQLite database                        | $C --families gemm --ledger bad.db --traces w/tr --json w/j.json --quiet
 ledger bad.db: not an SQLite database                        | $C --families gemm --ledger bad.db --traces w/old --quiet
 ledger foreign.db: not a parity ledger                       | $C --families gemm --ledger foreign.db --traces w/tr --quiet
 EOF
+
+# without CUDA (the default build), a class of the cuda backend cannot run
+if "$PARITY" campaign --class cpu --kernels "$K" --against sm90 --families nope --no-ledger 2>&1 |
+    grep -q 'built without CUDA'; then
+  errors <<'EOF'
+--against sm90: its backend cannot run here                  | $C --against sm90 --json w/j.json --traces w/tr
+EOF
+fi
 
 helps <<'EOF'
 campaign --help | --class --kernels --families --shapes --json --junit --traces --repeats --threads --seed --dist --engine --against --against-traces --quiet --model --ledger --no-ledger --kernel-src --shard

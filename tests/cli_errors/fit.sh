@@ -15,8 +15,8 @@ ONE=0000803f
 "$CRAFT" raw yi.st '{"y":{"dtype":"I32","shape":[2],"data_offsets":[0,8]}}' $ONE$ONE
 printf 'garbage' > short.npy
 printf 'seq\nfrob\n' > space.txt
-MANY=
-for I in $(seq 65); do MANY="$MANY --in in.st"; done
+MANY= MANYREF=
+for I in $(seq 65); do MANY="$MANY --in in.st" MANYREF="$MANYREF --ref y.st"; done
 
 errors <<'EOF'
 # fragment                                                   | arguments
@@ -24,6 +24,7 @@ needs --in and --ref in pairs (0 --in, 0 --ref               | fit
 needs --in and --ref in pairs (1 --in, 0 --ref               | fit --in in.st
 needs --in and --ref in pairs (1 --in, 2 --ref               | fit --in in.st --ref y.st --ref y.st
 at most 64 --in files                                        | fit $MANY --ref y.st
+at most 64 --ref files                                       | fit --in in.st $MANYREF
 option --in needs a value                                    | fit --ref y.st --in
 option --ref needs a value                                   | fit --in in.st --ref
 option --space needs a value                                 | fit --in in.st --ref y.st --space

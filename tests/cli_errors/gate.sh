@@ -49,6 +49,13 @@ class 'zz' has no backend in this build                      | gate --before $K 
 --families: no point of class cpu belongs to 'nope'          | $G --families nope --json w/j.json --traces w/tr
 EOF
 
+# without CUDA (the default build), a class of the cuda backend cannot run
+if "$PARITY" gate --before "$K" --after "$K" --class sm90 --families nope 2>&1 | grep -q 'built without CUDA'; then
+  errors <<'EOF'
+class sm90: its backend cuda cannot run here                 | gate --before $K --after $K --class sm90 --json w/j.json --traces w/tr
+EOF
+fi
+
 helps <<'EOF'
 gate --help | --before --after --class --shapes --families --seed --dist --engine --repeats --threads --traces --json --no-bench --noise-rel --noise-abs --quiet --registry-path
 EOF

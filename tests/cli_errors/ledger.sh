@@ -44,7 +44,7 @@ ledger foreign.db: not a parity ledger                       | ledger merge --ou
 ledger newer.db: schema version 99 is newer                  | ledger merge --out w/m.db newer.db
 --out bad.db is the same file as IN bad.db                   | ledger merge --out bad.db bad.db
 --out dir.db: is not a regular file                          | ledger merge --out dir.db bad.db
---out nodir/m.db: its directory does not exist               | ledger merge --out nodir/m.db bad.db
+ledger bad.db: not an SQLite database                        | ledger merge --out nodir/m.db bad.db
 ledger out/ledger.sqlite: No such file or directory          | ledger runs
 option --ledger needs a value                                | ledger runs --ledger
 option --class needs a value                                 | ledger runs --ledger bad.db --class
