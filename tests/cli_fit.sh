@@ -69,6 +69,18 @@ rc=$?
 tail -n 1 "$T/out" | grep -q 'tree = "tile(16, pairwise, seq)"' || fail "space: fitted '$(tail -n 1 "$T/out")'"
 grep -q '^parity fit: 30 candidates' "$T/err" || fail "space: want 30 candidates (6 trees x 5 settings): $(head -1 "$T/err")"
 
+# a space line longer than 512 characters is taken whole: 64 nested
+# reverse() (an even number, so the order is tile(16, pairwise, seq)'s)
+# around the answer; the line was once cut at 512 bytes and refused
+long="tile(16, pairwise, seq)"
+k=0
+while [ $k -lt 64 ]; do long="reverse($long)"; k=$((k + 1)); done
+[ ${#long} -gt 512 ] || fail "long space line: only ${#long} characters"
+"$PARITY" fit --in "$T/i1" --ref "$T/y1" --in "$T/i2" --ref "$T/y2" --space "seq; $long" > "$T/out" 2> "$T/err"
+rc=$?
+[ $rc -eq 0 ] || fail "long space line: exit $rc: $(tail -2 "$T/err")"
+tail -n 1 "$T/out" | grep -q 'reverse(reverse(' || fail "long space line: fitted '$(tail -n 1 "$T/out")'"
+
 # Y as a .npy array (written here byte by byte: magic, version 1.0, header
 # padded to 64 bytes, the 6 float32 values of y1)
 h="{'descr': '<f4', 'fortran_order': False, 'shape': (6,), }"

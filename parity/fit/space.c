@@ -111,15 +111,21 @@ static void sl_add(strlist *l, const char *fmt, ...)
         l->v = nv;
         l->cap = cap;
     }
-    char buf[512];
-    va_list ap;
+    /* sized exactly: a space line (a long expr(...) bracketing, a --space
+     * line with many settings) is never cut */
+    va_list ap, ap2;
     va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_copy(ap2, ap);
+    int len = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
-    if (!(l->v[l->n] = strdup(buf)))
+    char *s = len < 0 ? NULL : malloc((size_t)len + 1);
+    if (s)
+        vsnprintf(s, (size_t)len + 1, fmt, ap2);
+    va_end(ap2);
+    if (!s)
         l->oom = 1;
     else
-        l->n++;
+        l->v[l->n++] = s;
 }
 
 static void sl_free(strlist *l)
