@@ -2,6 +2,7 @@
  * class, resolved from the registry, run on the class backend and checked
  * at Tier 1 and Tier 2 against the exact reference. */
 #include "cli.h"
+#include "cli_html.h"
 #include "campaign.h"
 #include "ledger.h"
 #include "lkb.h"
@@ -47,7 +48,7 @@ static const char campaign_usage[] =
     "                       [--dist normal|uniform|int|adversarial] [--engine fast|mpfr]\n"
     "                       [--against D [--against-traces DIR]] [--quiet]\n"
     "                       [--model M] [--ledger FILE | --no-ledger] [--kernel-src DIR]\n"
-    "                       [--shard i/N]\n"
+    "                       [--shard i/N] [--html FILE]\n"
     "\n"
     "Runs every family point visible from class C in the registry (default\n"
     "kernels/) on the class's backend and checks it:\n"
@@ -87,6 +88,8 @@ static const char campaign_usage[] =
     "  --shapes P       shape preset (default: small)\n"
     "  --json FILE      write the full report as JSON\n"
     "  --junit FILE     write one JUnit testcase per point and check\n"
+    "  --html FILE      write a report to look at: the verdict table and each\n"
+    "                   point's Tier 2 ulp histogram (docs/reports.md)\n"
     "  --traces DIR     write a trace (safetensors) of every run into DIR\n"
     "  --repeats N      runs compared for determinism (default 3)\n"
     "  --threads N      threads of graphed runs and of the reference (default: all)\n"
@@ -161,7 +164,7 @@ static double wall(void)
 int cmd_campaign(int argc, char **argv)
 {
     const char *cls = NULL, *kdir = "kernels", *fams = NULL, *preset = "small", *json = NULL, *junit = NULL,
-               *traces = NULL, *rep_s = NULL, *thr_s = NULL, *seed_s = NULL, *dist_s = "normal", *eng_s = NULL,
+               *html = NULL, *traces = NULL, *rep_s = NULL, *thr_s = NULL, *seed_s = NULL, *dist_s = "normal", *eng_s = NULL,
                *against = NULL, *against_tr = NULL, *ledger_path = "out/ledger.sqlite", *model = NULL,
                *kernel_src = NULL, *shard_s = NULL;
     int bad = 0, quiet = 0, no_ledger = 0;
@@ -186,6 +189,7 @@ int cmd_campaign(int argc, char **argv)
         if (cli_opt(argc, argv, &i, "--class", &cls, &bad) || cli_opt(argc, argv, &i, "--kernels", &kdir, &bad) ||
             cli_opt(argc, argv, &i, "--families", &fams, &bad) || cli_opt(argc, argv, &i, "--shapes", &preset, &bad) ||
             cli_opt(argc, argv, &i, "--json", &json, &bad) || cli_opt(argc, argv, &i, "--junit", &junit, &bad) ||
+            cli_opt(argc, argv, &i, "--html", &html, &bad) ||
             cli_opt(argc, argv, &i, "--traces", &traces, &bad) || cli_opt(argc, argv, &i, "--repeats", &rep_s, &bad) ||
             cli_opt(argc, argv, &i, "--threads", &thr_s, &bad) || cli_opt(argc, argv, &i, "--seed", &seed_s, &bad) ||
             cli_opt(argc, argv, &i, "--dist", &dist_s, &bad) || cli_opt(argc, argv, &i, "--engine", &eng_s, &bad) ||
@@ -205,8 +209,8 @@ int cmd_campaign(int argc, char **argv)
         cli_error("campaign", "--shapes: unknown preset '%s' (expected small or 8b-layer)", preset);
         return EXIT_INPUT;
     }
-    const cli_file outs[] = {{"--json", json}, {"--junit", junit}};
-    if (cli_check_outputs("campaign", outs, 2, NULL, 0))
+    const cli_file outs[] = {{"--json", json}, {"--junit", junit}, {"--html", html}};
+    if (cli_check_outputs("campaign", outs, 3, NULL, 0))
         return EXIT_INPUT;
     camp_opts o = {0};
     camp_cache cache = {0};
@@ -323,6 +327,12 @@ int cmd_campaign(int argc, char **argv)
             if ((json && report_json(json, NULL, 0, &m, &err)) || (junit && report_junit(junit, NULL, 0, &m, &err)))
                 rc = cli_fail("campaign", &err);
         }
+        if (html) {
+            char title[256];
+            snprintf(title, sizeof title, "parity campaign: class %s skipped: %s", cls, why);
+            if (cli_html_campaign(html, NULL, 0, title, &err) != NX_OK)
+                rc = cli_fail("campaign", &err);
+        }
         goto done;
     }
 
@@ -433,6 +443,12 @@ int cmd_campaign(int argc, char **argv)
         rc = cli_fail("campaign", &err);
     if (rc != EXIT_INPUT && junit && report_junit(junit, res, n, &m, &err) != NX_OK)
         rc = cli_fail("campaign", &err);
+    if (rc != EXIT_INPUT && html) {
+        char title[160];
+        snprintf(title, sizeof title, "parity campaign: class %s, shapes %s, seed %llu", cls, preset, o.seed);
+        if (cli_html_campaign(html, res, n, title, &err) != NX_OK)
+            rc = cli_fail("campaign", &err);
+    }
     for (size_t i = 0; i < n && rc == EXIT_PASS; i++)
         if (camp_result_failed(&res[i]))
             rc = EXIT_PARITY;

@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "nx_limits.h"
 #include "campaign.h"
+#include "cli_html.h"
 #include "nx_philox.h"
 #include "refimpl.h"
 #include "report.h"
@@ -22,6 +23,7 @@
 static const char check_usage[] =
     "usage: parity check TRACE... [--kernels DIR] [--reference FAMILY.POINT]\n"
     "                    [--reference-class C] [--engine fast|mpfr] [--json FILE]\n"
+    "                    [--html FILE]\n"
     "\n"
     "Checks traces (docs/traces.md) written by `parity campaign --traces`, by the\n"
     "CUDA backend or by a kernel's host code through the capture API.\n"
@@ -53,6 +55,8 @@ static const char check_usage[] =
     "  --reference-class C  the class of --reference (default: the trace's)\n"
     "  --engine E           reference engine (default: fast when built, else mpfr)\n"
     "  --json FILE          write the verdicts as JSON\n"
+    "  --html FILE          write a report to look at: the verdict table and each\n"
+    "                       trace's ulp histogram (docs/reports.md)\n"
     "\n"
     "A kernel's output saved as .npy (v1-v3; <f2 <f4 <f8, ml_dtypes names such as\n"
     "bfloat16 or float8_e4m3fn, or raw <u2 |u1 <V2 with --dtype) is checked as a\n"
@@ -456,7 +460,7 @@ int cmd_check(int argc, char **argv)
         if (!strcmp(argv[i], "--numerics") || !strncmp(argv[i], "--numerics=", 11))
             return cmd_check_numerics(argc, argv);
     npy_opts no = {0};
-    const char *kdir = "kernels", *refp = NULL, *refc = NULL, *eng_s = NULL, *json = NULL;
+    const char *kdir = "kernels", *refp = NULL, *refc = NULL, *eng_s = NULL, *json = NULL, *html = NULL;
     const char **paths = calloc((size_t)argc, sizeof *paths);
     size_t np = 0;
     int bad = 0;
@@ -471,6 +475,7 @@ int cmd_check(int argc, char **argv)
         if (cli_opt(argc, argv, &i, "--kernels", &kdir, &bad) || cli_opt(argc, argv, &i, "--reference", &refp, &bad) ||
             cli_opt(argc, argv, &i, "--reference-class", &refc, &bad) || cli_opt(argc, argv, &i, "--engine", &eng_s, &bad) ||
             cli_opt(argc, argv, &i, "--json", &json, &bad) || cli_opt(argc, argv, &i, "--npy", &no.path, &bad) ||
+            cli_opt(argc, argv, &i, "--html", &html, &bad) ||
             cli_opt(argc, argv, &i, "--point", &no.point, &bad) || cli_opt(argc, argv, &i, "--class", &no.cls, &bad) ||
             cli_opt(argc, argv, &i, "--shape", &no.shape, &bad) || cli_opt(argc, argv, &i, "--seed", &no.seed, &bad) ||
             cli_opt(argc, argv, &i, "--dist", &no.dist, &bad) || cli_opt(argc, argv, &i, "--dtype", &no.dtype, &bad) ||
@@ -492,11 +497,11 @@ int cmd_check(int argc, char **argv)
         free(paths);
         return EXIT_INPUT;
     }
-    cli_file *ins = json ? calloc(np, sizeof *ins) : NULL;
+    cli_file *ins = json || html ? calloc(np, sizeof *ins) : NULL;
     for (size_t k = 0; ins && k < np; k++)
         ins[k] = (cli_file){"TRACE", paths[k]};
-    const cli_file outs[] = {{"--json", json}};
-    int alias = json && (!ins || cli_check_outputs("check", outs, 1, ins, np));
+    const cli_file outs[] = {{"--json", json}, {"--html", html}};
+    int alias = (json || html) && (!ins || cli_check_outputs("check", outs, 2, ins, np));
     free(ins);
     if (alias) {
         free(paths);
@@ -670,6 +675,8 @@ int cmd_check(int argc, char **argv)
             rc = text ? cli_fail("check", &err) : EXIT_INTERNAL;
         free(text);
     }
+    if (html && rc != EXIT_INPUT && cli_html_check(html, jroot, &err) != NX_OK)
+        rc = cli_fail("check", &err);
     json_decref(jroot);
     if (rc == EXIT_PASS && failed)
         rc = EXIT_PARITY;

@@ -8,6 +8,7 @@
  * the tree's bound of the exact value (nx_bound, every order covered). */
 #include "cli.h"
 #include "compare.h"
+#include "html.h"
 #include "nx_bound.h"
 #include "nx_engine.h"
 #include "npy.h"
@@ -24,7 +25,7 @@
 static const char usage[] =
     "usage: parity check --numerics POINT --in IN.safetensors --out Y.safetensors|Y.npy\n"
     "                    [--name y] [--dtype bf16|fp16|...] [--engine fast|mpfr]\n"
-    "                    [--threads N] [--json FILE]\n"
+    "                    [--threads N] [--json FILE] [--html FILE]\n"
     "\n"
     "Checks any kernel's output against the exact reference of a numerics point,\n"
     "without a registry: IN as for `parity reduce` (tensor 'a' [rows, n] and, for a\n"
@@ -34,7 +35,9 @@ static const char usage[] =
     "point's `out` format.  Tier 2: bit for bit against the reference; a point\n"
     "whose tree uses `atomic` has no defined order and is checked within the bound\n"
     "its tree gives against the exact value, in any order (docs/tolerance.md).\n"
-    "Mismatches are named by row.\n"
+    "Mismatches are named by row.  --html FILE writes a report to look at: the\n"
+    "verdict, the ulp histogram, a heat map of the rows that differ and the\n"
+    "point's tree drawn as a tree (docs/reports.md).\n"
     "\n"
     "exit status: 0 pass; 1 the output differs (parity failure); 2 bad point,\n"
     "file, tensor, dtype or shape, named with the file and tensor.\n";
@@ -72,10 +75,57 @@ static int ends_with(const char *s, const char *suf)
     return n >= m && strcmp(s + n - m, suf) == 0;
 }
 
+/* --html FILE: the verdict, the ulp histogram, where the rows differ (rows
+ * wrapped into lines of up to 64) and the point's tree (docs/reports.md). */
+static nx_status numerics_html(const char *path, const cn_job *j, const char *outp, size_t rows, const cmp_result *res,
+                               const char *why, nx_err *err)
+{
+    html_doc d;
+    char title[512];
+    snprintf(title, sizeof title, "parity check --numerics: %s", outp);
+    html_begin(&d, title);
+    char *pt = nx_point_print(&j->pt);
+    const char *const facts[][2] = {{"output", outp}, {"numerics", pt ? pt : "?"}};
+    html_facts(&d, facts, 2);
+    html_heading(&d, 2, "Verdict");
+    html_verdict_row row = {outp, "Tier 2", res->mismatched ? "fail" : "pass", (long long)res->mismatched,
+                            (long long)res->n, res->max_ulp_index == CMP_NO_INDEX ? -1 : (long long)res->max_ulp, why};
+    html_verdict_table(&d, &row, 1);
+    html_heading(&d, 2, "ulp histogram");
+    const char *labels[CMP_HIST_NBUCKETS];
+    for (int b = 0; b < CMP_HIST_NBUCKETS; b++)
+        labels[b] = cmp_hist_bucket_name(b);
+    html_histogram_svg(&d, "the output against the reference", labels, res->hist, CMP_HIST_NBUCKETS);
+    html_heading(&d, 2, "Rows whose bits differ from the reference");
+    int64_t w = rows < 64 ? (int64_t)(rows ? rows : 1) : 64;
+    html_heat h;
+    if (html_heat_init(&h, ((int64_t)rows + w - 1) / w, w) == 0) {
+        for (size_t r = 0; r < rows; r++)
+            if (j->gb[r] != j->rb[r])
+                html_heat_add(&h, (int64_t)r / w, (int64_t)r % w);
+        char rl[64], cl[64];
+        snprintf(rl, sizeof rl, "row / %lld", (long long)w);
+        snprintf(cl, sizeof cl, "row %% %lld", (long long)w);
+        html_heat_svg(&d, &h, "rows, wrapped into lines", rl, cl);
+        html_heat_free(&h);
+    } else {
+        d.oom = 1;
+    }
+    html_heading(&d, 2, "The point's tree");
+    html_tree_svg(&d, j->prog, pt ? pt : "?", 0);
+    free(pt);
+    char *text = html_end(&d);
+    if (!text)
+        return nx_err_set(err, NX_ENOMEM, "out of memory");
+    nx_status st = report_write_atomic(path, text, err);
+    free(text);
+    return st;
+}
+
 int cmd_check_numerics(int argc, char **argv)
 {
     const char *numerics = NULL, *inp = NULL, *outp = NULL, *name = NULL, *dtype = NULL, *engine = "fast",
-               *threads_s = NULL, *json = NULL;
+               *threads_s = NULL, *json = NULL, *html = NULL;
     int bad = 0;
     for (int i = 1; i < argc; i++)
         if (cli_flag(argv, i, "--help") || cli_flag(argv, i, "-h")) {
@@ -86,7 +136,8 @@ int cmd_check_numerics(int argc, char **argv)
         if (cli_opt(argc, argv, &i, "--numerics", &numerics, &bad) || cli_opt(argc, argv, &i, "--in", &inp, &bad) ||
             cli_opt(argc, argv, &i, "--out", &outp, &bad) || cli_opt(argc, argv, &i, "--name", &name, &bad) ||
             cli_opt(argc, argv, &i, "--dtype", &dtype, &bad) || cli_opt(argc, argv, &i, "--engine", &engine, &bad) ||
-            cli_opt(argc, argv, &i, "--threads", &threads_s, &bad) || cli_opt(argc, argv, &i, "--json", &json, &bad))
+            cli_opt(argc, argv, &i, "--threads", &threads_s, &bad) || cli_opt(argc, argv, &i, "--json", &json, &bad) ||
+            cli_opt(argc, argv, &i, "--html", &html, &bad))
             continue;
         cli_error("check", "--numerics: unknown argument '%s' (see --numerics --help)", argv[i]);
         return EXIT_INPUT;
@@ -97,8 +148,8 @@ int cmd_check_numerics(int argc, char **argv)
         cli_error("check", "--numerics needs --in and --out (see --numerics --help)");
         return EXIT_INPUT;
     }
-    const cli_file outs[] = {{"--json", json}}, ins[] = {{"--in", inp}, {"--out", outp}};
-    if (cli_check_outputs("check", outs, 1, ins, 2))
+    const cli_file outs[] = {{"--json", json}, {"--html", html}}, ins[] = {{"--in", inp}, {"--out", outp}};
+    if (cli_check_outputs("check", outs, 2, ins, 2))
         return EXIT_INPUT;
     int mpfr = strcmp(engine, "mpfr") == 0;
     if (!mpfr && strcmp(engine, "fast") != 0) {
@@ -273,6 +324,8 @@ int cmd_check_numerics(int argc, char **argv)
             rc = s ? cli_fail("check", &err) : EXIT_INTERNAL;
         free(s);
     }
+    if (html && rc != EXIT_INTERNAL && numerics_html(html, &j, outp, rows, &res, why, &err) != NX_OK)
+        rc = cli_fail("check", &err);
     job_free(&j);
     return rc;
 fail:

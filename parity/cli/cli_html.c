@@ -1,0 +1,168 @@
+/* cli_html.c: the --html reports of `parity check` and `parity campaign`
+ * (docs/reports.md), drawn with parity/html/.  check's page is drawn from
+ * the JSON object that --json writes, so the two reports carry the same
+ * numbers; campaign's from the results that its JSON is made of. */
+#include "cli.h"
+#include "cli_html.h"
+#include "html.h"
+#include "report.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A histogram of an object {"0": n, "1": n, ...} in key order (a
+ * cmp_result_json's "ulp_histogram"). */
+static void hist_json(html_doc *d, const char *title, const json_t *h)
+{
+    if (!json_is_object(h) || json_object_size(h) == 0 || json_object_size(h) > 32)
+        return;
+    const char *labels[32];
+    size_t counts[32];
+    int nb = 0;
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)h, k, v)
+    {
+        labels[nb] = k;
+        counts[nb++] = json_is_integer(v) ? (size_t)json_integer_value(v) : 0;
+    }
+    html_histogram_svg(d, title, labels, counts, nb);
+}
+
+static long long jint(const json_t *o, const char *key)
+{
+    const json_t *v = json_object_get(o, key);
+    if (json_is_object(v))
+        v = json_object_get(v, "value");
+    return json_is_integer(v) ? (long long)json_integer_value(v) : -1;
+}
+
+static const char *jstr(const json_t *o, const char *key)
+{
+    const char *s = json_string_value(json_object_get(o, key));
+    return s ? s : "";
+}
+
+static nx_status write_page(const char *path, html_doc *d, nx_err *err)
+{
+    char *text = html_end(d);
+    if (!text)
+        return nx_err_set(err, NX_ENOMEM, "out of memory");
+    nx_status st = report_write_atomic(path, text, err);
+    free(text);
+    return st;
+}
+
+nx_status cli_html_check(const char *path, const json_t *root, nx_err *err)
+{
+    const json_t *jt = json_object_get(root, "traces"), *jp = json_object_get(root, "tier1"),
+                 *jx = json_object_get(root, "parity");
+    size_t n = json_array_size(jt) + json_array_size(jp) + json_array_size(jx);
+    html_verdict_row *rows = calloc(n ? n : 1, sizeof *rows);
+    char (*what)[640] = calloc(n ? n : 1, sizeof *what);
+    if (!rows || !what) {
+        free(rows);
+        free(what);
+        return nx_err_set(err, NX_ENOMEM, "out of memory");
+    }
+    size_t k = 0, i;
+    json_t *o;
+    json_array_foreach(jt, i, o)
+    {
+        const json_t *c = json_object_get(o, "compare");
+        snprintf(what[k], sizeof what[k], "%s (%s, class %s)", jstr(o, "trace"), jstr(o, "point"), jstr(o, "class"));
+        rows[k] = (html_verdict_row){what[k], "Tier 2", jstr(o, "verdict"), jint(c, "mismatched"), jint(c, "n"),
+                                     jint(c, "max_ulp"), jstr(o, "detail")};
+        k++;
+    }
+    json_array_foreach(jp, i, o)
+    {
+        snprintf(what[k], sizeof what[k], "%s vs %s", jstr(o, "a"), jstr(o, "b"));
+        rows[k] = (html_verdict_row){what[k], jstr(o, "check"), jstr(o, "verdict"), -1, -1, -1, jstr(o, "detail")};
+        k++;
+    }
+    json_array_foreach(jx, i, o)
+    {
+        snprintf(what[k], sizeof what[k], "%s: %s vs %s", jstr(o, "point"), jstr(o, "a"), jstr(o, "b"));
+        rows[k] = (html_verdict_row){what[k], "parity", jstr(o, "verdict"), -1, -1, -1, jstr(o, "detail")};
+        k++;
+    }
+    html_doc d;
+    char title[160];
+    snprintf(title, sizeof title, "parity check: %zu trace(s), %lld failed", json_array_size(jt),
+             jint(root, "failed"));
+    html_begin(&d, title);
+    html_heading(&d, 2, "Verdicts");
+    html_verdict_table(&d, rows, k);
+    free(rows);
+    free(what);
+    html_heading(&d, 2, "ulp histograms (Tier 2: each trace against its reference)");
+    json_array_foreach(jt, i, o)
+    {
+        if (i >= 64) {
+            html_para(&d, "(the first 64 traces are drawn)");
+            break;
+        }
+        const json_t *c = json_object_get(o, "compare");
+        char t[512];
+        snprintf(t, sizeof t, "%s: output %s", jstr(o, "trace"), jstr(c, "format"));
+        hist_json(&d, t, json_object_get(c, "ulp_histogram"));
+    }
+    return write_page(path, &d, err);
+}
+
+nx_status cli_html_campaign(const char *path, const camp_result *r, size_t n, const char *title, nx_err *err)
+{
+    html_verdict_row *rows = calloc(n * CK_COUNT + 1, sizeof *rows);
+    if (!rows)
+        return nx_err_set(err, NX_ENOMEM, "out of memory");
+    size_t k = 0, failed = 0;
+    for (size_t i = 0; i < n; i++) {
+        const camp_result *x = &r[i];
+        if (x->error) {
+            rows[k++] = (html_verdict_row){x->id, "-", "error", -1, -1, -1, x->errmsg};
+            continue;
+        }
+        for (int c = 0; c < CK_COUNT; c++) {
+            if (c == CK_PARITY && !x->against[0])
+                continue;
+            const camp_check *ck = &x->checks[c];
+            const char *v = ck->verdict == CV_PASS ? "pass" : ck->verdict == CV_FAIL ? "fail" : "skip";
+            failed += ck->verdict == CV_FAIL;
+            html_verdict_row row = {x->id, camp_check_name(c), v, -1, -1, -1, ck->detail};
+            if (c == CK_TIER2) {
+                row.mismatches = (long long)x->t2.mismatched;
+                row.n = (long long)x->t2.n;
+                row.max_ulp = x->t2.max_ulp_index == CMP_NO_INDEX ? -1 : (long long)x->t2.max_ulp;
+            }
+            rows[k++] = row;
+        }
+    }
+    html_doc d;
+    html_begin(&d, title);
+    char summary[160];
+    snprintf(summary, sizeof summary, "%zu point(s), %zu failed check(s)", n, failed);
+    html_para(&d, summary);
+    html_heading(&d, 2, "Verdicts");
+    html_verdict_table(&d, rows, k);
+    free(rows);
+    html_heading(&d, 2, "ulp histograms (Tier 2: each point against its exact reference)");
+    size_t drawn = 0;
+    for (size_t i = 0; i < n; i++) {
+        const camp_result *x = &r[i];
+        if (x->error || !x->t2.n)
+            continue;
+        if (drawn++ == 64) {
+            html_para(&d, "(the first 64 points are drawn)");
+            break;
+        }
+        const char *labels[CMP_HIST_NBUCKETS];
+        for (int b = 0; b < CMP_HIST_NBUCKETS; b++)
+            labels[b] = cmp_hist_bucket_name(b);
+        char t[512];
+        snprintf(t, sizeof t, "%s: output %s, %s", x->id, x->t2_output, x->shape);
+        html_histogram_svg(&d, t, labels, x->t2.hist, CMP_HIST_NBUCKETS);
+    }
+    return write_page(path, &d, err);
+}

@@ -1,0 +1,20 @@
+/* cli_html.h: the --html pages of `parity check` and `parity campaign`
+ * (cli_html.c, docs/reports.md).  Only parity/cli/ includes it. */
+#ifndef PARITY_CLI_HTML_H
+#define PARITY_CLI_HTML_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "campaign.h"
+#include "nx_error.h"
+
+/* The page of `parity check TRACE...` from the object its --json writes:
+ * the verdict table (Tier 2 per trace, Tier 1 pairs, cross-class parity)
+ * and each trace's ulp histogram.  Written atomically to path. */
+nx_status cli_html_check(const char *path, const json_t *root, nx_err *err);
+/* The page of `parity campaign`: a row per point and check (Tier 2 with its
+ * mismatches and largest ulp distance) and each point's Tier 2 histogram. */
+nx_status cli_html_campaign(const char *path, const camp_result *r, size_t n, const char *title, nx_err *err);
+
+#endif
