@@ -28,6 +28,11 @@
  * computed; plain == fast on every row of the fp32 seq/split/stride cases;
  * the exact engine against MPFR's exact sum on the MPFR rows.
  *
+ * Then (all cases, --only fast or none): the vector path (nx_simd.h) on
+ * fp32 and bf16 rows as stored against the scalar block engine on decoded
+ * rows, seq and split, each at 1 and 2 threads, with the ratios; the four
+ * results are checked equal on every row.
+ *
  * Also: the exact dot product of fp32 inputs (float arrays) against an
  * ordered double loop s += (double)a[i]*b[i] over the same rows.
  *
