@@ -77,6 +77,50 @@ void nx_philox_block(uint64_t seed, uint32_t tensor, uint64_t index, uint32_t dr
     nx_philox4x32_10(ctr, key, out);
 }
 
+/* 16 blocks side by side (structure of arrays): the rounds of
+ * nx_philox4x32_r on 16 counters at once, a loop the compiler turns into
+ * vector multiplies (32 x 32 -> 64 bits). */
+#define PHILOX_LANES 16
+static void philox_lanes(uint64_t seed, uint32_t tensor, uint64_t first, uint32_t draw, uint32_t w0[PHILOX_LANES])
+{
+    uint32_t c0[PHILOX_LANES], c1[PHILOX_LANES], c2[PHILOX_LANES], c3[PHILOX_LANES];
+    for (unsigned l = 0; l < PHILOX_LANES; l++) {
+        uint64_t i = first + l;
+        c0[l] = (uint32_t)i;
+        c1[l] = (uint32_t)(i >> 32);
+        c2[l] = tensor;
+        c3[l] = draw;
+    }
+    uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+    for (unsigned r = 0; r < 10; r++) {
+        if (r > 0) {
+            k0 += NX_PHILOX_W0;
+            k1 += NX_PHILOX_W1;
+        }
+        for (unsigned l = 0; l < PHILOX_LANES; l++) {
+            uint64_t p0 = (uint64_t)NX_PHILOX_M0 * c0[l];
+            uint64_t p1 = (uint64_t)NX_PHILOX_M1 * c2[l];
+            uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1[l] ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3[l] ^ k1;
+            c1[l] = (uint32_t)p1;
+            c3[l] = (uint32_t)p0;
+            c0[l] = n0;
+            c2[l] = n2;
+        }
+    }
+    memcpy(w0, c0, sizeof c0);
+}
+
+void nx_philox_w0_run(uint64_t seed, uint32_t tensor, uint64_t first, uint32_t draw, size_t count, uint32_t *w0)
+{
+    size_t k = 0;
+    for (; k + PHILOX_LANES <= count; k += PHILOX_LANES)
+        philox_lanes(seed, tensor, first + k, draw, w0 + k);
+    for (uint32_t w[4]; k < count; k++) {
+        nx_philox_block(seed, tensor, first + k, draw, w);
+        w0[k] = w[0];
+    }
+}
+
 uint32_t nx_philox_tensor_id(const char *name)
 {
     uint32_t h = 0x811c9dc5u;

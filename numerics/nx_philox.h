@@ -36,6 +36,9 @@ void nx_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out
 
 /* The block of (seed, tensor, index, draw), laid out as above. */
 void nx_philox_block(uint64_t seed, uint32_t tensor, uint64_t index, uint32_t draw, uint32_t out[4]);
+/* Word 0 of the blocks (seed, tensor, first + k, draw), k < count, into
+ * w0[k]: the same values as nx_philox_block, 16 blocks at a time. */
+void nx_philox_w0_run(uint64_t seed, uint32_t tensor, uint64_t first, uint32_t draw, size_t count, uint32_t *w0);
 
 /* The tensor id of a tensor name: 32-bit FNV-1a of its bytes, so ids do
  * not depend on the order in which tensors are generated. */

@@ -7,6 +7,7 @@
  *                the K / group values u_g. */
 #include "ref_internal.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -106,6 +107,20 @@ static void gather_group(const void *vc, size_t row, double *a, double *b, ref_m
         b[k] = (double)((int)qr[k] - z);
 }
 
+/* fp32(x * y), rne, the value of ref_f32_mul.  Where the binary64 product
+ * is exact (fma(x, y, -p) == 0) and normal, converting it to float is the
+ * one rounding of the exact product (IEEE conversion in the default rne
+ * mode, overflow to inf included); a zero operand gives the IEEE signed
+ * zero either way.  Anything else (an inexact or subnormal binary64
+ * product, inf, NaN) goes through MPFR. */
+static double f32_mul(ref_math *m, double x, double y)
+{
+    double p = x * y;
+    if (isfinite(p) && (fabs(p) >= 0x1p-1022 ? fma(x, y, -p) == 0 : (x == 0 || y == 0) && isfinite(x + y)))
+        return (double)(float)p;
+    return ref_f32_mul(m, x, y);
+}
+
 static nx_status run(ref_job *j, nx_err *err)
 {
     gemv_p p;
@@ -134,7 +149,7 @@ static nx_status run(ref_job *j, nx_err *err)
 #pragma omp parallel for num_threads(j->nthreads) schedule(static)
         for (size_t r = 0; r < rows; r++) {
             size_t g = r % ng, n = (r / ng) % N;
-            u[r] = ref_f32_mul(ref_job_math(j), u[r], scales[n * ng + g]);
+            u[r] = f32_mul(ref_job_math(j), u[r], scales[n * ng + g]);
         }
         st = ref_reduce_flat(j, p.k, ng, 0, B * N, NX_FP32, u, NX_FP32, NULL, y, err);
     }

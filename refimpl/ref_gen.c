@@ -6,17 +6,32 @@
 #include "ref_internal.h"
 #include "rows.h"
 
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* REF_INTS: element i is lo + below(B(i, 0).w0, hi - lo + 1). */
-static void gen_ints(const ref_tensor_desc *d, uint64_t seed, uint32_t id, st_tensor *t)
+/* REF_INTS: element i is lo + below(B(i, 0).w0, hi - lo + 1).  Blocks of
+ * 4096 elements across threads, each a pure function of its indices, so
+ * the bytes do not depend on the thread count. */
+static void gen_ints(const ref_tensor_desc *d, uint64_t seed, uint32_t id, st_tensor *t, int threads)
 {
-    uint32_t span = (uint32_t)(d->hi - d->lo + 1), w[4];
-    for (size_t i = 0; i < t->nelem; i++) {
-        nx_philox_block(seed, id, i, 0, w);
-        long v = d->lo + (long)nx_philox_below(w[0], span);
-        st_put_bits(t, t->data, i, (uint64_t)v);
+    uint32_t span = (uint32_t)(d->hi - d->lo + 1);
+    const size_t blk = 4096;
+    size_t nb = (t->nelem + blk - 1) / blk;
+    int u8 = t->dtype == ST_U8 && d->lo >= 0 && d->hi <= 255;
+#pragma omp parallel for num_threads(threads > 0 ? threads : omp_get_max_threads()) schedule(static) if (nb > 1 && st_dtype_bits(t->dtype) >= 8)
+    for (size_t b = 0; b < nb; b++) {
+        uint32_t w0[4096];
+        size_t i0 = b * blk, cnt = t->nelem - i0 < blk ? t->nelem - i0 : blk;
+        nx_philox_w0_run(seed, id, i0, 0, cnt, w0);
+        if (u8) {
+            uint8_t *q = (uint8_t *)t->data + i0;
+            for (size_t k = 0; k < cnt; k++)
+                q[k] = (uint8_t)(d->lo + (long)nx_philox_below(w0[k], span));
+        } else {
+            for (size_t k = 0; k < cnt; k++)
+                st_put_bits(t, t->data, i0 + k, (uint64_t)(d->lo + (long)nx_philox_below(w0[k], span)));
+        }
     }
 }
 
@@ -67,7 +82,7 @@ nx_status ref_generate(const fam_spec *spec, const ref_gen_opts *o, st_file *out
             break;
         uint32_t id = nx_philox_tensor_id(d[i].name);
         if (d[i].kind == REF_INTS) {
-            gen_ints(&d[i], o->seed, id, t);
+            gen_ints(&d[i], o->seed, id, t, o->threads);
             continue;
         }
         if (d[i].kind == REF_DISTINCT) {

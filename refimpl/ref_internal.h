@@ -103,10 +103,12 @@ nx_status ref_program(ref_job *j, const fam_reduction *r, size_t n, int dot, con
 typedef void (*ref_gather_fn)(const void *ctx, size_t row, double *a, double *b, ref_math *m);
 
 /* Evaluates reduction r at length n over `rows` rows, gathered into
- * contiguous buffers by g (in parallel) and reduced by one engine call per
- * buffer of up to REF_CHUNK_VALUES values; y[rows] receives the results
+ * per-thread buffers by g and reduced by one engine call per block of
+ * about REF_BLOCK_VALUES values; y[rows] receives the results
  * (members of the point's out format). */
-#define REF_CHUNK_VALUES ((size_t)1 << 22)
+/* ref_reduce_rows gathers and reduces per thread in blocks of this many
+ * terms (a and b: 512 KiB each, in a core's cache). */
+#define REF_BLOCK_VALUES ((size_t)1 << 16)
 nx_status ref_reduce_rows(ref_job *j, const fam_reduction *r, size_t n, int dot, size_t rows, nx_fmt afmt,
                           nx_fmt bfmt, ref_gather_fn g, const void *ctx, double *y, nx_err *err);
 /* The same over rows already contiguous (a, b: rows * n values). */

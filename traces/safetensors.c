@@ -49,6 +49,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -127,7 +128,10 @@ void st_free(st_file *f)
         free(f->meta[i].value);
     }
     free(f->meta);
-    free(f->buf);
+    if (f->buf_mapped)
+        munmap(f->buf, f->buf_len);
+    else
+        free(f->buf);
     st_init(f);
 }
 
@@ -577,10 +581,35 @@ nx_status st_read_bytes(const char *path, uint8_t **out, size_t *len,
     return read_whole(path, out, len, err);
 }
 
+/* A file of at least this many bytes is mapped (MAP_PRIVATE: a caller that
+ * writes into a tensor gets its own copy of the page; MAP_POPULATE: the
+ * pages are read in one pass, no fault per page), not copied by read(2);
+ * where mmap fails (a file system without it) read_whole reads it. */
+#define ST_MAP_MIN ((size_t)1 << 20)
+
+static int map_whole(const char *path, st_file *out)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    struct stat sb;
+    void *p = MAP_FAILED;
+    if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && (uintmax_t)sb.st_size >= ST_MAP_MIN &&
+        (uintmax_t)sb.st_size <= SIZE_MAX - 1)
+        p = mmap(NULL, (size_t)sb.st_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED)
+        return 0;
+    out->buf = p;
+    out->buf_len = (size_t)sb.st_size;
+    out->buf_mapped = true;
+    return 1;
+}
+
 nx_status st_read(const char *path, st_file *out, nx_err *err)
 {
     st_init(out);
-    nx_status rc = read_whole(path, &out->buf, &out->buf_len, err);
+    nx_status rc = map_whole(path, out) ? NX_OK : read_whole(path, &out->buf, &out->buf_len, err);
     if (rc)
         return rc;
     rc = parse_file(path, out, err);

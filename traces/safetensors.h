@@ -77,6 +77,7 @@ typedef struct st_file {
     size_t meta_cap;
     uint8_t *buf;                   /* read: the whole file; tensors' data point into it */
     size_t buf_len;
+    bool buf_mapped;                /* buf is a private mapping of the file (st_free unmaps it) */
 } st_file;
 
 /* --- dtypes ------------------------------------------------------------- */
