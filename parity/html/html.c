@@ -208,7 +208,7 @@ void html_verdict_table(html_doc *d, const html_verdict_row *rows, size_t n)
 
 void html_histogram_svg(html_doc *d, const char *title, const char *const *labels, const size_t *counts, int nb)
 {
-    const int bw = 56, gap = 8, left = 56, top = 28, H = 160, bottom = 44;
+    const int bw = 56, gap = 8, left = 56, top = 36, H = 160, bottom = 44;
     int W = left + nb * (bw + gap) + 16;
     size_t max = 0, total = 0;
     for (int k = 0; k < nb; k++) {
