@@ -6,6 +6,7 @@
  *                integers), u_g = fp32(p_g * s_g), then reduction `k` over
  *                the K / group values u_g. */
 #include "ref_internal.h"
+#include "nx_round_fast.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -67,6 +68,7 @@ typedef struct gemv_ctx {
     const double *x, *scales;
     const uint8_t *q, *z; /* z NULL: the zero point is 8 */
     size_t N, K, G;
+    const nx_rfmt *fast; /* fp16 rounding of the fast engine (nx_round_fast.h); NULL: MPFR */
 } gemv_ctx;
 
 static int zero_of(const gemv_ctx *c, size_t n, size_t g)
@@ -87,7 +89,8 @@ static void gather_elem(const void *vc, size_t row, double *a, double *b, ref_ma
         int z = zero_of(c, n, g);
         double s = c->scales[n * ng + g];
         for (int q = 0; q < 16; q++)
-            w[q] = ref_round(m, (double)(q - z) * s, NX_FP16, NX_RNE, 0);
+            w[q] = c->fast ? nx_rf_round((double)(q - z) * s, c->fast, NX_RNE, 0)
+                           : ref_round(m, (double)(q - z) * s, NX_FP16, NX_RNE, 0);
         const uint8_t *qr = c->q + n * c->K + g * c->G;
         for (size_t k = 0; k < c->G; k++)
             b[g * c->G + k] = w[qr[k]];
@@ -134,7 +137,12 @@ static nx_status run(ref_job *j, nx_err *err)
     const st_tensor *zt = p.zp ? ref_tensor(j, "zeros") : NULL;
     if ((st = ref_decode(j, "x", &x, err)) || (st = ref_decode(j, "scales", &scales, err)))
         goto done;
-    gemv_ctx c = {x, scales, ref_tensor(j, "qweight")->data, zt ? zt->data : NULL, N, K, G};
+    /* with the fast engine, the weights' roundings are the fast engine's
+     * too (the same bits as MPFR's: test_round); --engine mpfr keeps MPFR */
+    nx_rfmt f16;
+    nx_rfmt_init(&f16, NX_FP16);
+    gemv_ctx c = {x, scales, ref_tensor(j, "qweight")->data, zt ? zt->data : NULL, N, K, G,
+                  j->reduce == nx_fast_reduce ? &f16 : NULL};
     if (!p.per_group) {
         st = ref_reduce_rows(j, p.k, K, 1, B * N, NX_FP16, NX_FP16, gather_elem, &c, y, err);
     } else {

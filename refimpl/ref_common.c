@@ -2,6 +2,7 @@
  * params, input descriptions and their validation, the job with its
  * per-thread scratch and program cache, reductions over gathered rows,
  * input decoding and output encoding, the spec's metadata. */
+#define _DEFAULT_SOURCE /* MADV_HUGEPAGE */
 #include "ref_internal.h"
 #include "nx_limits.h"
 #include "rows.h"

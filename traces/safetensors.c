@@ -38,6 +38,7 @@
  * producer convention was found, so it is this project's choice, by the
  * same rule. */
 #define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE /* MAP_POPULATE */
 
 #include "safetensors.h"
 
@@ -586,6 +587,11 @@ nx_status st_read_bytes(const char *path, uint8_t **out, size_t *len,
  * pages are read in one pass, no fault per page), not copied by read(2);
  * where mmap fails (a file system without it) read_whole reads it. */
 #define ST_MAP_MIN ((size_t)1 << 20)
+#ifdef MAP_POPULATE
+#define ST_MAP_FLAGS (MAP_PRIVATE | MAP_POPULATE)
+#else
+#define ST_MAP_FLAGS MAP_PRIVATE
+#endif
 
 static int map_whole(const char *path, st_file *out)
 {
@@ -596,7 +602,7 @@ static int map_whole(const char *path, st_file *out)
     void *p = MAP_FAILED;
     if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && (uintmax_t)sb.st_size >= ST_MAP_MIN &&
         (uintmax_t)sb.st_size <= SIZE_MAX - 1)
-        p = mmap(NULL, (size_t)sb.st_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+        p = mmap(NULL, (size_t)sb.st_size, PROT_READ | PROT_WRITE, ST_MAP_FLAGS, fd, 0);
     close(fd);
     if (p == MAP_FAILED)
         return 0;
