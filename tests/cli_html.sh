@@ -1,0 +1,194 @@
+#!/bin/sh
+# cli_html.sh PARITY ST_CRAFT KERNELS: --html on diff, check (traces and
+# --numerics) and campaign (docs/reports.md).  The page's table is read
+# back with Python's own HTML parser and its numbers compared with the same
+# run's --json; a diff of two outputs that differ in a known pattern (all of
+# column 7 by 1 ulp, [20, 3] by 3 ulp) must draw exactly those cells; a
+# file name that is markup stays text; nothing is written on exit 2 and an
+# output that is an input is refused.
+set -u
+PARITY=$1
+CRAFT=$2
+KERNELS=$3
+T=$(mktemp -d)
+trap '[ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# The page's parts: every table as rows of cell texts, the <svg> count,
+# the heat map's cells, the histogram bars' tooltips.  Tags balanced.
+cat > "$T/page.py" << 'EOF2'
+import html.parser, json, sys
+
+class Page(html.parser.HTMLParser):
+    VOID = {"meta"}
+    def __init__(self):
+        super().__init__()
+        self.stack, self.tables, self.svg, self.cells, self.bars = [], [], 0, [], []
+        self.row = self.cell = None
+        self.text = ""
+        self.cls = None
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag not in self.VOID:
+            self.stack.append(tag)
+        if tag == "table": self.tables.append([])
+        if tag == "tr": self.row = []
+        if tag in ("td", "th"): self.cell = ""
+        if tag == "svg": self.svg += 1
+        if tag == "rect" and a.get("class") in ("cell", "bar"):
+            self.cls = a["class"]
+        if tag == "title": self.text = ""
+    def handle_startendtag(self, tag, attrs):
+        if tag == "svg": self.svg += 1
+    def handle_endtag(self, tag):
+        if tag in self.VOID: return
+        if not self.stack or self.stack[-1] != tag:
+            raise SystemExit("unbalanced </%s> (open: %s)" % (tag, self.stack[-3:]))
+        self.stack.pop()
+        if tag in ("td", "th") and self.row is not None: self.row.append(self.cell.strip()); self.cell = None
+        if tag == "tr" and self.tables: self.tables[-1].append(self.row); self.row = None
+        if tag == "title" and self.cls:
+            (self.cells if self.cls == "cell" else self.bars).append(self.text)
+        if tag == "rect": self.cls = None
+    def handle_data(self, d):
+        if self.cell is not None: self.cell += d
+        self.text += d
+
+def load(path):
+    p = Page()
+    p.feed(open(path, encoding="utf-8").read())
+    p.close()
+    if p.stack: raise SystemExit("left open: %s" % p.stack)
+    return p
+
+def verdict_table(p):
+    for t in p.tables:
+        if t and t[0][:3] == ["point / trace", "tier", "verdict"]:
+            return t[1:]
+    raise SystemExit("no verdict table")
+
+what, page = sys.argv[1], load(sys.argv[2])
+doc = json.load(open(sys.argv[3])) if len(sys.argv) > 3 else None
+rows = verdict_table(page)
+if what == "diff":
+    assert page.svg == 2, page.svg
+    assert len(rows) == len(doc["tensors"]), rows
+    r, t = rows[0], doc["tensors"][0]
+    assert r[3] == "%d / %d" % (t["mismatched"], t["n"]), (r, t)
+    assert r[4] == str(doc["worst"]["ulp"]), (r, doc["worst"])
+    bars = sorted(page.bars)
+    want = sorted("%s ulp: %d elements" % kv for kv in doc["ulp_histogram"].items())
+    assert bars == want, (bars, want)
+    print("\n".join(sorted(page.cells)))
+elif what == "numerics":
+    assert page.svg == 3, page.svg
+    c = doc["compare"]
+    assert rows == [[doc["output"], "Tier 2", doc["verdict"], "%d / %d" % (c["mismatched"], c["n"]),
+                     str(c["max_ulp"]["value"]) if c["max_ulp"] else "-", doc["detail"]]], (rows, doc)
+elif what == "campaign":
+    pts = doc["points"]
+    want = []
+    for p in pts:
+        for name, ck in p["checks"].items():
+            m = n = u = "-"
+            if name == "tier2":
+                t2 = p["tier2"]
+                m = "%d / %d" % (t2["mismatched"], t2["n"])
+                u = str(t2["max_ulp"]["value"]) if t2["max_ulp"] else "-"
+            want.append([p["id"], name, ck["verdict"], m, u, ck["detail"]])
+    assert rows == want, (rows[:3], want[:3])
+    assert page.svg == len(pts), (page.svg, len(pts))
+    print(len(rows))
+elif what == "check":
+    tr = doc["traces"]
+    assert page.svg == len(tr), page.svg
+    for r, t in zip(rows, tr):
+        c = t["compare"]
+        assert r[0] == "%s (%s, class %s)" % (t["trace"], t["point"], t["class"]), r
+        assert r[2:4] == [t["verdict"], "%d / %d" % (c["mismatched"], c["n"])], (r, t)
+        assert r[5] == t["detail"], r
+    assert len(rows) == len(tr) + len(doc["tier1"]) + len(doc["parity"]), len(rows)
+    print(len(rows))
+EOF2
+
+hex() { python3 -c "
+import struct, sys
+v = [0x3f800000] * 1024
+if sys.argv[1] == 'b':
+    for r in range(32): v[r * 32 + 7] += 1
+    v[20 * 32 + 3] += 3
+print(''.join(struct.pack('<I', x).hex() for x in v))" "$1"; }
+H='{"y":{"dtype":"F32","shape":[32,32],"data_offsets":[0,4096]}}'
+"$CRAFT" raw "$T/a.safetensors" "$H" "$(hex a)" || fail "st_craft a"
+"$CRAFT" raw "$T/b.safetensors" "$H" "$(hex b)" || fail "st_craft b"
+
+# diff: 33 elements, column 7 and [20, 3]; one heat cell per element (no
+# binning at 32 x 32), and the table's numbers are the JSON's
+"$PARITY" diff "$T/a.safetensors" "$T/b.safetensors" --html "$T/d.html" --json > "$T/d.json"; rc=$?
+[ $rc -eq 1 ] || fail "diff: exit $rc, want 1"
+grep -q '"mismatched": 33,' "$T/d.json" || fail "diff: json: $(head -30 "$T/d.json")"
+python3 "$T/page.py" diff "$T/d.html" "$T/d.json" > "$T/cells" || fail "diff: the page does not match its JSON"
+{ for r in $(seq 0 31); do echo "rows $r-$r, columns 7-7: 1"; done; echo "rows 20-20, columns 3-3: 1"; } | sort > "$T/want"
+cmp -s "$T/cells" "$T/want" || fail "diff: heat map cells: $(diff "$T/want" "$T/cells" | head)"
+grep -q "<td class=\"num\">33 / 1024</td><td class=\"num\">3</td>" "$T/d.html" || fail "diff: the table's numbers"
+
+# identical files: exit 0, a page with no heat cell
+"$PARITY" diff "$T/a.safetensors" "$T/a.safetensors" --html "$T/same.html" > /dev/null; rc=$?
+[ $rc -eq 0 ] || fail "identical: exit $rc"
+grep -q 'class="cell"' "$T/same.html" && fail "identical: a heat map cell"
+grep -q 'pass: identical' "$T/same.html" || fail "identical: no verdict"
+
+# a file name that is markup is text on the page
+M="$T/<img src=x onerror=alert(1)>'\"&.safetensors"
+cp "$T/b.safetensors" "$M"
+"$PARITY" diff "$T/a.safetensors" "$M" --html "$T/m.html" > /dev/null 2>&1
+grep -q '<img' "$T/m.html" && fail "hostile name: an <img> element"
+grep -qF '&lt;img src=x onerror=alert(1)&gt;&#39;&quot;&amp;.safetensors' "$T/m.html" || fail "hostile name: not escaped"
+
+# exit 2 writes nothing; an existing page is left as it was
+echo keep > "$T/old.html"
+"$PARITY" diff "$T/a.safetensors" "$T/missing.safetensors" --html "$T/old.html" > /dev/null 2>&1; rc=$?
+[ $rc -eq 2 ] || fail "missing input: exit $rc"
+[ "$(cat "$T/old.html")" = keep ] || fail "missing input: the old page was replaced"
+"$PARITY" diff "$T/a.safetensors" "$T/missing.safetensors" --html "$T/new.html" > /dev/null 2>&1
+[ -e "$T/new.html" ] && fail "missing input: a page was written"
+# an output that is an input
+cp "$T/b.safetensors" "$T/b2.safetensors"
+"$PARITY" diff "$T/a.safetensors" "$T/b2.safetensors" --html "$T/b2.safetensors" > /dev/null 2> "$T/err"; rc=$?
+[ $rc -eq 2 ] || fail "--html B: exit $rc"
+grep -q -- '--html' "$T/err" || fail "--html B: the option is not named: $(cat "$T/err")"
+cmp -s "$T/b.safetensors" "$T/b2.safetensors" || fail "--html B: B was changed"
+"$PARITY" check --numerics '{ tree = "seq" }' --in "$T/a.safetensors" --out "$T/b.safetensors" \
+  --html "$T/x.html" --json "$T/x.html" > /dev/null 2>&1; rc=$?
+[ $rc -eq 2 ] || fail "check --numerics: --json and --html the same file: exit $rc"
+
+# check --numerics: 200 rows of 64 terms reduced pairwise, checked against seq
+python3 -c "
+import struct, random
+random.seed(1)
+print(''.join(struct.pack('<f', random.uniform(-1, 1)).hex() for _ in range(200 * 64)))" > "$T/inhex"
+"$CRAFT" raw "$T/in.safetensors" '{"a":{"dtype":"F32","shape":[200,64],"data_offsets":[0,51200]}}' "$(cat "$T/inhex")" \
+  || fail "st_craft in"
+"$PARITY" reduce --numerics '{ tree = "pairwise" }' --in "$T/in.safetensors" --out "$T/y.safetensors" || fail "reduce"
+"$PARITY" check --numerics '{ tree = "seq" }' --in "$T/in.safetensors" --out "$T/y.safetensors" \
+  --html "$T/n.html" --json "$T/n.json" > /dev/null; rc=$?
+[ $rc -eq 1 ] || fail "check --numerics: exit $rc, want 1"
+python3 "$T/page.py" numerics "$T/n.html" "$T/n.json" || fail "check --numerics: the page does not match its JSON"
+grep -q 'class="collapsed"' "$T/n.html" || fail "check --numerics: a 64-term seq is drawn without a collapsed subtree"
+
+# campaign on the cpu class, then check of its traces
+"$PARITY" campaign --class cpu --kernels "$KERNELS" --families rmsnorm,silu_and_mul --no-ledger --quiet \
+  --traces "$T/tr" --json "$T/c.json" --html "$T/c.html" > "$T/c.out" 2>&1; rc=$?
+[ $rc -eq 0 ] || fail "campaign: exit $rc: $(tail -5 "$T/c.out")"
+python3 "$T/page.py" campaign "$T/c.html" "$T/c.json" > /dev/null || fail "campaign: the page does not match its JSON"
+set -- "$T"/tr/*.safetensors
+"$PARITY" check --kernels "$KERNELS" "$@" --json "$T/k.json" --html "$T/k.html" > "$T/k.out" 2>&1; rc=$?
+[ $rc -eq 0 ] || fail "check: exit $rc: $(tail -5 "$T/k.out")"
+python3 "$T/page.py" check "$T/k.html" "$T/k.json" > /dev/null || fail "check: the page does not match its JSON"
+# --html that is one of the traces
+"$PARITY" check --kernels "$KERNELS" "$1" --html "$1" > /dev/null 2>&1; rc=$?
+[ $rc -eq 2 ] || fail "check --html TRACE: exit $rc"
+
+[ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
+echo "cli_html: all passed"
