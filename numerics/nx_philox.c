@@ -97,6 +97,7 @@ static void philox_lanes(uint64_t seed, uint32_t tensor, uint64_t first, uint32_
             k0 += NX_PHILOX_W0;
             k1 += NX_PHILOX_W1;
         }
+#pragma omp simd
         for (unsigned l = 0; l < PHILOX_LANES; l++) {
             uint64_t p0 = (uint64_t)NX_PHILOX_M0 * c0[l];
             uint64_t p1 = (uint64_t)NX_PHILOX_M1 * c2[l];

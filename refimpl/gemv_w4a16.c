@@ -106,6 +106,7 @@ static void gather_group(const void *vc, size_t row, double *a, double *b, ref_m
     int z = zero_of(c, n, g);
     memcpy(a, c->x + bi * c->K + g * c->G, c->G * sizeof *a);
     const uint8_t *qr = c->q + n * c->K + g * c->G;
+#pragma omp simd
     for (size_t k = 0; k < c->G; k++)
         b[k] = (double)((int)qr[k] - z);
 }

@@ -303,6 +303,7 @@ static int ints_in_range(const st_tensor *t, long lo, long hi)
     for (size_t b = 0; b < nb; b++) {
         size_t e0 = b * blk, e1 = e0 + blk < n ? e0 + blk : n;
         uint8_t out = 0;
+#pragma omp simd reduction(| : out)
         for (size_t e = e0; e < e1; e++)
             out |= (uint8_t)((q[e] < l) | (q[e] > h));
         bad |= out;

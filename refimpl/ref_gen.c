@@ -26,6 +26,7 @@ static void gen_ints(const ref_tensor_desc *d, uint64_t seed, uint32_t id, st_te
         nx_philox_w0_run(seed, id, i0, 0, cnt, w0);
         if (u8) {
             uint8_t *q = (uint8_t *)t->data + i0;
+#pragma omp simd
             for (size_t k = 0; k < cnt; k++)
                 q[k] = (uint8_t)(d->lo + (long)nx_philox_below(w0[k], span));
         } else {
