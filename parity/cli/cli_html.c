@@ -5,6 +5,8 @@
 #include "cli.h"
 #include "cli_html.h"
 #include "html.h"
+#include "nx_program.h"
+#include "point_toml.h"
 #include "report.h"
 
 #include <stdio.h>
@@ -164,5 +166,72 @@ nx_status cli_html_campaign(const char *path, const camp_result *r, size_t n, co
         snprintf(t, sizeof t, "%s: output %s, %s", x->id, x->t2_output, x->shape);
         html_histogram_svg(&d, t, labels, x->t2.hist, CMP_HIST_NBUCKETS);
     }
+    return write_page(path, &d, err);
+}
+
+nx_status cli_html_reveal(const char *path, const char *kernel, const rv_result *res, size_t calls, size_t probes,
+                          int rc, nx_err *err)
+{
+    html_doc d;
+    char title[512];
+    snprintf(title, sizeof title, "parity reveal %s", kernel);
+    html_begin(&d, title);
+    char n[32], ord[96], ari[96], all[96], conf[128];
+    snprintf(n, sizeof n, "%zu", res->n);
+    snprintf(ord, sizeof ord, "%zu rows in %zu calls", res->order_probes, res->order_calls);
+    snprintf(ari, sizeof ari, "%zu rows in %zu calls", res->arith_probes, res->arith_calls);
+    snprintf(all, sizeof all, "%zu rows in %zu calls", probes, calls);
+    if (res->confirm_rows)
+        snprintf(conf, sizeof conf, "reproduced %zu of %zu fresh random rows; %zu other points fit the fitted rows",
+                 res->confirm_ok, res->confirm_rows, res->alternatives);
+    else
+        snprintf(conf, sizeof conf, "not confirmed (no point, or the order only)");
+    const char *const facts[][2] = {{"kernel", kernel},
+                                    {"n (terms per row)", n},
+                                    {"order", res->tree_text ? res->tree_text : "no tree of the language names it"},
+                                    {"order probes", ord},
+                                    {"arithmetic probes", ari},
+                                    {"probes in all", all},
+                                    {"confidence", conf},
+                                    {"point", res->point ? res->point : "none"}};
+    html_facts(&d, facts, 8);
+    html_heading(&d, 2, "Verdict");
+    html_verdict_row row = {kernel,
+                            "reveal",
+                            rc != 0 ? "fail" : res->point ? "pass: revealed and confirmed" : "pass: the order revealed",
+                            res->confirm_rows ? (long long)(res->confirm_rows - res->confirm_ok) : -1,
+                            res->confirm_rows ? (long long)res->confirm_rows : -1,
+                            -1,
+                            res->point     ? res->point
+                            : res->tree_text ? "the order only: no point of the space fits, or --order-only"
+                                           : "the probes reveal no tree that the language names"};
+    html_verdict_table(&d, &row, 1);
+    html_heading(&d, 2, "The revealed tree");
+    nx_point pt;
+    nx_program *p = NULL;
+    int have = 0;
+    nx_err e2 = {0};
+    if (res->point && pt_from_text(res->point, "point", &pt, &e2) == NX_OK)
+        have = 1;
+    else if (res->tree_text && nx_point_init(&pt, &e2) == NX_OK) {
+        have = 1;
+        if (nx_point_set_tree(&pt, res->tree_text, "order", &e2) != NX_OK) {
+            nx_point_free(&pt);
+            have = 0;
+        }
+    }
+    if (have && nx_program_build(&pt, res->n, 1, &p, &e2) == NX_OK)
+        html_tree_svg(&d, p, res->point ? res->point : res->tree_text, 0);
+    else if (res->tree.count) {
+        char *br = rv_tree_text(&res->tree);
+        html_para(&d, "(not drawn: no point of the language spells it; the bracketing, a fused node in [ ]:)");
+        html_para(&d, br ? br : "?");
+        free(br);
+    } else {
+        html_para(&d, "(no tree revealed)");
+    }
+    nx_program_free(p);
+    if (have)
+        nx_point_free(&pt);
     return write_page(path, &d, err);
 }

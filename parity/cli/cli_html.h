@@ -8,6 +8,7 @@
 
 #include "campaign.h"
 #include "nx_error.h"
+#include "reveal.h"
 
 /* The page of `parity check TRACE...` from the object its --json writes:
  * the verdict table (Tier 2 per trace, Tier 1 pairs, cross-class parity)
@@ -16,5 +17,12 @@ nx_status cli_html_check(const char *path, const json_t *root, nx_err *err);
 /* The page of `parity campaign`: a row per point and check (Tier 2 with its
  * mismatches and largest ulp distance) and each point's Tier 2 histogram. */
 nx_status cli_html_campaign(const char *path, const camp_result *r, size_t n, const char *title, nx_err *err);
+/* The page of `parity reveal`: the verdict (confirmation rows that
+ * differ), the probes and calls, the confidence, and the revealed tree
+ * drawn as a tree: the revealed point's program at n (dot products), else
+ * the recognised tree's, else the bracketing as text.  kernel names the
+ * kernel (--exec CMD, ...); rc is the command's exit status. */
+nx_status cli_html_reveal(const char *path, const char *kernel, const rv_result *res, size_t calls, size_t probes,
+                          int rc, nx_err *err);
 
 #endif

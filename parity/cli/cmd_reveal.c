@@ -1,6 +1,7 @@
 /* cmd_reveal.c: `parity reveal`: a black-box kernel probed for the numerics
  * point it realises (docs/reveal.md, parity/reveal/). */
 #include "cli.h"
+#include "cli_html.h"
 #include "reveal.h"
 #include "rows.h"
 
@@ -13,7 +14,7 @@
 static const char usage[] =
     "usage: parity reveal (--exec 'CMD {in} {out}' | --serve CMD | --dlopen LIB.so:SYMBOL\n"
     "                      | --simulate POINT) --n N [--dtype D] [--order-only]\n"
-    "                      [--rows R] [--confirm R] [--seed S] [-v]\n"
+    "                      [--rows R] [--confirm R] [--seed S] [-v] [--html FILE]\n"
     "\n"
     "Probes a kernel with inputs that expose its summation order, its fused\n"
     "groups and its rounding, and prints the numerics point it realises.\n"
@@ -37,6 +38,9 @@ static const char usage[] =
     "  --confirm R    fresh random rows the point is confirmed on (default 1000)\n"
     "  --seed S       the seed of the random rows\n"
     "  -v             progress on stderr\n"
+    "  --html FILE    also write a report to look at: the verdict, the probes and\n"
+    "                 calls, the confidence and the revealed tree drawn as a tree\n"
+    "                 (docs/reports.md); not written on exit 2 or 3\n"
     "\n"
     "Stdout: the revealed order, the probes (rows) and calls used, the\n"
     "confidence; the last line is the point as one inline TOML table that\n"
@@ -49,7 +53,7 @@ static const char usage[] =
 int cmd_reveal(int argc, char **argv)
 {
     const char *exec = NULL, *serve = NULL, *dl = NULL, *sim = NULL, *nstr = NULL, *dtype = "F32";
-    const char *rows_s = NULL, *conf_s = NULL, *seed_s = NULL;
+    const char *rows_s = NULL, *conf_s = NULL, *seed_s = NULL, *html = NULL;
     int bad = 0, order_only = 0, verbose = 0;
     for (int i = 1; i < argc; i++) {
         if (cli_flag(argv, i, "--help") || cli_flag(argv, i, "-h")) {
@@ -60,7 +64,7 @@ int cmd_reveal(int argc, char **argv)
             cli_opt(argc, argv, &i, "--dlopen", &dl, &bad) || cli_opt(argc, argv, &i, "--simulate", &sim, &bad) ||
             cli_opt(argc, argv, &i, "--n", &nstr, &bad) || cli_opt(argc, argv, &i, "--dtype", &dtype, &bad) ||
             cli_opt(argc, argv, &i, "--rows", &rows_s, &bad) || cli_opt(argc, argv, &i, "--confirm", &conf_s, &bad) ||
-            cli_opt(argc, argv, &i, "--seed", &seed_s, &bad))
+            cli_opt(argc, argv, &i, "--seed", &seed_s, &bad) || cli_opt(argc, argv, &i, "--html", &html, &bad))
             continue;
         if (cli_flag(argv, i, "--order-only")) {
             order_only = 1;
@@ -82,6 +86,11 @@ int cmd_reveal(int argc, char **argv)
     if (!nstr) {
         cli_error("reveal", "--n is required");
         return EXIT_INPUT;
+    }
+    if (html) {
+        const cli_file outs[] = {{"--html", html}};
+        if (cli_check_outputs("reveal", outs, 1, NULL, 0))
+            return EXIT_INPUT;
     }
     rv_opts o = {0};
     long v;
@@ -174,6 +183,14 @@ int cmd_reveal(int argc, char **argv)
     if (res.confirm_ok != res.confirm_rows)
         rc = EXIT_PARITY;
 out:
+    if (html && (rc == EXIT_PASS || rc == EXIT_PARITY)) {
+        const char *kernel = exec ? exec : serve ? serve : dl ? dl : sim;
+        char what[1024];
+        snprintf(what, sizeof what, "%s %s", exec ? "--exec" : serve ? "--serve" : dl ? "--dlopen" : "--simulate",
+                 kernel);
+        if (cli_html_reveal(html, what, &res, k->calls, k->probes, rc, &err) != NX_OK)
+            rc = cli_fail("reveal", &err);
+    }
     rv_result_free(&res);
     rv_kernel_free(k);
     return rc;
