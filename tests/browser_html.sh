@@ -21,7 +21,7 @@ B() { timeout 60 "$BROWSER" --headless --no-sandbox --disable-gpu --user-data-di
         --no-first-run --hide-scrollbars "$@"; }
 
 # The reports: a campaign on the cpu class (small shapes), check of its
-# traces, check --numerics, and a diff of two outputs that differ in a
+# traces, check --numerics, reveal of a simulated kernel, and a diff of two outputs that differ in a
 # known pattern (column 7 by 1 ulp, [20, 3] by 3 ulp).
 "$PARITY" campaign --class cpu --kernels "$KERNELS" --families rmsnorm,silu_and_mul --no-ledger --quiet \
   --traces "$T/tr" --html "$T/campaign.html" > "$T/out" 2>&1 || fail "campaign: $(tail -3 "$T/out")"
@@ -46,9 +46,12 @@ print(''.join(struct.pack('<f', random.uniform(-1, 1)).hex() for _ in range(200 
   || fail "reduce"
 "$PARITY" check --numerics '{ tree = "seq" }' --in "$T/in.safetensors" --out "$T/y.safetensors" \
   --html "$T/numerics.html" > /dev/null
+"$PARITY" reveal --simulate '{ tree = "tile(8, pairwise, seq)" }' --n 32 --confirm 50 --html "$T/reveal.html" \
+  > /dev/null || fail "reveal"
 
 # page  <svg> elements at least  what they are
-for spec in "campaign 2 histograms" "check 2 histograms" "diff 2 histogram+heat" "numerics 3 histogram+heat+tree"; do
+for spec in "campaign 2 histograms" "check 2 histograms" "diff 2 histogram+heat" "numerics 3 histogram+heat+tree" \
+            "reveal 1 tree"; do
   set -- $spec
   page=$1 nsvg=$2
   f="$T/$page.html"
@@ -68,7 +71,7 @@ for spec in "campaign 2 histograms" "check 2 histograms" "diff 2 histogram+heat"
   nr=$(grep -o '<rect class="bar"' "$T/$page.dom" | wc -l)
   [ "$ns" -ge "$nsvg" ] || fail "$page: $ns <svg> in the DOM, want at least $nsvg ($3)"
   [ "$nt" -eq 1 ] || fail "$page: $nt verdict tables in the DOM"
-  [ "$nr" -ge 7 ] || fail "$page: $nr histogram bars in the DOM"
+  [ "$page" = reveal ] || [ "$nr" -ge 7 ] || fail "$page: $nr histogram bars in the DOM"
   B --screenshot="$T/$page.png" --window-size=1200,1600 "file://$f" > /dev/null 2>&1
   if info=$("$PNG" "$T/$page.png" 9); then
     echo "$page: $ns svg, $nt table, screenshot $info (width height colours non-white)"
@@ -78,6 +81,7 @@ for spec in "campaign 2 histograms" "check 2 histograms" "diff 2 histogram+heat"
 done
 grep -q 'class="cell"' "$T/diff.dom" || fail "diff: no heat map cell in the DOM"
 grep -q 'class="node"' "$T/numerics.dom" || fail "numerics: no tree node in the DOM"
+grep -q 'class="node"' "$T/reveal.dom" || fail "reveal: no tree node in the DOM"
 
 # png_check must tell a blank page: an empty page's screenshot
 printf '<!DOCTYPE html><html><head><title>x</title></head><body></body></html>' > "$T/blank.html"

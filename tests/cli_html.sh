@@ -1,6 +1,6 @@
 #!/bin/sh
 # cli_html.sh PARITY ST_CRAFT KERNELS: --html on diff, check (traces and
-# --numerics) and campaign (docs/reports.md).  The page's table is read
+# --numerics), campaign and reveal (docs/reports.md).  The page's table is read
 # back with Python's own HTML parser and its numbers compared with the same
 # run's --json; a diff of two outputs that differ in a known pattern (all of
 # column 7 by 1 ulp, [20, 3] by 3 ulp) must draw exactly those cells; a
@@ -189,6 +189,19 @@ python3 "$T/page.py" check "$T/k.html" "$T/k.json" > /dev/null || fail "check: t
 # --html that is one of the traces
 "$PARITY" check --kernels "$KERNELS" "$1" --html "$1" > /dev/null 2>&1; rc=$?
 [ $rc -eq 2 ] || fail "check --html TRACE: exit $rc"
+
+# reveal: a simulated kernel of a known order; the page names the point
+# and draws its program: split(4, pairwise, seq) at n = 32 is +0, four
+# pairwise groups of 8 (7 additions each) added in sequence (4 additions):
+# 32 additions, 33 leaves
+"$PARITY" reveal --simulate '{ tree = "tile(8, pairwise, seq)" }' --n 32 --confirm 50 --html "$T/r.html" > "$T/r.out"; rc=$?
+[ $rc -eq 0 ] || fail "reveal: exit $rc: $(tail -3 "$T/r.out")"
+grep -qF 'tree = &quot;split(4, pairwise, seq)&quot;' "$T/r.html" || fail "reveal: the point is not on the page"
+[ "$(grep -o '>+</text>' "$T/r.html" | wc -l)" -eq 32 ] || fail "reveal: $(grep -o '>+</text>' "$T/r.html" | wc -l) additions drawn, want 32"
+[ "$(grep -o '<g class="node">' "$T/r.html" | wc -l)" -eq 65 ] || fail "reveal: want 65 nodes"
+grep -q '<td class="num">0 / 50</td>' "$T/r.html" || fail "reveal: the confirmation rows"
+"$PARITY" reveal --simulate '{ tree = "seq" }' --n 4 --html "$T" > /dev/null 2>&1; rc=$?
+[ $rc -eq 2 ] || fail "reveal --html DIR: exit $rc"
 
 [ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "cli_html: all passed"
