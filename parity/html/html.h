@@ -89,8 +89,9 @@ void html_heat_free(html_heat *h);
 /* The grid of elements whose bits differ between a and b (same dtype and
  * shape; else returns -1 and leaves h empty). */
 int html_heat_from_tensors(html_heat *h, const st_tensor *a, const st_tensor *b);
-/* The heat map as SVG with its legend; row_unit and col_unit name the axes
- * ("rows", "columns"). */
+/* The heat map as SVG with its legend; title is escaped; row_unit and
+ * col_unit name the axes ("rows", "columns") and are the caller's literals,
+ * written as they are (never input). */
 void html_heat_svg(html_doc *d, const html_heat *h, const char *title, const char *row_unit,
                    const char *col_unit);
 
