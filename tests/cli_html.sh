@@ -1,5 +1,5 @@
 #!/bin/sh
-# cli_html.sh PARITY ST_CRAFT KERNELS: --html on diff, check (traces and
+# cli_html.sh PARITY ST_CRAFT KERNELS ST_FLIP: --html on diff, check (traces and
 # --numerics), campaign and reveal (docs/reports.md).  The page's table is read
 # back with Python's own HTML parser and its numbers compared with the same
 # run's --json; a diff of two outputs that differ in a known pattern (all of
@@ -10,6 +10,7 @@ set -u
 PARITY=$1
 CRAFT=$2
 KERNELS=$3
+FLIP=$4
 T=$(mktemp -d)
 trap '[ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
 fails=0
@@ -102,7 +103,9 @@ elif what == "campaign":
     print(len(rows))
 elif what == "check":
     tr = doc["traces"]
-    assert page.svg == len(tr), page.svg
+    # a histogram per trace, a heat map per trace whose bits differ
+    heat = sum(1 for t in tr if t["compare"]["bits_differ"])
+    assert page.svg == len(tr) + heat, (page.svg, len(tr), heat)
     for r, t in zip(rows, tr):
         c = t["compare"]
         assert r[0] == "%s (%s, class %s)" % (t["trace"], t["point"], t["class"]), r
@@ -186,6 +189,16 @@ set -- "$T"/tr/*.safetensors
 "$PARITY" check --kernels "$KERNELS" "$@" --json "$T/k.json" --html "$T/k.html" > "$T/k.out" 2>&1; rc=$?
 [ $rc -eq 0 ] || fail "check: exit $rc: $(tail -5 "$T/k.out")"
 python3 "$T/page.py" check "$T/k.html" "$T/k.json" > /dev/null || fail "check: the page does not match its JSON"
+# one bit of one trace flipped: y [4, 160] element 325 = [2, 5]; 160
+# columns are binned in pairs (160 / 128 rounded up), so the one cell is
+# row 2, columns 4-5
+f="$T/tr/cpu.rmsnorm.plain.eager-0.safetensors"
+"$FLIP" "$f" y 325 0 || fail "st_flip"
+"$PARITY" check --kernels "$KERNELS" "$f" --json "$T/f.json" --html "$T/f.html" > "$T/f.out" 2>&1; rc=$?
+[ $rc -eq 1 ] || fail "check of a flipped trace: exit $rc: $(tail -3 "$T/f.out")"
+python3 "$T/page.py" check "$T/f.html" "$T/f.json" > /dev/null || fail "check (flipped): the page does not match its JSON"
+[ "$(grep -o '<title>rows [^<]*</title>' "$T/f.html")" = "<title>rows 2-2, columns 4-5: 1</title>" ] \
+  || fail "check (flipped): heat map: $(grep -o '<title>rows [^<]*</title>' "$T/f.html")"
 # --html that is one of the traces
 "$PARITY" check --kernels "$KERNELS" "$1" --html "$1" > /dev/null 2>&1; rc=$?
 [ $rc -eq 2 ] || fail "check --html TRACE: exit $rc"

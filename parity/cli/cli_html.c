@@ -56,7 +56,8 @@ static nx_status write_page(const char *path, html_doc *d, nx_err *err)
     return st;
 }
 
-nx_status cli_html_check(const char *path, const json_t *root, nx_err *err)
+nx_status cli_html_check(const char *path, const json_t *root, const struct html_heat *const *heats, size_t nheats,
+                         nx_err *err)
 {
     const json_t *jt = json_object_get(root, "traces"), *jp = json_object_get(root, "tier1"),
                  *jx = json_object_get(root, "parity");
@@ -110,6 +111,10 @@ nx_status cli_html_check(const char *path, const json_t *root, nx_err *err)
         char t[512];
         snprintf(t, sizeof t, "%s: output %s", jstr(o, "trace"), jstr(c, "format"));
         hist_json(&d, t, json_object_get(c, "ulp_histogram"));
+        if (i < nheats && heats[i] && heats[i]->total) {
+            snprintf(t, sizeof t, "%s: elements whose bits differ from the reference", jstr(o, "trace"));
+            html_heat_svg(&d, heats[i], t, "rows", "columns");
+        }
     }
     return write_page(path, &d, err);
 }

@@ -10,10 +10,14 @@
 #include "nx_error.h"
 #include "reveal.h"
 
+struct html_heat;
 /* The page of `parity check TRACE...` from the object its --json writes:
- * the verdict table (Tier 2 per trace, Tier 1 pairs, cross-class parity)
- * and each trace's ulp histogram.  Written atomically to path. */
-nx_status cli_html_check(const char *path, const json_t *root, nx_err *err);
+ * the verdict table (Tier 2 per trace, Tier 1 pairs, cross-class parity),
+ * each trace's ulp histogram and, for a trace with bits that differ from
+ * its reference, heats[i]: where they are (heats[i] may be NULL).  Written
+ * atomically to path. */
+nx_status cli_html_check(const char *path, const json_t *root, const struct html_heat *const *heats, size_t nheats,
+                         nx_err *err);
 /* The page of `parity campaign`: a row per point and check (Tier 2 with its
  * mismatches and largest ulp distance) and each point's Tier 2 histogram. */
 nx_status cli_html_campaign(const char *path, const camp_result *r, size_t n, const char *title, nx_err *err);

@@ -6,6 +6,7 @@
 #include "nx_limits.h"
 #include "campaign.h"
 #include "cli_html.h"
+#include "html.h"
 #include "nx_philox.h"
 #include "refimpl.h"
 #include "report.h"
@@ -85,6 +86,7 @@ typedef struct checked {
     int bit_exact;
     cmp_result cmp;
     char *cmp_text;
+    html_heat heat;        /* elements whose bits differ from the reference (--html) */
 } checked;
 
 /* The trace's inputs as the family names them (in.a → a), or NULL when the
@@ -244,6 +246,15 @@ static nx_status check_one(const reg_registry *reg, const char *ref_point, const
         r[i] = st_get_bits(main_ref, main_ref->data, src);
         srcs[i] = src;
     }
+    /* where the bits differ, in the trace's own layout, for --html */
+    int64_t hcols = main_got->ndim ? main_got->shape[main_got->ndim - 1] : 1;
+    if (hcols < 1)
+        hcols = 1;
+    html_heat_free(&c->heat);
+    if (html_heat_init(&c->heat, (int64_t)(n / (size_t)hcols), hcols) == 0)
+        for (size_t i = 0; i < n; i++)
+            if (g[i] != r[i])
+                html_heat_add(&c->heat, (int64_t)(i / (size_t)hcols), (int64_t)(i % (size_t)hcols));
     t2_policy pol;
     memset(&pol, 0, sizeof pol);
     int approx = 0;
@@ -675,8 +686,16 @@ int cmd_check(int argc, char **argv)
             rc = text ? cli_fail("check", &err) : EXIT_INTERNAL;
         free(text);
     }
-    if (html && rc != EXIT_INPUT && cli_html_check(html, jroot, &err) != NX_OK)
-        rc = cli_fail("check", &err);
+    if (html && rc != EXIT_INPUT) {
+        const html_heat **heats = calloc(np, sizeof *heats);
+        for (size_t i = 0; heats && i < np; i++)
+            heats[i] = &cs[i].heat;
+        if (!heats)
+            rc = EXIT_INTERNAL;
+        else if (cli_html_check(html, jroot, heats, np, &err) != NX_OK)
+            rc = cli_fail("check", &err);
+        free(heats);
+    }
     json_decref(jroot);
     if (rc == EXIT_PASS && failed)
         rc = EXIT_PARITY;
@@ -686,6 +705,7 @@ done:
         fam_spec_free(&cs[i].spec);
         st_free(&cs[i].ref);
         free(cs[i].cmp_text);
+        html_heat_free(&cs[i].heat);
     }
     free(cs);
     free(paths);
