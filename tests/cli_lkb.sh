@@ -378,6 +378,14 @@ grep -q '^repeats = 2$' "$K/cpu/MEASUREMENTS.toml" || fail "record repeats"
 [ "$(q "$T/b.sqlite" "SELECT count(*), min(rows), max(rows), min(repeats) FROM measurement WHERE class = 'cpu'")" = "2|2|3|2" ] \
   || fail "ledger measurement rows: $(q "$T/b.sqlite" 'SELECT * FROM measurement')"
 grep -q "^  energy: not measured: no energy counter readable here$\|^  energy (rapl" "$T/b.out" || fail "energy line: $(cat "$T/b.out")"
+# ledger merge carries the records, by id: twice changes nothing
+"$P" ledger merge --out "$T/m.sqlite" "$T/b.sqlite" > "$T/m.out" 2>&1 || fail "ledger merge: $(cat "$T/m.out")"
+grep -q '2 measurement(s) added, 0 already present' "$T/m.out" || fail "merge count: $(cat "$T/m.out")"
+"$P" ledger merge --out "$T/m.sqlite" "$T/b.sqlite" > "$T/m.out" 2>&1 || fail "ledger merge again: $(cat "$T/m.out")"
+grep -q '0 measurement(s) added, 2 already present' "$T/m.out" || fail "merge again count: $(cat "$T/m.out")"
+[ "$(q "$T/m.sqlite" "SELECT group_concat(id || ':' || rows || ':' || repeats, ' ') FROM (SELECT * FROM measurement ORDER BY id)")" \
+  = "cpu.gemm.splitk.r2.20260201T000000Z:2:2 cpu.gemm.splitk.r3.20260201T000000Z:3:2" ] \
+  || fail "merged measurement rows: $(q "$T/m.sqlite" 'SELECT id, rows, repeats FROM measurement')"
 "$P" registry lint "$K" > /dev/null 2>&1 || fail "the registry with new records does not lint clean"
 "$P" lkb --class cpu --kernels "$K" --json "$T/k.json" > /dev/null 2>&1 || fail "lkb cpu"
 [ "$(jq_ "$T/k.json" '$.envelope.gemm.splitk')" = '[1,2,3,16]' ] || fail "the new rows join the envelope: $(jq_ "$T/k.json" '$.envelope.gemm')"

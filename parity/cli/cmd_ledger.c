@@ -70,8 +70,10 @@ static int merge(int argc, char **argv)
     free(ins);
     if (st)
         return cli_fail("ledger merge", &err);
-    printf("merged into %s: %zu run(s) added (%zu point(s)), %zu already present, %zu incomplete not merged\n", out,
-           ms.runs_added, ms.points_added, ms.runs_present, ms.runs_incomplete);
+    printf("merged into %s: %zu run(s) added (%zu point(s)), %zu already present, %zu incomplete not merged;"
+           " %zu measurement(s) added, %zu already present\n",
+           out, ms.runs_added, ms.points_added, ms.runs_present, ms.runs_incomplete, ms.measurements_added,
+           ms.measurements_present);
     return EXIT_PASS;
 }
 

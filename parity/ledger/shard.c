@@ -180,6 +180,20 @@ static nx_status merge_one(sqlite3 *db, const char *out, const char *in, ledger_
         st = ledger_sql_error(db, in, "reading runs", err);
     if (st)
         goto rollback;
+    /* the microbenchmark records: by id, the first copy kept */
+    if (sqlite3_prepare_v2(db,
+                           "SELECT count(*) FROM src.measurement r"
+                           " WHERE EXISTS (SELECT 1 FROM main.measurement m WHERE m.id = r.id)",
+                           -1, &s, NULL) != SQLITE_OK || sqlite3_step(s) != SQLITE_ROW) {
+        sqlite3_finalize(s);
+        st = ledger_sql_error(db, in, "reading measurements", err);
+        goto rollback;
+    }
+    ms->measurements_present += (size_t)sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    if ((st = exec1(db, out, "INSERT OR IGNORE INTO main.measurement SELECT * FROM src.measurement", err)))
+        goto rollback;
+    ms->measurements_added += (size_t)sqlite3_changes(db);
     st = exec1(db, out, "COMMIT", err);
     if (!st)
         goto detach;

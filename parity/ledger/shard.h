@@ -26,12 +26,16 @@ nx_status shard_select(char *const *ids, size_t n, const char *preset, int index
 
 typedef struct ledger_merge_stats {
     size_t runs_added, runs_present, runs_incomplete, points_added;
+    size_t measurements_added, measurements_present; /* `parity bench` records, by id */
 } ledger_merge_stats;
 
 /* Adds the complete runs of every ledger ins[k] to out (created when
  * missing), each with its points, checks and traces; a run already in out
  * (the same uuid) is skipped, so merging again changes nothing.
- * Incomplete runs are not merged (counted). One transaction per input. */
+ * Incomplete runs are not merged (counted).  The microbenchmark records
+ * (table measurement) are added by id: a record whose id out already holds
+ * is skipped (counted), so merging again changes nothing.  One
+ * transaction per input. */
 nx_status ledger_merge(const char *out, char *const *ins, size_t nin, ledger_merge_stats *st, nx_err *err);
 
 #endif
