@@ -9,7 +9,9 @@
 #include <string.h>
 
 /* Generated trees are at most three levels deep, far below the buffers. */
+#if defined(__GNUC__) && !defined(__clang__) /* clang has no such warning */
 #pragma GCC diagnostic ignored "-Wformat-truncation"
+#endif
 
 static uint64_t rng_state;
 static uint64_t rng_c_state; /* the start values' stream */
