@@ -18,6 +18,7 @@
 #include "html.h"
 #include "nx_point.h"
 #include "nx_program.h"
+#include "point_toml.h"
 
 /* --- an independent checker ------------------------------------------------- */
 
@@ -356,12 +357,49 @@ static void test_tree(void **state)
     nx_point_free(&pt);
 }
 
+/* chain(64) with the exact fused adder over 4096 terms: 64 atom nodes in a
+ * chain, each a multi-way node of 64 sources and its running value.  Each
+ * drawn shows the running value, the first six sources, "+53" (64 - 11)
+ * and the last five (12 leaves); the chain is cut where more than 64
+ * leaves would be drawn: L levels of atoms give 12 L + 1 leaves (the last
+ * running value collapsed), 61 for L = 5, 73 for 6: the last 5 groups are
+ * drawn (terms 59 x 64 = 3776 on), group 58 (3712 ...) is not.  The work
+ * is bounded however wide the groups. */
+static void test_tree_atoms(void **state)
+{
+    (void)state;
+    nx_point pt;
+    nx_err err = {0};
+    nx_program *p = NULL;
+    assert_int_equal(pt_from_text("{ tree = \"chain(64)\", atom = {} }", "t", &pt, &err), NX_OK);
+    assert_int_equal(nx_program_build(&pt, 4096, 1, &p, &err), NX_OK);
+    html_doc d;
+    html_begin(&d, "atoms");
+    html_tree_svg(&d, p, "chain", 0);
+    char *s = html_end(&d);
+    assert_well_formed(s);
+    assert_int_equal(count(s, ">atom 64</text>"), 5);
+    assert_int_equal(count(s, ">+53</text>"), 5);
+    assert_int_equal(count(s, "<g class=\"collapsed\">"), 1);
+    assert_non_null(strstr(s, "5 levels of operations drawn"));
+    assert_non_null(strstr(s, ">t3776</text>"));
+    assert_null(strstr(s, ">t3712</text>"));
+    assert_non_null(strstr(s, ">t4095</text>"));
+    assert_non_null(strstr(s, ">t4032</text>"));
+    assert_non_null(strstr(s, ">t4037</text>"));
+    assert_null(strstr(s, ">t4038</text>"));
+    free(s);
+    nx_program_free(p);
+    nx_point_free(&pt);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_checker),   cmocka_unit_test(test_escape), cmocka_unit_test(test_hostile_page),
         cmocka_unit_test(test_table),     cmocka_unit_test(test_histogram), cmocka_unit_test(test_heat),
         cmocka_unit_test(test_heat_tensors), cmocka_unit_test(test_tree),
+        cmocka_unit_test(test_tree_atoms),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

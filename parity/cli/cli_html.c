@@ -100,7 +100,7 @@ nx_status cli_html_check(const char *path, const json_t *root, const struct html
     html_verdict_table(&d, rows, k);
     free(rows);
     free(what);
-    html_heading(&d, 2, "ulp histograms (Tier 2: each trace against its reference)");
+    html_heading(&d, 2, "Tier 2: each trace against its reference (ulp histogram; where the bits differ)");
     json_array_foreach(jt, i, o)
     {
         if (i >= 64) {

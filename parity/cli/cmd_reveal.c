@@ -88,8 +88,13 @@ int cmd_reveal(int argc, char **argv)
         return EXIT_INPUT;
     }
     if (html) {
-        const cli_file outs[] = {{"--html", html}};
-        if (cli_check_outputs("reveal", outs, 1, NULL, 0))
+        /* the library of --dlopen LIB:SYMBOL is an input */
+        char lib[4096] = "";
+        const char *colon = dl ? strrchr(dl, ':') : NULL;
+        if (dl)
+            snprintf(lib, sizeof lib, "%.*s", colon ? (int)(colon - dl) : (int)strlen(dl), dl);
+        const cli_file outs[] = {{"--html", html}}, ins[] = {{"--dlopen", lib}};
+        if (cli_check_outputs("reveal", outs, 1, ins, dl ? 1 : 0))
             return EXIT_INPUT;
     }
     rv_opts o = {0};

@@ -458,8 +458,9 @@ static int64_t src_terms(const tree_ctx *t, int32_t s, int32_t *lo, int32_t *hi)
 }
 
 /* Leaves drawn below s at depth (a collapsed subtree and an ellipsis count
- * as one). */
-static int64_t visible(const tree_ctx *t, int32_t s, int depth)
+ * as one), counted only until they pass cap (the result is then > cap):
+ * the work stays O(cap x depth) however wide the atom groups are. */
+static int64_t visible(const tree_ctx *t, int32_t s, int depth, int64_t cap)
 {
     const int32_t *g;
     int32_t two[2];
@@ -470,16 +471,16 @@ static int64_t visible(const tree_ctx *t, int32_t s, int depth)
         return 1;
     int64_t v = 0;
     if (extra)
-        v += visible(t, o->x, depth + 1);
+        v += visible(t, o->x, depth + 1, cap);
     if (nk > TREE_SHOW) {
-        for (int i = 0; i < TREE_SHOW / 2; i++)
-            v += visible(t, g[i], depth + 1);
+        for (int i = 0; i < TREE_SHOW / 2 && v <= cap; i++)
+            v += visible(t, g[i], depth + 1, cap - v);
         v += 1;
-        for (int i = nk - TREE_SHOW / 2 + 1; i < nk; i++)
-            v += visible(t, g[i], depth + 1);
+        for (int i = nk - TREE_SHOW / 2 + 1; i < nk && v <= cap; i++)
+            v += visible(t, g[i], depth + 1, cap - v);
     } else {
-        for (int i = 0; i < nk; i++)
-            v += visible(t, g[i], depth + 1);
+        for (int i = 0; i < nk && v <= cap; i++)
+            v += visible(t, g[i], depth + 1, cap - v);
     }
     return v;
 }
@@ -674,11 +675,11 @@ void html_tree_svg(html_doc *d, const nx_program *p, const char *caption, int ma
         t.hi[k] = hi;
         t.nterms[k] = n;
     }
-    t.maxd = max_depth > 0 ? max_depth : 10;
-    if (max_depth <= 0)
-        while (t.maxd > 2 && visible(&t, p->result, 0) > 64)
+    t.maxd = max_depth > 0 && max_depth < 10 ? max_depth : 10;
+    while (t.maxd > 2 && visible(&t, p->result, 0, 64) > 64)
             t.maxd--;
-    int64_t leaves = visible(&t, p->result, 0);
+    /* At depth 2 at most (TREE_SHOW + 2)^2 leaves. */
+    int64_t leaves = visible(&t, p->result, 0, INT64_MAX / 2);
     int W = (int)(leaves * TREE_DX) + 40, H = (int)(TREE_TOP + (t.maxd + 1) * TREE_DY);
     if (W < 320)
         W = 320;
@@ -697,7 +698,7 @@ void html_tree_svg(html_doc *d, const nx_program *p, const char *caption, int ma
     html_raw(d, "</svg>\n<figcaption>");
     html_esc(d, caption);
     html_rawf(d, " (n = %zu; ", p->n);
-    html_rawf(d, "%d level%s drawn, deeper subtrees as triangles with their term count)</figcaption>\n</figure>\n",
+    html_rawf(d, "%d level%s of operations drawn, deeper subtrees as triangles with their term count)</figcaption>\n</figure>\n",
               t.maxd, t.maxd == 1 ? "" : "s");
 out:
     html_free(&t.edges);

@@ -96,10 +96,11 @@ void html_heat_svg(html_doc *d, const html_heat *h, const char *title, const cha
                    const char *col_unit);
 
 /* An expanded program drawn as a tree: additions as nodes (F: a fused
- * multiply-add), atom groups as multi-way nodes, terms as leaves.  Levels
- * below max_depth (0: chosen so that at most ~64 leaves are drawn) are
- * collapsed into one box per subtree that says how many terms it holds
- * and which.  caption (escaped) is drawn under it, usually the point's
+ * multiply-add), atom groups as multi-way nodes, terms as leaves.  At most
+ * max_depth levels are drawn (0 or more than 10: 10), fewer where more than
+ * 64 leaves would be drawn (down to 2 levels); deeper subtrees are
+ * collapsed into one triangle each that says how many terms it holds and
+ * which.  caption (escaped) is drawn under it, usually the point's
  * canonical string. */
 void html_tree_svg(html_doc *d, const nx_program *p, const char *caption, int max_depth);
 
