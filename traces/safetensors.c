@@ -1152,6 +1152,28 @@ fail:;
 uint64_t st_get_bits(const st_tensor *t, const uint8_t *data, size_t i)
 {
     unsigned bits = st_dtype_bits(t->dtype);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    /* the file's byte order is the host's: one load (the campaign's
+     * bit-for-bit comparisons call this once per element) */
+    switch (bits) {
+    case 8: return data[i];
+    case 16: {
+        uint16_t v;
+        memcpy(&v, data + 2 * i, 2);
+        return v;
+    }
+    case 32: {
+        uint32_t v;
+        memcpy(&v, data + 4 * i, 4);
+        return v;
+    }
+    case 64: {
+        uint64_t v;
+        memcpy(&v, data + 8 * i, 8);
+        return v;
+    }
+    }
+#endif
     if (bits % 8 == 0) {
         size_t nb = bits / 8;
         const uint8_t *p = data + i * nb;
@@ -1176,6 +1198,22 @@ uint64_t st_get_bits(const st_tensor *t, const uint8_t *data, size_t i)
 void st_put_bits(const st_tensor *t, uint8_t *data, size_t i, uint64_t value)
 {
     unsigned bits = st_dtype_bits(t->dtype);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    switch (bits) {
+    case 8: data[i] = (uint8_t)value; return;
+    case 16: {
+        uint16_t v = (uint16_t)value;
+        memcpy(data + 2 * i, &v, 2);
+        return;
+    }
+    case 32: {
+        uint32_t v = (uint32_t)value;
+        memcpy(data + 4 * i, &v, 4);
+        return;
+    }
+    case 64: memcpy(data + 8 * i, &value, 8); return;
+    }
+#endif
     if (bits % 8 == 0) {
         size_t nb = bits / 8;
         uint8_t *p = data + i * nb;
