@@ -67,15 +67,14 @@ void nx_sha256_update(nx_sha256 *s, const void *data, size_t n)
 void nx_sha256_final(nx_sha256 *s, uint8_t out[32])
 {
     uint64_t bits = s->len * 8;
-    uint8_t pad = 0x80;
-    nx_sha256_update(s, &pad, 1);
-    uint8_t zero = 0;
-    while (s->nbuf != 56)
-        nx_sha256_update(s, &zero, 1);
-    uint8_t lenb[8];
+    /* 0x80, zeros up to 56 mod 64, the length: one update (the program
+     * hash finishes one digest per operation, so byte-at-a-time padding
+     * cost more than the hashing itself) */
+    uint8_t tail[72] = {0x80};
+    size_t npad = s->nbuf < 56 ? 56 - s->nbuf : 120 - s->nbuf;
     for (int i = 0; i < 8; i++)
-        lenb[i] = (uint8_t)(bits >> (56 - 8 * i));
-    nx_sha256_update(s, lenb, 8);
+        tail[npad + (size_t)i] = (uint8_t)(bits >> (56 - 8 * i));
+    nx_sha256_update(s, tail, npad + 8);
     for (int i = 0; i < 8; i++) {
         out[4 * i] = (uint8_t)(s->h[i] >> 24);
         out[4 * i + 1] = (uint8_t)(s->h[i] >> 16);
