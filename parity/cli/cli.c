@@ -1,5 +1,6 @@
 /* cli.c: what the subcommands of the `parity` CLI share (cli.h): option
  * scanning, error printing, exit statuses of an nx_err. */
+#define _DEFAULT_SOURCE 1 /* realpath */
 #include "cli.h"
 
 #include "nx_limits.h"
@@ -194,6 +195,43 @@ int cli_limits_args(int *argc, char **argv)
     *argc = w;
     nx_limits_set(&l);
     return 0;
+}
+
+int cli_check_outside(const char *cmd, const cli_file *outs, size_t nouts, const char *opt, const char *dir)
+{
+    char *d = realpath(dir, NULL);
+    if (!d)
+        return 0; /* a registry that does not resolve is refused by its loader */
+    size_t dl = strlen(d);
+    int rc = 0;
+    for (size_t i = 0; i < nouts && !rc; i++) {
+        if (!outs[i].path)
+            continue;
+        /* the output's directory, resolved, with its own name after it */
+        char *copy = strdup(outs[i].path);
+        if (!copy) {
+            rc = EXIT_INTERNAL;
+            break;
+        }
+        char *slash = strrchr(copy, '/');
+        const char *parent = slash ? (slash == copy ? "/" : copy) : ".";
+        if (slash && slash != copy)
+            *slash = 0;
+        char *p = realpath(parent, NULL);
+        if (p) {
+            size_t pl = strlen(p);
+            int inside = pl >= dl && strncmp(p, d, dl) == 0 && (p[dl] == 0 || p[dl] == '/' || dl == 1);
+            if (inside) {
+                cli_error(cmd, "%s %s is inside %s %s, which this command reads (nothing written)", outs[i].opt,
+                          outs[i].path, opt, dir);
+                rc = EXIT_INPUT;
+            }
+            free(p);
+        }
+        free(copy);
+    }
+    free(d);
+    return rc;
 }
 
 int cli_lock_dir(const char *cmd, const char *opt, const char *dir)

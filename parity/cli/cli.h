@@ -53,6 +53,13 @@ int cli_check_outputs(const char *cmd, const cli_file *outs, size_t nouts, const
 /* Whether the directory that holds (or would hold) PATH exists. */
 int cli_dir_exists(const char *path);
 
+/* Refuses (exit 2, nothing written) an output that would land inside the
+ * directory DIR that the command reads as a whole (the registry of
+ * --kernels): its TOML files are inputs, and a file written among them
+ * would be one, or replace one.  Outputs that do not resolve are left to
+ * cli_check_outputs.  Returns 0 or EXIT_INPUT after printing why. */
+int cli_check_outside(const char *cmd, const cli_file *outs, size_t nouts, const char *opt, const char *dir);
+
 /* A run-level advisory lock on a folder that a run writes (campaign
  * --traces, docs/limits.md): flock(LOCK_EX | LOCK_NB) on DIR/.parity.lock,
  * which then holds the holder's pid.  Does not wait: when another process

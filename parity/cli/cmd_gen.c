@@ -89,6 +89,8 @@ int cmd_gen(int argc, char **argv)
     const cli_file outs[] = {{"--out", outp}};
     if (cli_check_outputs("gen", outs, 1, NULL, 0))
         return EXIT_INPUT;
+    if (cli_check_outside("gen", outs, 1, "--kernels", kdir))
+        return EXIT_INPUT;
     ref_gen_opts o = {0, NX_DIST_NORMAL, specials, 0};
     if (parse_u64(seed_s, &o.seed)) {
         cli_error("gen", "--seed: '%s' is not an unsigned 64-bit integer", seed_s);

@@ -85,6 +85,8 @@ int cmd_ref(int argc, char **argv)
     const cli_file outs[] = {{"--out", outp}}, ins[] = {{"--in", inp}};
     if (cli_check_outputs("ref", outs, 1, ins, 1))
         return EXIT_INPUT;
+    if (cli_check_outside("ref", outs, 1, "--kernels", kdir))
+        return EXIT_INPUT;
     ref_opts o = {0, ref_engine_default()};
     if (engine_s) {
         int e = ref_engine_from_name(engine_s);

@@ -12,6 +12,8 @@ ONE=0000803f
 "$CRAFT" raw f32.st '{"a":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]}}' $ONE$ONE$ONE$ONE
 "$CRAFT" raw trunc.st '{"a":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]}}' $ONE$ONE$ONE$ONE --cut 40
 mkdir reg
+# a copy of the registry, to aim outputs into (gen and ref read it whole)
+cp -r "$K" kc
 
 errors <<'EOF'
 # fragment                                                   | arguments
@@ -47,6 +49,9 @@ nodir: cannot open the registry directory                    | gen gemm.seq --ke
 --out reg: is not a regular file                             | gen gemm.seq --kernels $K --shape M=3,N=5,K=40 --seed 1 -o reg
 --out nodir/x.st: its directory does not exist             | gen gemm.seq --kernels $K --shape M=3,N=5,K=40 --seed 1 -o nodir/x.st
 needs FAMILY.POINT, --in and -o                              | ref
+is inside --kernels kc, which this command reads             | gen gemm.seq --kernels kc --shape M=3,N=5,K=40 --seed 1 -o kc/cpu/common/KERNEL_FAMILIES.toml
+is inside --kernels kc, which this command reads             | gen gemm.seq --kernels kc --shape M=3,N=5,K=40 --seed 1 -o kc/new.st
+is inside --kernels kc, which this command reads             | ref gemm.seq --kernels kc --in a.st -o kc/cpu/HARDWARE.toml
 needs FAMILY.POINT, --in and -o                              | ref gemm.seq --kernels $K --in a.st
 needs FAMILY.POINT, --in and -o                              | ref gemm.seq --kernels $K -o w/x.st
 needs FAMILY.POINT, --in and -o                              | ref --kernels $K --in a.st -o w/x.st
