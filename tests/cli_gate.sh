@@ -106,5 +106,24 @@ echo old > "$T/e3.json"
 gate --before "$T/A" --after "$T/A" --families nosuchfamily --json "$T/e3.json" > /dev/null 2>&1
 [ "$(cat "$T/e3.json")" = old ] || fail "--families matching nothing: an existing --json was replaced on exit 2"
 
+# --traces is locked like campaign's: another run holding DIR/.parity.lock
+# (flock(1), its pid written there) makes the gate exit 2 naming it
+if command -v flock > /dev/null; then
+  mkdir "$T/tr"
+  flock "$T/tr/.parity.lock" sh -c 'echo $PPID > "$1"; echo $PPID > "$2"; shift 2; "$@"' _ \
+    "$T/tr/.parity.lock" "$T/holder" "$PARITY" gate --class cpu --quiet --noise-abs 5 --before "$T/A" --after "$T/A" \
+    --families rmsnorm --traces "$T/tr" > "$T/lo" 2> "$T/le"
+  rc=$?
+  [ $rc -eq 2 ] || fail "a locked gate --traces: exit $rc, want 2 ($(cat "$T/le"))"
+  grep -qF "parity gate: --traces $T/tr is being written by another run (pid $(cat "$T/holder"), holding $T/tr/.parity.lock)" "$T/le" \
+    || fail "a locked gate --traces: message '$(cat "$T/le")'"
+  [ -z "$(ls "$T/tr")" ] || fail "a locked gate --traces: written: $(ls "$T/tr")"
+  gate --before "$T/A" --after "$T/A" --families rmsnorm --traces "$T/tr" > "$T/lo" 2>&1 \
+    || fail "an unlocked gate --traces: exit $? ($(cat "$T/lo"))"
+  [ -d "$T/tr/before" ] && [ -d "$T/tr/after" ] || fail "an unlocked gate --traces: no before/after folders"
+else
+  echo "cli_gate: flock(1) not found: the --traces lock is not tested"
+fi
+
 [ $fails -eq 0 ] && echo "cli_gate: all passed"
 exit $((fails != 0))

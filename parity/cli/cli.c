@@ -234,18 +234,18 @@ int cli_check_outside(const char *cmd, const cli_file *outs, size_t nouts, const
     return rc;
 }
 
-int cli_lock_dir(const char *cmd, const char *opt, const char *dir)
+int cli_lock_dir_err(const char *opt, const char *dir, nx_err *err)
 {
     size_t len = strlen(dir) + sizeof "/" CLI_LOCK_NAME;
     char *path = malloc(len);
     if (!path) {
-        cli_error(cmd, "out of memory");
+        nx_err_set(err, NX_ENOMEM, "out of memory");
         return -EXIT_INTERNAL;
     }
     snprintf(path, len, "%s/" CLI_LOCK_NAME, dir);
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
     if (fd < 0) {
-        cli_error(cmd, "%s: cannot open the lock file %s: %s", opt, path, strerror(errno));
+        nx_err_set(err, NX_EIO, "%s: cannot open the lock file %s: %s", opt, path, strerror(errno));
         free(path);
         return -EXIT_INPUT;
     }
@@ -256,10 +256,12 @@ int cli_lock_dir(const char *cmd, const char *opt, const char *dir)
         pid[r > 0 ? r : 0] = 0;
         pid[strcspn(pid, "\n")] = 0;
         if (e == EWOULDBLOCK)
-            cli_error(cmd, "%s %s is being written by another run (pid %s, holding %s); nothing written: wait for it "
-                      "or give another folder", opt, dir, *pid ? pid : "unknown", path);
+            nx_err_set(err, NX_EINVAL,
+                       "%s %s is being written by another run (pid %s, holding %s); nothing written: wait for it "
+                       "or give another folder",
+                       opt, dir, *pid ? pid : "unknown", path);
         else
-            cli_error(cmd, "%s: cannot lock %s: %s", opt, path, strerror(e));
+            nx_err_set(err, NX_EIO, "%s: cannot lock %s: %s", opt, path, strerror(e));
         close(fd);
         free(path);
         return -EXIT_INPUT;
@@ -267,11 +269,20 @@ int cli_lock_dir(const char *cmd, const char *opt, const char *dir)
     char pid[32];
     int l = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
     if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)l, 0) != l) {
-        cli_error(cmd, "%s: cannot write the lock file %s: %s", opt, path, strerror(errno));
+        nx_err_set(err, NX_EIO, "%s: cannot write the lock file %s: %s", opt, path, strerror(errno));
         close(fd);
         free(path);
         return -EXIT_INPUT;
     }
     free(path);
+    return fd;
+}
+
+int cli_lock_dir(const char *cmd, const char *opt, const char *dir)
+{
+    nx_err err = {0};
+    int fd = cli_lock_dir_err(opt, dir, &err);
+    if (fd < 0)
+        cli_error(cmd, "%s", err.msg);
     return fd;
 }

@@ -69,6 +69,8 @@ int cli_check_outside(const char *cmd, const cli_file *outs, size_t nouts, const
  * printing why. */
 #define CLI_LOCK_NAME ".parity.lock"
 int cli_lock_dir(const char *cmd, const char *opt, const char *dir);
+/* The same, the reason in err instead of printed. */
+int cli_lock_dir_err(const char *opt, const char *dir, nx_err *err);
 
 int cmd_reduce(int argc, char **argv);
 int cmd_tree(int argc, char **argv);

@@ -106,6 +106,14 @@ static int parse_double(const char *opt, const char *v, double *out)
     return 0;
 }
 
+
+/* one run at a time writes a traces folder (docs/limits.md); the lock ends
+ * with the process */
+static nx_status lock_traces(const char *dir, nx_err *err)
+{
+    return cli_lock_dir_err("--traces", dir, err) < 0 ? (err->code ? err->code : NX_EINVAL) : NX_OK;
+}
+
 int cmd_gate(int argc, char **argv)
 {
     const char *before = NULL, *after = NULL, *cls = NULL, *preset = "small", *fams = NULL, *seed_s = NULL,
@@ -161,6 +169,7 @@ int cmd_gate(int argc, char **argv)
     o.repeats = 3;
     o.engine = (int)ref_engine_default();
     o.traces = traces;
+    o.lock_traces = lock_traces;
     o.bench = !no_bench;
     o.noise_rel = GATE_NOISE_REL;
     o.noise_abs = GATE_NOISE_ABS;

@@ -312,7 +312,7 @@ nx_status gate_run(const gate_opts *o, gate_report *r, nx_err *err)
     }
     if (o->traces) {
         snprintf(tmp, sizeof tmp, "%s", o->traces);
-        if ((st = make_dir(tmp, err)))
+        if ((st = make_dir(tmp, err)) || (o->lock_traces && (st = o->lock_traces(tmp, err))))
             goto out;
     } else {
         const char *t = getenv("TMPDIR");

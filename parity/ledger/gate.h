@@ -29,6 +29,9 @@ typedef struct gate_opts {
     double noise_rel, noise_abs;   /* the noise band: slower when after > before * (1 + rel) + abs (seconds) */
     void (*progress)(void *ctx, size_t i, size_t n, const char *id);
     void *ctx;
+    /* called on the traces folder (o->traces) once it exists, before
+     * anything is written in it: a run-level lock; NULL: none */
+    nx_status (*lock_traces)(const char *dir, nx_err *err);
 } gate_opts;
 
 #define GATE_NOISE_REL 0.5
