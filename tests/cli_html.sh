@@ -203,6 +203,18 @@ python3 "$T/page.py" check "$T/f.html" "$T/f.json" > /dev/null || fail "check (f
 "$PARITY" check --kernels "$KERNELS" "$1" --html "$1" > /dev/null 2>&1; rc=$?
 [ $rc -eq 2 ] || fail "check --html TRACE: exit $rc"
 
+# bad input writes no page: a --families that selects nothing, a trace
+# that is not one, an unknown point
+"$PARITY" campaign --class cpu --kernels "$KERNELS" --families nosuch --no-ledger --quiet --html "$T/bad1.html" \
+  > /dev/null 2>&1; rc=$?
+[ $rc -eq 2 ] || fail "campaign --families nosuch: exit $rc"
+"$PARITY" check --kernels "$KERNELS" "$T/a.safetensors" --html "$T/bad2.html" > /dev/null 2>&1; rc=$?
+[ $rc -eq 2 ] || fail "check of a plain file: exit $rc"
+"$PARITY" check --numerics '{ tree = "nosuch" }' --in "$T/in.safetensors" --out "$T/y.safetensors" \
+  --html "$T/bad3.html" > /dev/null 2>&1; rc=$?
+[ $rc -eq 2 ] || fail "check --numerics of a bad point: exit $rc"
+for b in bad1 bad2 bad3; do [ -e "$T/$b.html" ] && fail "$b: a page was written on exit 2"; done
+
 # reveal: a simulated kernel of a known order; the page names the point
 # and draws its program: split(4, pairwise, seq) at n = 32 is +0, four
 # pairwise groups of 8 (7 additions each) added in sequence (4 additions):
