@@ -297,6 +297,21 @@ static void test_nul_in_string_rejected(void **state)
     parse_fails("\"k\\u0000\" = 1\n", "nul.toml", NX_EINVAL, "nul.toml:1:1: key", "U+0000");
 }
 
+/* A quote glued to a value is no string start (toml++ 3.3.0 reached
+ * undefined behaviour on the non-ASCII character after it, found by
+ * fuzz/fuzz_point.c); a quote after a key's '.' still is one. */
+static void test_quote_glued_to_a_value_rejected(void **state)
+{
+    (void)state;
+    parse_fails("s = 3'\xc3\xbd\n", "q.toml", NX_EINVAL, "q.toml:1:6: ", "a quote right after '3'");
+    parse_fails("s = true\"\xc3\xbd\"\n", "q.toml", NX_EINVAL, "q.toml:1:9: ", "a quote right after 'e'");
+    parse_fails("s = 1.'x'\n", "q.toml", NX_EINVAL, "q.toml:1:7: ", "a quote right after '.'");
+    tc_node *root = NULL;
+    nx_err err = {0};
+    assert_int_equal(tc_parse_string("a.'b c'.\"d\" = 1\n", "q.toml", &root, &err), NX_OK);
+    tc_free(root);
+}
+
 /* ---- errors ----------------------------------------------------------- */
 
 static void test_parse_error_has_line_and_column(void **state)
@@ -518,6 +533,7 @@ int main(void)
         cmocka_unit_test(test_inline_tables),
         cmocka_unit_test(test_every_kind),
         cmocka_unit_test(test_nul_in_string_rejected),
+        cmocka_unit_test(test_quote_glued_to_a_value_rejected),
         cmocka_unit_test(test_parse_error_has_line_and_column),
         cmocka_unit_test(test_duplicate_keys_rejected),
         cmocka_unit_test(test_null_arguments),
