@@ -443,5 +443,26 @@ q "$O" "ALTER TABLE run DROP COLUMN residual_count; ALTER TABLE run DROP COLUMN 
 [ "$(q "$O" 'PRAGMA user_version')" = 2 ] || fail "the old ledger is not migrated"
 [ "$(q "$O" 'SELECT count(*), count(residual_count) FROM run')" = "2|0" ] || fail "old runs: $(q "$O" 'SELECT count(*), count(residual_count) FROM run')"
 
+# ---- energy from RAPL, on a stand-in for /sys/class/powercap -------------
+# package domain intel-rapl:0 is read; its sub-domain intel-rapl:0:0 and a
+# non-RAPL zone are not.  A counter that stands still gives 0 J per run.
+PC=$T/powercap
+mkdir -p "$PC/intel-rapl:0" "$PC/intel-rapl:0:0" "$PC/dtpm:0"
+echo 5000000 > "$PC/intel-rapl:0/energy_uj"
+echo 262143328850 > "$PC/intel-rapl:0/max_energy_range_uj"
+echo 777 > "$PC/intel-rapl:0:0/energy_uj"
+echo 999 > "$PC/dtpm:0/energy_uj"
+KE=$T/ke
+cp -r "$KERNELS" "$KE"
+benche() {
+  PARITY_POWERCAP=$PC "$P" bench --class cpu --point rmsnorm.plain --rows 2 --shapes small --repeats 3 --warmup 0 \
+    --kernels "$KE" --ledger "$T/e.sqlite" > "$T/e.out" 2> "$T/e.err"
+}
+benche || fail "bench with RAPL: $(cat "$T/e.err")"
+grep -q "^  energy (rapl: 1 package domain(s) of $PC): median 0 J per run" "$T/e.out" \
+  || fail "a still RAPL counter: $(grep energy "$T/e.out")"
+[ "$(q "$T/e.sqlite" "SELECT energy_j, energy_min_j, energy_max_j, energy_source FROM measurement")" = \
+  "0.0|0.0|0.0|rapl: 1 package domain(s) of $PC" ] || fail "RAPL record: $(q "$T/e.sqlite" 'SELECT energy_j, energy_source FROM measurement')"
+
 [ $fails -eq 0 ] && echo "cli_lkb: all passed"
 exit $((fails > 0))
