@@ -370,17 +370,21 @@ void prescan(const ctx &c, std::string_view s)
             continue;
         case '"':
         case '\'':
-            /* A quote glued to a number, date, boolean or bare key is no
-             * string start to toml++ (it stops at the token and asks "is
-             * this whitespace?" of what follows: `s = 3'\u00FD` reached
-             * TOML_UNREACHABLE), so the scanner may not read a string
-             * there either.  TOML has none: refused. */
+            /* A string starts only after whitespace, '=', ',', '[', '{' or
+             * a key's '.'.  A quote anywhere else (glued to a number, a
+             * bare key, a control character) is no string start to toml++
+             * (it stops at the token before and asks "is this whitespace?"
+             * of what follows: `s = 3'\u00FD` reached TOML_UNREACHABLE),
+             * so the scanner may not read a string there either: refused. */
             if (i > 0) {
                 unsigned char pb = static_cast<unsigned char>(s[i - 1]);
-                if ((pb >= '0' && pb <= '9') || (pb >= 'a' && pb <= 'z') || (pb >= 'A' && pb <= 'Z') ||
-                    pb == '_' || pb == '-' || pb == '+' || pb == ':' || (pb == '.' && !in_key && !header))
-                    scan_fail(c, pos, "a quote right after '%c' (a string starts after whitespace, '=', ',', '[', "
-                                      "'{' or a key's '.')", pb);
+                if (!(pb == ' ' || pb == '\t' || pb == '\n' || pb == '\r' || pb == '=' || pb == ',' || pb == '[' ||
+                      pb == '{' || (pb == '.' && (in_key || header)))) {
+                    char what[16];
+                    snprintf(what, sizeof what, pb >= 0x20 && pb < 0x7f ? "'%c'" : "byte 0x%02X", pb);
+                    scan_fail(c, pos, "a quote right after %s (a string starts after whitespace, '=', ',', '[', "
+                                      "'{' or a key's '.')", what);
+                }
             }
             key_char();
             if (quotes(static_cast<char>(b)) == 3) {

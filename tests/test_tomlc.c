@@ -306,6 +306,7 @@ static void test_quote_glued_to_a_value_rejected(void **state)
     parse_fails("s = 3'\xc3\xbd\n", "q.toml", NX_EINVAL, "q.toml:1:6: ", "a quote right after '3'");
     parse_fails("s = true\"\xc3\xbd\"\n", "q.toml", NX_EINVAL, "q.toml:1:9: ", "a quote right after 'e'");
     parse_fails("s = 1.'x'\n", "q.toml", NX_EINVAL, "q.toml:1:7: ", "a quote right after '.'");
+    parse_fails("s = 3\x05'\xc3\xbd\n", "q.toml", NX_EINVAL, "q.toml:1:7: ", "a quote right after byte 0x05");
     tc_node *root = NULL;
     nx_err err = {0};
     assert_int_equal(tc_parse_string("a.'b c'.\"d\" = 1\n", "q.toml", &root, &err), NX_OK);
