@@ -1,9 +1,9 @@
 #!/bin/sh
 # cli_ref_threads.sh PARITY KERNELS: `parity gen` and `parity ref` give the
 # same bytes with 1 and 2 threads (--threads and OMP_NUM_THREADS) at every
-# point of class cpu, at shapes with more rows than one block of the
-# reference (refimpl/ref_common.c, REF_BLOCK_VALUES), so that the threads
-# partition the rows differently; and the int4 weights `parity gen` writes
+# point of class cpu (and gen under every float distribution), at shapes
+# with more rows than one block of the reference (refimpl/ref_common.c,
+# REF_BLOCK_VALUES), so that the threads partition the rows differently; and the int4 weights `parity gen` writes
 # are the bytes the generator published before it ran 16 blocks at a time
 # (a SHA-256 recorded from the serial generator).
 set -u
@@ -42,6 +42,19 @@ for pt in $points; do
   cmp -s "$T/ref1.safetensors" "$T/ref2.safetensors" || fail "$pt: ref with OMP_NUM_THREADS=1 and 2 differ"
   cmp -s "$T/reft1.safetensors" "$T/reft2.safetensors" || fail "$pt: ref with --threads 1 and 2 differ"
   cmp -s "$T/ref1.safetensors" "$T/reft1.safetensors" || fail "$pt: ref with OMP_NUM_THREADS=1 and --threads 1 differ"
+done
+
+# The float distributions other than the default normal: uniform and
+# adversarial (with specials) at 1 and 2 threads.  gemm's B at this shape is
+# 65536 elements, 16 of the generator's 4096-element chunks
+# (numerics/nx_philox.c, nx_philox_fill), so the two runs split it differently.
+for d in uniform adversarial; do
+  for t in 1 2; do
+    sp=; [ $d = adversarial ] && sp=--specials
+    "$PARITY" gen gemm.seq --shape "$(shape_of gemm)" --seed 7 --dist $d $sp --kernels "$KERNELS" --threads $t \
+      -o "$T/d$t.safetensors" || fail "gemm.seq --dist $d: gen --threads $t exited $?"
+  done
+  cmp -s "$T/d1.safetensors" "$T/d2.safetensors" || fail "gemm.seq --dist $d: gen with 1 and 2 threads differ"
 done
 
 # qweight of gemv_w4a16.per_group at B=3,N=20,K=512, seed 1: bytes
