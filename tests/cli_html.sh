@@ -99,8 +99,11 @@ elif what == "campaign":
                 u = str(t2["max_ulp"]["value"]) if t2["max_ulp"] else "-"
             want.append([p["id"], name, ck["verdict"], m, u, ck["detail"]])
     assert rows == want, (rows[:3], want[:3])
-    assert page.svg == len(pts), (page.svg, len(pts))
-    print(len(rows))
+    # a histogram per point, a heat map per point whose bits differ
+    heat = sum(1 for p in pts if p["tier2"]["bits_differ"])
+    assert page.svg == len(pts) + heat, (page.svg, len(pts), heat)
+    if page.cells:
+        print("\n".join(sorted(page.cells)))
 elif what == "check":
     tr = doc["traces"]
     # a histogram per trace, a heat map per trace whose bits differ
@@ -180,11 +183,52 @@ print(''.join(struct.pack('<f', random.uniform(-1, 1)).hex() for _ in range(200 
 python3 "$T/page.py" numerics "$T/n.html" "$T/n.json" || fail "check --numerics: the page does not match its JSON"
 grep -q 'class="collapsed"' "$T/n.html" || fail "check --numerics: a 64-term seq is drawn without a collapsed subtree"
 
-# campaign on the cpu class, then check of its traces
+# campaign on the cpu class, then check of its traces; every output is
+# bit-exact, so the page has no heat map and says why
 "$PARITY" campaign --class cpu --kernels "$KERNELS" --families rmsnorm,silu_and_mul --no-ledger --quiet \
   --traces "$T/tr" --json "$T/c.json" --html "$T/c.html" > "$T/c.out" 2>&1; rc=$?
 [ $rc -eq 0 ] || fail "campaign: exit $rc: $(tail -5 "$T/c.out")"
-python3 "$T/page.py" campaign "$T/c.html" "$T/c.json" > /dev/null || fail "campaign: the page does not match its JSON"
+python3 "$T/page.py" campaign "$T/c.html" "$T/c.json" > "$T/c.cells" || fail "campaign: the page does not match its JSON"
+[ -s "$T/c.cells" ] && fail "campaign without mismatches: heat map cells: $(head -3 "$T/c.cells")"
+grep -q "No heat map: no point&#39;s Tier 2 output differs from its reference in any bit." "$T/c.html" \
+  || fail "campaign without mismatches: the page does not say why there is no heat map"
+
+# campaign of gemm: the row-invariance control gemm.batch_split runs split-K
+# below 8 rows, so its Tier 2 output [4, 24] differs from the reference
+# (split_k = 1) in some elements.  The heat map (4 x 24: one cell per
+# element) must hold exactly the elements whose bits differ between its
+# trace and a reference made apart, by `parity gen` + `parity ref`, counted
+# here in Python and by `parity diff --json`.
+"$PARITY" campaign --class cpu --kernels "$KERNELS" --families gemm --no-ledger --quiet \
+  --traces "$T/tg" --json "$T/g.json" --html "$T/g.html" > "$T/g.out" 2>&1; rc=$?
+[ $rc -eq 0 ] || fail "campaign gemm: exit $rc: $(tail -5 "$T/g.out")"
+python3 "$T/page.py" campaign "$T/g.html" "$T/g.json" > "$T/g.cells" || fail "campaign gemm: the page does not match its JSON"
+S=M=4,N=24,K=200
+"$PARITY" gen gemm.batch_split --class cpu --kernels "$KERNELS" --shape $S --seed 1 --dist normal -o "$T/gin.safetensors" \
+  && "$PARITY" ref gemm.batch_split --class cpu --kernels "$KERNELS" --shape $S --in "$T/gin.safetensors" \
+       -o "$T/gref.safetensors" || fail "gen + ref of gemm.batch_split"
+"$PARITY" diff "$T/tg/cpu.gemm.batch_split.graphed-0.safetensors" "$T/gref.safetensors" --json > "$T/gd.json"
+python3 - "$T/tg/cpu.gemm.batch_split.graphed-0.safetensors" "$T/gref.safetensors" "$T/gd.json" > "$T/g.want" << 'EOF3' \
+  || fail "gemm.batch_split: the independent count"
+import json, struct, sys
+def y(path):
+    b = open(path, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    t = json.loads(b[8:8 + n])["y"]
+    assert t["dtype"] == "F32" and t["shape"] == [4, 24], t
+    s, e = t["data_offsets"]
+    return struct.unpack("<96I", b[8 + n + s:8 + n + e])
+a, r = y(sys.argv[1]), y(sys.argv[2])
+diff = [i for i in range(96) if a[i] != r[i]]
+assert 0 < len(diff) < 96, len(diff)
+assert json.load(open(sys.argv[3]))["mismatched"] == len(diff), "parity diff --json disagrees"
+print("\n".join(sorted("rows %d-%d, columns %d-%d: 1" % (i // 24, i // 24, i % 24, i % 24) for i in diff)))
+EOF3
+[ -s "$T/g.want" ] && cmp -s "$T/g.cells" "$T/g.want" \
+  || fail "campaign gemm: heat map cells: $(diff "$T/g.want" "$T/g.cells" | head)"
+grep -q 'gemm.batch_split: output y, M=4,N=24,K=200: elements whose bits differ from the reference' "$T/g.html" \
+  || fail "campaign gemm: the heat map is not titled with its point"
+grep -q 'No heat map' "$T/g.html" && fail "campaign gemm: says there is no heat map"
 set -- "$T"/tr/*.safetensors
 "$PARITY" check --kernels "$KERNELS" "$@" --json "$T/k.json" --html "$T/k.html" > "$T/k.out" 2>&1; rc=$?
 [ $rc -eq 0 ] || fail "check: exit $rc: $(tail -5 "$T/k.out")"

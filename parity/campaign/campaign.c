@@ -175,6 +175,9 @@ void camp_result_free(camp_result *res)
 {
     free(res->t2_text);
     res->t2_text = NULL;
+    free(res->t2_diff);
+    res->t2_diff = NULL;
+    res->t2_ndiff = 0;
 }
 
 int camp_result_failed(const camp_result *res)
@@ -669,6 +672,21 @@ static nx_status tier2(const fam_spec *spec, const st_file *in, const st_file *d
     if (!st)
         st = cmp_compare(&ci, &opt, &res->t2, err);
     t2_policy_free(&pol);
+    /* the mismatches, for a report's heat map, while the budget lasts */
+    res->t2_cols = rt->ndim && rt->shape[rt->ndim - 1] > 0 ? rt->shape[rt->ndim - 1] : 1;
+    if (!st && o->diff_budget && res->t2.bits_differ) {
+        size_t nd = 0;
+        for (size_t i = 0; i < rt->nelem; i++)
+            nd += g[i] != r[i];
+        if (nd && nd <= *o->diff_budget && (res->t2_diff = malloc(nd * sizeof *res->t2_diff))) {
+            for (size_t i = 0; i < rt->nelem; i++)
+                if (g[i] != r[i])
+                    res->t2_diff[res->t2_ndiff++] = i;
+            *o->diff_budget -= nd;
+        } else if (nd) {
+            res->t2_diff_dropped = 1;
+        }
+    }
     free(g);
     free(r);
     if (st)

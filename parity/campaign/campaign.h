@@ -7,6 +7,7 @@
 #define PARITY_CAMPAIGN_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "compare.h"
 #include "tolerance.h"
@@ -52,6 +53,15 @@ typedef struct camp_result {
     cmp_result t2;         /* the Tier 2 comparison of the first output */
     char t2_output[32];
     char *t2_text;         /* rendered, owned */
+    /* Where the bits of the Tier 2 output differ from the reference, kept
+     * only with camp_opts.diff_budget (a report's heat map): flat indices,
+     * ascending, owned; t2_cols is the output's last axis (1 for a scalar).
+     * t2_diff_dropped: there were mismatches but the budget could not hold
+     * them (t2_diff NULL). */
+    uint64_t *t2_diff;
+    size_t t2_ndiff;
+    int64_t t2_cols;
+    int t2_diff_dropped;
     double t_gen, t_run, t_ref, t_cmp; /* seconds */
     int error;             /* an input error (not a verdict): message in errmsg */
     char errmsg[NX_ERR_MSG_MAX];
@@ -82,6 +92,10 @@ typedef struct camp_opts {
     const char *against;
     const char *against_traces;
     const dev_backend *against_backend;
+    /* NULL, or the number of mismatching elements still to be kept over
+     * the whole campaign (camp_result.t2_diff); each point that keeps its
+     * mismatches takes them from it. */
+    size_t *diff_budget;
 } camp_opts;
 
 /* The dimension that indexes independent rows of a family ("M", "B", "T"). */

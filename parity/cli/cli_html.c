@@ -171,6 +171,42 @@ nx_status cli_html_campaign(const char *path, const camp_result *r, size_t n, co
         snprintf(t, sizeof t, "%s: output %s, %s", x->id, x->t2_output, x->shape);
         html_histogram_svg(&d, t, labels, x->t2.hist, CMP_HIST_NBUCKETS);
     }
+    /* the grid as check draws it: leading axes flattened into rows, the
+     * last axis the columns */
+    html_heading(&d, 2, "Heat maps (Tier 2: the elements whose bits differ from the exact reference)");
+    size_t maps = 0, differ = 0;
+    for (size_t i = 0; i < n; i++) {
+        const camp_result *x = &r[i];
+        if (x->error || !x->t2.bits_differ)
+            continue;
+        differ++;
+        char t[512];
+        if (!x->t2_diff) {
+            snprintf(t, sizeof t, "%s: heat map left out for size: its %zu mismatching element(s) are more than "
+                     "the campaign could still keep (%zu Mi mismatching elements in all, for every point)", x->id,
+                     x->t2.bits_differ, CLI_HTML_HEAT_BUDGET >> 20);
+            html_para(&d, t);
+            continue;
+        }
+        if (maps++ == 64) {
+            html_para(&d, "(the first 64 heat maps are drawn)");
+            break;
+        }
+        int64_t cols = x->t2_cols > 0 ? x->t2_cols : 1;
+        html_heat h;
+        if (html_heat_init(&h, (int64_t)(x->t2.n / (size_t)cols), cols) != 0) {
+            html_free(&d);
+            return nx_err_set(err, NX_ENOMEM, "out of memory");
+        }
+        for (size_t k = 0; k < x->t2_ndiff; k++)
+            html_heat_add(&h, (int64_t)(x->t2_diff[k] / (uint64_t)cols), (int64_t)(x->t2_diff[k] % (uint64_t)cols));
+        snprintf(t, sizeof t, "%s: output %s, %s: elements whose bits differ from the reference", x->id, x->t2_output,
+                 x->shape);
+        html_heat_svg(&d, &h, t, "rows", "columns");
+        html_heat_free(&h);
+    }
+    if (!differ)
+        html_para(&d, "No heat map: no point's Tier 2 output differs from its reference in any bit.");
     return write_page(path, &d, err);
 }
 

@@ -19,7 +19,11 @@ struct html_heat;
 nx_status cli_html_check(const char *path, const json_t *root, const struct html_heat *const *heats, size_t nheats,
                          nx_err *err);
 /* The page of `parity campaign`: a row per point and check (Tier 2 with its
- * mismatches and largest ulp distance) and each point's Tier 2 histogram. */
+ * mismatches and largest ulp distance), each point's Tier 2 histogram, and
+ * the heat map of each point whose Tier 2 output differs from the reference
+ * in some bit (from camp_result.t2_diff; a point whose mismatches the
+ * campaign's budget could not keep is said as such). */
+#define CLI_HTML_HEAT_BUDGET ((size_t)64 << 20) /* mismatching elements kept over a campaign */
 nx_status cli_html_campaign(const char *path, const camp_result *r, size_t n, const char *title, nx_err *err);
 /* The page of `parity reveal`: the verdict (confirmation rows that
  * differ), the probes and calls, the confidence, and the revealed tree

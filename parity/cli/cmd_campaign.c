@@ -88,8 +88,10 @@ static const char campaign_usage[] =
     "  --shapes P       shape preset (default: small)\n"
     "  --json FILE      write the full report as JSON\n"
     "  --junit FILE     write one JUnit testcase per point and check\n"
-    "  --html FILE      write a report to look at: the verdict table and each\n"
-    "                   point's Tier 2 ulp histogram (docs/reports.md)\n"
+    "  --html FILE      write a report to look at: the verdict table, each\n"
+    "                   point's Tier 2 ulp histogram, and a heat map of the\n"
+    "                   elements whose bits differ from the reference\n"
+    "                   (docs/reports.md)\n"
     "  --traces DIR     write a trace (safetensors) of every run into DIR\n"
     "  --repeats N      runs compared for determinism (default 3)\n"
     "  --threads N      threads of graphed runs and of the reference (default: all)\n"
@@ -398,6 +400,9 @@ int cmd_campaign(int argc, char **argv)
             goto done;
         }
     }
+    size_t diff_budget = CLI_HTML_HEAT_BUDGET; /* the --html page's heat maps */
+    if (html)
+        o.diff_budget = &diff_budget;
     double t0 = wall();
     int input_error = 0;
     for (size_t i = 0; i < nids; i++) {
