@@ -1,5 +1,5 @@
 #!/bin/sh
-# cli_reveal.sh PARITY LIBDOT8 DOT8_EXEC CPU_PROBE EXAMPLES: `parity reveal`
+# cli_reveal.sh PARITY LIBDOT8 DOT8_EXEC CPU_PROBE EXAMPLES CRAFT: `parity reveal`
 # (docs/reveal.md).  Every expected order and point below is written by
 # hand from the kernel's source or the simulated point's declaration, never
 # taken from reveal's output:
@@ -13,6 +13,9 @@
 #   - the cpu backend's dot kernels (cpu_seq_dot: seq with fmaf;
 #     cpu_strided_dot: stride(V, seq, pairwise) with fmaf), by --exec;
 #   - the Python example where numpy is installed (skipped otherwise);
+#   - kernels with row classes (docs/numerics.md section 4.3): the revealed
+#     point and the simulated one give the same bytes through `parity
+#     reduce` on fresh rows at several row counts;
 #   - call counts against the goal (n log2 n * 2 calls) and the worst case;
 #   - usage errors exit 2, a failing kernel exits 3.
 set -u
@@ -21,6 +24,7 @@ LIB=$2
 EXE=$3
 CPU=$4
 EX=$5
+CRAFT=$6
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 fails=0
@@ -131,14 +135,59 @@ out=$("$P" reveal --simulate '{ tree = "halving" }' --n 1024 --order-only)
 calls=$(echo "$out" | sed -n 's/^order probes: \([0-9]*\) rows in \([0-9]*\) calls.*/\2/p')
 rows=$(echo "$out" | sed -n 's/^order probes: \([0-9]*\) rows in \([0-9]*\) calls.*/\1/p')
 [ -n "$calls" ] && [ "$calls" -le 20 ] && [ "$rows" -le 523776 ] || fail "halving n = 1024: $rows rows in $calls calls"
-# seq: one round of n - 1 probes and the calibration call (3 + 60 + 37 rows)
+# seq: three row-index checks (256 rows each), the calibration call (3 + 60
+# + 37 rows) and one round of n - 1 probes
 out=$("$P" reveal --simulate '{ tree = "seq" }' --n 1024 --order-only)
-echo "$out" | grep -q "^order probes: 1123 rows in 2 calls " || fail "seq n = 1024: $out"
+echo "$out" | grep -q "^order probes: 1891 rows in 5 calls " || fail "seq n = 1024: $out"
+
+# --- row classes --------------------------------------------------------------
+# rowcls SIM N ROWS-LINES EXPECTED-CLASS-LINES: reveal the simulated point
+# (probes replicated at every index of 255 rows); the row-class lines must
+# be the hand-written ones; then the revealed point and SIM through `parity
+# reduce` on fresh rows (R = 255, 13, 6, 1) must give the same bytes
+rowcls() {
+  sim=$1 n=$2 exp=$3
+  out=$("$P" reveal --simulate "$sim" --n "$n" --rows 255 --confirm 999 2>"$T/err")
+  rc=$?
+  got=$(printf '%s\n' "$out" | grep '^row class: ' | sed 's/ (rows probed.*//; s/^row class: //')
+  if [ $rc -ne 0 ] || [ "$got" != "$exp" ]; then
+    fail "row classes of $sim: exit $rc, classes '$got', expected '$exp'"
+    cat "$T/err"
+    return
+  fi
+  printf '%s\n' "$out" | grep -q "^confidence: reproduced 999 of 999 " || fail "row classes of $sim: $out"
+  pt=$(printf '%s\n' "$out" | tail -n 1)
+  s=21
+  for R in 255 13 6 1; do
+    s=$((s + 1))
+    "$CRAFT" rand "$T/rc_in" F32 "$R" "$n" "$s" || { fail "craft"; return; }
+    "$P" reduce --numerics "$sim" --in "$T/rc_in" --out "$T/rc_sim" 2>"$T/err" || { fail "reduce at $sim: $(cat "$T/err")"; return; }
+    "$P" reduce --numerics "$pt" --in "$T/rc_in" --out "$T/rc_pt" 2>"$T/err" || { fail "reduce at the revealed $pt: $(cat "$T/err")"; return; }
+    a=$(tail -c $((R * 4)) "$T/rc_sim" | od -An -tx1 | tr -d ' \n')
+    b=$(tail -c $((R * 4)) "$T/rc_pt" | od -An -tx1 | tr -d ' \n')
+    [ -n "$a" ] && [ "$a" = "$b" ] || fail "row classes of $sim, R = $R: revealed point $pt gives other bytes"
+  done
+}
+# the remainder rows of a 4-row micro-tile, a running sum without FMA
+rowcls '{ tree = "stride(8, seq, halving)", rows = [{ select = "r >= R - R % 4", fma = false, tree = "seq" }] }' 64 \
+  'select = "r >= R - R % 4", order: seq'
+# two leading rows in another tree, and the remainder rows: the two seq
+# classes are one order (the probes do not see fma) and take two selectors
+rowcls '{ tree = "pairwise", rows = [{ select = "r < 2", tree = "seq" }, { select = "r >= R - R % 4", fma = false, tree = "seq" }] }' 40 \
+  'select = "r < 2", order: seq
+select = "r >= R - R % 4", order: seq'
+# odd rows: r % 2 == 1, found from the probes (the order alone)
+out=$("$P" reveal --simulate '{ tree = "seq", rows = [{ select = "r % 2 == 1", tree = "reverse(seq)" }] }' --n 16 --order-only 2>"$T/err")
+printf '%s\n' "$out" | grep -q '^row class: select = "r % 2 == 1", order: reverse(seq) ' || fail "odd rows: $out $(cat "$T/err")"
+# a middle range: rows 3 to 9 of 255
+out=$("$P" reveal --simulate '{ tree = "seq", rows = [{ select = "r >= 3 && r < 10", tree = "halving" }] }' --n 16 --rows 255 --order-only 2>"$T/err")
+printf '%s\n' "$out" | grep -q '^row class: select = "r >= 3 && r < 10", order: halving ' || fail "a range of rows: $out $(cat "$T/err")"
 
 # --- errors ---------------------------------------------------------------
-# a kernel whose odd rows run another order: said as such, exit 1
-"$P" reveal --simulate '{ tree = "seq", rows = [{ select = "r % 2 == 1", tree = "reverse(seq)" }] }' --n 16 >/dev/null 2>"$T/err"
-[ $? -eq 1 ] && grep -q 'row classes' "$T/err" || fail "row classes: $(cat "$T/err")"
+# rows 1, 2 and 4 of 255, which no one selector holds: one range per run
+out=$("$P" reveal --simulate '{ tree = "seq", rows = [{ select = "r == 1 || r == 2 || r == 4", tree = "halving" }] }' --n 16 --rows 255 --order-only 2>"$T/err")
+[ "$(printf '%s\n' "$out" | grep '^row class: ' | sed 's/ (rows probed.*//')" = 'row class: select = "r >= 1 && r < 3", order: halving
+row class: select = "r >= 4 && r < 5", order: halving' ] || fail "rows 1, 2, 4: $out $(cat "$T/err")"
 "$P" reveal --n 8 >/dev/null 2>&1; [ $? -eq 2 ] || fail "no kernel: not exit 2"
 "$P" reveal --simulate '{ tree = "seq" }' >/dev/null 2>&1; [ $? -eq 2 ] || fail "no --n: not exit 2"
 "$P" reveal --simulate '{ tree = "seq" }' --n 8 --dtype F8_E4M3 >/dev/null 2>&1; [ $? -eq 2 ] || fail "--dtype F8: not exit 2"

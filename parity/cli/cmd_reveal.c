@@ -160,6 +160,9 @@ int cmd_reveal(int argc, char **argv)
            res.filler_sign > 0 ? "positive fillers"
            : res.filler_sign < 0 ? "negative fillers (rounding up)"
                                  : "counts modulo the ulp of M (rounding toward zero)");
+    for (size_t c = 1; c < res.nclass; c++)
+        printf("row class: select = \"%s\", order: %s (rows probed at every index of %zu)\n", res.class_select[c],
+               res.class_tree[c], res.probe_rows);
     if (!res.tree_text) {
         rc = EXIT_PARITY;
         goto out;

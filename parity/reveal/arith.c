@@ -29,6 +29,13 @@ void rv_result_free(rv_result *r)
     rv_tree_free(&r->tree);
     free(r->tree_text);
     free(r->point);
+    for (size_t i = 0; i < r->nclass; i++) {
+        free(r->class_select[i]);
+        free(r->class_tree[i]);
+    }
+    free(r->class_select);
+    free(r->class_tree);
+    free(r->row_class);
     memset(r, 0, sizeof *r);
 }
 
@@ -241,6 +248,110 @@ static int same_bits(double x, double y)
     return (x == y && signbit(x) == signbit(y)) || (isnan(x) && isnan(y));
 }
 
+/* Row classes from the order (res->row_class, over the rows of the probe
+ * batch): each class's rows fitted on their own with its tree's space, and
+ * the point put together, the class of most rows as the point itself and
+ * each other class under its selector (docs/numerics.md section 4.3). */
+static nx_status fit_classes(rv_kernel *k, const rv_result *res, size_t rows, size_t n, const double *a,
+                             const double *b, const double *y, int verbose, fit_result *out, nx_err *err)
+{
+    if (rows != res->probe_rows)
+        return nx_err_set(err, NX_EINVAL, "--rows: the arithmetic of row classes is fitted on the %zu rows the order "
+                                          "was probed at, not %zu", res->probe_rows, rows);
+    nx_status st = NX_OK;
+    double *ca = malloc(rows * n * sizeof *ca), *cb = malloc(rows * n * sizeof *cb), *cy = malloc(rows * sizeof *cy);
+    char *text = NULL;
+    size_t len = 0, cap = 0;
+    int bad = 0;
+    if (!ca || !cb || !cy) {
+        st = nx_err_set(err, NX_ENOMEM, "out of memory");
+        goto out;
+    }
+    memset(out, 0, sizeof *out);
+    for (size_t c = 0; c < res->nclass; c++) {
+        size_t m = 0;
+        for (size_t r = 0; r < rows; r++)
+            if (res->row_class[r] == (int)c) {
+                memcpy(ca + m * n, a + r * n, n * sizeof *a);
+                memcpy(cb + m * n, b + r * n, n * sizeof *b);
+                cy[m++] = y[r];
+            }
+        char *space = space_text(res->class_tree[c], k->in_fmt);
+        fit_space sp;
+        fit_result fr;
+        memset(&fr, 0, sizeof fr);
+        if (!space) {
+            st = nx_err_set(err, NX_ENOMEM, "out of memory");
+            goto out;
+        }
+        fit_space_init(&sp, (nx_fmt)k->out_fmt);
+        for (char *line = space, *nl; *line && !st; line = nl + 1) {
+            nl = strchr(line, '\n');
+            *nl = 0;
+            if (sp.count == sp.cap) {
+                size_t nc = sp.cap ? 2 * sp.cap : 256;
+                fit_cand *ncd = realloc(sp.c, nc * sizeof *ncd);
+                if (!ncd) {
+                    st = nx_err_set(err, NX_ENOMEM, "out of memory");
+                    break;
+                }
+                sp.c = ncd;
+                sp.cap = nc;
+            }
+            fit_cand fc = {.toml = strdup(line), .acc = -1, .fma = -1, .product = -1, .atom_preset = -1,
+                           .atom_frac = -1, .atom_round = -1};
+            if (!fc.toml)
+                st = nx_err_set(err, NX_ENOMEM, "out of memory");
+            else
+                sp.c[sp.count++] = fc;
+        }
+        free(space);
+        fit_pair pair = {{m, k->in_fmt, ca, k->in_fmt, cb, NX_FP64, NULL}, n, 1, cy};
+        fit_opts fo = {0, 0, verbose, NX_ENGINE_FAST, 0, 1};
+        if (!st)
+            st = fit_run(&pair, 1, &sp, &fo, &fr, err);
+        fit_space_free(&sp);
+        if (!st && fr.found && fr.point && fr.point[0] == '{') {
+            const char *body = fr.point + 1;
+            while (*body == ' ')
+                body++;
+            size_t bl = strlen(body);
+            while (bl && (body[bl - 1] == ' ' || body[bl - 1] == '}'))
+                bl--;
+            if (c == 0)
+                bad |= appendf(&text, &len, &cap, "{ %.*s", (int)bl, body);
+            else
+                bad |= appendf(&text, &len, &cap, "%s{ select = \"%s\", %.*s }", c == 1 ? ", rows = [" : ", ",
+                               res->class_select[c], (int)bl, body);
+            out->nfit += fr.nfit > 0 ? fr.nfit - 1 : 0;
+        } else if (!st) {
+            if (verbose)
+                fprintf(stderr, "reveal: no point of the space fits the rows of class %zu (tree %s)\n", c,
+                            res->class_tree[c]);
+            fit_result_free(&fr);
+            goto out;
+        }
+        fit_result_free(&fr);
+        if (st)
+            goto out;
+    }
+    bad |= appendf(&text, &len, &cap, "%s }", res->nclass > 1 ? "]" : "");
+    if (bad) {
+        st = nx_err_set(err, NX_ENOMEM, "out of memory");
+        goto out;
+    }
+    out->found = 1;
+    out->point = text;
+    out->nfit++;
+    text = NULL;
+out:
+    free(text);
+    free(ca);
+    free(cb);
+    free(cy);
+    return st;
+}
+
 nx_status rv_reveal_arith(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err *err)
 {
     size_t n = o->n, rows = o->fit_rows ? o->fit_rows : 256, crows = o->confirm_rows ? o->confirm_rows : 1000;
@@ -296,10 +407,15 @@ nx_status rv_reveal_arith(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err
         }
         sp.c[sp.count++] = c;
     }
+    if (res->nclass > 1) {
+        if ((st = fit_classes(k, res, rows, n, a, b, y, o->verbose, &fr, err)))
+            goto out;
+    } else {
     fit_pair pair = {{rows, k->in_fmt, a, k->in_fmt, b, NX_FP64, NULL}, n, 1, y};
     fit_opts fo = {0, 0, o->verbose, NX_ENGINE_FAST, 1, 1};
     if ((st = fit_run(&pair, 1, &sp, &fo, &fr, err)))
         goto out;
+    }
     res->arith_calls = k->calls - calls0;
     res->arith_probes = k->probes - probes0;
     if (!fr.found || !fr.point)

@@ -18,7 +18,10 @@
  * group) tells "meets inside the group" from "meets above it". */
 #include "reveal.h"
 
+#include "nx_select.h"
+
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -693,7 +696,7 @@ out:
     return st;
 }
 
-nx_status rv_reveal_order(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err *err)
+static nx_status order_once(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err *err)
 {
     size_t n = o->n;
     if (n < 2)
@@ -778,4 +781,381 @@ nx_status rv_reveal_order(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err
                                          "and the probes of a call mix rows"
                                        : "the kernel may accumulate exactly in its fused adder, round toward zero "
                                          "at a large n, or depend on values beyond their sum");
+}
+
+/* --- row classes -----------------------------------------------------------
+ *
+ * A kernel may reduce row r of R in an order that depends on r (docs/
+ * numerics.md section 4.3).  Each probe is then sent alone, replicated at
+ * every row index of a batch of R rows, and the order is revealed once per
+ * row index from the answers at that index (rowview).  The answers are kept
+ * by probe, so a probe that several row indices ask for costs one call. */
+
+typedef struct rv_memo {
+    uint64_t h;
+    double *ab; /* the probe's a and b, [2 n] */
+    double *y;  /* the answers at every row index, [R] */
+} rv_memo;
+
+typedef struct rowview {
+    rv_kernel *k;
+    size_t R, ri, n;
+    rv_memo *m;
+    size_t count, cap;
+    size_t *tab, tcap; /* open addressing: index + 1 into m, 0 empty */
+    double *a, *b;     /* [R n] */
+} rowview;
+
+static uint64_t row_hash(const double *a, const double *b, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (size_t i = 0; i < 2 * n; i++) {
+        uint64_t x;
+        memcpy(&x, i < n ? &a[i] : &b[i - n], sizeof x);
+        h = (h ^ x) * 0x100000001b3ULL;
+        h ^= h >> 29;
+    }
+    return h;
+}
+
+static int memo_grow(rowview *v)
+{
+    size_t nc = v->tcap ? 2 * v->tcap : 4096;
+    size_t *nt = calloc(nc, sizeof *nt);
+    if (!nt)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        size_t p = (size_t)v->m[i].h & (nc - 1);
+        while (nt[p])
+            p = (p + 1) & (nc - 1);
+        nt[p] = i + 1;
+    }
+    free(v->tab);
+    v->tab = nt;
+    v->tcap = nc;
+    return 0;
+}
+
+static nx_status rowview_eval(rv_kernel *kk, size_t rows, size_t n, const double *a, const double *b, double *y,
+                              int *out_fmt, nx_err *err)
+{
+    rowview *v = kk->impl;
+    for (size_t r = 0; r < rows; r++) {
+        const double *ar = a + r * n, *br = b + r * n;
+        uint64_t h = row_hash(ar, br, n);
+        size_t p = v->tcap ? (size_t)h & (v->tcap - 1) : 0, hit = 0;
+        while (v->tcap && v->tab[p]) {
+            rv_memo *e = &v->m[v->tab[p] - 1];
+            if (e->h == h && !memcmp(e->ab, ar, n * sizeof *ar) && !memcmp(e->ab + n, br, n * sizeof *br)) {
+                hit = v->tab[p];
+                break;
+            }
+            p = (p + 1) & (v->tcap - 1);
+        }
+        if (!hit) {
+            if (2 * (v->count + 1) > v->tcap && memo_grow(v))
+                return nx_err_set(err, NX_ENOMEM, "out of memory");
+            if (v->count == v->cap) {
+                size_t nc = v->cap ? 2 * v->cap : 1024;
+                rv_memo *nm = realloc(v->m, nc * sizeof *nm);
+                if (!nm)
+                    return nx_err_set(err, NX_ENOMEM, "out of memory");
+                v->m = nm;
+                v->cap = nc;
+            }
+            rv_memo e = {h, malloc(2 * n * sizeof(double)), malloc(v->R * sizeof(double))};
+            if (!e.ab || !e.y) {
+                free(e.ab);
+                free(e.y);
+                return nx_err_set(err, NX_ENOMEM, "out of memory");
+            }
+            memcpy(e.ab, ar, n * sizeof *ar);
+            memcpy(e.ab + n, br, n * sizeof *br);
+            for (size_t q = 0; q < v->R; q++) {
+                memcpy(v->a + q * n, ar, n * sizeof *ar);
+                memcpy(v->b + q * n, br, n * sizeof *br);
+            }
+            nx_status st = rv_call(v->k, v->R, n, v->a, v->b, e.y, err);
+            if (st) {
+                free(e.ab);
+                free(e.y);
+                return st;
+            }
+            v->m[v->count++] = e;
+            p = (size_t)h & (v->tcap - 1);
+            while (v->tab[p])
+                p = (p + 1) & (v->tcap - 1);
+            v->tab[p] = hit = v->count;
+        }
+        y[r] = v->m[hit - 1].y[v->ri];
+    }
+    *out_fmt = v->k->out_fmt;
+    return NX_OK;
+}
+
+/* One mixed row (exact in every input format) at every index of a batch
+ * of R rows: 1 when the answers differ. */
+static nx_status rows_differ_check(rv_kernel *k, size_t n, size_t R, int *differ, nx_err *err)
+{
+    double *a = malloc(R * n * sizeof *a), *b = malloc(R * n * sizeof *b), *y = malloc(R * sizeof *y);
+    nx_status st = NX_OK;
+    *differ = 0;
+    if (!a || !b || !y) {
+        st = nx_err_set(err, NX_ENOMEM, "out of memory");
+        goto out;
+    }
+    const nx_format_info *fi = nx_format(k->in_fmt);
+    int pm = fi->p - 1 < 30 ? fi->p - 1 : 30;
+    /* three rows (a rounding may hide one order from another on one) */
+    for (unsigned v = 0; v < 3 && !*differ; v++) {
+        for (size_t r = 0; r < R; r++)
+            for (size_t i = 0; i < n; i++) {
+                double m = 1 + ldexp((double)((i * 2654435761u + 12345u + v * 977u) & ((1u << pm) - 1)), -pm);
+                a[r * n + i] = ldexp(m, (int)((i * (13 + 4 * v) + 7 * v) % 25) - 12) * ((i + v) % 3 == 1 ? -1 : 1);
+                b[r * n + i] = 1 + (double)((i + v) % 5) / 8;
+            }
+        if ((st = rv_call(k, R, n, a, b, y, err)))
+            goto out;
+        for (size_t r = 1; r < R; r++)
+            if (memcmp(&y[r], &y[0], sizeof *y))
+                *differ = 1;
+    }
+out:
+    free(a);
+    free(b);
+    free(y);
+    return st;
+}
+
+/* Whether the selector text holds at row r of R, by the project's own
+ * parser and evaluator (-1: it does not parse). */
+static int sel_true(const char *text, size_t r, size_t R)
+{
+    nx_select *sl = NULL;
+    nx_err e = {0};
+    int v = -1;
+    if (nx_select_parse(text, "select", &sl, &e) == NX_OK && nx_select_eval(sl, (long long)r, (long long)R, 0, 0, &v, &e))
+        v = -1;
+    nx_select_free(sl);
+    return v;
+}
+
+/* A selector of docs/numerics.md section 4.3 true exactly at the rows of
+ * class c among R (malloc'd), or NULL. */
+static char *selector_for(const int *cls, size_t R, int c)
+{
+    char buf[96];
+    size_t lo = R, hi = 0, cnt = 0;
+    for (size_t r = 0; r < R; r++)
+        if (cls[r] == c) {
+            if (r < lo)
+                lo = r;
+            hi = r;
+            cnt++;
+        }
+    if (!cnt)
+        return NULL;
+    int contiguous = cnt == hi - lo + 1;
+    if (contiguous && lo == 0) {
+        snprintf(buf, sizeof buf, "r < %zu", hi + 1);
+        return strdup(buf);
+    }
+    if (contiguous && hi == R - 1)
+        for (size_t m = 2; m <= 64; m++)
+            if (R % m == cnt) {
+                snprintf(buf, sizeof buf, "r >= R - R %% %zu", m);
+                return strdup(buf);
+            }
+    for (size_t m = 2; m <= 16 && m <= R; m++)
+        for (size_t j = 0; j < m; j++) {
+            int ok = 1;
+            for (size_t r = 0; r < R && ok; r++)
+                ok = (cls[r] == c) == (r % m == j);
+            if (ok) {
+                snprintf(buf, sizeof buf, "r %% %zu == %zu", m, j);
+                return strdup(buf);
+            }
+        }
+    if (contiguous) {
+        snprintf(buf, sizeof buf, "r >= %zu && r < %zu", lo, hi + 1);
+        return strdup(buf);
+    }
+    return NULL;
+}
+
+static nx_status order_by_row(rv_kernel *k, const rv_opts *o, size_t R, rv_result *res, nx_err *err)
+{
+    size_t n = o->n;
+    rowview v = {.k = k, .R = R, .n = n};
+    rv_kernel vk = {.eval = rowview_eval, .impl = &v, .in_fmt = k->in_fmt, .out_fmt = k->out_fmt};
+    int *cls = malloc(R * sizeof *cls);
+    size_t *cnt = calloc(R, sizeof *cnt);
+    char **br = calloc(R, sizeof *br); /* the bracketing of each class */
+    rv_result *cr = calloc(R, sizeof *cr);
+    size_t ncls = 0;
+    size_t calls0 = k->calls, probes0 = k->probes;
+    nx_status st = NX_OK;
+    v.a = malloc(R * n * sizeof *v.a);
+    v.b = malloc(R * n * sizeof *v.b);
+    if (!cls || !cnt || !br || !cr || !v.a || !v.b) {
+        st = nx_err_set(err, NX_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t ri = 0; ri < R; ri++) {
+        v.ri = ri;
+        rv_result t = {0};
+        st = order_once(&vk, o, &t, err);
+        if (st) {
+            rv_result_free(&t);
+            if (st == NX_EUNSUPPORTED) {
+                char m[sizeof err->msg];
+                snprintf(m, sizeof m, "%s", err->msg);
+                st = nx_err_set(err, NX_EUNSUPPORTED, "row %zu of %zu: %s", ri, R, m);
+            }
+            goto out;
+        }
+        char *b = rv_tree_text(&t.tree);
+        if (!b) {
+            rv_result_free(&t);
+            st = nx_err_set(err, NX_ENOMEM, "out of memory");
+            goto out;
+        }
+        size_t c = 0;
+        while (c < ncls && strcmp(br[c], b))
+            c++;
+        if (c == ncls) {
+            br[ncls] = b;
+            cr[ncls++] = t;
+        } else {
+            free(b);
+            rv_result_free(&t);
+        }
+        cls[ri] = (int)c;
+        cnt[c]++;
+    }
+    /* the class of most rows is the point's own */
+    size_t top = 0;
+    for (size_t c = 1; c < ncls; c++)
+        if (cnt[c] > cnt[top])
+            top = c;
+    rv_tree_free(&res->tree);
+    free(res->tree_text);
+    res->tree = cr[top].tree;
+    memset(&cr[top].tree, 0, sizeof cr[top].tree);
+    res->tree_text = cr[top].tree_text;
+    cr[top].tree_text = NULL;
+    res->n = n;
+    res->filler_sign = cr[top].filler_sign;
+    res->count_bits = cr[top].count_bits;
+    res->in_fmt = k->in_fmt;
+    res->out_fmt = k->out_fmt;
+    res->rows_differ = ncls > 1;
+    res->probe_rows = R;
+    /* a class no one selector holds (leading rows and remainder rows in
+     * one order) is given one selector per run of consecutive rows */
+    res->class_select = calloc(ncls + R, sizeof *res->class_select);
+    res->class_tree = calloc(ncls + R, sizeof *res->class_tree);
+    int *one = malloc(R * sizeof *one);
+    if (!res->class_select || !res->class_tree || !one) {
+        free(one);
+        st = nx_err_set(err, NX_ENOMEM, "out of memory");
+        goto out;
+    }
+    res->nclass = 1;
+    res->class_tree[0] = res->tree_text ? strdup(res->tree_text) : NULL;
+    for (size_t c = 0; c < ncls && !st; c++) {
+        if (c == top)
+            continue;
+        if (!cr[c].tree_text) {
+            size_t r0 = 0;
+            while (cls[r0] != (int)c)
+                r0++;
+            st = nx_err_set(err, NX_EUNSUPPORTED, "row %zu of %zu reduces in an order no tree of the language names: %s",
+                            r0, R, br[c]);
+            break;
+        }
+        char *sel = selector_for(cls, R, (int)c);
+        if (sel) {
+            res->class_select[res->nclass] = sel;
+            res->class_tree[res->nclass++] = strdup(cr[c].tree_text);
+            continue;
+        }
+        for (size_t r = 0; r < R && !st; r++) {
+            if (cls[r] != (int)c || (r > 0 && cls[r - 1] == (int)c))
+                continue;
+            for (size_t q = 0; q < R; q++)
+                one[q] = q >= r && cls[q] == (int)c && (q == r || one[q - 1] == (int)c) ? (int)c : -1;
+            res->class_select[res->nclass] = selector_for(one, R, (int)c);
+            res->class_tree[res->nclass++] = strdup(cr[c].tree_text);
+        }
+    }
+    free(one);
+    /* each row index's class, in the order of the selectors (first true wins) */
+    if (!st && !(res->row_class = malloc(R * sizeof *res->row_class)))
+        st = nx_err_set(err, NX_ENOMEM, "out of memory");
+    for (size_t r = 0; r < R && !st; r++) {
+        res->row_class[r] = 0;
+        for (size_t c = 1; c < res->nclass; c++)
+            if (sel_true(res->class_select[c], r, R) == 1) {
+                res->row_class[r] = (int)c;
+                break;
+            }
+        if (strcmp(res->class_tree[res->row_class[r]], cr[cls[r]].tree_text ? cr[cls[r]].tree_text : res->tree_text))
+            st = nx_err_set(err, NX_EINTERNAL, "row %zu: its selector names another class than its probes", r);
+    }
+    for (size_t c = 0; c < res->nclass && !st; c++)
+        if (!res->class_tree[c] || (c && !res->class_select[c]))
+            st = nx_err_set(err, NX_ENOMEM, "out of memory");
+out:
+    res->order_calls = k->calls - calls0;
+    res->order_probes = k->probes - probes0;
+    for (size_t c = 0; c < ncls; c++) {
+        free(br[c]);
+        rv_result_free(&cr[c]);
+    }
+    for (size_t i = 0; i < v.count; i++) {
+        free(v.m[i].ab);
+        free(v.m[i].y);
+    }
+    free(v.m);
+    free(v.tab);
+    free(v.a);
+    free(v.b);
+    free(cls);
+    free(cnt);
+    free(br);
+    free(cr);
+    return st;
+}
+
+nx_status rv_reveal_order(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err *err)
+{
+    size_t R = o->probe_rows ? o->probe_rows : o->fit_rows ? o->fit_rows : 256;
+    if (o->n < 2)
+        return nx_err_set(err, NX_EINVAL, "--n: the order needs at least 2 terms");
+    int differ = 0;
+    size_t calls0 = k->calls, probes0 = k->probes;
+    nx_status st = R >= 2 ? rows_differ_check(k, o->n, R, &differ, err) : NX_OK;
+    if (st)
+        return st;
+    if (differ) {
+        if (o->verbose)
+            fprintf(stderr, "reveal: one row gives different results at different row indices of %zu rows: "
+                            "probing every row index\n", R);
+        st = order_by_row(k, o, R, res, err);
+    } else {
+        st = order_once(k, o, res, err);
+        if (st == NX_EUNSUPPORTED && R >= 2) {
+            /* no tree from the mixed rows of a call: perhaps row classes
+             * the check rows did not show */
+            if (o->verbose)
+                fprintf(stderr, "reveal: %s: probing every row index of %zu rows\n", err->msg, R);
+            rv_tree_free(&res->tree);
+            st = order_by_row(k, o, R, res, err);
+        }
+    }
+    res->probe_rows = R;
+    res->order_calls = k->calls - calls0;
+    res->order_probes = k->probes - probes0;
+    return st;
 }

@@ -89,6 +89,15 @@ typedef struct rv_result {
     size_t arith_calls, arith_probes;
     size_t confirm_rows, confirm_ok;
     size_t alternatives;    /* other points of the arithmetic space that fit too */
+    /* row classes found by probing every row index of a batch of
+     * probe_rows rows (docs/reveal.md "Row classes"): class 0 is the tree
+     * of most rows (tree_text); each other class a selector of
+     * docs/numerics.md section 4.3 and its recognised tree */
+    size_t probe_rows;
+    size_t nclass;
+    char **class_select;    /* [nclass]; [0] NULL */
+    char **class_tree;      /* [nclass] */
+    int *row_class;         /* [probe_rows]: the class of each row index */
 } rv_result;
 
 void rv_result_free(rv_result *r);
@@ -100,6 +109,7 @@ typedef struct rv_opts {
     size_t confirm_rows;    /* fresh rows for the confirmation (default 1000) */
     unsigned long long seed;
     int order_only;
+    size_t probe_rows;      /* R of the row-index probes (default: fit_rows, else 256) */
 } rv_opts;
 
 /* The order alone (filled into res->tree, res->tree_text). */
