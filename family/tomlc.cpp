@@ -42,10 +42,19 @@ struct tc_fail {
     throw f;
 }
 
-/* The wrapper `v = ` of tc_parse_inline_table shifts columns of line 1. */
+/* Where the ASCII text given to toml++ (see prescan) has more columns
+ * than the user's: from column outcol of line on, cum columns more. */
+struct colshift {
+    long line, outcol, cum;
+};
+
+/* The wrapper `v = ` of tc_parse_inline_table shifts columns of line 1;
+ * shifts maps toml++'s columns back to the user's where prescan wrote an
+ * escape for a character. */
 struct ctx {
     const char *source;
     int shift;
+    std::vector<colshift> shifts;
 };
 
 int clamp_index(toml::source_index v)
@@ -57,6 +66,18 @@ void to_user_pos(const ctx &c, const toml::source_position &p, int *line, int *c
 {
     *line = clamp_index(p.line);
     *col = clamp_index(p.column);
+    /* the last shift of this line at or before the column */
+    size_t lo = 0, hi = c.shifts.size();
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const colshift &e = c.shifts[mid];
+        if (e.line < *line || (e.line == *line && e.outcol <= *col))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo > 0 && c.shifts[lo - 1].line == *line)
+        *col = static_cast<int>(*col - c.shifts[lo - 1].cum < 1 ? 1 : *col - c.shifts[lo - 1].cum);
     if (*line == 1 && *col > 0 && c.shift > 0)
         *col = *col - c.shift < 1 ? 1 : *col - c.shift;
 }
@@ -202,16 +223,22 @@ tc_node *new_root(const char *name)
  * TOML's strings and comments:
  *
  * - toml++ 3.3.0 (Debian 12) asks "is this whitespace?" of a character
- *   where TOML expects whitespace, and for U+00A1 ... U+0499 that question
- *   reaches TOML_UNREACHABLE (__builtin_unreachable: undefined behaviour;
- *   fixed upstream after 3.3.0).  Outside strings and comments TOML 1.0
- *   allows ASCII only (bare keys, numbers, booleans, dates, whitespace), so
- *   any non-ASCII byte there is refused, with its line and column, before
- *   toml++ sees it.  Inside a multi-line basic string toml++ asks the same
- *   question of the character after a backslash and of the first character
- *   after a line-ending backslash; a non-ASCII character there is refused
- *   too (write it as \uXXXX).  Everywhere else in strings and comments any
- *   UTF-8 is accepted, as before.
+ *   where TOML expects whitespace, and for non-ASCII characters (U+00A1 ...
+ *   U+0499, U+FEF7, ...) that question can reach TOML_UNREACHABLE
+ *   (__builtin_unreachable: undefined behaviour; fixed upstream after
+ *   3.3.0).  So toml++ is only ever given ASCII text, whatever the input:
+ *   outside strings and comments TOML 1.0 allows ASCII only (bare keys,
+ *   numbers, booleans, dates, whitespace), so a non-ASCII character there
+ *   is refused with its line and column; inside a basic string each one is
+ *   written as its \uXXXX (\UXXXXXXXX) escape, a literal string holding
+ *   one is rewritten as the basic string of the same value, and in a
+ *   comment each becomes '?'.  Where this scanner and toml++ would read a
+ *   malformed text differently, toml++ still sees ASCII only: it reports a
+ *   syntax error, never reaches the defect.  toml++'s columns are mapped
+ *   back to the user's (ctx::shifts).  After a backslash (an escape, or the
+ *   first character after a line-ending backslash) a non-ASCII character is
+ *   refused (write it as \uXXXX).  Invalid UTF-8 in a string or comment is
+ *   refused, naming the byte.
  * - Nesting (table headers, dotted keys, arrays and inline tables together)
  *   is bounded by TC_MAX_NESTING: toml++ bounds arrays and inline tables
  *   but not dotted keys, and a key 20,000 components long overflowed the
@@ -229,9 +256,11 @@ struct scan_pos {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    toml::source_position p{static_cast<toml::source_index>(at.line), static_cast<toml::source_index>(at.col)};
-    int line, col;
-    to_user_pos(c, p, &line, &col);
+    /* at is in the user's text (only the wrapper's shift applies) */
+    int line = at.line > INT_MAX ? INT_MAX : static_cast<int>(at.line);
+    int col = at.col > INT_MAX ? INT_MAX : static_cast<int>(at.col);
+    if (line == 1 && c.shift > 0)
+        col = col - c.shift < 1 ? 1 : col - c.shift;
     fail(NX_EINVAL, "%s:%d:%d: %s", c.source, line, col, msg);
 }
 
@@ -259,21 +288,82 @@ std::string describe_cp(std::string_view s, size_t i)
     return buf;
 }
 
-void prescan(const ctx &c, std::string_view s)
+/* The code point at s[i] and its length in bytes, or a length of 0 where
+ * s[i] does not start valid UTF-8 (overlong forms, surrogates and values
+ * past U+10FFFF included). */
+size_t utf8_at(std::string_view s, size_t i, unsigned long *cp)
+{
+    unsigned char b = static_cast<unsigned char>(s[i]);
+    size_t n = b < 0x80 ? 1 : b >= 0xC2 && b < 0xE0 ? 2 : b >= 0xE0 && b < 0xF0 ? 3 : b >= 0xF0 && b < 0xF5 ? 4 : 0;
+    if (n == 0 || i + n > s.size())
+        return 0;
+    unsigned long v = n == 1 ? b : n == 2 ? b & 0x1Fu : n == 3 ? b & 0x0Fu : b & 0x07u;
+    for (size_t k = 1; k < n; k++) {
+        unsigned char cb = static_cast<unsigned char>(s[i + k]);
+        if ((cb & 0xC0u) != 0x80u)
+            return 0;
+        v = v << 6 | (cb & 0x3Fu);
+    }
+    static const unsigned long least[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (v < least[n] || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF))
+        return 0;
+    *cp = v;
+    return n;
+}
+
+/* Checks s (see above) and writes the ASCII text toml++ is given to out,
+ * the column shifts its escapes make to c.shifts. */
+void prescan(ctx &c, std::string_view s, std::string &out)
 {
     enum { NORMAL, COMMENT, BASIC, LITERAL, ML_BASIC, ML_LITERAL } mode = NORMAL;
     scan_pos pos;
     size_t i = 0;
-    /* moves past s[i] */
+    long ocol = 1, cum = 0; /* out's column, and how many more than pos.col on this line */
+    bool conv = false;      /* the literal string being read is written as a basic one */
+    out.clear();
+    out.reserve(s.size() + 16);
+    /* moves past s[i], copying it */
     auto step = [&]() {
         unsigned char b = static_cast<unsigned char>(s[i]);
         if (b == '\n') {
             pos.line++;
             pos.col = 1;
-        } else if ((b & 0xC0u) != 0x80u) {
-            pos.col++;
+            ocol = 1;
+            cum = 0;
+        } else {
+            if ((b & 0xC0u) != 0x80u)
+                pos.col++;
+            ocol++;
         }
+        out.push_back(static_cast<char>(b));
         i++;
+    };
+    /* moves past the character at s[i] (n bytes, one column), writing text instead */
+    auto replace = [&](size_t n, const char *text) {
+        size_t len = strlen(text);
+        out.append(text, len);
+        ocol += static_cast<long>(len);
+        pos.col++;
+        i += n;
+        if (len != 1) {
+            cum += static_cast<long>(len) - 1;
+            c.shifts.push_back({pos.line, ocol, cum});
+        }
+    };
+    /* the non-ASCII character at s[i]: its length, or a refusal naming the byte */
+    auto non_ascii = [&](unsigned long *cp) {
+        size_t n = utf8_at(s, i, cp);
+        if (n == 0)
+            scan_fail(c, pos, "invalid UTF-8 in a string or comment: %s", describe_cp(s, i).c_str());
+        return n;
+    };
+    /* the character at s[i] as an escape of a basic string */
+    auto escape = [&]() {
+        unsigned long cp;
+        size_t n = non_ascii(&cp);
+        char e[16];
+        snprintf(e, sizeof e, cp > 0xFFFF ? "\\U%08lX" : "\\u%04lX", cp);
+        replace(n, e);
     };
     auto quotes = [&](char q) { /* the run of q at i, at most 3 counted */
         size_t n = 0;
@@ -305,10 +395,14 @@ void prescan(const ctx &c, std::string_view s)
         unsigned char b = static_cast<unsigned char>(s[i]);
         switch (mode) {
         case COMMENT:
-            if (b == '\n')
+            if (b == '\n') {
                 mode = NORMAL; /* the newline is NORMAL's */
-            else
+            } else if (b >= 0x80) {
+                unsigned long cp;
+                replace(non_ascii(&cp), "?");
+            } else {
                 step();
+            }
             continue;
         case BASIC:
         case LITERAL:
@@ -316,10 +410,27 @@ void prescan(const ctx &c, std::string_view s)
                 mode = NORMAL; /* unterminated: toml++ says so */
                 continue;
             }
-            if (b == '\\' && mode == BASIC && i + 1 < s.size() && s[i + 1] != '\n')
+            if (b == '\\' && mode == BASIC && i + 1 < s.size() && s[i + 1] != '\n') {
                 step();
-            else if (b == (mode == BASIC ? '"' : '\''))
+                if (static_cast<unsigned char>(s[i]) >= 0x80)
+                    scan_fail(c, pos, "%s after '\\' in a string (not an escape; write it as \\uXXXX)",
+                              describe_cp(s, i).c_str());
+                step();
+                continue;
+            }
+            if (b == (mode == BASIC ? '"' : '\'')) {
                 mode = NORMAL;
+                if (conv) {
+                    replace(1, "\"");
+                    continue;
+                }
+            } else if (b >= 0x80) {
+                escape();
+                continue;
+            } else if (conv && (b == '\\' || b == '"')) {
+                replace(1, b == '"' ? "\\\"" : "\\\\");
+                continue;
+            }
             step();
             continue;
         case ML_LITERAL:
@@ -327,9 +438,24 @@ void prescan(const ctx &c, std::string_view s)
             char q = mode == ML_BASIC ? '"' : '\'';
             if (b == static_cast<unsigned char>(q) && quotes(q) == 3) {
                 /* the delimiter is the last three of up to five quotes */
-                for (int k = 0; k < 5 && i < s.size() && s[i] == q; k++)
-                    step();
+                size_t run = 0;
+                while (run < 5 && i + run < s.size() && s[i + run] == q)
+                    run++;
+                for (size_t k = 0; k < run; k++) {
+                    if (conv && k + 3 >= run)
+                        replace(1, "\""); /* the delimiter, as a basic string's */
+                    else
+                        step(); /* a quote of the content: ' is ordinary in a basic string */
+                }
                 mode = NORMAL;
+                continue;
+            }
+            if (b >= 0x80) {
+                escape();
+                continue;
+            }
+            if (conv && (b == '\\' || b == '"')) {
+                replace(1, b == '"' ? "\\\"" : "\\\\");
                 continue;
             }
             if (b == '\\' && mode == ML_BASIC) {
@@ -387,14 +513,33 @@ void prescan(const ctx &c, std::string_view s)
                 }
             }
             key_char();
-            if (quotes(static_cast<char>(b)) == 3) {
-                mode = b == '"' ? ML_BASIC : ML_LITERAL;
-                step();
-                step();
-            } else {
-                mode = b == '"' ? BASIC : LITERAL;
+            {
+                bool ml = quotes(static_cast<char>(b)) == 3;
+                mode = b == '"' ? (ml ? ML_BASIC : BASIC) : (ml ? ML_LITERAL : LITERAL);
+                conv = false;
+                if (b == '\'') {
+                    /* a literal string holding a non-ASCII character is
+                     * written as a basic string (escapes are a basic
+                     * string's only); where it ends is found as below */
+                    size_t j = i + (ml ? 3 : 1);
+                    for (; j < s.size(); j++) {
+                        unsigned char x = static_cast<unsigned char>(s[j]);
+                        if (x >= 0x80) {
+                            conv = true;
+                            break;
+                        }
+                        if (ml ? x == '\'' && j + 2 < s.size() && s[j + 1] == '\'' && s[j + 2] == '\''
+                               : x == '\'' || x == '\n')
+                            break;
+                    }
+                }
+                for (int k = 0; k < (ml ? 3 : 1); k++) {
+                    if (conv)
+                        replace(1, "\"");
+                    else
+                        step();
+                }
             }
-            step();
             continue;
         case '\n':
             if (open.empty()) {
@@ -479,11 +624,12 @@ nx_status parse_text(std::string_view text, const char *name, int shift, tc_node
 {
     tc_node *tree = nullptr;
     try {
-        ctx c{name, shift};
-        prescan(c, text);
+        ctx c{name, shift, {}};
+        std::string ascii;
+        prescan(c, text, ascii);
         toml::table doc;
         try {
-            doc = toml::parse(text, std::string_view(name));
+            doc = toml::parse(std::string_view(ascii), std::string_view(name));
         } catch (const toml::parse_error &e) {
             int line, col;
             to_user_pos(c, e.source().begin, &line, &col);

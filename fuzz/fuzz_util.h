@@ -52,26 +52,4 @@ static inline char *fz_str(const uint8_t *data, size_t size, size_t cap)
     return s;
 }
 
-/* 1 when the bytes hold a UTF-8 character for which toml++ 3.3.0's
- * whitespace test reaches TOML_UNREACHABLE (U+00A1 ... U+0499,
- * U+2C6E ... U+3067 but U+3000, U+FC26 ... U+FEFE): an open bug
- * (docs/fuzzing.md) that family/tomlc.cpp's scanner guards only in part;
- * the TOML targets skip such inputs so that they keep finding others. */
-static inline int fz_toml_known_bug(const uint8_t *d, size_t n)
-{
-    for (size_t i = 0; i + 1 < n; i++) {
-        unsigned long cp;
-        if ((d[i] & 0xE0) == 0xC0 && (d[i + 1] & 0xC0) == 0x80)
-            cp = (unsigned long)(d[i] & 0x1F) << 6 | (d[i + 1] & 0x3F);
-        else if ((d[i] & 0xF0) == 0xE0 && i + 2 < n && (d[i + 1] & 0xC0) == 0x80 && (d[i + 2] & 0xC0) == 0x80)
-            cp = (unsigned long)(d[i] & 0x0F) << 12 | (unsigned long)(d[i + 1] & 0x3F) << 6 | (d[i + 2] & 0x3F);
-        else
-            continue;
-        if ((cp >= 0xA1 && cp <= 0x499) || (cp >= 0x2C6E && cp <= 0x3067 && cp != 0x3000) ||
-            (cp >= 0xFC26 && cp <= 0xFEFE))
-            return 1;
-    }
-    return 0;
-}
-
 #endif

@@ -313,6 +313,49 @@ static void test_quote_glued_to_a_value_rejected(void **state)
     tc_free(root);
 }
 
+/* toml++ is only ever given ASCII (family/tomlc.cpp): non-ASCII text in
+ * strings becomes escapes, a literal string holding some becomes the basic
+ * string of the same value, comments lose it; the values are the same, and
+ * positions are the user's.  Expected values written out by hand. */
+static void test_non_ascii_text_keeps_its_value(void **state)
+{
+    (void)state;
+    tc_node *root = parse_ok("# caf\xc3\xa9 \xe2\x82\xac\n"
+                             "b = \"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\" # \xce\x9a\n"
+                             "l = '\xc3\xa9 \"q\" \\n'\n"
+                             "ml = '''\n"
+                             "\xc3\xa9 \\ \"\"\" ''\n"
+                             "x'''''\n"
+                             "'k\xc3\xa9' = 1\n"
+                             "plain = 'C:\\x'\n",
+                             "u.toml");
+    assert_string_equal(child(root, "b", TC_STRING)->str, "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");
+    assert_string_equal(child(root, "l", TC_STRING)->str, "\xc3\xa9 \"q\" \\n");
+    assert_string_equal(child(root, "ml", TC_STRING)->str, "\xc3\xa9 \\ \"\"\" ''\nx''");
+    assert_int_equal(child(root, "k\xc3\xa9", TC_INT)->i, 1);
+    assert_string_equal(child(root, "plain", TC_STRING)->str, "C:\\x");
+    /* the position of a key after escapes is counted in characters */
+    const tc_node *k = child(root, "k\xc3\xa9", TC_INT);
+    assert_int_equal(k->line, 7);
+    tc_free(root);
+    /* a syntax error after escaped characters: the user's column (x is
+     * the 10th character of line 1) */
+    parse_fails("s = \"\xc3\xa9\xc3\xa9\" x\n", "c.toml", NX_EINVAL, "c.toml:1:10: ", NULL);
+    parse_fails("s = '\xc3\xa9\xc3\xa9' x\n", "c.toml", NX_EINVAL, "c.toml:1:10: ", NULL);
+    /* a character after a backslash, invalid UTF-8 in a string or comment */
+    parse_fails("s = \"\\\xc3\xa9\"\n", "e.toml", NX_EINVAL, "e.toml:1:7: ", "U+00E9 after '\\'");
+    parse_fails("s = \"\xff\"\n", "e.toml", NX_EINVAL, "e.toml:1:6: ", "byte 0xFF (not UTF-8)");
+    parse_fails("# \xed\xa0\x80\n", "e.toml", NX_EINVAL, "e.toml:1:3: ", "invalid UTF-8 in a string or comment: U+D800");
+    /* inputs on which toml++ 3.3.0 reached TOML_UNREACHABLE, found by
+     * fuzz/fuzz_point.c: an error now, whatever this scanner makes of them */
+    tc_node *r2 = NULL;
+    nx_err err = {0};
+    assert_int_equal(tc_parse_inline_table("{s =3.666`{'\xef\xbb\xb7", "f", &r2, &err), NX_EINVAL);
+    assert_null(r2);
+    assert_int_equal(tc_parse_string("a = '\xce\x9a\n\xce\x9a = 1\n", "f", &r2, &err), NX_EINVAL);
+    assert_null(r2);
+}
+
 /* ---- errors ----------------------------------------------------------- */
 
 static void test_parse_error_has_line_and_column(void **state)
@@ -535,6 +578,7 @@ int main(void)
         cmocka_unit_test(test_every_kind),
         cmocka_unit_test(test_nul_in_string_rejected),
         cmocka_unit_test(test_quote_glued_to_a_value_rejected),
+        cmocka_unit_test(test_non_ascii_text_keeps_its_value),
         cmocka_unit_test(test_parse_error_has_line_and_column),
         cmocka_unit_test(test_duplicate_keys_rejected),
         cmocka_unit_test(test_null_arguments),
