@@ -157,6 +157,7 @@ rowcls() {
   fi
   printf '%s\n' "$out" | grep -q "^confidence: reproduced 999 of 999 " || fail "row classes of $sim: $out"
   pt=$(printf '%s\n' "$out" | tail -n 1)
+  [ -z "${4:-}" ] || [ "$pt" = "$4" ] || fail "row classes of $sim: point '$pt', expected '$4'"
   s=21
   for R in 255 13 6 1; do
     s=$((s + 1))
@@ -170,7 +171,8 @@ rowcls() {
 }
 # the remainder rows of a 4-row micro-tile, a running sum without FMA
 rowcls '{ tree = "stride(8, seq, halving)", rows = [{ select = "r >= R - R % 4", fma = false, tree = "seq" }] }' 64 \
-  'select = "r >= R - R % 4", order: seq'
+  'select = "r >= R - R % 4", order: seq' \
+  '{ acc = "fp32", rounding = "rne", fma = true, product = "exact", tree = "stride(8, seq, halving)", out = "fp32", out_rounding = "rne", saturate = false, rows = [{ select = "r >= R - R % 4", acc = "fp32", rounding = "rne", fma = false, product = "exact", tree = "seq", out = "fp32", out_rounding = "rne", saturate = false }] }'
 # two leading rows in another tree, and the remainder rows: the two seq
 # classes are one order (the probes do not see fma) and take two selectors
 rowcls '{ tree = "pairwise", rows = [{ select = "r < 2", tree = "seq" }, { select = "r >= R - R % 4", fma = false, tree = "seq" }] }' 40 \
