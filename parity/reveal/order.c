@@ -711,10 +711,13 @@ static nx_status order_once(rv_kernel *k, const rv_opts *o, rv_result *res, nx_e
         int ok, p, differ = 0;
         if ((st = calibrate(k, n, &c, &ok, &p, &differ, err)))
             return st;
-        if (differ && !res->rows_differ) {
+        if (differ) {
+            /* rows that differ by their index mix orders within a call:
+             * rv_reveal_order then probes every row index */
             res->rows_differ = 1;
-            fprintf(stderr, "reveal: the kernel gives one row different results at different row indices: "
-                            "the order below is that of the probes' mix of rows; the arithmetic fits row classes\n");
+            res->order_calls = k->calls - calls0;
+            res->order_probes = k->probes - probes0;
+            return nx_err_set(err, NX_EUNSUPPORTED, "one row gives different results at different row indices");
         }
         if (!ok)
             continue;
