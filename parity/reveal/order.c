@@ -795,9 +795,8 @@ static nx_status order_once(rv_kernel *k, const rv_opts *o, rv_result *res, nx_e
  * by probe, so a probe that several row indices ask for costs one call. */
 
 typedef struct rv_memo {
-    uint64_t h;
-    double *ab; /* the probe's a and b, [2 n] */
-    double *y;  /* the answers at every row index, [R] */
+    uint64_t h, h2; /* two independent hashes of the probe's a and b */
+    double *y;      /* the answers at every row index, [R] */
 } rv_memo;
 
 typedef struct rowview {
@@ -809,13 +808,12 @@ typedef struct rowview {
     double *a, *b;     /* [R n] */
 } rowview;
 
-static uint64_t row_hash(const double *a, const double *b, size_t n)
+static uint64_t row_hash(const double *a, const double *b, size_t n, uint64_t h, uint64_t mul)
 {
-    uint64_t h = 0xcbf29ce484222325ULL;
     for (size_t i = 0; i < 2 * n; i++) {
         uint64_t x;
         memcpy(&x, i < n ? &a[i] : &b[i - n], sizeof x);
-        h = (h ^ x) * 0x100000001b3ULL;
+        h = (h ^ x ^ (uint64_t)i) * mul;
         h ^= h >> 29;
     }
     return h;
@@ -845,11 +843,14 @@ static nx_status rowview_eval(rv_kernel *kk, size_t rows, size_t n, const double
     rowview *v = kk->impl;
     for (size_t r = 0; r < rows; r++) {
         const double *ar = a + r * n, *br = b + r * n;
-        uint64_t h = row_hash(ar, br, n);
+        /* 128 bits of hash stand for the row (the rows themselves, 2 n
+         * doubles per probe, would not fit at large n) */
+        uint64_t h = row_hash(ar, br, n, 0xcbf29ce484222325ULL, 0x100000001b3ULL);
+        uint64_t h2 = row_hash(ar, br, n, 0x9e3779b97f4a7c15ULL, 0xff51afd7ed558ccdULL | 1);
         size_t p = v->tcap ? (size_t)h & (v->tcap - 1) : 0, hit = 0;
         while (v->tcap && v->tab[p]) {
             rv_memo *e = &v->m[v->tab[p] - 1];
-            if (e->h == h && !memcmp(e->ab, ar, n * sizeof *ar) && !memcmp(e->ab + n, br, n * sizeof *br)) {
+            if (e->h == h && e->h2 == h2) {
                 hit = v->tab[p];
                 break;
             }
@@ -866,21 +867,15 @@ static nx_status rowview_eval(rv_kernel *kk, size_t rows, size_t n, const double
                 v->m = nm;
                 v->cap = nc;
             }
-            rv_memo e = {h, malloc(2 * n * sizeof(double)), malloc(v->R * sizeof(double))};
-            if (!e.ab || !e.y) {
-                free(e.ab);
-                free(e.y);
+            rv_memo e = {h, h2, malloc(v->R * sizeof(double))};
+            if (!e.y)
                 return nx_err_set(err, NX_ENOMEM, "out of memory");
-            }
-            memcpy(e.ab, ar, n * sizeof *ar);
-            memcpy(e.ab + n, br, n * sizeof *br);
             for (size_t q = 0; q < v->R; q++) {
                 memcpy(v->a + q * n, ar, n * sizeof *ar);
                 memcpy(v->b + q * n, br, n * sizeof *br);
             }
             nx_status st = rv_call(v->k, v->R, n, v->a, v->b, e.y, err);
             if (st) {
-                free(e.ab);
                 free(e.y);
                 return st;
             }
@@ -1117,7 +1112,6 @@ out:
         rv_result_free(&cr[c]);
     }
     for (size_t i = 0; i < v.count; i++) {
-        free(v.m[i].ab);
         free(v.m[i].y);
     }
     free(v.m);
