@@ -81,7 +81,8 @@ void nx_philox_block(uint64_t seed, uint32_t tensor, uint64_t index, uint32_t dr
  * nx_philox4x32_r on 16 counters at once, a loop the compiler turns into
  * vector multiplies (32 x 32 -> 64 bits). */
 #define PHILOX_LANES 16
-static inline __attribute__((always_inline)) void philox_lanes(uint64_t seed, uint32_t tensor, uint64_t first, uint32_t draw, uint32_t w0[PHILOX_LANES])
+static inline __attribute__((always_inline)) void philox_lanes(uint64_t seed, uint32_t tensor, uint64_t first, uint32_t draw, uint32_t w0[PHILOX_LANES],
+                                                                 uint32_t (*rest)[PHILOX_LANES])
 {
     uint32_t c0[PHILOX_LANES], c1[PHILOX_LANES], c2[PHILOX_LANES], c3[PHILOX_LANES];
     for (unsigned l = 0; l < PHILOX_LANES; l++) {
@@ -109,6 +110,11 @@ static inline __attribute__((always_inline)) void philox_lanes(uint64_t seed, ui
         }
     }
     memcpy(w0, c0, sizeof c0);
+    if (rest) {
+        memcpy(rest[0], c1, sizeof c1);
+        memcpy(rest[1], c2, sizeof c2);
+        memcpy(rest[2], c3, sizeof c3);
+    }
 }
 
 /* An x86-64-v3 clone (AVX2: 4 multiplies 32 x 32 -> 64 per instruction),
@@ -121,11 +127,21 @@ void nx_philox_w0_run(uint64_t seed, uint32_t tensor, uint64_t first, uint32_t d
 {
     size_t k = 0;
     for (; k + PHILOX_LANES <= count; k += PHILOX_LANES)
-        philox_lanes(seed, tensor, first + k, draw, w0 + k);
+        philox_lanes(seed, tensor, first + k, draw, w0 + k, NULL);
     for (uint32_t w[4]; k < count; k++) {
         nx_philox_block(seed, tensor, first + k, draw, w);
         w0[k] = w[0];
     }
+}
+
+/* All four words of the 16 blocks first .. first + 15 (draw 0): w[j][l] is
+ * word j of block first + l.  Integer arithmetic only, like the clone above. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+__attribute__((target_clones("arch=x86-64-v3", "default")))
+#endif
+static void philox_blocks16(uint64_t seed, uint32_t tensor, uint64_t first, uint32_t w[4][PHILOX_LANES])
+{
+    philox_lanes(seed, tensor, first, 0, w[0], w + 1);
 }
 
 uint32_t nx_philox_tensor_id(const char *name)
@@ -365,6 +381,18 @@ static void fill_range(gen_state *g, uint64_t seed, uint32_t tensor, const nx_di
         switch (d->dist) {
         case NX_DIST_NORMAL: {
             double v[2];
+            if (!(i & 1u) && count - k >= 2 * PHILOX_LANES) { /* 16 whole pairs: their blocks side by side */
+                uint32_t w16[4][PHILOX_LANES];
+                philox_blocks16(seed, tensor, i >> 1, w16);
+                for (unsigned l = 0; l < PHILOX_LANES; l++) {
+                    uint32_t wl[4] = {w16[0][l], w16[1][l], w16[2][l], w16[3][l]};
+                    normal_pair(wl, v);
+                    out[k + 2 * l] = rne(g, v[0], f);
+                    out[k + 2 * l + 1] = rne(g, v[1], f);
+                }
+                k += 2 * PHILOX_LANES;
+                continue;
+            }
             nx_philox_block(seed, tensor, i >> 1, 0, w);
             normal_pair(w, v);
             out[k] = rne(g, v[i & 1u], f);

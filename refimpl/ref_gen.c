@@ -66,6 +66,27 @@ static nx_status gen_distinct(const ref_tensor_desc *d, uint64_t seed, uint32_t 
     return NX_OK;
 }
 
+/* Encodes v (t->nelem values, already in format f) into t->data over
+ * threads, 4096 elements a chunk: a multiple of 8, so every chunk starts on
+ * a byte boundary at any dtype width and no two threads share a byte.  Each
+ * element's bits depend only on its value.  On a value the format cannot
+ * hold the serial pass runs again, for the first such element's index. */
+static nx_status encode_threads(nx_fmt f, const double *v, st_tensor *t, int threads, nx_err *err)
+{
+    const size_t chunk = 4096;
+    size_t nc = (t->nelem + chunk - 1) / chunk;
+    unsigned bits = st_dtype_bits(t->dtype);
+    int bad = 0;
+#pragma omp parallel for num_threads(threads > 0 ? threads : omp_get_max_threads()) schedule(static) if (nc > 1) reduction(| : bad)
+    for (size_t c = 0; c < nc; c++) {
+        size_t lo = c * chunk, n = t->nelem - lo < chunk ? t->nelem - lo : chunk;
+        nx_err e;
+        if (rows_encode(f, v + lo, n, t, t->data + lo / 8 * bits, &e) != NX_OK)
+            bad = 1;
+    }
+    return bad ? rows_encode(f, v, t->nelem, t, t->data, err) : NX_OK;
+}
+
 nx_status ref_generate(const fam_spec *spec, const ref_gen_opts *o, st_file *out, nx_err *err)
 {
     ref_tensor_desc *d;
@@ -101,7 +122,7 @@ nx_status ref_generate(const fam_spec *spec, const ref_gen_opts *o, st_file *out
         }
         st = nx_philox_fill(o->seed, id, &ds, (nx_fmt)d[i].fmt, 0, t->nelem, v, o->threads, err);
         if (!st)
-            st = rows_encode((nx_fmt)d[i].fmt, v, t->nelem, t, t->data, err);
+            st = encode_threads((nx_fmt)d[i].fmt, v, t, o->threads, err);
         if (st)
             nx_err_prefix(err, "tensor '%s'", d[i].name);
         free(v);
