@@ -987,7 +987,7 @@ static nx_status order_by_row(rv_kernel *k, const rv_opts *o, size_t R, rv_resul
     rowview v = {.k = k, .R = R, .n = n};
     rv_kernel vk = {.eval = rowview_eval, .impl = &v, .in_fmt = k->in_fmt, .out_fmt = k->out_fmt};
     int *cls = malloc(R * sizeof *cls);
-    size_t *cnt = calloc(R, sizeof *cnt);
+    size_t *cnt = calloc(R, sizeof *cnt), *rep = calloc(R, sizeof *rep);
     char **br = calloc(R, sizeof *br); /* the bracketing of each class */
     rv_result *cr = calloc(R, sizeof *cr);
     size_t ncls = 0;
@@ -995,11 +995,27 @@ static nx_status order_by_row(rv_kernel *k, const rv_opts *o, size_t R, rv_resul
     nx_status st = NX_OK;
     v.a = malloc(R * n * sizeof *v.a);
     v.b = malloc(R * n * sizeof *v.b);
-    if (!cls || !cnt || !br || !cr || !v.a || !v.b) {
+    if (!cls || !cnt || !rep || !br || !cr || !v.a || !v.b) {
         st = nx_err_set(err, NX_ENOMEM, "out of memory");
         goto out;
     }
     for (size_t ri = 0; ri < R; ri++) {
+        /* the reveal is a function of the answers: a row index that gave
+         * a class's first row index the same answer to every probe sent so
+         * far would reveal the same tree by the same probes */
+        size_t same = ncls;
+        for (size_t c = 0; c < ncls && same == ncls; c++) {
+            size_t i = 0;
+            while (i < v.count && !memcmp(&v.m[i].y[ri], &v.m[i].y[rep[c]], sizeof(double)))
+                i++;
+            if (i == v.count)
+                same = c;
+        }
+        if (same < ncls) {
+            cls[ri] = (int)same;
+            cnt[same]++;
+            continue;
+        }
         v.ri = ri;
         rv_result t = {0};
         st = order_once(&vk, o, &t, err);
@@ -1022,6 +1038,7 @@ static nx_status order_by_row(rv_kernel *k, const rv_opts *o, size_t R, rv_resul
         while (c < ncls && strcmp(br[c], b))
             c++;
         if (c == ncls) {
+            rep[ncls] = ri;
             br[ncls] = b;
             cr[ncls++] = t;
         } else {
@@ -1120,6 +1137,7 @@ out:
     free(v.b);
     free(cls);
     free(cnt);
+    free(rep);
     free(br);
     free(cr);
     return st;
