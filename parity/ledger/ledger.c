@@ -155,17 +155,23 @@ nx_status ledger_open_db(const char *path, int create, sqlite3 **out, nx_err *er
     }
     sqlite3_busy_timeout(db, LEDGER_BUSY_MS);
     nx_status st;
-    if (user_version(db) == 0) {
+    {
         /* version 0 is a new, empty file; one that holds tables is another
          * program's database: refused before anything (WAL mode, the
-         * migrations) is written to it */
+         * migrations) is written to it.  The version and the objects are
+         * read in one statement, one snapshot: read apart, a concurrent
+         * first open that migrated in between made a new ledger look like
+         * another program's database. */
         sqlite3_stmt *s = NULL;
-        int nobj = 0;
-        if (sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master", -1, &s, NULL) == SQLITE_OK &&
-            sqlite3_step(s) == SQLITE_ROW)
-            nobj = sqlite3_column_int(s, 0);
+        int nobj = 0, ver = -1;
+        if (sqlite3_prepare_v2(db, "SELECT user_version, (SELECT count(*) FROM sqlite_master) FROM pragma_user_version",
+                               -1, &s, NULL) == SQLITE_OK &&
+            sqlite3_step(s) == SQLITE_ROW) {
+            ver = sqlite3_column_int(s, 0);
+            nobj = sqlite3_column_int(s, 1);
+        }
         sqlite3_finalize(s);
-        if (nobj > 0) {
+        if (ver == 0 && nobj > 0) {
             st = nx_err_set(err, NX_EINVAL, "ledger %s: not a parity ledger (an SQLite database of schema version 0 "
                             "holding %d other objects)", path, nobj);
             goto fail;
