@@ -3,7 +3,9 @@
 #define _DEFAULT_SOURCE 1 /* realpath */
 #include "cli.h"
 
+#include "device.h"
 #include "nx_limits.h"
+#include "registry.h"
 #include "safetensors.h"
 
 #include <errno.h>
@@ -195,6 +197,20 @@ int cli_limits_args(int *argc, char **argv)
     *argc = w;
     nx_limits_set(&l);
     return 0;
+}
+
+const dev_backend *cli_class_backend(const reg_registry *reg, const char *cls)
+{
+    const char *c = cls;
+    for (int depth = 0; c && depth < 64; depth++) {
+        if (strcmp(c, "cpu") == 0)
+            return dev_cpu_backend();
+        const char *p = reg_class_parent(reg, c);
+        if (!p)
+            break;
+        c = p;
+    }
+    return strncmp(c ? c : "", "sm", 2) == 0 ? dev_cuda_backend() : NULL;
 }
 
 int cli_check_outside(const char *cmd, const cli_file *outs, size_t nouts, const char *opt, const char *dir)

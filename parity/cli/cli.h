@@ -53,6 +53,12 @@ int cli_check_outputs(const char *cmd, const cli_file *outs, size_t nouts, const
 /* Whether the directory that holds (or would hold) PATH exists. */
 int cli_dir_exists(const char *path);
 
+/* The backend that runs class cls: cpu for a chain reaching `cpu`, cuda
+ * for a chain reaching an sm* root; NULL for any other. */
+struct reg_registry;
+struct dev_backend;
+const struct dev_backend *cli_class_backend(const struct reg_registry *reg, const char *cls);
+
 /* Refuses (exit 2, nothing written) an output that would land inside the
  * directory DIR that the command reads as a whole (the registry of
  * --kernels): its TOML files are inputs, and a file written among them

@@ -50,22 +50,6 @@ static const char bench_usage[] =
     "exit status: 0 measured (and recorded); 2 usage or input error (nothing\n"
     "written); 3 internal error.\n";
 
-/* The backend of a class, as the campaign picks it: cpu for a chain
- * reaching `cpu`, cuda for a chain reaching an sm* root. */
-static const dev_backend *backend_of(const reg_registry *reg, const char *cls)
-{
-    const char *c = cls;
-    for (int depth = 0; c && depth < 64; depth++) {
-        if (strcmp(c, "cpu") == 0)
-            return dev_cpu_backend();
-        const char *p = reg_class_parent(reg, c);
-        if (!p)
-            break;
-        c = p;
-    }
-    return strncmp(c ? c : "", "sm", 2) == 0 ? dev_cuda_backend() : NULL;
-}
-
 int cmd_bench(int argc, char **argv)
 {
     const char *cls = NULL, *point = NULL, *dir = "kernels", *preset = "8b-layer", *shape = NULL, *ledger =
@@ -147,7 +131,7 @@ int cmd_bench(int argc, char **argv)
     if (reg_load(dir, &r, &err) != NX_OK)
         return cli_fail("bench", &err);
     int rc = EXIT_PASS;
-    const dev_backend *be = backend_of(r, cls);
+    const dev_backend *be = cli_class_backend(r, cls);
     char why[256] = "";
     if (!be) {
         cli_error("bench", "--class %s: no backend runs this class (its chain reaches neither cpu nor an sm* class)",

@@ -140,22 +140,6 @@ static const char *family_of(const char *id, char *buf, size_t len)
     return buf;
 }
 
-static const dev_backend *backend_for(const reg_registry *reg, const char *cls)
-{
-    /* the cpu backend serves class cpu; the cuda backend the classes whose
-     * chain reaches an sm* root */
-    const char *c = cls;
-    for (int depth = 0; c && depth < 64; depth++) {
-        if (strcmp(c, "cpu") == 0)
-            return dev_cpu_backend();
-        const char *p = reg_class_parent(reg, c);
-        if (!p)
-            break;
-        c = p;
-    }
-    return strncmp(c ? c : "", "sm", 2) == 0 ? dev_cuda_backend() : NULL;
-}
-
 static double wall(void)
 {
     struct timespec ts;
@@ -265,7 +249,7 @@ int cmd_campaign(int argc, char **argv)
         reg_free(reg);
         return cli_fail("campaign", &err);
     }
-    o.backend = backend_for(reg, cls);
+    o.backend = cli_class_backend(reg, cls);
     char why[256] = "";
     int rc = EXIT_PASS;
     if (shard_s) {
@@ -307,7 +291,7 @@ int cmd_campaign(int argc, char **argv)
         o.against_traces = against_tr;
         if (!against_tr) {
             char w2[256] = "";
-            o.against_backend = backend_for(reg, against);
+            o.against_backend = cli_class_backend(reg, against);
             if (!o.against_backend || !o.against_backend->available(w2, sizeof w2)) {
                 cli_error("campaign", "--against %s: its backend cannot run here (%s); give its traces with "
                           "--against-traces DIR", against, o.against_backend ? w2 : "no backend in this build");

@@ -65,21 +65,7 @@ static const dev_backend *backend_for(const char *dir, const char *cls, nx_err *
     reg_registry *reg;
     if (reg_load(dir, &reg, err) != NX_OK)
         return NULL;
-    const char *c = cls;
-    const dev_backend *b = NULL;
-    for (int depth = 0; c && depth < 64; depth++) {
-        if (strcmp(c, "cpu") == 0) {
-            b = dev_cpu_backend();
-            break;
-        }
-        const char *p = reg_class_parent(reg, c);
-        if (!p) {
-            if (strncmp(c, "sm", 2) == 0)
-                b = dev_cuda_backend();
-            break;
-        }
-        c = p;
-    }
+    const dev_backend *b = cli_class_backend(reg, cls);
     reg_free(reg);
     if (!b)
         nx_err_set(err, NX_EINVAL, "class '%s' has no backend in this build (known: cpu, and sm* classes through cuda)",
