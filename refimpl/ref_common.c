@@ -252,7 +252,7 @@ nx_status ref_inputs(const fam_spec *spec, ref_tensor_desc **descs, size_t *coun
 {
     *descs = NULL;
     *count = 0;
-    const ref_family *f;
+    const ref_family *f = NULL;
     nx_status st = find_family(spec, &f, err);
     if (st)
         return st;
@@ -590,7 +590,7 @@ nx_status ref_emit(ref_job *j, const char *name, nx_fmt f, int ndim, const int64
 
 nx_status ref_run_opts(const fam_spec *spec, const st_file *in, st_file *out, const ref_opts *opts, nx_err *err)
 {
-    const ref_family *f;
+    const ref_family *f = NULL;
     nx_status st = find_family(spec, &f, err);
     if (st)
         return st;
