@@ -172,8 +172,9 @@ static void check_pair(const char *what, int kind, size_t n, const double *yP, c
     double use_P = 0, err_at = 0, b_at = 0;
     long bad = 0;
     for (size_t i = 0; i < n; i++) {
-        double eP, eQ;
-        if (!within(yP[i], x[i], BP[i], &eP) || !within(yQ[i], x[i], BQ[i], &eQ)) {
+        double eP = 0, eQ = 0;
+        int okP = within(yP[i], x[i], BP[i], &eP), okQ = within(yQ[i], x[i], BQ[i], &eQ);
+        if (!okP || !okQ) {
             if (bad++ < 5)
                 fprintf(stderr, "VIOLATION %s (%s) element %zu: y_P %a (err %a, bound %a), y_Q %a (err %a, bound %a)\n",
                         what, kind_names[kind], i, yP[i], eP, BP[i], yQ[i], eQ, BQ[i]);

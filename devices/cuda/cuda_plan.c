@@ -690,8 +690,8 @@ static nx_status plan_gemm(const fam_spec *s, cu_plan *p, nx_err *err)
 {
     cu_gemm_cfg *c = &p->u.gemm;
     static const int ins[] = {NX_FP16, NX_BF16, NX_E4M3, NX_E5M2, -1}, outs[] = {NX_FP32, NX_FP16, NX_BF16, -1};
-    int in, out, bias;
-    float alpha, beta;
+    int in = 0, out = 0, bias = 0;
+    float alpha = 1, beta = 0;
     nx_status st;
     if ((st = get_dim(s, "M", -1, &c->M, err)) || (st = get_dim(s, "N", -1, &c->N, err)) ||
         (st = get_dim(s, "K", -1, &c->K, err)) || (st = get_fmt(s, "in", NX_BF16, ins, &in, err)) ||

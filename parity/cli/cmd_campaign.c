@@ -314,8 +314,8 @@ int cmd_campaign(int argc, char **argv)
                 rc = cli_fail("campaign", &err);
         }
         if (html) {
-            char title[256];
-            snprintf(title, sizeof title, "parity campaign: class %s skipped: %s", cls, why);
+            char title[sizeof why + 128];
+            snprintf(title, sizeof title, "parity campaign: class %.64s skipped: %s", cls, why);
             if (cli_html_campaign(html, NULL, 0, title, &err) != NX_OK)
                 rc = cli_fail("campaign", &err);
         }
