@@ -133,7 +133,7 @@ static int takes_start(const nx_tree *t)
     switch (t->kind) {
     case NX_T_SEQ: case NX_T_CHAIN: case NX_T_REVERSE: case NX_T_ORDER:
         return 1;
-    case NX_T_SPLIT: case NX_T_TILE: case NX_T_STRIDE:
+    case NX_T_SPLIT: case NX_T_TILE: case NX_T_STRIDE: case NX_T_LANES:
         return t->c->kind == NX_T_SEQ;
     case NX_T_BODY:
         return t->carry || !t->c || t->c->kind == NX_T_SEQ;
@@ -247,6 +247,89 @@ static int too_many_parts(cx *c, size_t k)
     return 1;
 }
 
+/* lanes(W, [stages], C) (§4.2): W lanes from +0; loop and peel stages add
+ * the next terms into lanes 0, 1, ... with the step of the settings in force;
+ * a fold combines registers lane by lane (never fused); terms left after the
+ * stages go in blocks of the live width; C reduces the live lanes. */
+static int32_t compile_lanes(cx *c, const nx_tree *t, const int32_t *src, size_t n, cs S, int32_t s0)
+{
+    size_t w = (size_t)t->count, pos = 0;
+    if (too_many_parts(c, w))
+        return -1;
+    int32_t *v = alloc_src(c, w);
+    if (!v)
+        return -1;
+    for (size_t l = 0; l < w && !c->failed; l++)
+        v[l] = zero(c, S);
+    size_t i = 0;
+    while (i < t->nlist && !c->failed) {
+        long op = t->list[i];
+        if (op == NX_LANES_LOOP || op == NX_LANES_PEEL) {
+            size_t B = (size_t)t->list[i + 1];
+            int once = op == NX_LANES_PEEL;
+            if (once) {
+                size_t M = (size_t)t->list[i + 2];
+                i += 3;
+                if ((n - pos) % M < B)
+                    continue;
+            } else {
+                i += 2;
+            }
+            while (n - pos >= B && !c->failed) {
+                for (size_t l = 0; l < B; l++)
+                    v[l] = add(c, v[l], src[pos + l], S);
+                pos += B;
+                if (once)
+                    break;
+            }
+            continue;
+        }
+        /* fold: register q is lanes qV ... qV+V-1; bracket b gives the new
+         * register b, lane by lane */
+        size_t V = (size_t)t->list[i + 1], k = (size_t)t->list[i + 2];
+        i += 3;
+        int32_t *nv = alloc_src(c, k * V), *st = alloc_src(c, t->nlist);
+        if (!nv || !st) {
+            free(nv);
+            free(st);
+            free(v);
+            return -1;
+        }
+        for (size_t b = 0; b < k; b++) {
+            size_t e = i;
+            while (t->list[e] != NX_LANES_END)
+                e++;
+            for (size_t j = 0; j < V && !c->failed; j++) {
+                size_t sp = 0;
+                for (size_t q = i; q < e; q++) {
+                    if (t->list[q] == NX_EXPR_ADD) {
+                        int32_t y = st[--sp], x = st[--sp];
+                        st[sp++] = add_plain(c, x, y, S);
+                    } else {
+                        st[sp++] = v[(size_t)t->list[q] * V + j];
+                    }
+                }
+                nv[b * V + j] = st[0];
+            }
+            i = e + 1;
+        }
+        free(st);
+        free(v);
+        v = nv;
+        w = k * V;
+    }
+    /* what the stages left: blocks of the live width, the last one shorter */
+    while (pos < n && !c->failed) {
+        size_t b = n - pos < w ? n - pos : w;
+        for (size_t l = 0; l < b; l++)
+            v[l] = add(c, v[l], src[pos + l], S);
+        pos += b;
+    }
+    int32_t r = compile(c, t->c, v, w, S, s0);
+    free(v);
+    return r;
+}
+
 /* s0: the source of the start value, or NO_START. */
 static int32_t compile(cx *c, const nx_tree *t, const int32_t *src, size_t n, cs S, int32_t s0)
 {
@@ -324,6 +407,8 @@ static int32_t compile(cx *c, const nx_tree *t, const int32_t *src, size_t n, cs
     }
     case NX_T_EXPR:
         return compile_expr(c, t, src, n, S);
+    case NX_T_LANES:
+        return compile_lanes(c, t, src, n, S, s0);
     case NX_T_BODY: {
         size_t L = (size_t)t->count, m = n - n % L;
         if (t->carry) {

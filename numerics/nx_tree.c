@@ -200,8 +200,9 @@ static void int_list(parser *ps, nx_tree *t, int allow_zero, const char *what)
         expect(ps, ']', allow_zero ? "to close the permutation" : "to close the list of sizes");
 }
 
-/* expr's bracketing: INT | '(' brk '+' brk ')', into postfix. */
-static void bracketing(parser *ps, nx_tree *t, int depth)
+/* A bracketing (expr's, or a fold's over registers): INT | '(' brk '+' brk
+ * ')', appended to t->list in postfix.  `what` names an index in messages. */
+static void bracketing(parser *ps, nx_tree *t, int depth, const char *what)
 {
     skip_ws(ps);
     if (depth > NX_TREE_MAX_DEPTH) {
@@ -210,16 +211,16 @@ static void bracketing(parser *ps, nx_tree *t, int depth)
     }
     if (*ps->p == '(') {
         ps->p++;
-        bracketing(ps, t, depth + 1);
+        bracketing(ps, t, depth + 1, what);
         if (ps->failed || !expect(ps, '+', "between the two sides of a bracket"))
             return;
-        bracketing(ps, t, depth + 1);
+        bracketing(ps, t, depth + 1, what);
         if (ps->failed || !expect(ps, ')', "to close the bracket"))
             return;
         push(ps, t, NX_EXPR_ADD);
         return;
     }
-    push(ps, t, index_int(ps, "a term index"));
+    push(ps, t, index_int(ps, what));
 }
 
 /* Checks that values[0..n) (skipping NX_EXPR_ADD) are 0 ... k-1, each once. */
@@ -249,6 +250,118 @@ static void check_perm(parser *ps, const char *at, const nx_tree *t, long *k, co
     *k = (long)m;
 }
 
+/* fold(V, [b0, ...]) after 'fold': the registers of V lanes among the w
+ * live ones, each used by exactly one bracket; returns the new width. */
+static long fold_stage(parser *ps, nx_tree *t, const char *at, long w)
+{
+    long V = integer(ps, "the register width");
+    if (ps->failed)
+        return 0;
+    if (w % V != 0) {
+        fail(ps, at, "fold(%ld, ...): the %ld live lanes are not a whole number of registers of %ld lanes", V, w, V);
+        return 0;
+    }
+    if (!expect(ps, ',', "after the register width") || !expect(ps, '[', "to open the list of brackets"))
+        return 0;
+    long R = w / V, k = 0;
+    push(ps, t, NX_LANES_FOLD);
+    push(ps, t, V);
+    size_t kpos = t->nlist;
+    push(ps, t, 0);
+    size_t first = t->nlist;
+    do {
+        const char *bat = (skip_ws(ps), ps->p);
+        size_t from = t->nlist;
+        bracketing(ps, t, 0, "a register index");
+        for (size_t i = from; i < t->nlist && !ps->failed; i++)
+            if (t->list[i] != NX_EXPR_ADD && t->list[i] >= R)
+                fail(ps, bat, "fold(%ld, ...) over %ld live lanes has %ld registers (0 ... %ld); found %ld", V, w, R,
+                     R - 1, t->list[i]);
+        push(ps, t, NX_LANES_END);
+        k++;
+        skip_ws(ps);
+    } while (!ps->failed && *ps->p == ',' && ps->p++);
+    if (ps->failed || !expect(ps, ']', "to close the list of brackets"))
+        return 0;
+    /* every register exactly once: count the indices first (bounded by the
+     * text), so that a huge W costs nothing here */
+    long m = 0;
+    for (size_t i = first; i < t->nlist; i++)
+        m += t->list[i] >= 0;
+    if (m != R) {
+        fail(ps, at, "fold(%ld, ...) over %ld live lanes has %ld registers, and its brackets name %ld: every register "
+             "must be used exactly once", V, w, R, m);
+        return 0;
+    }
+    unsigned char *seen = calloc((size_t)R, 1);
+    if (!seen) {
+        if (!ps->failed)
+            nx_err_set(ps->err, NX_ENOMEM, "out of memory");
+        ps->failed = 1;
+        return 0;
+    }
+    for (size_t i = first; i < t->nlist && !ps->failed; i++) {
+        long v = t->list[i];
+        if (v < 0)
+            continue;
+        if (seen[v])
+            fail(ps, at, "fold(%ld, ...) uses register %ld twice (every register must be used exactly once)", V, v);
+        seen[v] = 1;
+    }
+    free(seen);
+    if (ps->failed)
+        return 0;
+    t->list[kpos] = k;
+    return k * V;
+}
+
+/* '[' stage {',' stage} ']' of lanes(W, ...): loop(B), peel(B, M),
+ * fold(V, [...]); the live width w is tracked so that a stage that needs
+ * more lanes than there are is malformed here, not at some n. */
+static void lanes_stages(parser *ps, nx_tree *t)
+{
+    if (!expect(ps, '[', "to open the list of stages"))
+        return;
+    long w = t->count;
+    do {
+        skip_ws(ps);
+        const char *at = ps->p;
+        size_t n = ident(ps);
+        int kind = n == 4 && !strncmp(at, "loop", 4) ? 1 : n == 4 && !strncmp(at, "peel", 4) ? 2
+                 : n == 4 && !strncmp(at, "fold", 4) ? 3 : 0;
+        if (!kind) {
+            char b[8];
+            if (n)
+                fail(ps, at, "unknown stage '%.*s' of lanes (expected loop, peel, fold)", (int)n, at);
+            else
+                fail(ps, at, "expected a stage of lanes (loop, peel, fold), found %s", found(ps, b, sizeof b));
+            return;
+        }
+        ps->p += n;
+        if (!expect(ps, '(', kind == 1 ? "after 'loop'" : kind == 2 ? "after 'peel'" : "after 'fold'"))
+            return;
+        if (kind == 3) {
+            w = fold_stage(ps, t, at, w);
+        } else {
+            long B = integer(ps, "the block size"), M = 0;
+            if (!ps->failed && kind == 2 && expect(ps, ',', "after the block size"))
+                M = integer(ps, "the modulus");
+            if (!ps->failed && B > w)
+                fail(ps, at, "%s(%ld%s) needs %ld lanes, but %ld are live here", kind == 1 ? "loop" : "peel", B,
+                     kind == 1 ? "" : ", ...", B, w);
+            push(ps, t, kind == 1 ? NX_LANES_LOOP : NX_LANES_PEEL);
+            push(ps, t, B);
+            if (kind == 2)
+                push(ps, t, M);
+        }
+        if (ps->failed || !expect(ps, ')', "to close the stage"))
+            return;
+        t->k++;
+        skip_ws(ps);
+    } while (*ps->p == ',' && ps->p++);
+    expect(ps, ']', "to close the list of stages");
+}
+
 static nx_tree *composite(parser *ps, nx_tree_kind k, const char *kw)
 {
     nx_tree *t = node(ps, k);
@@ -273,9 +386,17 @@ static nx_tree *composite(parser *ps, nx_tree_kind k, const char *kw)
             goto out;
         t->count = kk;
         t->t = tree(ps);
+    } else if (k == NX_T_LANES) {
+        t->count = integer(ps, "the lane count");
+        if (ps->failed || !expect(ps, ',', "after the lane count"))
+            goto out;
+        lanes_stages(ps, t);
+        if (ps->failed || !expect(ps, ',', "after the list of stages"))
+            goto out;
+        t->c = tree(ps);
     } else if (k == NX_T_EXPR) {
         const char *at = (skip_ws(ps), ps->p);
-        bracketing(ps, t, 0);
+        bracketing(ps, t, 0, "a term index");
         if (!ps->failed)
             check_perm(ps, at, t, &t->k, "the bracketing");
     } else {
@@ -400,7 +521,7 @@ static nx_tree *tree_at(parser *ps)
     char b[8];
     if (n == 0) {
         fail(ps, ps->p, "expected a tree (seq, pairwise, halving, atomic, chain, reverse, split, tile, stride, "
-             "body, order, expr), found %s", found(ps, b, sizeof b));
+             "body, order, expr, lanes), found %s", found(ps, b, sizeof b));
         return NULL;
     }
     static const struct { const char *kw; nx_tree_kind k; int args; } kws[] = {
@@ -408,6 +529,7 @@ static nx_tree *tree_at(parser *ps)
         {"atomic", NX_T_ATOMIC, 0}, {"chain", NX_T_CHAIN, 1}, {"reverse", NX_T_REVERSE, 1},
         {"split", NX_T_SPLIT, 1}, {"tile", NX_T_TILE, 1}, {"stride", NX_T_STRIDE, 1},
         {"body", NX_T_BODY, 1}, {"order", NX_T_ORDER, 1}, {"expr", NX_T_EXPR, 1},
+        {"lanes", NX_T_LANES, 1},
     };
     nx_tree *t = NULL;
     for (size_t i = 0; i < sizeof kws / sizeof kws[0]; i++) {
@@ -422,7 +544,7 @@ static nx_tree *tree_at(parser *ps)
             fail(ps, start, "'carry' is allowed only as the last argument of body(...)");
         else
             fail(ps, start, "unknown tree '%.*s' (expected seq, pairwise, halving, atomic, chain, reverse, split, "
-                 "tile, stride, body, order, expr)", (int)n, start);
+                 "tile, stride, body, order, expr, lanes)", (int)n, start);
         return NULL;
     }
     if (ps->failed)
@@ -496,22 +618,23 @@ void nx_tree_free(nx_tree *t)
     free(t);
 }
 
-static void print_expr(nx_sbuf *b, const nx_tree *t)
+/* A postfix bracketing list[0..n) back to "(x + y)" form. */
+static void print_brackets(nx_sbuf *b, const long *list, size_t n)
 {
     /* postfix back to brackets: a stack of strings */
-    char **st = malloc((t->nlist ? t->nlist : 1) * sizeof *st);
+    char **st = malloc((n ? n : 1) * sizeof *st);
     size_t sp = 0;
     if (!st)
         return;
-    for (size_t i = 0; i < t->nlist; i++) {
+    for (size_t i = 0; i < n; i++) {
         nx_sbuf e = {0};
-        if (t->list[i] == NX_EXPR_ADD && sp >= 2) {
+        if (list[i] == NX_EXPR_ADD && sp >= 2) {
             nx_sbuf_printf(&e, "(%s + %s)", st[sp - 2], st[sp - 1]);
             free(st[sp - 2]);
             free(st[sp - 1]);
             sp -= 2;
         } else {
-            nx_sbuf_printf(&e, "%ld", t->list[i]);
+            nx_sbuf_printf(&e, "%ld", list[i]);
         }
         st[sp++] = nx_sbuf_take(&e);
     }
@@ -520,6 +643,43 @@ static void print_expr(nx_sbuf *b, const nx_tree *t)
     for (size_t i = 0; i < sp; i++)
         free(st[i]);
     free(st);
+}
+
+static void print_expr(nx_sbuf *b, const nx_tree *t)
+{
+    print_brackets(b, t->list, t->nlist);
+}
+
+/* lanes' stages: "loop(8), fold(8, [(0 + 1)]), peel(4, 8)". */
+static void print_stages(nx_sbuf *b, const nx_tree *t)
+{
+    size_t i = 0;
+    const char *sep = "";
+    while (i < t->nlist) {
+        long op = t->list[i];
+        nx_sbuf_printf(b, "%s", sep);
+        sep = ", ";
+        if (op == NX_LANES_LOOP) {
+            nx_sbuf_printf(b, "loop(%ld)", t->list[i + 1]);
+            i += 2;
+        } else if (op == NX_LANES_PEEL) {
+            nx_sbuf_printf(b, "peel(%ld, %ld)", t->list[i + 1], t->list[i + 2]);
+            i += 3;
+        } else {
+            long k = t->list[i + 2];
+            nx_sbuf_printf(b, "fold(%ld, [", t->list[i + 1]);
+            i += 3;
+            for (long q = 0; q < k; q++) {
+                size_t e = i;
+                while (t->list[e] != NX_LANES_END)
+                    e++;
+                nx_sbuf_printf(b, "%s", q ? ", " : "");
+                print_brackets(b, t->list + i, e - i);
+                i = e + 1;
+            }
+            nx_sbuf_printf(b, "])");
+        }
+    }
 }
 
 static void print_list(nx_sbuf *b, const nx_tree *t)
@@ -533,7 +693,7 @@ static void print_list(nx_sbuf *b, const nx_tree *t)
 static void print_rec(nx_sbuf *b, const nx_tree *t)
 {
     static const char *const names[] = {"seq", "pairwise", "halving", "atomic", "chain", "reverse",
-                                        "split", "tile", "stride", "body", "order", "expr"};
+                                        "split", "tile", "stride", "body", "order", "expr", "lanes"};
     switch (t->kind) {
     case NX_T_SEQ: case NX_T_PAIRWISE: case NX_T_HALVING: case NX_T_ATOMIC:
         nx_sbuf_printf(b, "%s", names[t->kind]);
@@ -556,6 +716,13 @@ static void print_rec(nx_sbuf *b, const nx_tree *t)
     case NX_T_EXPR:
         nx_sbuf_printf(b, "expr(");
         print_expr(b, t);
+        nx_sbuf_printf(b, ")");
+        break;
+    case NX_T_LANES:
+        nx_sbuf_printf(b, "lanes(%ld, [", t->count);
+        print_stages(b, t);
+        nx_sbuf_printf(b, "], ");
+        print_rec(b, t->c);
         nx_sbuf_printf(b, ")");
         break;
     case NX_T_BODY:

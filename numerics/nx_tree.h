@@ -11,12 +11,26 @@ typedef enum nx_tree_kind {
     NX_T_SEQ, NX_T_PAIRWISE, NX_T_HALVING, NX_T_ATOMIC, NX_T_CHAIN,
     NX_T_REVERSE, NX_T_SPLIT, NX_T_TILE, NX_T_STRIDE,
     /* third edition (§4.1) */
-    NX_T_BODY, NX_T_ORDER, NX_T_EXPR
+    NX_T_BODY, NX_T_ORDER, NX_T_EXPR,
+    /* a vector accumulator whose lanes outlive one loop (§4.2) */
+    NX_T_LANES
 } nx_tree_kind;
 
 /* An `expr` bracketing in postfix: an index (>= 0) pushes leaf(t_i),
  * NX_EXPR_ADD pops two and pushes their rounded sum. */
 #define NX_EXPR_ADD (-1L)
+
+/* The stages of `lanes(W, [stage, ...], C)` in t->list, one after another:
+ *   NX_LANES_LOOP B            loop(B)
+ *   NX_LANES_PEEL B M          peel(B, M)
+ *   NX_LANES_FOLD V k          fold(V, [b0, ..., b(k-1)]), followed by the k
+ *                              brackets, each in postfix (register indices
+ *                              and NX_EXPR_ADD) ended by NX_LANES_END.
+ * t->count is W, t->c the combinator, t->k the number of stages. */
+#define NX_LANES_LOOP (-2L)
+#define NX_LANES_PEEL (-3L)
+#define NX_LANES_FOLD (-4L)
+#define NX_LANES_END (-5L)
 
 typedef struct nx_tree {
     nx_tree_kind kind;
@@ -24,15 +38,16 @@ typedef struct nx_tree {
     int fma;              /* -1, or `[fma=...]` (0/1) */
     int product;          /* -2: not set; -1: `[product=exact]`; else an nx_fmt */
     int rounding;         /* -1, or `[rounding=...]` (an nx_mode) */
-    long count;           /* split S, tile T0 (0 with a size list), stride L, chain N, body L */
+    long count;           /* split S, tile T0 (0 with a size list), stride L, chain N, body L, lanes W */
     long opt;             /* split align A, stride block V, tile halve A (1 = default; tile: 0 = none) */
     struct nx_tree *t;    /* reverse/split/tile/stride/order: the tree of the parts; body: of the body */
-    struct nx_tree *c;    /* split/tile/stride/body: the combinator (body: NULL with carry) */
+    struct nx_tree *c;    /* split/tile/stride/body/lanes: the combinator (body: NULL with carry) */
     struct nx_tree *u;    /* body: the tree of the tail */
     int carry;            /* body: the tail continues from the body's value */
-    long *list;           /* tile: the sizes; order: the permutation; expr: the postfix program */
+    long *list;           /* tile: the sizes; order: the permutation; expr: the postfix program;
+                           * lanes: the stages (NX_LANES_*) */
     size_t nlist;
-    long k;               /* expr: the number of indices (0 ... k-1) */
+    long k;               /* expr: the number of indices (0 ... k-1); lanes: the number of stages */
 } nx_tree;
 
 #define NX_TREE_INT_MAX (1L << 30)

@@ -101,6 +101,22 @@ static void test_paths(void **state)
     /* tile([1, 2], seq, seq): tiles 1 | 1, 2^24: 1 + (1 + 2^24 → 2^24) → 2^24 */
     CHECK("{ tree = \"tile([1, 2], seq, seq)\" }", w, NULL, 3, NX_FP32, 0x1p24);
     CHECK("{ tree = \"tile([2], seq, seq)\" }", w, NULL, 3, NX_FP32, 0x1.000002p24);
+    /* lanes (docs/numerics.md §4.2, its worked values).  t0 = 1, t1 = 2^24,
+     * t4 = 1 among twelve: 12 mod 8 = 4, so t0 ... t3 are peeled into lanes
+     * 0-3 and t4 joins t0 in lane 0: 2 + 2^24 exactly; stride(8) puts t4 in
+     * lane 4, and 1 + 2^24 ties to 2^24 twice.  At n = 16 there is no peel. */
+    double p[16] = {1, 0x1p24, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    CHECK("{ tree = \"lanes(8, [peel(4, 8), loop(8)], seq)\" }", p, NULL, 12, NX_FP32, 0x1.000002p24);
+    CHECK("{ tree = \"stride(8, seq, seq)\" }", p, NULL, 12, NX_FP32, 0x1p24);
+    CHECK("{ tree = \"lanes(8, [peel(4, 8), loop(8)], seq)\" }", p, NULL, 16, NX_FP32, 0x1p24);
+    /* 2^24, 1, 0, 1, 1: lanes 2^24 and 2, folded to 2^24 + 2; the left-over
+     * 1 goes to the one live lane: 2^24 + 3 ties to even, 2^24 + 4.
+     * stride(2): 2^24 + 0 + 1 → 2^24 and 2: 2^24 + 2. */
+    const double f[5] = {0x1p24, 1, 0, 1, 1};
+    CHECK("{ tree = \"lanes(2, [loop(2), fold(1, [(0 + 1)])], seq)\" }", f, NULL, 5, NX_FP32, 0x1.000004p24);
+    CHECK("{ tree = \"stride(2, seq, seq)\" }", f, NULL, 5, NX_FP32, 0x1.000002p24);
+    /* lanes(W, [loop(W)], C) is stride(W, seq, C) at every n */
+    CHECK("{ tree = \"lanes(2, [loop(2)], seq)\" }", f, NULL, 5, NX_FP32, 0x1.000002p24);
 }
 
 /* fp32 terms 2^24, 1, -2^24, 1 (docs/numerics.md's hint).  In fp32 2^24 + 1 is a

@@ -32,8 +32,8 @@ static void test_parse_errors(void **state)
     expect_parse_error("split(4 seq", "tree:1:9: expected ',' after the split count, found 's'");
     expect_parse_error("split(4, seq", "tree:1:13: expected ',' after the tree of the slices, found the end of the tree");
     expect_parse_error("split(4, seq, seq", "tree:1:18: expected ')' to close 'split(', found the end of the tree");
-    expect_parse_error("sequential", "tree:1:1: unknown tree 'sequential' (expected seq, pairwise, halving, atomic, chain, reverse, split, tile, stride, body, order, expr)");
-    expect_parse_error("", "tree:1:1: expected a tree (seq, pairwise, halving, atomic, chain, reverse, split, tile, stride, body, order, expr), found the end of the tree");
+    expect_parse_error("sequential", "tree:1:1: unknown tree 'sequential' (expected seq, pairwise, halving, atomic, chain, reverse, split, tile, stride, body, order, expr, lanes)");
+    expect_parse_error("", "tree:1:1: expected a tree (seq, pairwise, halving, atomic, chain, reverse, split, tile, stride, body, order, expr, lanes), found the end of the tree");
     expect_parse_error("seq@bf17", "tree:1:5: unknown format 'bf17' after '@'");
     expect_parse_error("seq@", "tree:1:5: expected a format name after '@', found the end of the tree");
     expect_parse_error("seq seq", "tree:1:5: unexpected 's' after the end of the tree");
@@ -44,7 +44,7 @@ static void test_parse_errors(void **state)
                        "tree:1:32: expected an integer (the block size), found ')'");
     expect_parse_error("tile(99999999999, seq, seq)", "tree:1:6: the tile size is too large (at most 1073741824)");
     expect_parse_error("reverse seq", "tree:1:9: expected '(' after 'reverse', found 's'");
-    expect_parse_error("split(2,\n seq,\n sq)", "tree:3:2: unknown tree 'sq' (expected seq, pairwise, halving, atomic, chain, reverse, split, tile, stride, body, order, expr)");
+    expect_parse_error("split(2,\n seq,\n sq)", "tree:3:2: unknown tree 'sq' (expected seq, pairwise, halving, atomic, chain, reverse, split, tile, stride, body, order, expr, lanes)");
     /* third edition (docs/numerics.md §4.1) */
     expect_parse_error("body(0, seq, seq)", "tree:1:6: the body multiple must be at least 1");
     expect_parse_error("body(4, seq, seq, carry, seq)", "tree:1:24: expected ')' to close 'body(', found ','");
@@ -62,6 +62,29 @@ static void test_parse_errors(void **state)
     expect_parse_error("seq[fma=maybe]", "tree:1:9: fma must be true or false, found 'maybe'");
     expect_parse_error("seq[rounding=up]", "tree:1:14: unknown rounding mode 'up' (expected rne, rna, rz, ru, rd)");
     expect_parse_error("seq[fma=false", "tree:1:14: expected ']' to close the settings, found the end of the tree");
+    /* lanes (docs/numerics.md §4.2): widths are checked stage by stage */
+    expect_parse_error("lanes(0, [loop(1)], seq)", "tree:1:7: the lane count must be at least 1");
+    expect_parse_error("lanes(4, [loop(5)], seq)", "tree:1:11: loop(5) needs 5 lanes, but 4 are live here");
+    expect_parse_error("lanes(8, [fold(4, [(0 + 1)]), peel(8, 16)], seq)",
+                       "tree:1:31: peel(8, ...) needs 8 lanes, but 4 are live here");
+    expect_parse_error("lanes(4, [fold(3, [0])], seq)",
+                       "tree:1:11: fold(3, ...): the 4 live lanes are not a whole number of registers of 3 lanes");
+    expect_parse_error("lanes(4, [fold(2, [0])], seq)",
+                       "tree:1:11: fold(2, ...) over 4 live lanes has 2 registers, and its brackets name 1: every "
+                       "register must be used exactly once");
+    expect_parse_error("lanes(4, [fold(2, [(0 + 0)])], seq)",
+                       "tree:1:11: fold(2, ...) uses register 0 twice (every register must be used exactly once)");
+    expect_parse_error("lanes(4, [fold(2, [(0 + 2)])], seq)",
+                       "tree:1:20: fold(2, ...) over 4 live lanes has 2 registers (0 ... 1); found 2");
+    expect_parse_error("lanes(4, [jump(2)], seq)", "tree:1:11: unknown stage 'jump' of lanes (expected loop, peel, fold)");
+    expect_parse_error("lanes(4, [], seq)", "tree:1:11: expected a stage of lanes (loop, peel, fold), found ']'");
+    expect_parse_error("lanes(4, [peel(2)], seq)", "tree:1:17: expected ',' after the block size, found ')'");
+    expect_parse_error("lanes(4, [peel(2, 0)], seq)", "tree:1:19: the modulus must be at least 1");
+    expect_parse_error("lanes(4, [loop(4)] seq)", "tree:1:20: expected ',' after the list of stages, found 's'");
+    /* a huge width costs nothing before the brackets are checked */
+    expect_parse_error("lanes(1073741824, [fold(1, [0])], seq)",
+                       "tree:1:20: fold(1, ...) over 1073741824 live lanes has 1073741824 registers, and its brackets "
+                       "name 1: every register must be used exactly once");
 }
 
 /* Nesting deeper than NX_TREE_MAX_DEPTH is an input error, not a crash. */
@@ -118,6 +141,13 @@ static void test_canonical(void **state)
     expect_canonical("body( 4 ,seq,pairwise , seq )", "body(4, seq, pairwise)");
     expect_canonical("body(4, seq, pairwise, seq@bf16)", "body(4, seq, pairwise, seq@bf16)");
     expect_canonical("body(4,seq,seq,carry)", "body(4, seq, seq, carry)");
+    expect_canonical("lanes(64,[loop(64),fold(8,[(0+1),(2+3),(4+5),(6+7)]),loop( 32 ),fold(8,[(((0+1)+2)+3)]),"
+                     "fold(4,[(0+1)])],pairwise)",
+                     "lanes(64, [loop(64), fold(8, [(0 + 1), (2 + 3), (4 + 5), (6 + 7)]), loop(32), fold(8, [(((0 + "
+                     "1) + 2) + 3)]), fold(4, [(0 + 1)])], pairwise)");
+    expect_canonical("lanes(8,[peel(4,8),loop(8)],seq)@fp32[fma=true]", "lanes(8, [peel(4, 8), loop(8)], seq)@fp32[fma=true]");
+    expect_canonical("lanes(4, [fold(2, [1, 0]), loop(4)], expr(((0 + 1) + (2 + 3))))",
+                     "lanes(4, [fold(2, [1, 0]), loop(4)], expr(((0 + 1) + (2 + 3))))");
     expect_canonical("tile([320,320 , 8],seq,seq)", "tile([320, 320, 8], seq, seq)");
     expect_canonical("tile(320, seq, seq, halve = 8)", "tile(320, seq, seq, halve=8)");
     expect_canonical("order([1,0],seq)", "order([1, 0], seq)");

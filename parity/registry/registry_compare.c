@@ -24,6 +24,7 @@ static const char *tree_kind_name(nx_tree_kind k)
     case NX_T_BODY: return "body";
     case NX_T_ORDER: return "order";
     case NX_T_EXPR: return "expr";
+    case NX_T_LANES: return "lanes";
     }
     return "?";
 }
@@ -81,6 +82,7 @@ static void tree_diff(nx_sbuf *b, size_t *nd, const nx_tree *x, const nx_tree *y
                         : x->kind == NX_T_TILE   ? "size"
                         : x->kind == NX_T_CHAIN  ? "group"
                         : x->kind == NX_T_BODY   ? "multiple"
+                        : x->kind == NX_T_LANES  ? "width"
                                                  : NULL;
     if (cname && x->count != y->count) {
         nx_sbuf_printf(b, "      %s%s %s: %ld vs %ld\n", where, k, cname, x->count, y->count);
