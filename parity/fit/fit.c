@@ -227,6 +227,14 @@ static int fit_classes(search *S, char **text, size_t *nclasses)
             parts[np][1] = one[b];
             nsel[np++] = 2;
         }
+    /* nested remainders: the rows of a 1-row kernel after those of a 2-row
+     * one after a 4-row micro-tile (r >= R - R % 2 first, then R % 4) */
+    for (int a = 0; a < 3; a++)
+        for (int b = a + 1; b < 3; b++) {
+            parts[np][0] = one[a];
+            parts[np][1] = one[b];
+            nsel[np++] = 2;
+        }
     size_t T = S->rm.total;
     unsigned char *mask = malloc(T ? T : 1);
     if (!mask)
