@@ -135,10 +135,14 @@ out=$("$P" reveal --simulate '{ tree = "halving" }' --n 1024 --order-only)
 calls=$(echo "$out" | sed -n 's/^order probes: \([0-9]*\) rows in \([0-9]*\) calls.*/\2/p')
 rows=$(echo "$out" | sed -n 's/^order probes: \([0-9]*\) rows in \([0-9]*\) calls.*/\1/p')
 [ -n "$calls" ] && [ "$calls" -le 20 ] && [ "$rows" -le 523776 ] || fail "halving n = 1024: $rows rows in $calls calls"
-# seq: three row-index checks (256 rows each), the calibration call (3 + 60
-# + 37 rows) and one round of n - 1 probes
+# seq: three row-index checks (255 rows each, the default R), the
+# calibration call (3 + 60 + 37 rows) and one round of n - 1 probes:
+# 765 + 100 + 1023
 out=$("$P" reveal --simulate '{ tree = "seq" }' --n 1024 --order-only)
-echo "$out" | grep -q "^order probes: 1891 rows in 5 calls " || fail "seq n = 1024: $out"
+echo "$out" | grep -q "^order probes: 1888 rows in 5 calls " || fail "seq n = 1024: $out"
+# the default R finds the remainder rows of a 4-row tile without --rows
+out=$("$P" reveal --simulate '{ tree = "stride(8, seq, halving)", rows = [{ select = "r >= R - R % 4", tree = "seq" }] }' --n 64 --order-only)
+echo "$out" | grep -q '^row class: select = "r >= R - R % 4", order: seq ' || fail "default R, remainder rows: $out"
 
 # --- row classes --------------------------------------------------------------
 # rowcls SIM N ROWS-LINES EXPECTED-CLASS-LINES: reveal the simulated point

@@ -354,7 +354,7 @@ out:
 
 nx_status rv_reveal_arith(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err *err)
 {
-    size_t n = o->n, rows = o->fit_rows ? o->fit_rows : 256, crows = o->confirm_rows ? o->confirm_rows : 1000;
+    size_t n = o->n, rows = o->fit_rows ? o->fit_rows : RV_DEFAULT_ROWS, crows = o->confirm_rows ? o->confirm_rows : 1000;
     if (!res->tree_text)
         return nx_err_set(err, NX_EUNSUPPORTED, "the order was not recognised: no tree to fit the arithmetic to");
     size_t calls0 = k->calls, probes0 = k->probes;

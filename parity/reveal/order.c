@@ -1145,7 +1145,7 @@ out:
 
 nx_status rv_reveal_order(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err *err)
 {
-    size_t R = o->probe_rows ? o->probe_rows : o->fit_rows ? o->fit_rows : 256;
+    size_t R = o->probe_rows ? o->probe_rows : o->fit_rows ? o->fit_rows : RV_DEFAULT_ROWS;
     if (o->n < 2)
         return nx_err_set(err, NX_EINVAL, "--n: the order needs at least 2 terms");
     int differ = 0;

@@ -21,6 +21,11 @@
 #include "nx_error.h"
 #include "nx_format.h"
 
+/* The default R: rows of the arithmetic fit and the batch the row-index
+ * probes run in.  Odd, so that every remainder class r >= R - R % m of a
+ * power-of-two tile m has rows in it (256 would hide them all). */
+#define RV_DEFAULT_ROWS 255
+
 typedef struct rv_kernel rv_kernel;
 struct rv_kernel {
     /* y[r] receives the kernel's result for row r as an exact value of its
@@ -105,11 +110,11 @@ void rv_result_free(rv_result *r);
 typedef struct rv_opts {
     size_t n;
     int verbose;            /* progress on stderr */
-    size_t fit_rows;        /* random rows for the arithmetic (default 256) */
+    size_t fit_rows;        /* random rows for the arithmetic (default RV_DEFAULT_ROWS) */
     size_t confirm_rows;    /* fresh rows for the confirmation (default 1000) */
     unsigned long long seed;
     int order_only;
-    size_t probe_rows;      /* R of the row-index probes (default: fit_rows, else 256) */
+    size_t probe_rows;      /* R of the row-index probes (default: fit_rows, else RV_DEFAULT_ROWS) */
 } rv_opts;
 
 /* The order alone (filled into res->tree, res->tree_text). */
