@@ -210,6 +210,43 @@ nx_status cli_html_campaign(const char *path, const camp_result *r, size_t n, co
     return write_page(path, &d, err);
 }
 
+/* The row classes of a reveal (docs/reveal.md "Row classes"): a table of
+ * selector, row indices and order, then each class's tree drawn. */
+static void reveal_classes(html_doc *d, const rv_result *res)
+{
+    char h[96];
+    snprintf(h, sizeof h, "Row classes (rows probed at every index of %zu)", res->probe_rows);
+    html_heading(d, 2, h);
+    html_raw(d, "<table><tr><th>class</th><th>select</th><th>row indices</th><th>order</th></tr>\n");
+    for (size_t c = 0; c < res->nclass; c++) {
+        size_t cnt = 0;
+        for (size_t r = 0; r < res->probe_rows; r++)
+            cnt += res->row_class && res->row_class[r] == (int)c;
+        html_rawf(d, "<tr><td>%zu</td><td>", c);
+        html_esc(d, res->class_select[c] ? res->class_select[c] : "(every other row: the point's own tree)");
+        html_rawf(d, "</td><td>%zu of %zu</td><td>", cnt, res->probe_rows);
+        html_esc(d, res->class_tree[c] ? res->class_tree[c] : "?");
+        html_raw(d, "</td></tr>\n");
+    }
+    html_raw(d, "</table>\n");
+    for (size_t c = 1; c < res->nclass; c++) {
+        nx_point pt;
+        nx_program *p = NULL;
+        nx_err e = {0};
+        if (!res->class_tree[c] || nx_point_init(&pt, &e) != NX_OK)
+            continue;
+        if (nx_point_set_tree(&pt, res->class_tree[c], "order", &e) == NX_OK &&
+            nx_program_build(&pt, res->n, 1, &p, &e) == NX_OK) {
+            char cap[512];
+            snprintf(cap, sizeof cap, "class %zu (%s): %s", c, res->class_select[c] ? res->class_select[c] : "",
+                     res->class_tree[c]);
+            html_tree_svg(d, p, cap, 0);
+        }
+        nx_program_free(p);
+        nx_point_free(&pt);
+    }
+}
+
 nx_status cli_html_reveal(const char *path, const char *kernel, const rv_result *res, size_t calls, size_t probes,
                           int rc, nx_err *err)
 {
@@ -274,5 +311,7 @@ nx_status cli_html_reveal(const char *path, const char *kernel, const rv_result 
     nx_program_free(p);
     if (have)
         nx_point_free(&pt);
+    if (res->nclass > 1)
+        reveal_classes(&d, res);
     return write_page(path, &d, err);
 }
