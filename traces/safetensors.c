@@ -38,7 +38,7 @@
  * producer convention was found, so it is this project's choice, by the
  * same rule. */
 #define _POSIX_C_SOURCE 200809L
-#define _DEFAULT_SOURCE /* MAP_POPULATE */
+#define _DEFAULT_SOURCE /* madvise, MADV_* */
 
 #include "safetensors.h"
 
@@ -583,14 +583,17 @@ nx_status st_read_bytes(const char *path, uint8_t **out, size_t *len,
 }
 
 /* A file of at least this many bytes is mapped (MAP_PRIVATE: a caller that
- * writes into a tensor gets its own copy of the page; MAP_POPULATE: the
- * pages are read in one pass, no fault per page), not copied by read(2);
- * where mmap fails (a file system without it) read_whole reads it. */
+ * writes into a tensor gets its own copy of that page), not copied by
+ * read(2); where mmap fails (a file system without it) read_whole reads it.
+ * The page tables are filled in one pass with MADV_POPULATE_READ: the pages
+ * of the page cache are mapped as they are, read-only until written.
+ * (MAP_POPULATE on a private writable mapping breaks copy-on-write for
+ * every page: it copied the whole file, and faulted once per page, which
+ * was two thirds of `parity reduce`'s time on a 256 MiB input.)  Kernels
+ * older than 5.14 lack it and fault the pages in as they are read. */
 #define ST_MAP_MIN ((size_t)1 << 20)
-#ifdef MAP_POPULATE
-#define ST_MAP_FLAGS (MAP_PRIVATE | MAP_POPULATE)
-#else
-#define ST_MAP_FLAGS MAP_PRIVATE
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
 #endif
 
 static int map_whole(const char *path, st_file *out)
@@ -602,10 +605,12 @@ static int map_whole(const char *path, st_file *out)
     void *p = MAP_FAILED;
     if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && (uintmax_t)sb.st_size >= ST_MAP_MIN &&
         (uintmax_t)sb.st_size <= SIZE_MAX - 1)
-        p = mmap(NULL, (size_t)sb.st_size, PROT_READ | PROT_WRITE, ST_MAP_FLAGS, fd, 0);
+        p = mmap(NULL, (size_t)sb.st_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
     close(fd);
     if (p == MAP_FAILED)
         return 0;
+    if (madvise(p, (size_t)sb.st_size, MADV_POPULATE_READ) != 0)
+        (void)madvise(p, (size_t)sb.st_size, MADV_WILLNEED);
     out->buf = p;
     out->buf_len = (size_t)sb.st_size;
     out->buf_mapped = true;
