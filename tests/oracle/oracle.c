@@ -462,7 +462,8 @@ enum {
     T_BODY,     /* body(L, T, U[, C | carry]) */
     T_TILELIST, /* tile([b0, ...], T, C) */
     T_ORDER,    /* order([p0, ...], T) */
-    T_EXPR      /* expr(B) */
+    T_EXPR,     /* expr(B) */
+    T_LANES     /* lanes(W, [stage, ...], C) */
 };
 
 /* a bracketing of expr(B): a leaf index, or (l + r) */
@@ -470,6 +471,17 @@ typedef struct enode {
     long idx;              /* -1 for a '+' node */
     struct enode *l, *r;
 } enode;
+
+/* a stage of lanes(W, [...], C): loop(B), peel(B, M), fold(V, [brk, ...]) */
+enum { LS_LOOP, LS_PEEL, LS_FOLD };
+
+typedef struct lstage {
+    int kind;
+    long b;            /* loop, peel: the block width B; fold: the register width V */
+    long m;            /* peel: the modulus M */
+    enode **brk;       /* fold: one bracketing over registers per new register */
+    size_t nbrk;
+} lstage;
 
 typedef struct tnode {
     int kind;
@@ -483,6 +495,8 @@ typedef struct tnode {
     size_t nlist;
     enode *e;          /* expr's bracketing */
     size_t k;          /* expr's number of indices */
+    lstage *stages;    /* lanes' stages (n is W) */
+    size_t nstages;
     /* subtree settings, X@FMT and X[k=v, ...]; each NULL / -1 = inherit */
     const fmt_t *fmt;  /* acc */
     int fma;           /* -1, 0, 1 */
@@ -509,6 +523,12 @@ static void tfree(tnode *t)
     tfree(t->c);
     efree(t->e);
     free(t->list);
+    for (size_t i = 0; i < t->nstages; i++) {
+        for (size_t j = 0; j < t->stages[i].nbrk; j++)
+            efree(t->stages[i].brk[j]);
+        free(t->stages[i].brk);
+    }
+    free(t->stages);
     free(t);
 }
 
@@ -837,6 +857,135 @@ static int parse_expr(parser *P, tnode *n, int depth)
     return expect(P, ')');
 }
 
+/* fold '(' INT ',' '[' brk { ',' brk } ']' ')' over the w live lanes: V
+ * divides w; the brackets use each register 0 ... w/V - 1 exactly once.
+ * The new live width (k brackets of V lanes) goes to *w. */
+static int parse_fold(parser *P, lstage *st, long *w, int depth)
+{
+    if (!expect(P, '('))
+        return 0;
+    size_t at = P->pos;
+    if (!read_int(P, &st->b))
+        return 0;
+    if (*w % st->b != 0) {
+        P->pos = at;
+        perr(P, "fold(%ld, ...): V does not divide the %ld live lanes", st->b, *w);
+        return 0;
+    }
+    size_t R = (size_t)(*w / st->b), cap = 0;
+    if (!expect(P, ',') || !expect(P, '['))
+        return 0;
+    skip_ws(P);
+    at = P->pos;
+    for (;;) {
+        if (st->nbrk == cap) {
+            size_t nc = cap ? 2 * cap : 4;
+            enode **nb = realloc(st->brk, nc * sizeof *nb);
+            if (!nb) {
+                perr(P, "out of memory");
+                return 0;
+            }
+            st->brk = nb;
+            cap = nc;
+        }
+        size_t leaves = 0;
+        if (!(st->brk[st->nbrk] = parse_brk(P, depth + 1, &leaves)))
+            return 0;
+        st->nbrk++;
+        skip_ws(P);
+        if (P->s[P->pos] == ',') {
+            P->pos++;
+            continue;
+        }
+        if (!expect(P, ']'))
+            return 0;
+        break;
+    }
+    char *seen = calloc(R, 1);
+    if (!seen) {
+        perr(P, "out of memory");
+        return 0;
+    }
+    int ok = 1;
+    for (size_t i = 0; i < st->nbrk; i++)
+        brk_mark(st->brk[i], seen, R, &ok);
+    for (size_t q = 0; q < R && ok; q++)
+        ok = seen[q];
+    free(seen);
+    if (!ok) {
+        P->pos = at;
+        perr(P, "fold brackets do not use each of the registers 0 ... %zu exactly once", R - 1);
+        return 0;
+    }
+    *w = (long)st->nbrk * st->b;
+    return expect(P, ')');
+}
+
+/* lanes '(' INT ',' '[' stage { ',' stage } ']' ',' tree ')' (docs/numerics.md
+ * §4.2).  The live width is known stage by stage: it starts at W, a fold
+ * makes it k·V; a loop or peel wider than it is malformed. */
+static int parse_lanes(parser *P, tnode *n, int depth)
+{
+    if (!expect(P, '(') || !read_int(P, &n->n) || !expect(P, ',') || !expect(P, '['))
+        return 0;
+    long w = n->n;
+    size_t cap = 0;
+    for (;;) {
+        if (n->nstages == cap) {
+            size_t nc = cap ? 2 * cap : 4;
+            lstage *ns = realloc(n->stages, nc * sizeof *ns);
+            if (!ns) {
+                perr(P, "out of memory");
+                return 0;
+            }
+            n->stages = ns;
+            cap = nc;
+        }
+        lstage *st = &n->stages[n->nstages];
+        memset(st, 0, sizeof *st);
+        n->nstages++;
+        char name[32];
+        skip_ws(P);
+        size_t at = P->pos;
+        if (!read_ident(P, name, sizeof name))
+            return 0;
+        if (!strcmp(name, "loop") || !strcmp(name, "peel")) {
+            st->kind = name[0] == 'l' ? LS_LOOP : LS_PEEL;
+            if (!expect(P, '('))
+                return 0;
+            size_t bat = P->pos;
+            if (!read_int(P, &st->b))
+                return 0;
+            if (st->b > w) {
+                P->pos = bat;
+                perr(P, "%s(%ld) is wider than the %ld live lanes", name, st->b, w);
+                return 0;
+            }
+            if (st->kind == LS_PEEL && (!expect(P, ',') || !read_int(P, &st->m)))
+                return 0;
+            if (!expect(P, ')'))
+                return 0;
+        } else if (!strcmp(name, "fold")) {
+            st->kind = LS_FOLD;
+            if (!parse_fold(P, st, &w, depth))
+                return 0;
+        } else {
+            P->pos = at;
+            perr(P, "unknown lanes stage '%s' (loop, peel or fold)", name);
+            return 0;
+        }
+        skip_ws(P);
+        if (P->s[P->pos] == ',') {
+            P->pos++;
+            continue;
+        }
+        if (!expect(P, ']'))
+            return 0;
+        break;
+    }
+    return expect(P, ',') && (n->c = parse_tree(P, depth + 1)) != NULL && expect(P, ')');
+}
+
 /* '[' opt { ',' opt } ']': subtree settings (docs/numerics.md §4.2).  A setting given
  * twice, acc given also through '@', or an unknown one is malformed. */
 static int parse_settings(parser *P, tnode *n, int acc_by_at)
@@ -961,6 +1110,9 @@ static tnode *parse_tree(parser *P, int depth)
     } else if (strcmp(name, "expr") == 0) {
         n->kind = T_EXPR;
         ok = parse_expr(P, n, depth);
+    } else if (strcmp(name, "lanes") == 0) {
+        n->kind = T_LANES;
+        ok = parse_lanes(P, n, depth);
     } else if (strcmp(name, "carry") == 0) {
         P->pos = at;
         perr(P, "'carry' is allowed only as the last argument of body");
@@ -1366,11 +1518,89 @@ static int eval_brk(ctx *C, const cur *S, const enode *e, const term *const *ts,
     return rc;
 }
 
+/* A fold bracketing over registers of V lanes, at lane j of each: a lone
+ * index q is lane qV + j's value as it is; (x + y) is round(x + y), never
+ * fused. */
+static int eval_fold_brk(ctx *C, const cur *S, const enode *e, const oval *v, size_t V, size_t j,
+                         oval *out)
+{
+    if (e->idx >= 0) {
+        ov_set(out, &v[(size_t)e->idx * V + j]);
+        return 0;
+    }
+    oval x, y;
+    ov_init(&x);
+    ov_init(&y);
+    int rc = eval_fold_brk(C, S, e->l, v, V, j, &x);
+    if (!rc)
+        rc = eval_fold_brk(C, S, e->r, v, V, j, &y);
+    if (!rc)
+        rc = radd(C, S, &x, &y, out);
+    ov_clear(&x);
+    ov_clear(&y);
+    return rc;
+}
+
+/* lanes(W, [stages], C) (docs/numerics.md §4.2): lanes v_0 ... v_{w-1},
+ * w = W at first, each +0; p counts the terms taken.  loop(B): while at
+ * least B terms remain, v_i = step(v_i, t_{p+i}) for i < B, p += B.
+ * peel(B, M): the same once, if (n - p) mod M >= B.  fold(V, [b_0 ...
+ * b_{k-1}]): new lane bV + j is bracketing b_b over the registers (lane j
+ * of each), then w = kV.  Terms left over go in blocks of w to lanes 0,
+ * 1, ... by step.  C reduces v_0 ... v_{w-1} in order; from s0 as a
+ * stride's combinator does (a seq C starts from s0, any other C gives
+ * round(C + s0)). */
+static int eval_lanes(ctx *C, const tnode *node, const cur *S, const term *const *ts, size_t n,
+                      const oval *s0, oval *out)
+{
+    size_t W = (size_t)node->n, w = W, p = 0;
+    oval *v = ov_array(W), *nv = ov_array(W);   /* a fold never widens the lanes */
+    if (!v || !nv) {
+        ov_array_free(v, W);
+        ov_array_free(nv, W);
+        return cerr(C, "out of memory");
+    }
+    for (size_t i = 0; i < W; i++)
+        ov_zero(&v[i], 0);
+    int rc = 0;
+    for (size_t k = 0; k < node->nstages && !rc; k++) {
+        const lstage *st = &node->stages[k];
+        size_t B = (size_t)st->b;
+        if (st->kind == LS_LOOP) {
+            for (; n - p >= B && !rc; p += B)
+                for (size_t i = 0; i < B && !rc; i++)
+                    rc = step(C, S, &v[i], ts[p + i], &v[i]);
+        } else if (st->kind == LS_PEEL) {
+            if ((n - p) % (size_t)st->m >= B) {
+                for (size_t i = 0; i < B && !rc; i++)
+                    rc = step(C, S, &v[i], ts[p + i], &v[i]);
+                p += B;
+            }
+        } else {
+            size_t V = B;
+            for (size_t b = 0; b < st->nbrk && !rc; b++)
+                for (size_t j = 0; j < V && !rc; j++)
+                    rc = eval_fold_brk(C, S, st->brk[b], v, V, j, &nv[b * V + j]);
+            w = st->nbrk * V;
+            for (size_t i = 0; i < w && !rc; i++)
+                ov_set(&v[i], &nv[i]);
+        }
+    }
+    /* the terms left over: blocks of w, the last one shorter */
+    for (size_t i = 0; p + i < n && !rc; i++)
+        rc = step(C, S, &v[i % w], ts[p + i], &v[i % w]);
+    if (!rc)
+        rc = combine_from(C, node->c, S, v, w, s0, out);
+    ov_array_free(v, W);
+    ov_array_free(nv, W);
+    return rc;
+}
+
 /* Reduces ts[0..n) by node from the start value s0 (NULL: from scratch),
  * with the settings S of the enclosing node.  Section 4.1: seq and chain
  * start with s = s0; reverse and order pass s0 to their tree on the
- * reordered terms; split/tile/stride/body pass it to a seq combinator (the
- * parts are always from scratch); body(..., carry) starts with
+ * reordered terms; split/tile/stride/body/lanes pass it to a seq combinator
+ * (the parts are always from scratch); body(..., carry) starts with
  * round(s0 + T's value) and continues the tail from it; @FMT and [...]
  * only change the settings; every other tree T gives round(T + s0). */
 static int eval(ctx *C, const tnode *node, const cur *outer, const term *const *ts, size_t n,
@@ -1638,6 +1868,8 @@ static int eval(ctx *C, const tnode *node, const cur *outer, const term *const *
         ov_clear(&v);
         return rc;
     }
+    case T_LANES:
+        return eval_lanes(C, node, S, ts, n, s0, out);
     case T_CHAIN: {
         if (!C->has_atom)
             return cerr(C, "chain(%ld) needs an atom in the point", node->n);

@@ -3,7 +3,8 @@
  * Written only from docs/numerics.md (sections 1, 2, 4, 5) and
  * docs/interpretations.md; the third edition's point language (subtree
  * settings X[k=v, ...], body and carry, tile lists and halve=, order, expr,
- * row classes) from docs/numerics.md §4.1-§4.3.  Every intermediate value is an exact GMP
+ * lanes with its loop, peel and fold stages, row classes) from
+ * docs/numerics.md §4.1-§4.3.  Every intermediate value is an exact GMP
  * rational (mpq_t); no floating-point arithmetic touches a value and no MPFR
  * is used.  Clarity over speed: trees are evaluated recursively on explicit
  * arrays of terms.
@@ -53,8 +54,8 @@ int orc_reduce(const orc_point *p, const char *in_fmt, const char *b_fmt,
  * section 6, D = A·B + C): *c_bits in format c_fmt, decoded exactly (no
  * `in` rounding).  c_bits == NULL: no start value, as orc_reduce.  Section
  * 4.1 "Reducing from a start value s0": seq and chain start from it,
- * reverse and order pass it on, split/tile/stride/body pass it to a seq
- * combinator, body(..., carry) starts from round(s0 + the body's value),
+ * reverse and order pass it on, split/tile/stride/body/lanes pass it to a
+ * seq combinator, body(..., carry) starts from round(s0 + the body's value),
  * X@FMT and X[...] pass it to X; any other tree T gives round(T + s0). */
 int orc_reduce_c(const orc_point *p, const char *in_fmt, const char *b_fmt,
                  const uint64_t *a_bits, const uint64_t *b_bits, size_t n,

@@ -1,8 +1,8 @@
 /* oracle_selftest3.c: hand-worked cases for the oracle's third edition of
  * the point language (docs/numerics.md §4.1-§4.3): subtree settings
- * X[k=v, ...], body and carry, tile lists and halve=, order, expr, reducing
- * from a start value, row classes with select and grid, and the malformed
- * cases.
+ * X[k=v, ...], body and carry, tile lists and halve=, order, expr, lanes
+ * (loop, peel, fold), reducing from a start value, row classes with select
+ * and grid, and the malformed cases.
  *
  * Every expected bit pattern was worked out by hand from the contract (the
  * working is in the comments); none was produced by the oracle.  Exit
@@ -566,6 +566,245 @@ int main(void)
         po.out = "fp32";
         const uint64_t w5[4] = {T_(1), FT, T_(1), FT};
         rows_are("I class acc with out fixed", &po, &bad, 1, NULL, 4, "fp32", x, NULL, 3, w5);
+    }
+
+    /* ---- J. lanes(W, [stages], C) (docs/numerics.md §4.2) ---- */
+    {
+        /* The first worked value of the contract: lanes(8, [peel(4, 8),
+         * loop(8)], seq) over twelve terms, t0 = 1, t1 = T, t4 = 1, the rest
+         * +0.  12 mod 8 = 4 >= 4: the peel puts t0 ... t3 in lanes 0-3;
+         * loop(8) puts t4 ... t11 in lanes 0-7.  Lane 0 = 1 + 1 = 2, lane 1
+         * = T, the others +0; seq over the lanes: 2 + T exact: 0x4b800001.
+         * stride(8, seq, seq) puts t4 in lane 4: lane 0 = 1, and 1 + T ties
+         * to T, twice: 0x4b800000. */
+        uint64_t x[16] = {0};
+        x[0] = F1;
+        x[1] = FT;
+        x[4] = F1;
+        p = pt("lanes(8, [peel(4, 8), loop(8)], seq)");
+        sum("J lanes peel fires (n = 12)", &p, "fp32", x, 12, T_(1));
+        p = pt("stride(8, seq, seq)");
+        sum("J stride(8) (n = 12)", &p, "fp32", x, 12, FT);
+        /* The same tree at n = 16 (t12 ... t15 = +0): 16 mod 8 = 0 < 4, no
+         * peel; loop(8) runs twice, lane j holds {t_j, t_{j+8}}: lane 0 =
+         * 1, lane 1 = T, lane 4 = 1; seq: 1 + T -> T, T + 1 -> T: 0x4b800000.
+         * (Had the peel fired, loop(8) would put t4 in lane 0 again, 2 + T
+         * = 0x4b800001.)  At n = 13 (13 mod 8 = 5 >= 4) it fires: lane 0 =
+         * 2, one loop(8) block t4 ... t11, the left-over t12 (+0) goes to
+         * lane 0: 0x4b800001 again. */
+        p = pt("lanes(8, [peel(4, 8), loop(8)], seq)");
+        sum("J lanes peel does not fire (n = 16)", &p, "fp32", x, 16, FT);
+        sum("J lanes peel fires (n = 13)", &p, "fp32", x, 13, T_(1));
+        /* peel(4, 8) at n = 11: 11 mod 8 = 3 < 4, no peel: loop(8) takes
+         * t0 ... t7 (lane 0 = 1, lane 1 = T, lane 4 = 1), the left-over
+         * t8 ... t10 (+0) go to lanes 0-2: seq gives T (as stride(8)). */
+        sum("J lanes peel does not fire (n = 11)", &p, "fp32", x, 11, FT);
+    }
+    {
+        /* The second worked value: lanes(2, [loop(2), fold(1, [(0 + 1)])],
+         * seq) over T, 1, 0, 1, 1.  loop(2) twice: lane 0 = T + 0 = T, lane
+         * 1 = 1 + 1 = 2; fold: T + 2, exact; w = 1, the left-over t4 goes
+         * to lane 0: T + 3, a tie, to T + 4: 0x4b800002.
+         * stride(2, seq, seq): lane 0 = T + 0 + 1 -> T, lane 1 = 2, the sum
+         * T + 2: 0x4b800001. */
+        const uint64_t x[5] = {FT, F1, FPZ, F1, F1};
+        p = pt("lanes(2, [loop(2), fold(1, [(0 + 1)])], seq)");
+        sum("J lanes fold, left-over", &p, "fp32", x, 5, T_(2));
+        p = pt("stride(2, seq, seq)");
+        sum("J stride(2)", &p, "fp32", x, 5, T_(1));
+    }
+    {
+        /* The worked bracketing lanes(4, [loop(4), fold(2, [(1 + 0)]),
+         * loop(2)], pairwise) at n = 7: after loop(4) the lanes are t0 ...
+         * t3; registers 0 = (lanes 0, 1), 1 = (lanes 2, 3); the fold makes
+         * lane 0 = (t2 + t0), lane 1 = (t3 + t1); loop(2) adds t4, t5; the
+         * left-over t6 goes to lane 0; pairwise over the two lanes.
+         * Terms T, 1, 2, 0, 1, 1, 1:
+         *   fold: lane 0 = (2 + T) = T + 2 (exact), lane 1 = (0 + 1) = 1
+         *   loop(2): lane 0 = T + 3 -> T + 4 (tie, even), lane 1 = 2
+         *   t6: lane 0 = T + 5 -> T + 4 (tie; T + 4 is 0x4b800002, even)
+         *   pairwise: (T + 4) + 2 = T + 6: 0x4b800003.
+         * Folding adjacent lanes instead ((t0 + t1), (t2 + t3)) gives
+         * T, 2 -> T, 3 -> T + 4 at the end (0x4b800002); the left-over in
+         * lane 1 instead gives T + 4 + 3 -> T + 8 (0x4b800004). */
+        const uint64_t x[7] = {FT, F1, F2, FPZ, F1, F1, F1};
+        p = pt("lanes(4, [loop(4), fold(2, [(1 + 0)]), loop(2)], pairwise)");
+        sum("J fold(2, [(1 + 0)]) n = 7", &p, "fp32", x, 7, T_(3));
+        /* (0 + 1) is the same fold: round(x + y) = round(y + x) */
+        p = pt("lanes(4, [loop(4), fold(2, [(0 + 1)]), loop(2)], pairwise)");
+        sum("J fold(2, [(0 + 1)]) n = 7", &p, "fp32", x, 7, T_(3));
+        /* With three registers the bracketing shows: lanes(3, [loop(3),
+         * fold(1, [((2 + 0) + 1)])], seq) over T, -T, 1, 1: ((1 + T) + -T)
+         * = (T + -T) = +0 (1 + T ties to T); the left-over t3 goes to the
+         * one live lane: 0 + 1 = 1: 0x3f800000.  ((0 + 1) + 2) would give
+         * (0 + 1) = 1, then 2: 0x40000000. */
+        const uint64_t y[4] = {FT, FMT, F1, F1};
+        p = pt("lanes(3, [loop(3), fold(1, [((2 + 0) + 1)])], seq)");
+        sum("J fold ((2 + 0) + 1)", &p, "fp32", y, 4, F1);
+        p = pt("lanes(3, [loop(3), fold(1, [((0 + 1) + 2)])], seq)");
+        sum("J fold ((0 + 1) + 2)", &p, "fp32", y, 4, F2);
+        /* A fold that only permutes: fold(1, [1, 0]) swaps lanes 0 and 1
+         * (a lone index is that lane's value).  lanes(2, [loop(2), fold(1,
+         * [1, 0])], seq) over T, 1, 1, 1, 1: lanes T + 1 -> T and 2,
+         * swapped: 2, T; the left-over t4 goes to lane 0: 3; seq: 3 + T ->
+         * T + 4 (tie, even): 0x4b800002.  Without the swap lane 0 would be
+         * T + 1 -> T and T + 2: 0x4b800001. */
+        const uint64_t z[5] = {FT, F1, F1, F1, F1};
+        p = pt("lanes(2, [loop(2), fold(1, [1, 0])], seq)");
+        sum("J fold permutes", &p, "fp32", z, 5, T_(2));
+    }
+    {
+        /* The worked bracketing lanes(16, [loop(16), fold(8, [(0 + 1)]),
+         * loop(8)], seq) at n = 40: L_j = (t_j + t_{j+16}); lane j =
+         * (L_j + L_{j+8}); loop(8) adds t_{32+j}.  Terms: t0 = T, t8 = t16 =
+         * t24 = t32 = 1, the rest +0.  L_0 = T + 1 -> T, L_8 = 1 + 1 = 2;
+         * lane 0 = T + 2; + t32 = T + 3 -> T + 4: 0x4b800002.  stride(8,
+         * seq, seq) adds t0, t8, ..., t32 in one lane: T + 1 -> T four
+         * times: 0x4b800000. */
+        uint64_t x[40] = {0};
+        x[0] = FT;
+        x[8] = x[16] = x[24] = x[32] = F1;
+        p = pt("lanes(16, [loop(16), fold(8, [(0 + 1)]), loop(8)], seq)");
+        sum("J loop(16) fold loop(8) n = 40", &p, "fp32", x, 40, T_(2));
+        p = pt("stride(8, seq, seq)");
+        sum("J stride(8) n = 40", &p, "fp32", x, 40, FT);
+    }
+    {
+        /* From a start value (§4.1: as stride).  lanes(2, [loop(2)], seq)
+         * over 1, 1 from s0 = T: lanes 1, 1; the seq combinator starts from
+         * s0: (T + 1) -> T, (T + 1) -> T: 0x4b800000.  (round(C + s0) would
+         * be 2 + T = 0x4b800001.)  seq@fp32 is seq too. */
+        const uint64_t x[2] = {F1, F1};
+        p = pt("lanes(2, [loop(2)], seq)");
+        sum_c("J lanes seq C from s0", &p, "fp32", x, 2, "fp32", FT, FT);
+        p = pt("lanes(2, [loop(2)], seq@fp32)");
+        sum_c("J lanes seq@fp32 C from s0", &p, "fp32", x, 2, "fp32", FT, FT);
+        /* a C that is not seq: round(C + s0) = (1 + 1) + T = T + 2 */
+        p = pt("lanes(2, [loop(2)], pairwise)");
+        sum_c("J lanes pairwise C from s0", &p, "fp32", x, 2, "fp32", FT, T_(1));
+        /* n = 0: the lanes are +0 and the seq C still adds them to s0:
+         * s0 = 1 + 2^-30 (fp64 0x3ff0000000400000, exact, not an fp32
+         * number); round(s0 + +0) = 1 under rne (0x3f800000), 1 + 2^-23
+         * under ru (0x3f800001).  (A plain seq at n = 0 gives s0 itself and
+         * only the out conversion rounds it: 1 under rne too, and
+         * 0x3f800001 under ru.) */
+        p = pt("lanes(2, [loop(2)], seq)");
+        sum_c("J lanes n = 0 from s0", &p, "fp32", x, 0, "fp64", 0x3FF0000000400000ULL, F1);
+        p.rounding = "ru";
+        sum_c("J lanes n = 0 from s0, ru", &p, "fp32", x, 0, "fp64", 0x3FF0000000400000ULL, 0x3F800001);
+    }
+    {
+        /* FMA: steps of loop, peel and the left-over are seq's steps.
+         * Dot terms t0 = -(1 + 2^-11)·1, t1 = 0·0, t2 = (1 + 2^-12)^2,
+         * t3 = 0·0 under lanes(2, [loop(2), fold(1, [(0 + 1)])], seq):
+         * lane 0 = step(step(+0, t0), t2): fused, the exact 1 + 2^-11 +
+         * 2^-24 - (1 + 2^-11) = 2^-24; lane 1 = +0; fold 2^-24 + 0; seq:
+         * 0x33800000.  fma = false: t2 rounds to 1 + 2^-11 (a tie, even)
+         * first and lane 0 is +0: 0x00000000. */
+        const uint64_t a[4] = {FMA_A[0], FPZ, FMA_A[1], FPZ}, b[4] = {FMA_B[0], FPZ, FMA_B[1], FPZ};
+        p = pt("lanes(2, [loop(2), fold(1, [(0 + 1)])], seq)");
+        dot("J lanes fused loop", &p, "fp32", a, b, 4, FMA_FUSED);
+        p.fma = 0;
+        dot("J lanes loop fma = false", &p, "fp32", a, b, 4, FMA_UNFUSED);
+        p = pt("lanes(2, [loop(2), fold(1, [(0 + 1)])], seq)[fma=false]");
+        dot("J lanes[fma=false]", &p, "fp32", a, b, 4, FMA_UNFUSED);
+        /* the left-over by step, fused too: lanes(2, [peel(1, 2), fold(1,
+         * [(0 + 1)])], seq) over t0, t1 of the §4.2 example: 2 mod 2 = 0,
+         * no peel; the fold gives +0 in the one live lane; t0 and t1 go to
+         * it by step: 2^-24 (fma = false: +0) */
+        p = pt("lanes(2, [peel(1, 2), fold(1, [(0 + 1)])], seq)");
+        dot("J lanes fused left-over", &p, "fp32", FMA_A, FMA_B, 2, FMA_FUSED);
+        p.fma = 0;
+        dot("J lanes left-over fma = false", &p, "fp32", FMA_A, FMA_B, 2, FMA_UNFUSED);
+        /* lanes as a combinator sees values, never fused: tile(1, seq, C)
+         * gives the partials round(t0) = -(1 + 2^-11), round(t1) = 1 +
+         * 2^-11; lanes(1, [loop(1)], seq) over them: +0. */
+        p = pt("tile(1, seq, lanes(1, [loop(1)], seq))");
+        dot("J lanes as a combinator", &p, "fp32", FMA_A, FMA_B, 2, FMA_UNFUSED);
+        p = pt("lanes(1, [loop(1)], seq)");
+        dot("J lanes(1) fused", &p, "fp32", FMA_A, FMA_B, 2, FMA_FUSED);
+    }
+    {
+        /* Lanes as a combinator on values: tile(1, seq, lanes(2, [loop(2),
+         * fold(1, [(1 + 0)])], seq)) over T, 1, 0, 1: lane 0 = T + 0 = T,
+         * lane 1 = 1 + 1 = 2, the fold T + 2: 0x4b800001 (seq over the
+         * values: T + 1 -> T twice: 0x4b800000). */
+        const uint64_t x[4] = {FT, F1, FPZ, F1};
+        p = pt("tile(1, seq, lanes(2, [loop(2), fold(1, [(1 + 0)])], seq))");
+        sum("J lanes combinator on values", &p, "fp32", x, 4, T_(1));
+        p = pt("tile(1, seq, seq)");
+        sum("J seq combinator on values", &p, "fp32", x, 4, FT);
+    }
+    {
+        /* Settings on a lanes node hold for its steps, folds and C.  bf16
+         * terms 1, 2^-8, 2^-8, 2^-8 (0x3f80, 0x3b80) under lanes(2,
+         * [loop(2)], seq):
+         *   @bf16: lane 0 = 1 + 2^-8, a tie, stays 1; lane 1 = 2^-7; seq in
+         *   bf16: 1 + 2^-7, exact: 0x3f810000 (out fp32).
+         *   fp32: lane 0 = 1 + 2^-8; 1 + 3·2^-8: 0x3f818000.
+         *   [acc=bf16, rounding=ru]: lane 0 = 1 + 2^-8 -> 1 + 2^-7; + 2^-7 =
+         *   1 + 2^-6, exact: 0x3f820000.
+         *   [rounding=rz]@... with fold: lanes(2, [loop(2), fold(1, [(0 +
+         *   1)])], seq)@bf16[rounding=rz]: lane 0 = 1, lane 1 = 2^-7, the
+         *   fold 1 + 2^-7, exact: 0x3f810000. */
+        const uint64_t x[4] = {0x3F80, 0x3B80, 0x3B80, 0x3B80};
+        p = pt("lanes(2, [loop(2)], seq)@bf16");
+        sum("J lanes@bf16", &p, "bf16", x, 4, 0x3F810000);
+        p = pt("lanes(2, [loop(2)], seq)");
+        sum("J lanes fp32", &p, "bf16", x, 4, 0x3F818000);
+        p = pt("lanes(2, [loop(2)], seq)[acc=bf16, rounding=ru]");
+        sum("J lanes[acc=bf16, rounding=ru]", &p, "bf16", x, 4, 0x3F820000);
+        p = pt("lanes(2, [loop(2), fold(1, [(0 + 1)])], seq)@bf16[rounding=rz]");
+        sum("J lanes fold @bf16[rounding=rz]", &p, "bf16", x, 4, 0x3F810000);
+    }
+    {
+        /* malformed lanes */
+        const uint64_t x[2] = {F1, F1};
+        const char *bad[] = {
+            "lanes(0, [loop(1)], seq)", "lanes(4, [loop(0)], seq)", "lanes(4, [peel(0, 4)], seq)",
+            "lanes(4, [peel(2, 0)], seq)", "lanes(4, [fold(0, [0])], seq)",
+            /* wider than the live lanes */
+            "lanes(4, [loop(8)], seq)", "lanes(4, [peel(5, 8)], seq)",
+            "lanes(8, [fold(4, [(0 + 1)]), loop(8)], seq)", "lanes(8, [fold(4, [(0 + 1)]), peel(5, 8)], seq)",
+            "lanes(8, [loop(8), fold(2, [(0 + 1), (2 + 3)]), loop(8)], seq)",
+            /* V does not divide the live width */
+            "lanes(6, [fold(4, [0])], seq)", "lanes(8, [fold(2, [(0 + 1), (2 + 3)]), fold(3, [0])], seq)",
+            /* brackets that do not use each register exactly once */
+            "lanes(8, [fold(4, [0])], seq)", "lanes(8, [fold(4, [(0 + 0)])], seq)",
+            "lanes(8, [fold(4, [(0 + 2)])], seq)", "lanes(8, [fold(4, [0, 1, 1])], seq)",
+            "lanes(8, [fold(2, [(0 + 1), (2 + 3)]), fold(4, [(0 + 1)])], seq)",
+            /* syntax */
+            "lanes(4, [], seq)", "lanes(4, [loop(4)])", "lanes(4, loop(4), seq)", "lanes(4, [loop(4), carry], seq)",
+            "lanes(4, [step(4)], seq)", "lanes(4, [loop(4)], seq, seq)", "lanes(4, [peel(4)], seq)",
+            "lanes(4, [fold(2, [(0 + 1)], seq)", "lanes(4, [fold(2, [])], seq)", "lanes(4, [loop(4)], carry)",
+            "lanes(4, [fold(2, (0 + 1))], seq)", "lanes(4, [loop(4)], seq)@bf16@fp32", "lanes(4, [loop(4),], seq)",
+            "lanes(4, [loop 4], seq)", "lanes(4, [fold(2, [(0, 1)])], seq)", "lanes(4, [loop(4)] seq)",
+            "lanes", "lanes()", "lanes(4, [loop(4)], seq", "lanes(4, [loop(-4)], seq)",
+        };
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+            char what[160];
+            snprintf(what, sizeof what, "J tree \"%s\"", bad[i]);
+            p = pt(bad[i]);
+            sum_fails(what, &p, "fp32", x, 2);
+        }
+        /* accepted: n = 1, term 1, each is 1 (the term is left over and
+         * goes to lane 0, or a loop(1)/peel(1, 1) puts it there) */
+        const char *good[] = {
+            "lanes(1, [loop(1)], seq)", " lanes ( 4 , [ peel ( 1 , 2 ) , fold ( 2 , [ ( 1 + 0 ) ] ) , loop ( 2 ) ] , seq ) ",
+            "lanes(4,[peel(1,1),fold(1,[((3+1)+(0+2))])],halving)", "lanes(2, [fold(1, [1, 0])], pairwise)",
+            "lanes(4, [loop(4)], lanes(2, [loop(2)], seq))[fma=false]", "lanes(8, [peel(4, 8), loop(8)], seq@bf16)",
+            /* the real kernels of §4.2 */
+            "lanes(64, [loop(64), fold(8, [(0 + 1), (2 + 3), (4 + 5), (6 + 7)]), loop(32), "
+            "fold(8, [(((0 + 1) + 2) + 3)]), fold(4, [(0 + 1)])], pairwise)",
+            "lanes(80, [loop(80), fold(8, [(0 + 5), (1 + 6), (2 + 7), (3 + 8), (4 + 9)]), loop(40), "
+            "fold(8, [((0 + 2) + 4), (1 + 3)]), loop(16), fold(8, [(0 + 1)]), loop(8)], seq)",
+        };
+        for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+            char what[300];
+            snprintf(what, sizeof what, "J tree \"%s\"", good[i]);
+            p = pt(good[i]);
+            sum(what, &p, "fp32", x, 1, F1);
+        }
     }
 
     printf("oracle third-edition self-test: %d checks, %d failures\n", checks, failures);
