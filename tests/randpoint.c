@@ -85,12 +85,64 @@ static void shuffle(int *perm, int k)
     }
 }
 
-/* The third edition's forms (docs/numerics.md §4.1). */
+/* lanes(W, [stage, ...], C) (docs/numerics.md §4.2): W in 1 ... 8, one to
+ * four stages of loop, peel and fold, each valid at the width live when it
+ * runs, and a random combinator. */
+static void gen_lanes(char *buf, size_t cap, int depth, int has_atom)
+{
+    char st[400] = "", c[512], lb[1024];
+    int W = 1 + rp_below(8), w = W, k = 1 + rp_below(4);
+    size_t l = 0;
+    for (int s = 0; s < k; s++) {
+        const char *sep = s ? ", " : "";
+        int r = rp_below(3);
+        if (r == 0) { /* loop(B): mostly as wide as the lanes */
+            int B = rp_below(3) ? w : 1 + rp_below(w);
+            l += (size_t)snprintf(st + l, sizeof st - l, "%sloop(%d)", sep, B);
+        } else if (r == 1) { /* peel(B, M): M > B can fire, M <= B never does */
+            int B = 1 + rp_below(w);
+            int M = rp_below(6) ? B + 1 + rp_below(8) : 1 + rp_below(B);
+            l += (size_t)snprintf(st + l, sizeof st - l, "%speel(%d, %d)", sep, B, M);
+        } else { /* fold(V, [...]): V divides w; the R = w/V registers, shuffled, in 1 ... R brackets */
+            int divs[8], nd = 0;
+            for (int v = 1; v <= w; v++)
+                if (w % v == 0)
+                    divs[nd++] = v;
+            int V = divs[rp_below(nd)], R = w / V, nb = 1 + rp_below(R), perm[8], cut[9];
+            shuffle(perm, R);
+            /* nb groups of consecutive positions of perm, each non-empty */
+            cut[0] = 0;
+            cut[nb] = R;
+            for (int g = 1; g < nb; g++)
+                cut[g] = g; /* then moved right at random, keeping them increasing */
+            for (int g = nb - 1; g >= 1; g--) {
+                int hi = cut[g + 1] - 1;
+                cut[g] += rp_below(hi - cut[g] + 1);
+            }
+            l += (size_t)snprintf(st + l, sizeof st - l, "%sfold(%d, [", sep, V);
+            for (int g = 0; g < nb; g++) {
+                char br[128];
+                gen_brk(br, sizeof br, perm + cut[g], cut[g + 1] - cut[g]);
+                l += (size_t)snprintf(st + l, sizeof st - l, "%s%s", g ? ", " : "", br);
+            }
+            l += (size_t)snprintf(st + l, sizeof st - l, "])");
+            w = nb * V;
+        }
+    }
+    gen_tree(c, sizeof c, depth + 1, has_atom);
+    snprintf(lb, sizeof lb, "lanes(%d, [%s], %s)", W, st, c);
+    if (strlen(lb) >= cap) /* a long combinator would not fit: seq */
+        snprintf(lb, sizeof lb, "lanes(%d, [%s], seq)", W, st);
+    snprintf(buf, cap, "%s", lb);
+}
+
+/* The third edition's forms (docs/numerics.md §4.1); from edition 4 also
+ * lanes (two draws in seven). */
 static void gen_tree3(char *buf, size_t cap, int depth, int has_atom)
 {
     char t[512], u[512], c[512], b[300];
     int perm[8];
-    switch (rp_below(5)) {
+    switch (rp_below(rp_edition >= 4 ? 7 : 5)) {
     case 0:
         gen_tree(t, sizeof t, depth + 1, has_atom);
         gen_tree(u, sizeof u, depth + 1, has_atom);
@@ -128,7 +180,7 @@ static void gen_tree3(char *buf, size_t cap, int depth, int has_atom)
         snprintf(buf, cap, "order([%s], %s)", ord, t);
         break;
     }
-    default: {
+    case 4: {
         int k = 1 + rp_below(5);
         shuffle(perm, k);
         gen_brk(b, sizeof b, perm, k);
@@ -136,6 +188,9 @@ static void gen_tree3(char *buf, size_t cap, int depth, int has_atom)
         snprintf(buf, cap, "tile(%d, expr(%s), %s)", k, b, c);
         break;
     }
+    default:
+        gen_lanes(buf, cap, depth, has_atom);
+        break;
     }
 }
 

@@ -32,7 +32,11 @@ typedef struct rp_case {
 
 /* 2 (the default): trees of the second edition only, so a seed draws the
  * cases it always drew; 3: also the third edition's forms and subtree
- * settings (docs/numerics.md §4.1). */
+ * settings (docs/numerics.md §4.1); 4: the third edition with lanes
+ * (docs/numerics.md §4.2): lanes(W, [stages], C) with W in 1 ... 8, one to
+ * four loop, peel and fold stages valid at the live width, and a random C,
+ * also as a combinator and under settings.  Each level draws exactly what
+ * it drew before the next one was added. */
 extern int rp_edition;
 /* 0 (the default): the draws as always; 1: half of the terms from the rare
  * paths (short mantissas that cancel exactly, subnormals, negations). */

@@ -257,11 +257,12 @@ static void test_random_points(void **state)
 }
 
 /* The same with the third edition's forms and subtree settings
- * (docs/numerics.md §4.1) in the trees. */
-static void test_random_points_edition3(void **state)
+ * (docs/numerics.md §4.1, §4.2), lanes included (rp_edition 4), in the
+ * trees. */
+static void test_random_points_edition4(void **state)
 {
     (void)state;
-    rp_edition = 3;
+    rp_edition = 4;
     random_points(env_long("PARITY_CASES", 20000), tu_seed(20261204));
     rp_edition = 2;
 }
@@ -544,7 +545,7 @@ int main(void)
         cmocka_unit_test(test_fallback),
         cmocka_unit_test(test_exact_cancellation),
         cmocka_unit_test(test_random_points),
-        cmocka_unit_test(test_random_points_edition3),
+        cmocka_unit_test(test_random_points_edition4),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

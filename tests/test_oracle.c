@@ -117,13 +117,13 @@ static void test_random_points(void **state)
     run_cases(env_long("PARITY_CASES", 20000), (uint64_t)env_long("PARITY_SEED", 20261202));
 }
 
-/* The third edition's forms and subtree settings (docs/numerics.md §4.2)
- * in the trees, against the MPFR engine and, with half the terms from the
- * rare paths, the fast engine. */
-static void test_random_points_edition3(void **state)
+/* The third edition's forms and subtree settings (docs/numerics.md §4.2),
+ * lanes included (rp_edition 4), in the trees, against the MPFR engine and,
+ * with half the terms from the rare paths, the fast engine. */
+static void test_random_points_edition4(void **state)
 {
     (void)state;
-    rp_edition = 3;
+    rp_edition = 4;
     run_cases(env_long("PARITY_CASES", 20000), (uint64_t)env_long("PARITY_SEED", 20261206));
     rp_rare = 1;
     run_cases_on(env_long("PARITY_CASES", 20000), (uint64_t)env_long("PARITY_SEED", 20261207), 1);
@@ -145,6 +145,6 @@ static void test_fast_rare_paths(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_random_points), cmocka_unit_test(test_fast_rare_paths),
-                                       cmocka_unit_test(test_random_points_edition3)};
+                                       cmocka_unit_test(test_random_points_edition4)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -173,8 +173,9 @@ static void test_reduce(void **state)
     nx_point_free(&pt);
 }
 
-/* Random third-edition points with random row classes: both engines
- * against the independent oracle's orc_reduce_rows, row by row. */
+/* Random third-edition points (lanes included: rp_edition 4) with random
+ * row classes: both engines against the independent oracle's
+ * orc_reduce_rows, row by row. */
 static void test_random_classes(void **state)
 {
     (void)state;
@@ -182,7 +183,7 @@ static void test_random_classes(void **state)
                                        "j == N - 1", "i == 0 && j > 0"};
     static const char *const modes[] = {"rne", "rna", "rz", "ru", "rd"};
     rp_seed(tu_seed(20261206));
-    rp_edition = 3;
+    rp_edition = 4;
     long rows_cmp = 0, both_err = 0, cases = 0, classed = 0;
     for (int idx = 0; idx < 400; idx++) {
         rp_case c;
