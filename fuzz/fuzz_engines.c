@@ -1,6 +1,6 @@
 /* fuzz_engines.c: the differential target.  The fuzz bytes pick a random
  * numerics point (tests/randpoint.c's generator, seeded by the first 8
- * bytes, third-edition forms and atoms included, optionally with an `e8m0`
+ * bytes, third-edition forms (lanes too) and atoms included, optionally with an `e8m0`
  * accumulator, product or output, formats the generator leaves out) and
  * the rows' raw bit patterns (the rest of the bytes, as fp32, fp64, bf16
  * or the case's own input format: NaN, infinities, subnormals and exact
@@ -107,7 +107,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t rows = 1 + data[9] % FZ_MAX_ROWS;
     const uint8_t *p = data + 10, *end = data + size;
 
-    rp_edition = flags & 1 ? 3 : 2;
+    rp_edition = flags & 1 ? 4 : 2;
     rp_rare = (flags >> 1) & 1;
     rp_seed(seed);
     rp_case c;

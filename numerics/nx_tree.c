@@ -275,8 +275,8 @@ static long fold_stage(parser *ps, nx_tree *t, const char *at, long w)
         bracketing(ps, t, 0, "a register index");
         for (size_t i = from; i < t->nlist && !ps->failed; i++)
             if (t->list[i] != NX_EXPR_ADD && t->list[i] >= R)
-                fail(ps, bat, "fold(%ld, ...) over %ld live lanes has %ld registers (0 ... %ld); found %ld", V, w, R,
-                     R - 1, t->list[i]);
+                fail(ps, bat, "fold(%ld, ...) over %ld live lanes has %ld register%s (0 ... %ld); found %ld", V, w, R,
+                     R == 1 ? "" : "s", R - 1, t->list[i]);
         push(ps, t, NX_LANES_END);
         k++;
         skip_ws(ps);
@@ -289,8 +289,8 @@ static long fold_stage(parser *ps, nx_tree *t, const char *at, long w)
     for (size_t i = first; i < t->nlist; i++)
         m += t->list[i] >= 0;
     if (m != R) {
-        fail(ps, at, "fold(%ld, ...) over %ld live lanes has %ld registers, and its brackets name %ld: every register "
-             "must be used exactly once", V, w, R, m);
+        fail(ps, at, "fold(%ld, ...) over %ld live lanes has %ld register%s, and its brackets name %ld: every register "
+             "must be used exactly once", V, w, R, R == 1 ? "" : "s", m);
         return 0;
     }
     unsigned char *seen = calloc((size_t)R, 1);
