@@ -117,6 +117,11 @@ double nx_rf_round(double x, const nx_rfmt *f, nx_mode m, int saturate)
 {
     if (isnan(x))
         return NAN;
+    /* fp32 in rne without saturation is IEEE's own conversion: gradual
+     * underflow, ties to even, overflow to infinity (§2.1, §2.2), in the
+     * default rounding direction, which nothing in the project changes */
+    if (f->fmt == NX_FP32 && m == NX_RNE && !saturate)
+        return (double)(float)x;
     int neg = signbit(x) != 0;
     if (isinf(x))
         return nx_round_inf(neg, f->fmt, saturate);

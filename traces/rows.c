@@ -101,8 +101,89 @@ nx_status rows_decode_range(const st_tensor *t, size_t first, size_t n, double *
     return NX_OK;
 }
 
+/* The pattern of v in fp32, bf16 or fp16 when v is a member (a float that
+ * the format holds exactly): what nx_encode gives, without its ldexp and
+ * floor.  0 for anything else (NaN, non-members, other formats): the caller
+ * then asks nx_encode, which also words the error. */
+static inline int encode_fast(nx_fmt f, double v, uint64_t *bits)
+{
+    if (v != v)
+        return 0;
+    float x = (float)v;
+    if ((double)x != v)
+        return 0;
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    switch (f) {
+    case NX_FP32:
+        *bits = u;
+        return 1;
+    case NX_BF16: /* bf16 is fp32's top half: a member has a zero bottom half */
+        if (u & 0xffffu)
+            return 0;
+        *bits = u >> 16;
+        return 1;
+    case NX_FP16: {
+        uint32_t sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+        if (a == 0) { /* ±0 */
+            *bits = sign;
+            return 1;
+        }
+        if (a == 0x7f800000u) { /* ±inf */
+            *bits = sign | 0x7c00u;
+            return 1;
+        }
+        int e = (int)(a >> 23) - 127; /* a float's own subnormals are far below fp16's */
+        if (e > 15 || e < -24)
+            return 0;
+        if (e >= -14) { /* fp16 normal: 10 fraction bits, the low 13 zero */
+            if (a & 0x1fffu)
+                return 0;
+            *bits = sign | (uint32_t)(e + 15) << 10 | (a >> 13 & 0x3ffu);
+            return 1;
+        }
+        /* fp16 subnormal: |x| = m 2^-24, m < 1024 an integer */
+        uint32_t mant = (a & 0x7fffffu) | 0x800000u; /* |x| = mant 2^(e-23) */
+        int sh = -24 - (e - 23);                     /* m = mant >> sh, 14 <= sh <= 23 */
+        if (mant & ((1u << sh) - 1))
+            return 0;
+        *bits = sign | mant >> sh;
+        return 1;
+    }
+    default:
+        return 0;
+    }
+}
+
 nx_status rows_encode(nx_fmt f, const double *v, size_t count, st_tensor *t, uint8_t *data, nx_err *err)
 {
+    unsigned w = st_dtype_bits(t->dtype);
+    if ((f == NX_FP32 && w == 32) || ((f == NX_BF16 || f == NX_FP16) && w == 16)) {
+        size_t i = 0;
+        for (; i < count; i++) { /* little-endian storage, as st_put_bits writes it */
+            uint64_t bits;
+            if (!encode_fast(f, v[i], &bits))
+                break;
+            if (w == 32) {
+                uint8_t b[4] = {(uint8_t)bits, (uint8_t)(bits >> 8), (uint8_t)(bits >> 16), (uint8_t)(bits >> 24)};
+                memcpy(data + 4 * i, b, 4);
+            } else {
+                uint8_t b[2] = {(uint8_t)bits, (uint8_t)(bits >> 8)};
+                memcpy(data + 2 * i, b, 2);
+            }
+        }
+        if (i == count)
+            return NX_OK;
+        /* the rest (a NaN, or a value to refuse) as below, from i */
+        for (; i < count; i++) {
+            uint64_t bits;
+            nx_err e;
+            if (nx_encode(f, v[i], &bits, &e) != NX_OK)
+                return nx_err_set(err, NX_EINVAL, "element %zu of '%s': %s", i, t->name, e.msg);
+            st_put_bits(t, data, i, bits);
+        }
+        return NX_OK;
+    }
     for (size_t i = 0; i < count; i++) {
         uint64_t bits;
         nx_err e;
