@@ -122,6 +122,26 @@ double nx_rf_round(double x, const nx_rfmt *f, nx_mode m, int saturate)
      * default rounding direction, which nothing in the project changes */
     if (f->fmt == NX_FP32 && m == NX_RNE && !saturate)
         return (double)(float)x;
+    /* bf16 and fp16 in rne, x in their normal range: ties-to-even on the
+     * double's own bits (add half an ulp less one, plus the kept last bit,
+     * then clear what is dropped; a carry moves into the exponent as it
+     * should), then §2.2's overflow.  Below the normal range: the path below. */
+    if ((f->fmt == NX_BF16 || f->fmt == NX_FP16) && m == NX_RNE && !saturate) {
+        uint64_t u;
+        memcpy(&u, &x, sizeof u);
+        uint64_t sgn = u & (1ull << 63), a = u ^ sgn;
+        int e = (int)(a >> 52) - 1023;
+        if (e >= f->emin && e < 1024) {
+            int drop = 53 - f->p;
+            uint64_t r = a + ((1ull << (drop - 1)) - 1) + ((a >> drop) & 1);
+            r &= ~((1ull << drop) - 1);
+            double v;
+            memcpy(&v, &r, sizeof v);
+            if (v > f->maxf)
+                return nx_round_overflow(sgn != 0, f->fmt, m, saturate);
+            return sgn ? -v : v;
+        }
+    }
     int neg = signbit(x) != 0;
     if (isinf(x))
         return nx_round_inf(neg, f->fmt, saturate);

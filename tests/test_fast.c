@@ -123,6 +123,30 @@ static void test_round_fast(void **state)
             }
         }
     }
+    /* fp32, bf16 and fp16 in rne take direct paths (IEEE's conversion, the
+     * double's bits): across each format's whole range and its edges, with
+     * short mantissas (ties) and long ones, against MPFR */
+    static const nx_fmt direct[] = {NX_FP32, NX_BF16, NX_FP16};
+    for (size_t d = 0; d < 3 && bad < 5; d++) {
+        nx_rfmt rf;
+        nx_rfmt_init(&rf, direct[d]);
+        int emax = (int)floor(log2(rf.maxf));
+        for (long it = 0; it < 100000 && bad < 5; it++) {
+            int bitsn = 1 + (int)(tu_rand64(&st) % 53);
+            double mant = (double)((tu_rand64(&st) >> (64 - bitsn)) | (1ull << (bitsn - 1)));
+            double v = ldexp(mant, tu_rand_range(&st, rf.emin - rf.p - 3, emax + 2) - (bitsn - 1));
+            if (tu_rand64(&st) & 1)
+                v = -v;
+            double got = nx_rf_round(v, &rf, NX_RNE, 0), want = nx_mp_round_d(&mp, v, direct[d], NX_RNE, 0);
+            if (!tu_same_double(got, want)) {
+                char ctx[128];
+                snprintf(ctx, sizeof ctx, "seed %llu: %s rne of %a", (unsigned long long)seed,
+                         nx_format(direct[d])->name, v);
+                tu_print_double_mismatch(ctx, got, want);
+                bad++;
+            }
+        }
+    }
     mpfr_clear(x);
     mpfr_clear(q);
     nx_mp_clear(&mp);
