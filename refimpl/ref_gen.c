@@ -66,25 +66,48 @@ static nx_status gen_distinct(const ref_tensor_desc *d, uint64_t seed, uint32_t 
     return NX_OK;
 }
 
-/* Encodes v (t->nelem values, already in format f) into t->data over
- * threads, 4096 elements a chunk: a multiple of 8, so every chunk starts on
- * a byte boundary at any dtype width and no two threads share a byte.  Each
- * element's bits depend only on its value.  On a value the format cannot
- * hold the serial pass runs again, for the first such element's index. */
-static nx_status encode_threads(nx_fmt f, const double *v, st_tensor *t, int threads, nx_err *err)
+/* Draws a float tensor and encodes it, 8192 elements a chunk per thread in a
+ * buffer of its own: no array of t->nelem doubles (faulted in and zeroed by
+ * the kernel, written once, read once: a fifth of the 8B campaign's input
+ * generation).  A chunk is a multiple of 8 elements, so it starts on a byte
+ * at any dtype width and no two threads share a byte; every element is a
+ * pure function of (seed, tensor, index), so the bytes do not depend on the
+ * chunking or the threads.  The error reported is the first failing
+ * chunk's, with the element's index in the tensor. */
+static nx_status fill_encode(const nx_dist_spec *ds, uint64_t seed, uint32_t id, nx_fmt f, st_tensor *t, int threads,
+                             nx_err *err)
 {
-    const size_t chunk = 4096;
+    const size_t chunk = 8192;
     size_t nc = (t->nelem + chunk - 1) / chunk;
     unsigned bits = st_dtype_bits(t->dtype);
-    int bad = 0;
-#pragma omp parallel for num_threads(threads > 0 ? threads : omp_get_max_threads()) schedule(static) if (nc > 1) reduction(| : bad)
-    for (size_t c = 0; c < nc; c++) {
-        size_t lo = c * chunk, n = t->nelem - lo < chunk ? t->nelem - lo : chunk;
-        nx_err e;
-        if (rows_encode(f, v + lo, n, t, t->data + lo / 8 * bits, &e) != NX_OK)
-            bad = 1;
+    size_t first_bad = SIZE_MAX;
+    nx_err bad_err = {0};
+    nx_status bad_st = NX_OK;
+#pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads()) if (nc > 1)
+    {
+        double *v = malloc(chunk * sizeof *v);
+#pragma omp for schedule(static)
+        for (size_t c = 0; c < nc; c++) {
+            size_t lo = c * chunk, n = t->nelem - lo < chunk ? t->nelem - lo : chunk;
+            nx_err e = {0};
+            nx_status st = !v ? nx_err_set(&e, NX_ENOMEM, "out of memory for tensor '%s'", t->name)
+                              : nx_philox_fill(seed, id, ds, f, lo, n, v, 1, &e);
+            if (!st)
+                st = rows_encode_at(f, v, n, lo, t, t->data + lo / 8 * bits, &e);
+            if (st) {
+#pragma omp critical(fill_encode_err)
+                if (lo < first_bad) {
+                    first_bad = lo;
+                    bad_st = st;
+                    bad_err = e;
+                }
+            }
+        }
+        free(v);
     }
-    return bad ? rows_encode(f, v, t->nelem, t, t->data, err) : NX_OK;
+    if (bad_st && err)
+        *err = bad_err;
+    return bad_st;
 }
 
 nx_status ref_generate(const fam_spec *spec, const ref_gen_opts *o, st_file *out, nx_err *err)
@@ -115,17 +138,9 @@ nx_status ref_generate(const fam_spec *spec, const ref_gen_opts *o, st_file *out
         nx_dist_spec_init(&ds, o->dist);
         ds.specials = o->specials;
         ds.int_max = d[i].int_max;
-        double *v = ref_alloc(t->nelem);
-        if (!v) {
-            st = nx_err_set(err, NX_ENOMEM, "out of memory for tensor '%s'", d[i].name);
-            break;
-        }
-        st = nx_philox_fill(o->seed, id, &ds, (nx_fmt)d[i].fmt, 0, t->nelem, v, o->threads, err);
-        if (!st)
-            st = encode_threads((nx_fmt)d[i].fmt, v, t, o->threads, err);
+        st = fill_encode(&ds, o->seed, id, (nx_fmt)d[i].fmt, t, o->threads, err);
         if (st)
             nx_err_prefix(err, "tensor '%s'", d[i].name);
-        free(v);
     }
     free(d);
     return st;

@@ -157,6 +157,12 @@ static inline int encode_fast(nx_fmt f, double v, uint64_t *bits)
 
 nx_status rows_encode(nx_fmt f, const double *v, size_t count, st_tensor *t, uint8_t *data, nx_err *err)
 {
+    return rows_encode_at(f, v, count, 0, t, data, err);
+}
+
+nx_status rows_encode_at(nx_fmt f, const double *v, size_t count, size_t base, st_tensor *t, uint8_t *data,
+                         nx_err *err)
+{
     unsigned w = st_dtype_bits(t->dtype);
     if ((f == NX_FP32 && w == 32) || ((f == NX_BF16 || f == NX_FP16) && w == 16)) {
         size_t i = 0;
@@ -179,7 +185,7 @@ nx_status rows_encode(nx_fmt f, const double *v, size_t count, st_tensor *t, uin
             uint64_t bits;
             nx_err e;
             if (nx_encode(f, v[i], &bits, &e) != NX_OK)
-                return nx_err_set(err, NX_EINVAL, "element %zu of '%s': %s", i, t->name, e.msg);
+                return nx_err_set(err, NX_EINVAL, "element %zu of '%s': %s", base + i, t->name, e.msg);
             st_put_bits(t, data, i, bits);
         }
         return NX_OK;
@@ -188,7 +194,7 @@ nx_status rows_encode(nx_fmt f, const double *v, size_t count, st_tensor *t, uin
         uint64_t bits;
         nx_err e;
         if (nx_encode(f, v[i], &bits, &e) != NX_OK)
-            return nx_err_set(err, NX_EINVAL, "element %zu of '%s': %s", i, t->name, e.msg);
+            return nx_err_set(err, NX_EINVAL, "element %zu of '%s': %s", base + i, t->name, e.msg);
         st_put_bits(t, data, i, bits);
     }
     return NX_OK;

@@ -20,5 +20,10 @@ nx_status rows_decode_range(const st_tensor *t, size_t first, size_t n, double *
 /* Encodes values (members of f) into tensor t of f's dtype.  A value with
  * no encoding is an error naming its index. */
 nx_status rows_encode(nx_fmt f, const double *v, size_t count, st_tensor *t, uint8_t *data, nx_err *err);
+/* The same for elements base ... base + count - 1 of t, data pointing at
+ * element base (a whole byte: base * bits a multiple of 8); an error names
+ * the element's index in t. */
+nx_status rows_encode_at(nx_fmt f, const double *v, size_t count, size_t base, st_tensor *t, uint8_t *data,
+                         nx_err *err);
 
 #endif

@@ -6,6 +6,7 @@
 #include "cpu_internal.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -157,9 +158,48 @@ float cpu_round_to(float v, nx_fmt f, int saturate)
 
 /* --- tensors ------------------------------------------------------------------- */
 
+/* fp16 -> float for every pattern, built once: cpu_fp16_to_f32 is an ldexpf
+ * per element, and the gemv kernels decode their fp16 activations and
+ * scales on every run. */
+static float fp16_tab[65536];
+static pthread_once_t fp16_once = PTHREAD_ONCE_INIT;
+
+static void fp16_tab_init(void)
+{
+    for (uint32_t u = 0; u < 65536; u++)
+        fp16_tab[u] = cpu_fp16_to_f32((uint16_t)u);
+}
+
 void cpu_decode_range(const st_tensor *t, size_t first, size_t count, float *dst)
 {
     const uint8_t *d = t->data;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    /* the storage's little-endian patterns as they are: one copy, one
+     * shift, one table lookup per element */
+    switch (t->dtype) {
+    case ST_F32:
+        memcpy(dst, d + 4 * first, 4 * count);
+        return;
+    case ST_BF16:
+        for (size_t i = 0; i < count; i++) {
+            uint16_t h;
+            memcpy(&h, d + 2 * (first + i), 2);
+            uint32_t u = (uint32_t)h << 16;
+            memcpy(dst + i, &u, 4);
+        }
+        return;
+    case ST_F16:
+        pthread_once(&fp16_once, fp16_tab_init);
+        for (size_t i = 0; i < count; i++) {
+            uint16_t h;
+            memcpy(&h, d + 2 * (first + i), 2);
+            dst[i] = fp16_tab[h];
+        }
+        return;
+    default:
+        break;
+    }
+#endif
     switch (t->dtype) {
     case ST_F32:
         for (size_t i = first; i < first + count; i++)
