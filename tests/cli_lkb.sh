@@ -395,6 +395,8 @@ PARITY_LEDGER_CLOCK=2026-02-01T00:00:00Z "$P" bench --class cpu --point gemm.spl
 grep -q '^id = "cpu.gemm.splitk.r2.20260201T000000Z-2"$' "$K/cpu/MEASUREMENTS.toml" || fail "second id not suffixed"
 "$P" bench --class cpu --point gemm.nope --rows 2 --shapes small --kernels "$K" --no-ledger > /dev/null 2> "$T/bn.err"
 [ $? -eq 2 ] || fail "bench of an unknown point is not exit 2"
+grep -q "family 'gemm' has no point 'nope' at class 'cpu'" "$T/bn.err" || fail "bench unknown point: $(cat "$T/bn.err")"
+grep -q '^bench: ' "$T/bn.err" && fail "bench unknown point: a progress line before the error"
 "$P" bench --class cpu --point gemm.splitk --rows 0 --kernels "$K" > /dev/null 2>&1
 [ $? -eq 2 ] || fail "bench --rows 0 is not exit 2"
 # the baseline as another class runs the point; --no-record writes nothing

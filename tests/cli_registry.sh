@@ -94,6 +94,7 @@ run 0 "list" registry list --class sm90 "$KERNELS"
 has out "gemm.splitk" "list"
 has out "overridden" "list override"
 run 2 "list unknown class" registry list --class sm70 "$KERNELS"
+[ -s "$T/out" ] && fail "list unknown class: printed before the error: $(head -2 "$T/out")"
 
 # compare: 0 parity expected, 1 not, 2 bad input.
 run 0 "compare equal" registry compare sm80:gemm.tc sm89:gemm.tc --shape K=4096 "$KERNELS"

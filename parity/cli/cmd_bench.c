@@ -170,6 +170,33 @@ int cmd_bench(int argc, char **argv)
         cli_error("bench", "out of memory");
         return EXIT_INTERNAL;
     }
+    /* a point the class cannot see is said before any progress line */
+    {
+        char **ids;
+        size_t nid, found = 0;
+        if (reg_list_points(r, cls, &ids, &nid, &err) != NX_OK) {
+            free(recs.r);
+            reg_free(r);
+            return cli_fail("bench", &err);
+        }
+        for (size_t i = 0; i < nid; i++) {
+            found |= strcmp(ids[i], point) == 0;
+            free(ids[i]);
+        }
+        free(ids);
+        if (!found) {
+            /* the registry's own words (the points the family has there) */
+            fam_spec spec;
+            if (reg_resolve(r, cls, point, NULL, &spec, &err) == NX_OK) {
+                fam_spec_free(&spec);
+                nx_err_set(&err, NX_EINVAL, "class '%s' has no point '%s' (parity registry list --class %s)", cls,
+                           point, cls);
+            }
+            free(recs.r);
+            reg_free(r);
+            return cli_fail("bench", &err);
+        }
+    }
     for (size_t i = 0; i < nrows && rc == EXIT_PASS; i++) {
         fprintf(stderr, "bench: %s %s rows %lld ...\n", cls, point, rows[i]);
         nx_status st = lkb_bench(r, cls, point, rows[i], &o, &recs.r[recs.n], &err);

@@ -202,14 +202,15 @@ static int list_class(const reg_registry *r, const char *cls)
     nx_err err = {0};
     char **ids;
     size_t n;
+    char **srcs;
+    /* the class is checked before anything is printed */
+    if (reg_list_sources(r, cls, &ids, &srcs, &n, &err))
+        return fail_sub("list", &err);
     printf("class %s (chain: %s", cls, cls);
     const char *c = cls;
     for (size_t steps = 0; steps <= reg_class_count(r) && (c = reg_class_parent(r, c)); steps++)
         printf(" <- %s", c);
     printf(")\n");
-    char **srcs;
-    if (reg_list_sources(r, cls, &ids, &srcs, &n, &err))
-        return fail_sub("list", &err);
     if (n == 0)
         printf("  (no family points)\n");
     for (size_t i = 0; i < n; i++)
