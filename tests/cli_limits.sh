@@ -148,6 +148,14 @@ has err "$T/r.st: tensor 'a' of shape [4, 3]: 4 rows x 4 operations of the point
 [ ! -e "$T/yw2.st" ] || fail "--max-work 15: an output was written"
 run 2 "check --numerics --max-work 15" check --numerics "$P" --in "$T/r.st" --out "$T/yw.st" --max-work 15
 has err "4 rows x 4 operations of the point expanded at n = 3 is more than the limit of 15" "check --numerics --max-work 15"
+# fit: a candidate whose evaluation over a pair's rows is over the limit is
+# skipped and counted (seq: 4 x 4 = 16; pairwise at n = 3: 4 x 5 = 20)
+"$PARITY" reduce --numerics "$P" --in "$T/r.st" --out "$T/yf.st" 2> /dev/null
+run 0 "fit --max-work 16" fit --in "$T/r.st" --ref "$T/yf.st" --space 'seq; pairwise' --max-work 16 --no-classes
+has err "parity fit: 5 candidates skipped: a pair's rows x the operations of their expansion are more than --max-work (16; raise it with --max-work)" "fit --max-work 16"
+run 1 "fit --max-work 15" fit --in "$T/r.st" --ref "$T/yf.st" --space 'seq; pairwise' --max-work 15 --no-classes
+has err "parity fit: 10 candidates skipped" "fit --max-work 15"
+has out "no candidate could be evaluated" "fit --max-work 15"
 # the default, 2^32: split(2^21 - 1, seq, seq) at n = 1 is 2^22 operations,
 # over 1025 rows 2^32 + 2^22 (a few KB of input, hours of work)
 "$CRAFT" rand "$T/w.st" F32 1025 1 3

@@ -1,6 +1,7 @@
 /* cmd_fit.c: `parity fit`: searches a space of numerics points for one that
  * reproduces given outputs bit for bit (docs/fit.md, parity/fit/). */
 #include "cli.h"
+#include "nx_limits.h"
 #include "fit.h"
 #include "npy.h"
 #include "rows.h"
@@ -258,6 +259,7 @@ int cmd_fit(int argc, char **argv)
         json_object_set_new(j, "point", res.point ? json_string(res.point) : json_null());
         json_object_set_new(j, "row_classes", json_integer((json_int_t)res.nclasses));
         json_object_set_new(j, "candidates", json_integer((json_int_t)res.evaluated));
+        json_object_set_new(j, "over_work", json_integer((json_int_t)res.over_work));
         json_object_set_new(j, "candidates_fitting", json_integer((json_int_t)res.nfit));
         json_object_set_new(j, "rows", json_integer((json_int_t)res.total_rows));
         json_object_set_new(j, "row_evaluations", json_integer((json_int_t)res.row_evals));
@@ -300,6 +302,12 @@ int cmd_fit(int argc, char **argv)
         if (!res.nnear)
             printf("no candidate could be evaluated\n");
     }
+    if (res.over_work)
+        fprintf(stderr,
+                "parity fit: %zu candidate%s skipped: a pair's rows x the operations of %s expansion are more than "
+                "--max-work (%llu; raise it with --max-work)\n",
+                res.over_work, res.over_work == 1 ? "" : "s", res.over_work == 1 ? "its" : "their",
+                (unsigned long long)nx_limits_get()->max_work);
     fflush(stdout);
     goto out;
 fail:

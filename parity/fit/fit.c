@@ -1,5 +1,6 @@
 /* fit.c: the search of `parity fit` (docs/fit.md "The search"). */
 #include "fit.h"
+#include "nx_limits.h"
 #include "point_toml.h"
 
 #include <malloc.h>
@@ -38,7 +39,8 @@ typedef struct cand_eval {
     int have_pt;
     nx_program **prog;
     size_t npairs;
-    int bad; /* the point does not expand at some pair's n */
+    int bad;  /* the point does not expand at some pair's n, or is over --max-work */
+    int over; /* ... because a pair's rows x its operations are more than --max-work */
 } cand_eval;
 
 static int ce_open(cand_eval *ce, const fit_space *s, size_t i, size_t npairs)
@@ -75,10 +77,19 @@ static int ce_row(cand_eval *ce, const fit_pair *pairs, size_t p, size_t r, nx_e
         return -1;
     const fit_pair *pr = &pairs[p];
     nx_err e = {0};
-    if (!ce->prog[p] &&
-        nx_program_build_ex(&ce->pt, pr->n, pr->dot, pr->in.c != NULL, &ce->prog[p], &e) != NX_OK) {
-        ce->bad = 1;
-        return -1;
+    if (!ce->prog[p]) {
+        if (nx_program_build_ex(&ce->pt, pr->n, pr->dot, pr->in.c != NULL, &ce->prog[p], &e) != NX_OK) {
+            ce->bad = 1;
+            return -1;
+        }
+        /* the evaluations of this candidate over the pair's rows, as one
+         * `reduce` of them would count them (docs/limits.md) */
+        uint64_t work;
+        if (__builtin_mul_overflow((uint64_t)pr->in.rows, (uint64_t)ce->prog[p]->nops, &work) ||
+            work > nx_limits_get()->max_work) {
+            ce->bad = ce->over = 1;
+            return -1;
+        }
     }
     nx_rows one = pr->in;
     one.rows = 1;
@@ -402,7 +413,7 @@ nx_status fit_run(const fit_pair *pairs, size_t npairs, const fit_space *space, 
     /* pass 1: every candidate, each stopping at its first mismatching row;
      * per thread, a row that kills a candidate moves to the front */
     double t0 = now(), last = t0;
-    size_t done_c = 0, best_passed = 0, best_c = SIZE_MAX, evals = 0;
+    size_t done_c = 0, best_passed = 0, best_c = SIZE_MAX, evals = 0, over_work = 0;
     int oom = 0;
 #pragma omp parallel num_threads(S.threads) reduction(+ : evals)
     {
@@ -438,6 +449,10 @@ nx_status fit_run(const fit_pair *pairs, size_t npairs, const fit_space *space, 
                     break;
                 }
             }
+            if (ce.over) {
+#pragma omp atomic update
+                over_work++;
+            }
             ce_close(&ce);
             S.killer[c] = kill;
             S.passed[c] = kill == INVALID ? 0 : i;
@@ -470,6 +485,7 @@ nx_status fit_run(const fit_pair *pairs, size_t npairs, const fit_space *space, 
     }
     S.row_evals += evals;
     res->evaluated = S.ncand;
+    res->over_work = over_work;
     res->seconds = now() - t0;
     res->cands_per_s = res->seconds > 0 ? (double)S.ncand / res->seconds : 0;
     if (oom) {

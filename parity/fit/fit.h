@@ -85,6 +85,8 @@ typedef struct fit_result {
     char *point;            /* the fitted point, canonical inline TOML (malloc'd) */
     size_t nclasses;        /* row classes the fitted point uses (0: one point) */
     size_t evaluated;       /* candidates evaluated in the first pass */
+    size_t over_work;       /* of those, skipped: a pair's rows x the candidate's operations
+                             * are more than --max-work (docs/limits.md) */
     size_t row_evals;       /* rows evaluated, every pass */
     size_t nfit;            /* candidates that fit every row on their own */
     size_t total_rows;
