@@ -85,10 +85,12 @@ has err "$T/e2.st: tensor 'a' of shape [1000, 0]: needs 64000 bytes, more than t
 run 0 "--max-bytes 256" reduce --numerics "$P" --in "$T/r.st" --out "$T/yr.st" --max-bytes=256
 run 2 "--max-bytes 255" reduce --numerics "$P" --in "$T/r.st" --out "$T/yr2.st" --max-bytes 255
 has err "tensor 'a' of shape [4, 3]: needs 256 bytes, more than the limit of 255" "--max-bytes 255"
-run 0 "--report --max-bytes 448" reduce --numerics "$P" --in "$T/r.st" --out "$T/yr5.st" --report "$T/yr5.json" --max-bytes=448
-run 2 "--report --max-bytes 447" reduce --numerics "$P" --in "$T/r.st" --out "$T/yr6.st" --report "$T/yr6.json" --max-bytes 447
-has err "tensor 'a' of shape [4, 3]: needs 448 bytes, more than the limit of 447" "--report --max-bytes 447"
-[ ! -e "$T/yr6.json" ] || fail "--report --max-bytes 447: the report was written"
+# --report: every row decoded (448, as check --numerics) and 4096 bytes of
+# report per row: 448 + 4 x 4096 = 16832
+run 0 "--report --max-bytes 16832" reduce --numerics "$P" --in "$T/r.st" --out "$T/yr5.st" --report "$T/yr5.json" --max-bytes=16832
+run 2 "--report --max-bytes 16831" reduce --numerics "$P" --in "$T/r.st" --out "$T/yr6.st" --report "$T/yr6.json" --max-bytes 16831
+has err "tensor 'a' of shape [4, 3] with its --report: needs 16832 bytes, more than the limit of 16831" "--report --max-bytes 16831"
+[ ! -e "$T/yr6.json" ] || fail "--report --max-bytes 16831: the report was written"
 run 0 "check --numerics --max-bytes 448" check --numerics "$P" --in "$T/r.st" --out "$T/yr.st" --max-bytes 448
 run 2 "check --numerics --max-bytes 447" check --numerics "$P" --in "$T/r.st" --out "$T/yr.st" --max-bytes 447
 has err "tensor 'a' of shape [4, 3]: needs 448 bytes, more than the limit of 447" "check --numerics --max-bytes 447"

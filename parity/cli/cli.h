@@ -122,6 +122,13 @@ nx_status reduce_check_inputs_c(const char *path, const struct st_file *f, const
  * inputs (nx_limits.h, docs/limits.md): rows x n terms, n against the
  * operation limit, 64 bytes per row and, when whole (every element decoded
  * at once), 8 per element; called by reduce_check_inputs_c (whole). */
+/* whole: 1 when every element of a and b is decoded at once; with
+ * REDUCE_WHOLE_REPORT also the --report of every row: an upper bound of its
+ * text and JSON objects per row (the exact value's hex and decimal, the
+ * result, ulps and bound; the hex grows with the terms' exponent span, up
+ * to about 1100 digits for fp64 products). */
+#define REDUCE_WHOLE_REPORT 2
+#define REDUCE_REPORT_ROW_BYTES 4096
 nx_status reduce_check_limits(const char *path, const struct st_tensor *a, int dot, int whole, nx_err *err);
 struct nx_program;
 /* rows x the operations of p (the point expanded at n) against --max-work:

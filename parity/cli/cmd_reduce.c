@@ -179,7 +179,8 @@ static nx_status check_inputs(const char *path, const st_file *f, const st_tenso
  * (--max-ops: the point is expanded at n even for zero rows, its hash
  * names the shape), and 64 bytes per row (c, the results, their encoding,
  * check's reference and bounds) plus, when whole, 8 per decoded element
- * of a and b (--max-bytes).  A zero extent costs nothing beyond that:
+ * of a and b, and with REDUCE_WHOLE_REPORT set in whole the report's text
+ * and its JSON objects, REDUCE_REPORT_ROW_BYTES per row (--max-bytes).  A zero extent costs nothing beyond that:
  * [0, n] is an empty result, [rows, 0] rows of +0. */
 nx_status reduce_check_limits(const char *path, const st_tensor *a, int dot, int whole, nx_err *err)
 {
@@ -187,6 +188,8 @@ nx_status reduce_check_limits(const char *path, const st_tensor *a, int dot, int
     uint64_t rows = (uint64_t)a->shape[0], n = (uint64_t)a->shape[1], vals, bytes;
     snprintf(what, sizeof what, "%s: tensor 'a' of shape %s", path, shape_text(a, sh, sizeof sh));
     nx_status st = nx_limits_terms(rows, n, what, err);
+    char what_b[320];
+    snprintf(what_b, sizeof what_b, "%s%s", what, whole & REDUCE_WHOLE_REPORT ? " with its --report" : "");
     if (st)
         return st;
     if (n > nx_limits_get()->max_ops)
@@ -194,10 +197,13 @@ nx_status reduce_check_limits(const char *path, const st_tensor *a, int dot, int
                           "%s: n = %llu terms per row is more than the limit of %llu operations of an expanded tree "
                           "(raise it with --max-ops)",
                           what, (unsigned long long)n, (unsigned long long)nx_limits_get()->max_ops);
+    uint64_t text = 0;
     if (!nx_limits_mul(whole ? a->nelem : 0, dot ? 2 : 1, &vals) || !nx_limits_mul(rows, 8, &bytes) ||
-        __builtin_add_overflow(vals, bytes, &vals))
-        return nx_err_set(err, NX_EINVAL, "%s: its size overflows 64 bits", what);
-    return nx_limits_elems(vals, 8, what, err);
+        __builtin_add_overflow(vals, bytes, &vals) ||
+        ((whole & REDUCE_WHOLE_REPORT) && !nx_limits_mul(rows, REDUCE_REPORT_ROW_BYTES / 8, &text)) ||
+        __builtin_add_overflow(vals, text, &vals))
+        return nx_err_set(err, NX_EINVAL, "%s: its size overflows 64 bits", what_b);
+    return nx_limits_elems(vals, 8, what_b, err);
 }
 
 /* The work of evaluating every row: rows x the operations of the expanded
@@ -661,7 +667,8 @@ int cmd_reduce(int argc, char **argv)
     /* row classes and the report read every row in memory; everything else
      * streams (reduce_stream), and only its rows count against the limits */
     if ((st = st_read(inp, &j.in, &err)) ||
-        (st = check_inputs(inp, &j.in, &ta, &tb, &tc, j.pt.nclasses || reportp, &err)))
+        (st = check_inputs(inp, &j.in, &ta, &tb, &tc,
+                           (j.pt.nclasses || reportp ? 1 : 0) | (reportp ? REDUCE_WHOLE_REPORT : 0), &err)))
         goto fail;
     size_t rows = (size_t)ta->shape[0], n = (size_t)ta->shape[1];
     if ((st = nx_program_build_ex(&j.pt, n, tb != NULL, tc != NULL, &j.prog, &err))) {
