@@ -164,34 +164,15 @@ nx_status rows_encode_at(nx_fmt f, const double *v, size_t count, size_t base, s
                          nx_err *err)
 {
     unsigned w = st_dtype_bits(t->dtype);
-    if ((f == NX_FP32 && w == 32) || ((f == NX_BF16 || f == NX_FP16) && w == 16)) {
-        size_t i = 0;
-        for (; i < count; i++) { /* little-endian storage, as st_put_bits writes it */
-            uint64_t bits;
-            if (!encode_fast(f, v[i], &bits))
-                break;
-            if (w == 32) {
-                uint8_t b[4] = {(uint8_t)bits, (uint8_t)(bits >> 8), (uint8_t)(bits >> 16), (uint8_t)(bits >> 24)};
-                memcpy(data + 4 * i, b, 4);
-            } else {
-                uint8_t b[2] = {(uint8_t)bits, (uint8_t)(bits >> 8)};
-                memcpy(data + 2 * i, b, 2);
-            }
-        }
-        if (i == count)
-            return NX_OK;
-        /* the rest (a NaN, or a value to refuse) as below, from i */
-        for (; i < count; i++) {
-            uint64_t bits;
-            nx_err e;
-            if (nx_encode(f, v[i], &bits, &e) != NX_OK)
-                return nx_err_set(err, NX_EINVAL, "element %zu of '%s': %s", base + i, t->name, e.msg);
-            st_put_bits(t, data, i, bits);
-        }
-        return NX_OK;
-    }
+    int fast = (f == NX_FP32 && w == 32) || ((f == NX_BF16 || f == NX_FP16) && w == 16);
     for (size_t i = 0; i < count; i++) {
         uint64_t bits;
+        if (fast && encode_fast(f, v[i], &bits)) { /* little-endian storage, as st_put_bits writes it */
+            uint8_t b[4] = {(uint8_t)bits, (uint8_t)(bits >> 8), (uint8_t)(bits >> 16), (uint8_t)(bits >> 24)};
+            memcpy(data + (w / 8) * i, b, w / 8);
+            continue;
+        }
+        /* a NaN (its canonical pattern), another format, or a value to refuse */
         nx_err e;
         if (nx_encode(f, v[i], &bits, &e) != NX_OK)
             return nx_err_set(err, NX_EINVAL, "element %zu of '%s': %s", base + i, t->name, e.msg);
