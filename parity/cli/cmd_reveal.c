@@ -184,6 +184,11 @@ int cmd_reveal(int argc, char **argv)
     printf("calls: %zu, probes: %zu in all\n", k->calls, k->probes);
     if (!res.point) {
         printf("arithmetic: no point of the space reproduces the kernel with this order\n");
+        if (res.tree_text && strstr(res.tree_text, "expr("))
+            fprintf(stderr, "parity reveal: the order is spelled with expr(...), whose additions never fuse: a "
+                            "vector kernel with FMA lanes, or a body and tail in different formats, needs a tree "
+                            "that says so (stride, body, lanes: docs/numerics.md section 4.2), found with `parity fit "
+                            "--space` on the kernel's outputs (docs/fit.md, \"Real kernels\")\n");
         rc = EXIT_PARITY;
         goto out;
     }
