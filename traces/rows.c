@@ -169,7 +169,10 @@ nx_status rows_encode_at(nx_fmt f, const double *v, size_t count, size_t base, s
         uint64_t bits;
         if (fast && encode_fast(f, v[i], &bits)) { /* little-endian storage, as st_put_bits writes it */
             uint8_t b[4] = {(uint8_t)bits, (uint8_t)(bits >> 8), (uint8_t)(bits >> 16), (uint8_t)(bits >> 24)};
-            memcpy(data + (w / 8) * i, b, w / 8);
+            if (w == 32)
+                memcpy(data + 4 * i, b, 4); /* constant sizes: one store each */
+            else
+                memcpy(data + 2 * i, b, 2);
             continue;
         }
         /* a NaN (its canonical pattern), another format, or a value to refuse */
