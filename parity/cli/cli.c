@@ -4,10 +4,13 @@
 #include "cli.h"
 
 #include "device.h"
+#include "nx_philox.h"
+#include "refimpl.h"
 #include "nx_limits.h"
 #include "registry.h"
 #include "safetensors.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -301,4 +304,43 @@ int cli_lock_dir(const char *cmd, const char *opt, const char *dir)
     if (fd < 0)
         cli_error(cmd, "%s", err.msg);
     return fd;
+}
+
+int cli_run_opts(const char *cmd, const char *repeats, const char *threads, const char *seed, const char *dist,
+                 const char *engine, cli_run_vals o)
+{
+    long v;
+    if (repeats) {
+        if ((v = cli_long(cmd, "--repeats", repeats, 2, 1000)) < 0)
+            return EXIT_INPUT;
+        *o.repeats = (int)v;
+    }
+    if (threads) {
+        if ((v = cli_long(cmd, "--threads", threads, 1, 4096)) < 0)
+            return EXIT_INPUT;
+        *o.threads = (int)v;
+    }
+    if (seed) {
+        char *end;
+        errno = 0;
+        *o.seed = strtoull(seed, &end, 0);
+        /* strtoull would take "-1" as 2^64 - 1, and skip leading blanks */
+        if (errno || end == seed || *end || !isdigit((unsigned char)seed[0])) {
+            cli_error(cmd, "--seed: '%s' is not an unsigned integer", seed);
+            return EXIT_INPUT;
+        }
+    }
+    if ((*o.dist = nx_dist_from_name(dist)) < 0) {
+        cli_error(cmd, "--dist: unknown distribution '%s' (expected normal, uniform, int, adversarial)", dist);
+        return EXIT_INPUT;
+    }
+    if (engine) {
+        int e = ref_engine_from_name(engine);
+        if (e < 0 || !ref_engine_available((ref_engine)e)) {
+            cli_error(cmd, "--engine: '%s' is not an engine built into this binary", engine);
+            return EXIT_INPUT;
+        }
+        *o.engine = e;
+    }
+    return 0;
 }

@@ -59,6 +59,18 @@ struct reg_registry;
 struct dev_backend;
 const struct dev_backend *cli_class_backend(const struct reg_registry *reg, const char *cls);
 
+/* The run options campaign and gate share, each text NULL when not given:
+ * --repeats (2 ... 1000), --threads (1 ... 4096), --seed (an unsigned
+ * integer), --dist (by name; required), --engine (one built into this
+ * binary), into the fields their options structs hold.  0, or EXIT_INPUT
+ * with the message said as `cmd`. */
+typedef struct cli_run_vals {
+    int *repeats, *threads, *dist, *engine;
+    unsigned long long *seed;
+} cli_run_vals;
+int cli_run_opts(const char *cmd, const char *repeats, const char *threads, const char *seed, const char *dist,
+                 const char *engine, cli_run_vals v);
+
 /* Refuses (exit 2, nothing written) an output that would land inside the
  * directory DIR that the command reads as a whole (the registry of
  * --kernels): its TOML files are inputs, and a file written among them

@@ -7,12 +7,10 @@
 #include "ledger.h"
 #include "lkb.h"
 #include "shard.h"
-#include "nx_philox.h"
 #include "refimpl.h"
 #include "report.h"
 #include "verdict.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -205,39 +203,9 @@ int cmd_campaign(int argc, char **argv)
     o.repeats = 3;
     o.seed = 1;
     o.engine = (int)ref_engine_default();
-    long v;
-    if (rep_s) {
-        if ((v = cli_long("campaign", "--repeats", rep_s, 2, 1000)) < 0)
-            return EXIT_INPUT;
-        o.repeats = (int)v;
-    }
-    if (thr_s) {
-        if ((v = cli_long("campaign", "--threads", thr_s, 1, 4096)) < 0)
-            return EXIT_INPUT;
-        o.threads = (int)v;
-    }
-    if (seed_s) {
-        char *end;
-        errno = 0;
-        o.seed = strtoull(seed_s, &end, 0);
-        /* strtoull would take "-1" as 2^64 - 1, and skip leading blanks */
-        if (errno || end == seed_s || *end || !isdigit((unsigned char)seed_s[0])) {
-            cli_error("campaign", "--seed: '%s' is not an unsigned integer", seed_s);
-            return EXIT_INPUT;
-        }
-    }
-    if ((o.dist = nx_dist_from_name(dist_s)) < 0) {
-        cli_error("campaign", "--dist: unknown distribution '%s' (expected normal, uniform, int, adversarial)", dist_s);
+    if (cli_run_opts("campaign", rep_s, thr_s, seed_s, dist_s, eng_s,
+                     (cli_run_vals){&o.repeats, &o.threads, &o.dist, &o.engine, &o.seed}))
         return EXIT_INPUT;
-    }
-    if (eng_s) {
-        int e = ref_engine_from_name(eng_s);
-        if (e < 0 || !ref_engine_available((ref_engine)e)) {
-            cli_error("campaign", "--engine: '%s' is not an engine built into this binary", eng_s);
-            return EXIT_INPUT;
-        }
-        o.engine = e;
-    }
 
     nx_err err = {0};
     reg_registry *reg;

@@ -2,11 +2,9 @@
  * before and after a change, campaign against campaign (parity/ledger/gate.h). */
 #include "cli.h"
 #include "gate.h"
-#include "nx_philox.h"
 #include "refimpl.h"
 #include "report.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,39 +159,9 @@ int cmd_gate(int argc, char **argv)
     o.noise_abs = GATE_NOISE_ABS;
     if (!quiet)
         o.progress = progress;
-    long v;
-    if (rep_s) {
-        if ((v = cli_long("gate", "--repeats", rep_s, 2, 1000)) < 0)
-            return EXIT_INPUT;
-        o.repeats = (int)v;
-    }
-    if (thr_s) {
-        if ((v = cli_long("gate", "--threads", thr_s, 1, 4096)) < 0)
-            return EXIT_INPUT;
-        o.threads = (int)v;
-    }
-    if (seed_s) {
-        char *end;
-        errno = 0;
-        o.seed = strtoull(seed_s, &end, 0);
-        /* strtoull would take "-1" as 2^64 - 1, and skip leading blanks */
-        if (errno || end == seed_s || *end || !isdigit((unsigned char)seed_s[0])) {
-            cli_error("gate", "--seed: '%s' is not an unsigned integer", seed_s);
-            return EXIT_INPUT;
-        }
-    }
-    if ((o.dist = nx_dist_from_name(dist_s)) < 0) {
-        cli_error("gate", "--dist: unknown distribution '%s' (expected normal, uniform, int, adversarial)", dist_s);
+    if (cli_run_opts("gate", rep_s, thr_s, seed_s, dist_s, eng_s,
+                     (cli_run_vals){&o.repeats, &o.threads, &o.dist, &o.engine, &o.seed}))
         return EXIT_INPUT;
-    }
-    if (eng_s) {
-        int e = ref_engine_from_name(eng_s);
-        if (e < 0 || !ref_engine_available((ref_engine)e)) {
-            cli_error("gate", "--engine: '%s' is not an engine built into this binary", eng_s);
-            return EXIT_INPUT;
-        }
-        o.engine = e;
-    }
     if ((rel_s && parse_double("--noise-rel", rel_s, &o.noise_rel)) ||
         (abs_s && parse_double("--noise-abs", abs_s, &o.noise_abs)))
         return EXIT_INPUT;
