@@ -128,6 +128,30 @@ else
   echo "cli_reveal: numpy is not installed: the Python example is skipped"
 fi
 
+# --- --space: the user's spellings of the order ---------------------------
+# A vector body whose lanes outlive a peeled head and a fold, FMA in the body
+# and not in the tail: the recogniser alone spells its order as an expr,
+# which never fuses, so no arithmetic fits (exit 1, with the reason on
+# stderr); given the right tree among wrong ones, the order is named by it
+# and the point reproduces the kernel.
+LS='{ fma = true, tree = "body(8, lanes(16, [peel(8, 16), loop(16), fold(8, [(0 + 1)])], pairwise), seq[fma=false], carry)" }'
+LT='body(8, lanes(16, [peel(8, 16), loop(16), fold(8, [(0 + 1)])], pairwise), seq[fma=false], carry)'
+"$P" reveal --simulate "$LS" --n 100 --confirm 200 > "$T/ls.out" 2> "$T/ls.err"; rc=$?
+[ $rc -eq 1 ] || fail "lanes kernel without --space: exit $rc"
+grep -q "whose additions never fuse" "$T/ls.err" || fail "lanes kernel without --space: no reason on stderr: $(cat "$T/ls.err")"
+"$P" reveal --simulate "$LS" --n 100 --confirm 200 --space "stride(8, seq, pairwise); lanes(16, [loop(16)], seq); $LT" > "$T/ls.out" 2> "$T/ls.err"; rc=$?
+[ $rc -eq 0 ] || fail "lanes kernel with --space: exit $rc: $(tail -3 "$T/ls.out")"
+grep -qF "order: $LT" "$T/ls.out" || fail "lanes kernel with --space: the order is not the given tree: $(grep '^order' "$T/ls.out")"
+grep -q "^confidence: reproduced 200 of 200 " "$T/ls.out" || fail "lanes kernel with --space: confidence"
+"$CRAFT" rand "$T/lsi.st" F32 9 133 21 F32
+"$P" reduce --numerics "$LS" --in "$T/lsi.st" --out "$T/lsy1.st" && "$P" reduce --numerics "$(tail -n 1 "$T/ls.out")" --in "$T/lsi.st" --out "$T/lsy2.st" ||
+  fail "lanes kernel with --space: reduce"
+[ "$(tail -c 36 "$T/lsy1.st" | od -An -tx1)" = "$(tail -c 36 "$T/lsy2.st" | od -An -tx1)" ] ||
+  fail "lanes kernel with --space: the revealed point differs from the kernel at n = 133"
+"$P" reveal --simulate "$LS" --n 100 --space 'stride(8, seq' > /dev/null 2> "$T/ls.err"; rc=$?
+[ $rc -eq 2 ] || fail "reveal --space that does not parse: exit $rc"
+grep -q "^parity reveal: --space" "$T/ls.err" || fail "reveal --space that does not parse: $(cat "$T/ls.err")"
+
 # --- call counts ----------------------------------------------------------
 # halving at n = 1024: one round per level plus calibration, far below the
 # goal n log2 n * 2 = 20480 calls; probes at most n (n - 1) / 2 = 523776.

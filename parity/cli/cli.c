@@ -4,6 +4,7 @@
 #include "cli.h"
 
 #include "device.h"
+#include "fit.h"
 #include "nx_philox.h"
 #include "refimpl.h"
 #include "nx_limits.h"
@@ -343,4 +344,49 @@ int cli_run_opts(const char *cmd, const char *repeats, const char *threads, cons
         *o.engine = e;
     }
     return 0;
+}
+
+/* The whole of a regular file, NUL-terminated (malloc'd), or NULL. */
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 4096, len = 0, r;
+    char *buf = malloc(cap);
+    while (buf && (r = fread(buf + len, 1, cap - len - 1, f)) > 0) {
+        len += r;
+        if (len + 1 == cap) {
+            char *nb = realloc(buf, cap *= 2);
+            if (!nb)
+                free(buf);
+            buf = nb;
+        }
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (buf && bad) {
+        free(buf);
+        return NULL;
+    }
+    if (buf)
+        buf[len] = 0;
+    return buf;
+}
+
+nx_status cli_load_space(const char *spec, const struct fit_ctx *ctx, struct fit_space *space, nx_err *err)
+{
+    struct stat sb;
+    const char *name = "--space";
+    char *text = NULL;
+    if (stat(spec, &sb) == 0 && S_ISREG(sb.st_mode)) {
+        if (!(text = read_text(spec)))
+            return nx_err_set(err, NX_EIO, "--space: cannot read %s", spec);
+        name = spec;
+    }
+    nx_status st = fit_space_parse(space, ctx, text ? text : spec, name, err);
+    free(text);
+    if (!st && !space->count)
+        st = nx_err_set(err, NX_EINVAL, "--space: no candidates");
+    return st;
 }

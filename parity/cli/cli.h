@@ -71,6 +71,13 @@ typedef struct cli_run_vals {
 int cli_run_opts(const char *cmd, const char *repeats, const char *threads, const char *seed, const char *dist,
                  const char *engine, cli_run_vals v);
 
+/* A --space SPEC (a file when one of that name exists, else the text
+ * itself; docs/fit.md "--space") added to *space; a space with no
+ * candidates is an error. */
+struct fit_space;
+struct fit_ctx;
+nx_status cli_load_space(const char *spec, const struct fit_ctx *ctx, struct fit_space *space, nx_err *err);
+
 /* Refuses (exit 2, nothing written) an output that would land inside the
  * directory DIR that the command reads as a whole (the registry of
  * --kernels): its TOML files are inputs, and a file written among them

@@ -111,31 +111,6 @@ static nx_status load_pair(const char *inp, const char *yp, pair_data *d, fit_pa
     return NX_OK;
 }
 
-static char *read_text(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
-    size_t r;
-    while (buf && (r = fread(buf + len, 1, cap - len - 1, f)) > 0) {
-        len += r;
-        if (len + 1 == cap) {
-            char *nb = realloc(buf, cap *= 2);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-            }
-            buf = nb;
-        }
-    }
-    fclose(f);
-    if (buf)
-        buf[len] = 0;
-    return buf;
-}
-
 int cmd_fit(int argc, char **argv)
 {
     const char *ins[MAX_PAIRS], *refs[MAX_PAIRS], *space_s = NULL, *max_s = NULL, *threads_s = NULL, *v;
@@ -203,7 +178,6 @@ int cmd_fit(int argc, char **argv)
     fit_space_init(&space, NX_FP32);
     fit_result res;
     memset(&res, 0, sizeof res);
-    char *spec = NULL;
     nx_fmt yfmt = NX_FP32;
     for (size_t p = 0; p < nin && !st; p++) {
         nx_fmt f = NX_FP32;
@@ -223,21 +197,8 @@ int cmd_fit(int argc, char **argv)
     fit_ctx ctx = {.out = yfmt, .in_fmt = fp[0].in.a_fmt, .dot = fp[0].dot};
     space.out = yfmt;
     if (space_s) {
-        struct stat sb;
-        const char *name = "--space";
-        if (stat(space_s, &sb) == 0 && S_ISREG(sb.st_mode)) {
-            if (!(spec = read_text(space_s))) {
-                st = nx_err_set(&err, NX_EIO, "--space: cannot read %s", space_s);
-                goto fail;
-            }
-            name = space_s;
-        }
-        if ((st = fit_space_parse(&space, &ctx, spec ? spec : space_s, name, &err)))
+        if ((st = cli_load_space(space_s, &ctx, &space, &err)))
             goto fail;
-        if (!space.count) {
-            st = nx_err_set(&err, NX_EINVAL, "--space: no candidates");
-            goto fail;
-        }
     } else if ((st = fit_space_default(&space, &ctx, 0, &err)))
         goto fail;
     size_t total_rows = 0;
@@ -315,7 +276,6 @@ fail:
 out:
     fit_result_free(&res);
     fit_space_free(&space);
-    free(spec);
     for (size_t p = 0; p < nin; p++) {
         st_free(&pd[p].in);
         st_free(&pd[p].yf);

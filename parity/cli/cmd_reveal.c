@@ -2,6 +2,8 @@
  * point it realises (docs/reveal.md, parity/reveal/). */
 #include "cli.h"
 #include "cli_html.h"
+#include "fit.h"
+#include "nx_tree.h"
 #include "reveal.h"
 #include "rows.h"
 
@@ -14,7 +16,8 @@
 static const char usage[] =
     "usage: parity reveal (--exec 'CMD {in} {out}' | --serve CMD | --dlopen LIB.so:SYMBOL\n"
     "                      | --simulate POINT) --n N [--dtype D] [--order-only]\n"
-    "                      [--rows R] [--confirm R] [--seed S] [-v] [--html FILE]\n"
+    "                      [--rows R] [--confirm R] [--seed S] [--space SPEC] [-v]\n"
+    "                      [--html FILE]\n"
     "\n"
     "Probes a kernel with inputs that expose its summation order, its fused\n"
     "groups and its rounding, and prints the numerics point it realises.\n"
@@ -40,6 +43,11 @@ static const char usage[] =
     "                 odd so that the remainder rows of any power-of-two tile exist)\n"
     "  --confirm R    fresh random rows the point is confirmed on (default 1000)\n"
     "  --seed S       the seed of the random rows\n"
+    "  --space SPEC   trees (a file, or the text; the syntax of `parity fit\n"
+    "                 --space`) tried first as spellings of the revealed order:\n"
+    "                 your guesses of the kernel's loops; the first whose\n"
+    "                 bracketing at N is the revealed one names the order, and\n"
+    "                 the arithmetic is fitted on it\n"
     "  -v             progress on stderr\n"
     "  --html FILE    also write a report to look at: the verdict, the probes and\n"
     "                 calls, the confidence and the revealed tree drawn as a tree\n"
@@ -54,10 +62,56 @@ static const char usage[] =
     "1 the probes reveal no tree, no point of the space fits, or a confirmation\n"
     "row differs; 2 usage or bad input; 3 the kernel failed, or internal error.\n";
 
+static void free_hints(rv_opts *o)
+{
+    for (size_t i = 0; i < o->nhints; i++)
+        free(o->hints[i]);
+    free(o->hints);
+    o->hints = NULL;
+    o->nhints = 0;
+}
+
+/* --space: the trees of its candidates (trees, and the trees of inline
+ * points; docs/fit.md "--space"), each once, in space order: tried first
+ * as spellings of the revealed order. */
+static nx_status load_hints(const char *spec, nx_fmt in, rv_opts *o, nx_err *err)
+{
+    fit_space sp;
+    fit_space_init(&sp, NX_FP32);
+    fit_ctx ctx = {.out = NX_FP32, .in_fmt = in, .dot = 1};
+    nx_status st = cli_load_space(spec, &ctx, &sp, err);
+    if (!st && !(o->hints = calloc(sp.count, sizeof *o->hints)))
+        st = nx_err_set(err, NX_ENOMEM, "out of memory");
+    for (size_t i = 0; i < sp.count && !st; i++) {
+        nx_point pt;
+        if ((st = fit_cand_point(&sp, i, &pt, err))) {
+            nx_err_prefix(err, "--space");
+            break;
+        }
+        char *t = nx_tree_print(pt.tree);
+        nx_point_free(&pt);
+        if (!t) {
+            st = nx_err_set(err, NX_ENOMEM, "out of memory");
+            break;
+        }
+        int seen = 0;
+        for (size_t h = 0; h < o->nhints && !seen; h++)
+            seen = strcmp(o->hints[h], t) == 0;
+        if (seen)
+            free(t);
+        else
+            o->hints[o->nhints++] = t;
+    }
+    fit_space_free(&sp);
+    if (st)
+        free_hints(o);
+    return st;
+}
+
 int cmd_reveal(int argc, char **argv)
 {
     const char *exec = NULL, *serve = NULL, *dl = NULL, *sim = NULL, *nstr = NULL, *dtype = "F32";
-    const char *rows_s = NULL, *conf_s = NULL, *seed_s = NULL, *html = NULL;
+    const char *rows_s = NULL, *conf_s = NULL, *seed_s = NULL, *html = NULL, *space_s = NULL;
     int bad = 0, order_only = 0, verbose = 0;
     for (int i = 1; i < argc; i++) {
         if (cli_flag(argv, i, "--help") || cli_flag(argv, i, "-h")) {
@@ -68,7 +122,8 @@ int cmd_reveal(int argc, char **argv)
             cli_opt(argc, argv, &i, "--dlopen", &dl, &bad) || cli_opt(argc, argv, &i, "--simulate", &sim, &bad) ||
             cli_opt(argc, argv, &i, "--n", &nstr, &bad) || cli_opt(argc, argv, &i, "--dtype", &dtype, &bad) ||
             cli_opt(argc, argv, &i, "--rows", &rows_s, &bad) || cli_opt(argc, argv, &i, "--confirm", &conf_s, &bad) ||
-            cli_opt(argc, argv, &i, "--seed", &seed_s, &bad) || cli_opt(argc, argv, &i, "--html", &html, &bad))
+            cli_opt(argc, argv, &i, "--seed", &seed_s, &bad) || cli_opt(argc, argv, &i, "--html", &html, &bad) ||
+            cli_opt(argc, argv, &i, "--space", &space_s, &bad))
             continue;
         if (cli_flag(argv, i, "--order-only")) {
             order_only = 1;
@@ -134,13 +189,17 @@ int cmd_reveal(int argc, char **argv)
         return EXIT_INPUT;
     }
     nx_err err = {0};
+    if (space_s && load_hints(space_s, (nx_fmt)in, &o, &err) != NX_OK)
+        return cli_fail("reveal", &err);
     rv_kernel *k = NULL;
     nx_status st = exec ? rv_kernel_exec(exec, (nx_fmt)in, &k, &err)
                    : serve ? rv_kernel_serve(serve, (nx_fmt)in, &k, &err)
                    : dl ? rv_kernel_dlopen(dl, (nx_fmt)in, &k, &err)
                         : rv_kernel_point(sim, (nx_fmt)in, &k, &err);
-    if (st)
+    if (st) {
+        free_hints(&o);
         return cli_fail("reveal", &err);
+    }
     rv_result res = {0};
     int rc = EXIT_PASS;
     st = rv_reveal_order(k, &o, &res, &err);
@@ -210,5 +269,6 @@ out:
     }
     rv_result_free(&res);
     rv_kernel_free(k);
+    free_hints(&o);
     return rc;
 }

@@ -767,7 +767,7 @@ static nx_status order_once(rv_kernel *k, const rv_opts *o, rv_result *res, nx_e
                 res->in_fmt = k->in_fmt;
                 res->out_fmt = k->out_fmt;
                 free(res->tree_text);
-                res->tree_text = rv_recognise(&res->tree, n);
+                res->tree_text = rv_recognise_hinted(&res->tree, n, o->hints, o->nhints);
                 return NX_OK;
             }
             snprintf(last, sizeof last, "%s", s.why);

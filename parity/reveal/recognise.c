@@ -398,9 +398,17 @@ done:
 
 char *rv_recognise(const rv_tree *t, size_t n)
 {
+    return rv_recognise_hinted(t, n, NULL, 0);
+}
+
+char *rv_recognise_hinted(const rv_tree *t, size_t n, char *const *hints, size_t nhints)
+{
     if (!t->count || t->root < 0)
         return NULL;
     search s = {n, tree_hash(t, t->root), NULL, 0};
+    for (size_t h = 0; h < nhints; h++)
+        if (try1(&s, hints[h]))
+            return s.found;
     static const char *const base[] = {"seq", "pairwise", "halving", "reverse(seq)"};
     static const char *const comb[] = {"seq", "pairwise", "halving"};
     char buf[256];

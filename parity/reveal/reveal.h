@@ -115,6 +115,12 @@ typedef struct rv_opts {
     unsigned long long seed;
     int order_only;
     size_t probe_rows;      /* R of the row-index probes (default: fit_rows, else RV_DEFAULT_ROWS) */
+    /* tree texts tried first as spellings of the revealed order (a user's
+     * hypotheses of the kernel's loops: `reveal --space`); the first whose
+     * expansion at n has the revealed bracketing names it, and the
+     * arithmetic is fitted on it */
+    char **hints;
+    size_t nhints;
 } rv_opts;
 
 /* The order alone (filled into res->tree, res->tree_text). */
@@ -122,6 +128,8 @@ nx_status rv_reveal_order(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err
 /* Recognises a revealed tree: the tree text of the point language whose
  * expansion at n has the same bracketing (malloc'd), or NULL. */
 char *rv_recognise(const rv_tree *t, size_t n);
+/* The same, trying hints[0 .. nhints) first. */
+char *rv_recognise_hinted(const rv_tree *t, size_t n, char *const *hints, size_t nhints);
 /* The arithmetic with the order known, and the confirmation. */
 nx_status rv_reveal_arith(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err *err);
 /* Both; NX_OK with res->point NULL when no point was found. */
