@@ -66,5 +66,27 @@ for e in "openblas:$OPENBLAS" "blis:$BLIS"; do
     fi
   done
 done
+# A real kernel with row classes: OpenBLAS sgemv T, the rows of a batch
+# being the outputs of one call (BLAS_ROUTINE=sgemv_t, order only: the
+# products are premultiplied).  At n = 300 and R = 255 outputs the kernel
+# runs 63 groups of 4 outputs (8 FMA lanes, a peeled head), then 2 outputs
+# (4 lanes), then 1 (8 lanes, the same bracketing as the groups of 4): rows
+# 252 and 253 form a class of their own (tests/blas/openblas_sgemv_t.point).
+core=$(OPENBLAS_VERBOSE=2 "$PARITY" reveal --exec "$EX/blas.sh $OPENBLAS {in} {out}" --n 4 --order-only 2>&1 |
+       sed -n 's/^Core: //p' | head -n 1)
+if grep '^core ' "$(dirname "$0")/openblas_sgemv_t.point" | tr ' ' '\n' | grep -qx "${core:-none}"; then
+  out=$(BLAS_ROUTINE=sgemv_t "$PARITY" reveal --exec "$EX/blas.sh $OPENBLAS {in} {out}" --n 300 --order-only \
+        --space "$(dirname "$0")/openblas_sgemv_t.space" 2>&1)
+  rc=$?
+  [ $rc -eq 0 ] || fail "openblas sgemv T, row classes: exit $rc: $(echo "$out" | tail -3)"
+  echo "$out" | grep -q '^order: body(4, tile(4096, lanes(8, \[peel(4, 8), loop(8)\]' ||
+    fail "openblas sgemv T, row classes: main order $(echo "$out" | grep '^order')"
+  echo "$out" | grep -qF 'row class: select = "r >= 252 && r < 254", order: body(4, tile(4096, stride(4, seq[fma=false], pairwise), seq),' ||
+    fail "openblas sgemv T, row classes: $(echo "$out" | grep '^row class' | cut -c1-300)"
+  [ "$(echo "$out" | grep -c '^row class')" -eq 1 ] || fail "openblas sgemv T, row classes: not exactly one class"
+  echo "openblas sgemv T (order only, n = 300, 255 outputs): $(echo "$out" | grep -E '^(order probes|row class)' | cut -c1-120 | tr '\n' ' ')"
+else
+  echo "skip: openblas sgemv T row classes: openblas_sgemv_t.point does not hold for core ${core:-unknown}"
+fi
 [ $fails -eq 0 ] && echo "cli_reveal_blas: all passed"
 exit $((fails > 0))
