@@ -18,6 +18,7 @@
 #include "nx_format.h"
 #include "rows.h"
 #include "safetensors.h"
+#include "testutil.h"
 
 /* Encodes v[0..n) into a 1-D tensor of dtype dt through rows_encode, and
  * each element alone through nx_encode; they must agree on every pattern,
@@ -77,23 +78,15 @@ static void test_every_16bit_pattern(void **state)
     all16(ST_F16, NX_FP16);
 }
 
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static uint64_t next(void)
-{
-    uint64_t z = (rng += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 static void test_fp32_patterns(void **state)
 {
     (void)state;
     enum { N = 1 << 20 };
+    uint64_t rng = 0x9e3779b97f4a7c15ull;
     double *v = malloc(N * sizeof *v);
     assert_non_null(v);
     for (size_t i = 0; i < N; i++) {
-        uint32_t u = (uint32_t)next();
+        uint32_t u = (uint32_t)tu_rand64(&rng);
         if (i % 4 == 1)
             u &= 0x807fffffu; /* zeros and subnormals */
         else if (i % 4 == 2)
