@@ -3,8 +3,10 @@
  * (rounded to its out); y[t, n] = reduction `combine` over j = 0 .. topk-1
  * of the products topk_weights[t, j] * h_j[t, n], in the declared order. */
 #include "ref_internal.h"
+#include "rows.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct moe_p {
     long T, E, H, N, topk;
@@ -46,8 +48,8 @@ static nx_status inputs(const fam_spec *s, ref_desc_list *l, nx_err *err)
 }
 
 typedef struct moe_ctx {
-    const double *x, *w, *tw, *h;
-    const st_tensor *ids;
+    const double *x, *tw, *h;
+    const st_tensor *w, *ids; /* w is decoded a row at a time, in the gather */
     size_t N, H, topk;
 } moe_ctx;
 
@@ -58,11 +60,11 @@ static void gather_k(const void *vc, size_t row, double *a, double *b, ref_math 
     (void)m;
     size_t n = row % c->N, tj = row / c->N, t = tj / c->topk;
     size_t e = (size_t)ref_int_at(c->ids, tj);
-    const double *xr = c->x + t * c->H, *wr = c->w + (e * c->N + n) * c->H;
-    for (size_t i = 0; i < c->H; i++) {
-        a[i] = xr[i];
-        b[i] = wr[i];
-    }
+    memcpy(a, c->x + t * c->H, c->H * sizeof *a);
+    /* the expert's row straight from its storage: the whole of w decoded
+     * at once (8 bytes per element, E*N*H of them) cost more in fresh pages
+     * than decoding each row for the few tokens routed to it */
+    rows_decode_range(c->w, (e * c->N + n) * c->H, c->H, b, NULL);
 }
 
 /* `combine`, row t * N + n: topk_weights[t, :] and h_j[t, n] for j = 0 .. topk-1. */
@@ -84,15 +86,14 @@ static nx_status run(ref_job *j, nx_err *err)
     if (st)
         return st;
     size_t T = (size_t)p.T, N = (size_t)p.N, H = (size_t)p.H, K = (size_t)p.topk;
-    double *x = NULL, *w = NULL, *tw = NULL, *h = ref_alloc(T * K * N), *y = ref_alloc(T * N);
+    double *x = NULL, *tw = NULL, *h = ref_alloc(T * K * N), *y = ref_alloc(T * N);
     if (!h || !y) {
         st = nx_err_set(err, NX_ENOMEM, "out of memory");
         goto done;
     }
-    if ((st = ref_decode(j, "x", &x, err)) || (st = ref_decode(j, "w", &w, err)) ||
-        (st = ref_decode(j, "topk_weights", &tw, err)))
+    if ((st = ref_decode(j, "x", &x, err)) || (st = ref_decode(j, "topk_weights", &tw, err)))
         goto done;
-    moe_ctx c = {x, w, tw, h, ref_tensor(j, "topk_ids"), N, H, K};
+    moe_ctx c = {x, tw, h, ref_tensor(j, "w"), ref_tensor(j, "topk_ids"), N, H, K};
     if ((st = ref_reduce_rows(j, p.k, H, 1, T * K * N, p.in, p.in, gather_k, &c, h, err)))
         goto done;
     nx_fmt hf = nx_point_out(&p.k->point);
@@ -101,7 +102,6 @@ static nx_status run(ref_job *j, nx_err *err)
     st = ref_emit(j, "y", nx_point_out(&p.combine->point), 2, (int64_t[]){p.T, p.N}, y, err);
 done:
     free(x);
-    free(w);
     free(tw);
     free(h);
     free(y);
