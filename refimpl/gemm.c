@@ -4,6 +4,7 @@
  * beta != 0, t = fp32(t + bias[n]) when bias; y = t rounded to param `out`
  * with the `k` point's out_rounding and saturate. */
 #include "ref_internal.h"
+#include "rows.h"
 
 #include <string.h>
 
@@ -52,18 +53,21 @@ static nx_status inputs(const fam_spec *s, ref_desc_list *l, nx_err *err)
 }
 
 typedef struct gemm_ctx {
-    const double *a, *b;
+    const double *a;
+    const st_tensor *b; /* decoded a row at a time, in the gather */
     size_t N, K;
 } gemm_ctx;
 
-/* Row m * N + n: a[m, :] and b[n, :]. */
+/* Row m * N + n: a[m, :] and b[n, :] (b straight from its storage: N*K
+ * of it decoded to doubles up front cost more in fresh pages than each
+ * row decoded for the M rows of a that meet it). */
 static void gather(const void *vc, size_t row, double *a, double *b, ref_math *m)
 {
     const gemm_ctx *c = vc;
     (void)m;
     size_t i = row / c->N, n = row % c->N;
     memcpy(a, c->a + i * c->K, c->K * sizeof *a);
-    memcpy(b, c->b + n * c->K, c->K * sizeof *b);
+    rows_decode_range(c->b, n * c->K, c->K, b, NULL);
 }
 
 static nx_status run(ref_job *j, nx_err *err)
@@ -73,13 +77,13 @@ static nx_status run(ref_job *j, nx_err *err)
     if (st)
         return st;
     size_t M = (size_t)p.M, N = (size_t)p.N, K = (size_t)p.K;
-    double *a = NULL, *b = NULL, *c = NULL, *bias = NULL, *acc = ref_alloc(M * N);
+    double *a = NULL, *c = NULL, *bias = NULL, *acc = ref_alloc(M * N);
     if (!acc)
         return nx_err_set(err, NX_ENOMEM, "out of memory");
-    if ((st = ref_decode(j, "a", &a, err)) || (st = ref_decode(j, "b", &b, err)) ||
+    if ((st = ref_decode(j, "a", &a, err)) ||
         (p.beta != 0 && (st = ref_decode(j, "c", &c, err))) || (p.bias && (st = ref_decode(j, "bias", &bias, err))))
         goto done;
-    gemm_ctx ctx = {a, b, N, K};
+    gemm_ctx ctx = {a, ref_tensor(j, "b"), N, K};
     if ((st = ref_reduce_rows(j, p.k, K, 1, M * N, p.in, p.in, gather, &ctx, acc, err)))
         goto done;
     nx_mode mode = nx_point_out_rounding(&p.k->point);
@@ -97,7 +101,6 @@ static nx_status run(ref_job *j, nx_err *err)
     st = ref_emit(j, "y", p.out, 2, (int64_t[]){p.M, p.N}, acc, err);
 done:
     free(a);
-    free(b);
     free(c);
     free(bias);
     free(acc);
