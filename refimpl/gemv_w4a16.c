@@ -6,6 +6,7 @@
  *                integers), u_g = fp32(p_g * s_g), then reduction `k` over
  *                the K / group values u_g. */
 #include "ref_internal.h"
+#include "fam_int4.h"
 #include "nx_round_fast.h"
 
 #include <math.h>
@@ -14,7 +15,7 @@
 
 typedef struct gemv_p {
     long B, N, K, G;
-    int zp, per_group;
+    int zp, per_group, packed;
     const fam_reduction *k, *group;
 } gemv_p;
 
@@ -24,7 +25,8 @@ static nx_status params(const fam_spec *s, gemv_p *p, nx_err *err)
     const char *who = s->point ? s->point : "?";
     if ((st = ref_dim(s, "B", 1, &p->B, err)) || (st = ref_dim(s, "N", -1, &p->N, err)) ||
         (st = ref_dim(s, "K", -1, &p->K, err)) || (st = ref_dim(s, "group", -1, &p->G, err)) ||
-        (st = ref_param_bool(s, "zero_points", 0, &p->zp, err)) || (st = ref_need_red(s, "k", &p->k, err)))
+        (st = ref_param_bool(s, "zero_points", 0, &p->zp, err)) || (st = ref_param_bool(s, "packed", 0, &p->packed, err)) ||
+        (st = ref_need_red(s, "k", &p->k, err)))
         return st;
     if (p->K % p->G)
         return nx_err_set(err, NX_EINVAL, "%s.%s: group = %ld does not divide K = %ld", s->family, who, p->G, p->K);
@@ -57,23 +59,25 @@ static nx_status inputs(const fam_spec *s, ref_desc_list *l, nx_err *err)
         r = 136; /* 15 * 136 < 2048: every dequantized weight exact in fp16 */
     long ng = p.K / p.G;
     ref_add_float(l, "x", NX_FP16, "B,K", 2, (int64_t[]){p.B, p.K}, r);
-    ref_add_ints(l, "qweight", ST_U8, "N,K", 2, (int64_t[]){p.N, p.K}, REF_INTS, 0, 15);
+    ref_add_u4(l, "qweight", p.packed ? "N,ceil(K/2)" : "N,K", 2, (int64_t[]){p.N, p.K}, p.packed);
     ref_add_float(l, "scales", NX_FP16, "N,K/group", 2, (int64_t[]){p.N, ng}, r);
     if (p.zp)
-        ref_add_ints(l, "zeros", ST_U8, "N,K/group", 2, (int64_t[]){p.N, ng}, REF_INTS, 0, 15);
+        ref_add_u4(l, "zeros", p.packed ? "N,ceil(K/group/2)" : "N,K/group", 2, (int64_t[]){p.N, ng}, p.packed);
     return NX_OK;
 }
 
 typedef struct gemv_ctx {
     const double *x, *scales;
     const uint8_t *q, *z; /* z NULL: the zero point is 8 */
+    int packed;           /* q and z two per byte (family/fam_int4.h) */
     size_t N, K, G;
     const nx_rfmt *fast; /* fp16 rounding of the fast engine (nx_round_fast.h); NULL: MPFR */
 } gemv_ctx;
 
 static int zero_of(const gemv_ctx *c, size_t n, size_t g)
 {
-    return c->z ? c->z[n * (c->K / c->G) + g] : 8;
+    size_t ng = c->K / c->G;
+    return c->z ? (int)fam_u4_at(fam_u4_row(c->z, n, ng, c->packed), g, c->packed) : 8;
 }
 
 /* per_element, row b * N + n: x[b, :] and w[n, :], w = fp16((q - z) * s).
@@ -91,9 +95,22 @@ static void gather_elem(const void *vc, size_t row, double *a, double *b, ref_ma
         for (int q = 0; q < 16; q++)
             w[q] = c->fast ? nx_rf_round((double)(q - z) * s, c->fast, NX_RNE, 0)
                            : ref_round(m, (double)(q - z) * s, NX_FP16, NX_RNE, 0);
-        const uint8_t *qr = c->q + n * c->K + g * c->G;
-        for (size_t k = 0; k < c->G; k++)
-            b[g * c->G + k] = w[qr[k]];
+        const uint8_t *qr = fam_u4_row(c->q, n, c->K, c->packed);
+        size_t k0 = g * c->G, k1 = k0 + c->G;
+        if (c->packed && !(k0 & 1)) { /* byte by byte: both nibbles at once */
+            const uint8_t *p = qr + k0 / 2;
+            for (size_t i = 0; i < c->G / 2; i++) {
+                b[k0 + 2 * i] = w[p[i] & 15u];
+                b[k0 + 2 * i + 1] = w[p[i] >> 4];
+            }
+            if (c->G & 1)
+                b[k1 - 1] = w[p[c->G / 2] & 15u];
+        } else if (c->packed)
+            for (size_t k = k0; k < k1; k++)
+                b[k] = w[fam_u4_at(qr, k, 1)];
+        else
+            for (size_t k = g * c->G; k < (g + 1) * c->G; k++)
+                b[k] = w[qr[k]];
     }
 }
 
@@ -105,10 +122,27 @@ static void gather_group(const void *vc, size_t row, double *a, double *b, ref_m
     size_t ng = c->K / c->G, g = row % ng, bn = row / ng, bi = bn / c->N, n = bn % c->N;
     int z = zero_of(c, n, g);
     memcpy(a, c->x + bi * c->K + g * c->G, c->G * sizeof *a);
-    const uint8_t *qr = c->q + n * c->K + g * c->G;
+    const uint8_t *qr = fam_u4_row(c->q, n, c->K, c->packed);
+    size_t k0 = g * c->G;
+    if (c->packed && !(k0 & 1)) { /* byte by byte: both nibbles at once */
+        const uint8_t *p = qr + k0 / 2;
+        double zd = (double)z;
+        size_t h = c->G / 2;
 #pragma omp simd
-    for (size_t k = 0; k < c->G; k++)
-        b[k] = (double)((int)qr[k] - z);
+        for (size_t i = 0; i < h; i++) {
+            b[2 * i] = (double)(p[i] & 15u) - zd;
+            b[2 * i + 1] = (double)(p[i] >> 4) - zd;
+        }
+        if (c->G & 1)
+            b[c->G - 1] = (double)(p[h] & 15u) - zd;
+    } else if (c->packed) {
+        for (size_t k = 0; k < c->G; k++)
+            b[k] = (double)((int)fam_u4_at(qr, k0 + k, 1) - z);
+    } else {
+#pragma omp simd
+        for (size_t k = 0; k < c->G; k++)
+            b[k] = (double)((int)qr[k0 + k] - z);
+    }
 }
 
 /* fp32(x * y), rne, the value of ref_f32_mul.  Where the binary64 product
@@ -142,7 +176,7 @@ static nx_status run(ref_job *j, nx_err *err)
      * too (the same bits as MPFR's: test_round); --engine mpfr keeps MPFR */
     nx_rfmt f16;
     nx_rfmt_init(&f16, NX_FP16);
-    gemv_ctx c = {x, scales, ref_tensor(j, "qweight")->data, zt ? zt->data : NULL, N, K, G,
+    gemv_ctx c = {x, scales, ref_tensor(j, "qweight")->data, zt ? zt->data : NULL, p.packed, N, K, G,
                   j->reduce == nx_fast_reduce ? &f16 : NULL};
     if (!p.per_group) {
         st = ref_reduce_rows(j, p.k, K, 1, B * N, NX_FP16, NX_FP16, gather_elem, &c, y, err);

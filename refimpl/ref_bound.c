@@ -15,6 +15,7 @@
 #include "nx_bound.h"
 #include "nx_round_fast.h"
 #include "ref_internal.h"
+#include "fam_int4.h"
 #include "rows.h"
 
 #include <math.h>
@@ -226,12 +227,13 @@ static nx_status gemv_bound(bjob *j, nx_err *err)
 {
     const fam_spec *s = j->s;
     long B, N, K, G;
-    int zp;
+    int zp, pk;
     const fam_reduction *k, *grp = NULL;
     nx_status st;
     if ((st = ref_dim(s, "B", 1, &B, err)) || (st = ref_dim(s, "N", -1, &N, err)) ||
         (st = ref_dim(s, "K", -1, &K, err)) || (st = ref_dim(s, "group", -1, &G, err)) ||
-        (st = ref_param_bool(s, "zero_points", 0, &zp, err)) || (st = ref_need_red(s, "k", &k, err)))
+        (st = ref_param_bool(s, "zero_points", 0, &zp, err)) || (st = ref_param_bool(s, "packed", 0, &pk, err)) ||
+        (st = ref_need_red(s, "k", &k, err)))
         return st;
     if (K % G)
         return nx_err_set(err, NX_EINVAL, "group = %ld does not divide K = %ld", G, K);
@@ -268,15 +270,16 @@ static nx_status gemv_bound(bjob *j, nx_err *err)
                 continue;
             size_t bi = r / (size_t)N, n = r % (size_t)N;
             const double *xr = x + bi * Ks;
-            const uint8_t *q = qt->data + n * Ks;
+            const uint8_t *q = fam_u4_row(qt->data, n, Ks, pk);
+            const uint8_t *zr = zt ? fam_u4_row(zt->data, n, ng, pk) : NULL;
             if (!per_group) {
                 /* w = fp16((q - z) s): the dequantization error shifts
                  * the exact value the reduction's bound is taken against */
                 double dq = 0;
                 for (size_t i = 0; i < Ks; i++) {
                     size_t g = i / Gs;
-                    int z = zt ? zt->data[n * ng + g] : 8;
-                    double e = (double)((int)q[i] - z) * sc[n * ng + g]; /* exact */
+                    int z = zr ? (int)fam_u4_at(zr, g, pk) : 8;
+                    double e = (double)((int)fam_u4_at(q, i, pk) - z) * sc[n * ng + g]; /* exact */
                     w[i] = nx_round_fast(e, NX_FP16, NX_RNE, 0);
                     dq += fabs(xr[i]) * fabs(w[i] - e);
                 }
@@ -286,9 +289,9 @@ static nx_status gemv_bound(bjob *j, nx_err *err)
             /* per_group: p_g by `group`, u_g = fp32(p_g s_g), k over the u_g */
             double E = 0;
             for (size_t g = 0; g < ng; g++) {
-                int z = zt ? zt->data[n * ng + g] : 8;
+                int z = zr ? (int)fam_u4_at(zr, g, pk) : 8;
                 for (size_t i = 0; i < Gs; i++)
-                    qz[i] = (double)((int)q[g * Gs + i] - z);
+                    qz[i] = (double)((int)fam_u4_at(q, g * Gs + i, pk) - z);
                 eb pg = red_row(&bg, NX_FP16, xr + g * Gs, NX_FP16, qz);
                 double pv = red_value(&bg, NX_FP16, xr + g * Gs, NX_FP16, qz), sg = sc[n * ng + g];
                 u[g] = nx_round_fast(pv * sg, NX_FP32, NX_RNE, 0); /* pv * sg is exact in binary64 */

@@ -4,6 +4,7 @@
  * input decoding and output encoding, the spec's metadata. */
 #define _DEFAULT_SOURCE /* MADV_HUGEPAGE */
 #include "ref_internal.h"
+#include "fam_int4.h"
 #include "nx_limits.h"
 #include "nx_simd.h"
 #include "rows.h"
@@ -249,6 +250,22 @@ ref_tensor_desc *ref_add_ints(ref_desc_list *l, const char *name, st_dtype dt, c
     return d;
 }
 
+ref_tensor_desc *ref_add_u4(ref_desc_list *l, const char *name, const char *dims, int ndim, const int64_t *shape,
+                            int packed)
+{
+    int64_t st[REF_MAX_NDIM] = {0};
+    for (int i = 0; i < ndim && i < REF_MAX_NDIM; i++)
+        st[i] = shape[i];
+    if (ndim > 0 && ndim <= REF_MAX_NDIM)
+        st[ndim - 1] = (int64_t)fam_u4_bytes((size_t)shape[ndim - 1], packed);
+    ref_tensor_desc *d = ref_add_ints(l, name, ST_U8, dims, ndim, st, REF_INTS, 0, 15);
+    if (d) {
+        d->packed4 = packed;
+        d->row = ndim > 0 ? (long)shape[ndim - 1] : 1;
+    }
+    return d;
+}
+
 nx_status ref_inputs(const fam_spec *spec, ref_tensor_desc **descs, size_t *count, nx_err *err)
 {
     *descs = NULL;
@@ -312,6 +329,26 @@ static int ints_in_range(const st_tensor *t, long lo, long hi)
     return !bad;
 }
 
+/* A packed 4-bit tensor (family/fam_int4.h): every nibble is a value in
+ * [0, 15], so what can be wrong is a padding nibble (rows of odd length)
+ * that is not 0.  The message names the byte, its row and the nibble. */
+static nx_status check_packed4(const fam_spec *s, const st_tensor *t, const ref_tensor_desc *d, nx_err *err)
+{
+    size_t n = (size_t)d->row, rb = fam_u4_bytes(n, 1), rows = rb ? t->nelem / rb : 0;
+    if (!(n & 1))
+        return NX_OK;
+    for (size_t r = 0; r < rows; r++) {
+        uint8_t b = t->data[r * rb + rb - 1];
+        if (b >> 4)
+            return nx_err_set(err, NX_EINVAL,
+                              "%s.%s: input tensor '%s': byte %zu (the last of row %zu) has %u in its high nibble, "
+                              "the padding after value %zu of the row, which must be 0 (two int4 per byte, low "
+                              "nibble first)",
+                              fam_of(s), point_of(s), d->name, r * rb + rb - 1, r, (unsigned)(b >> 4), n - 1);
+    }
+    return NX_OK;
+}
+
 /* Names, dtypes, shapes and integer ranges of the inputs against descs. */
 static nx_status check_inputs(const fam_spec *s, const st_file *in, const ref_tensor_desc *d, size_t nd,
                               nx_err *err)
@@ -345,6 +382,12 @@ static nx_status check_inputs(const fam_spec *s, const st_file *in, const ref_te
         }
         if (d[k].kind == REF_FLOAT)
             continue;
+        if (d[k].packed4) { /* ref_add_u4: the range is every nibble's */
+            nx_status st = check_packed4(s, t, &d[k], err);
+            if (st)
+                return st;
+            continue;
+        }
         if (ints_in_range(t, d[k].lo, d[k].hi))
             continue;
         for (size_t e = 0; e < t->nelem; e++) { /* find the first element outside, for the message */

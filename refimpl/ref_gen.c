@@ -4,6 +4,7 @@
  * tensors the chosen distribution (under `int`, with the family's bound
  * that keeps every reduction exact). */
 #include "ref_internal.h"
+#include "fam_int4.h"
 #include "rows.h"
 
 #include <omp.h>
@@ -32,6 +33,31 @@ static void gen_ints(const ref_tensor_desc *d, uint64_t seed, uint32_t id, st_te
         } else {
             for (size_t k = 0; k < cnt; k++)
                 st_put_bits(t, t->data, i0 + k, (uint64_t)(d->lo + (long)nx_philox_below(w0[k], span)));
+        }
+    }
+}
+
+/* REF_INTS packed two per byte (ref_add_u4, family/fam_int4.h): the values
+ * are those of the unpacked tensor (value c of row r is logical element
+ * r * row + c), so both layouts hold the same numbers.  Threads take whole
+ * rows (no two share a byte); the padding nibble of an odd row is 0. */
+static void gen_u4_packed(const ref_tensor_desc *d, uint64_t seed, uint32_t id, st_tensor *t, int threads)
+{
+    uint32_t span = (uint32_t)(d->hi - d->lo + 1);
+    size_t row = (size_t)d->row, rb = fam_u4_bytes(row, 1), rows = rb ? t->nelem / rb : 0;
+    const size_t blk = 4096; /* even: every block starts on a byte */
+#pragma omp parallel for num_threads(threads > 0 ? threads : omp_get_max_threads()) schedule(static) if (rows > 1)
+    for (size_t r = 0; r < rows; r++) {
+        uint32_t w0[4096];
+        uint8_t *q = (uint8_t *)t->data + r * rb;
+        for (size_t c0 = 0; c0 < row; c0 += blk) {
+            size_t cnt = row - c0 < blk ? row - c0 : blk;
+            nx_philox_w0_run(seed, id, r * row + c0, 0, cnt, w0);
+            for (size_t k = 0; k < cnt; k += 2) {
+                unsigned lo = (unsigned)(d->lo + (long)(((uint64_t)w0[k] * span) >> 32));
+                unsigned hi = k + 1 < cnt ? (unsigned)(d->lo + (long)(((uint64_t)w0[k + 1] * span) >> 32)) : 0;
+                q[(c0 + k) / 2] = (uint8_t)(lo | hi << 4);
+            }
         }
     }
 }
@@ -126,6 +152,10 @@ nx_status ref_generate(const fam_spec *spec, const ref_gen_opts *o, st_file *out
         if ((st = st_add_tensor(out, d[i].name, d[i].dtype, d[i].ndim, d[i].shape, &t, err)))
             break;
         uint32_t id = nx_philox_tensor_id(d[i].name);
+        if (d[i].kind == REF_INTS && d[i].packed4) {
+            gen_u4_packed(&d[i], o->seed, id, t, o->threads);
+            continue;
+        }
         if (d[i].kind == REF_INTS) {
             gen_ints(&d[i], o->seed, id, t, o->threads);
             continue;

@@ -70,6 +70,11 @@ ref_tensor_desc *ref_add_float(ref_desc_list *l, const char *name, nx_fmt f, con
                                const int64_t *shape, long int_max);
 ref_tensor_desc *ref_add_ints(ref_desc_list *l, const char *name, st_dtype dt, const char *dims, int ndim,
                               const int64_t *shape, ref_kind kind, long lo, long hi);
+/* 4-bit integers in [0, 15] (family/fam_int4.h): shape is the logical one
+ * (its last dimension the values per row); packed stores them two per byte,
+ * the last dimension then ceil(n / 2) bytes, and dims should say so. */
+ref_tensor_desc *ref_add_u4(ref_desc_list *l, const char *name, const char *dims, int ndim, const int64_t *shape,
+                            int packed);
 
 /* --- the job ------------------------------------------------------------------ */
 

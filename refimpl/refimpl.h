@@ -102,6 +102,11 @@ typedef struct ref_tensor_desc {
     long lo, hi;                   /* integer kinds: the inclusive range */
     long int_max;                  /* REF_FLOAT under `int`: the bound that keeps
                                       every reduction of the family exact */
+    int packed4;                   /* REF_INTS in [0, 15] stored two per byte
+                                      (family/fam_int4.h): shape is the stored
+                                      one, `row` values per row of its last
+                                      dimension */
+    long row;
 } ref_tensor_desc;
 
 /* The input tensors of spec's family at its shape, in file order; *descs is

@@ -57,18 +57,47 @@ for d in uniform adversarial; do
   cmp -s "$T/d1.safetensors" "$T/d2.safetensors" || fail "gemm.seq --dist $d: gen with 1 and 2 threads differ"
 done
 
-# qweight of gemv_w4a16.per_group at B=3,N=20,K=512, seed 1: bytes
-# [3072, 13312) of the data, which starts after the 8-byte header length and
-# the header.  The hash was recorded from the serial generator (one
-# nx_philox_block call per element).
+# qweight of gemv_w4a16.per_group at B=3,N=20,K=512, seed 1, two int4 per
+# byte (the registry's packed = true): bytes [3072, 8192) of the data, which
+# starts after the 8-byte header length and the header.  Unpacked here (low
+# nibble first) into one value per byte, its hash is the one recorded from
+# the serial generator (one nx_philox_block call per element, one value per
+# byte): packing stores the same values.
 "$PARITY" gen gemv_w4a16.per_group --shape B=3,N=20,K=512 --seed 1 --kernels "$KERNELS" --threads 2 -o "$T/q.safetensors" ||
   fail "gen gemv_w4a16.per_group exited $?"
 hlen=$(od -An -tu8 -N8 "$T/q.safetensors" | tr -d ' ')
-head -c $((8 + hlen)) "$T/q.safetensors" | grep -q -F '"qweight":{"dtype":"U8","shape":[20,512],"data_offsets":[3072,13312]}' ||
-  fail "gemv_w4a16.per_group: qweight is not U8 [20, 512] at data offsets [3072, 13312]"
-q=$(tail -c +$((8 + hlen + 3072 + 1)) "$T/q.safetensors" | head -c 10240 | sha256sum | cut -d' ' -f1)
+head -c $((8 + hlen)) "$T/q.safetensors" | grep -q -F '"qweight":{"dtype":"U8","shape":[20,256],"data_offsets":[3072,8192]}' ||
+  fail "gemv_w4a16.per_group: qweight is not U8 [20, 256] at data offsets [3072, 8192]"
+q=$(tail -c +$((8 + hlen + 3072 + 1)) "$T/q.safetensors" | head -c 5120 |
+  perl -e 'binmode STDIN; binmode STDOUT; local $/; print map { chr(ord($_) & 15), chr(ord($_) >> 4) } split //, <STDIN>' |
+  sha256sum | cut -d' ' -f1)
 [ "$q" = 073a938d06e94ec8c6ec7495f68f34f76178e6288e71a954ebb0d6e9aa7afafc ] ||
-  fail "gemv_w4a16.per_group: qweight's SHA-256 is $q, not the serial generator's 073a938d..."
+  fail "gemv_w4a16.per_group: qweight unpacked has SHA-256 $q, not the serial generator's 073a938d..."
+
+# The same point with packed = false (a copy of the registry): qweight one
+# value per byte with the recorded hash, and the references of both points
+# give the same y bits from the two layouts (the cpu kernels' equality:
+# test_cpu_backend).
+cp -r "$KERNELS" "$T/k0"
+sed -i '/^name = "packed"/,/^default/s/^default = true/default = false/' "$T/k0/cpu/common/KERNEL_FAMILIES.toml"
+"$PARITY" gen gemv_w4a16.per_group --shape B=3,N=20,K=512 --seed 1 --kernels "$T/k0" -o "$T/q0.safetensors" ||
+  fail "gen gemv_w4a16.per_group (packed = false) exited $?"
+hlen=$(od -An -tu8 -N8 "$T/q0.safetensors" | tr -d ' ')
+head -c $((8 + hlen)) "$T/q0.safetensors" | grep -q -F '"qweight":{"dtype":"U8","shape":[20,512],"data_offsets":[3072,13312]}' ||
+  fail "gemv_w4a16.per_group, packed = false: qweight is not U8 [20, 512] at data offsets [3072, 13312]"
+q=$(tail -c +$((8 + hlen + 3072 + 1)) "$T/q0.safetensors" | head -c 10240 | sha256sum | cut -d' ' -f1)
+[ "$q" = 073a938d06e94ec8c6ec7495f68f34f76178e6288e71a954ebb0d6e9aa7afafc ] ||
+  fail "gemv_w4a16.per_group, packed = false: qweight's SHA-256 is $q, not the serial generator's 073a938d..."
+for pt in gemv_w4a16.per_group gemv_w4a16.per_element; do
+  for e in fast mpfr; do
+    "$PARITY" ref $pt --in "$T/q.safetensors" --kernels "$KERNELS" --engine $e -o "$T/y1.safetensors" 2>> "$T/err" ||
+      fail "$pt: ref (packed) exited $?"
+    "$PARITY" ref $pt --in "$T/q0.safetensors" --kernels "$T/k0" --engine $e -o "$T/y0.safetensors" 2>> "$T/err" ||
+      fail "$pt: ref (packed = false) exited $?"
+    "$PARITY" diff "$T/y1.safetensors" "$T/y0.safetensors" > "$T/d" 2>&1 ||
+      fail "$pt --engine $e: y from packed and unpacked weights differ: $(head -3 "$T/d")"
+  done
+done
 
 if [ $fails -ne 0 ]; then
   echo "$fails failure(s)"

@@ -334,6 +334,37 @@ static void test_gemm_epilogue(void **state)
     fam_spec_free(&s);
 }
 
+/* Both int4 layouts (the registry's packed = true and packed = false), an
+ * odd K and an odd number of groups (rows padded with a nibble), with and
+ * without zero points: each against the reference (check_point), and the
+ * two layouts' outputs byte for byte the same. */
+static void test_gemv_layouts(void **state)
+{
+    (void)state;
+    static const char *const pts[] = {"gemv_w4a16.per_group", "gemv_w4a16.per_element"};
+    for (size_t i = 0; i < 2; i++)
+        for (int zp = 0; zp < 2; zp++) {
+            st_file y[2];
+            for (int pk = 0; pk < 2; pk++) {
+                fam_spec s;
+                resolve(pts[i], "B=2,N=5,K=45", &s);
+                assert_int_equal(fam_spec_set_param(&s, "group", "15", NULL), NX_OK);
+                assert_int_equal(fam_spec_set_param(&s, "zero_points", zp ? "true" : "false", NULL), NX_OK);
+                assert_int_equal(fam_spec_set_param(&s, "packed", pk ? "true" : "false", NULL), NX_OK);
+                check_point(&s, NX_DIST_NORMAL, 0, SEED + 610 + i * 2 + (size_t)zp);
+                st_file in;
+                gen(&s, NX_DIST_NORMAL, 0, SEED + 620 + i * 2 + (size_t)zp, &in);
+                assert_int_equal(st_find(&in, "qweight")->shape[1], pk ? 23 : 45);
+                dev(&s, &in, DEV_EAGER, 0, NULL, &y[pk]);
+                st_free(&in);
+                fam_spec_free(&s);
+            }
+            assert_same(&y[0], &y[1], pts[i]);
+            st_free(&y[0]);
+            st_free(&y[1]);
+        }
+}
+
 /* --- Tier 1 material --------------------------------------------------------------------- */
 
 /* The legacy rule: the legacy kernel of a point is its kernel id + "_legacy".
@@ -774,6 +805,7 @@ int main(void)
         cmocka_unit_test(test_attention_splits),
         cmocka_unit_test(test_fp32_outputs),
         cmocka_unit_test(test_gemm_epilogue),
+        cmocka_unit_test(test_gemv_layouts),
         cmocka_unit_test(test_legacy_equals_new),
         cmocka_unit_test(test_row_invariance),
         cmocka_unit_test(test_negative_control_threads),

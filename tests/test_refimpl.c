@@ -493,7 +493,18 @@ typedef struct gemv_case {
     long B, N, K, G;
     int zp, per_group;
     orc_point k, group;
+    int packed; /* qweight and zeros two per byte, low nibble first, rows on whole bytes */
 } gemv_case;
+
+/* Value i of row r of a 4-bit tensor with n values per row, unpacked here
+ * from the bytes (docs/families.md, sub-byte integer storage). */
+static long u4(const st_tensor *t, size_t r, size_t n, size_t i, int packed)
+{
+    if (!packed)
+        return I(t, r * n + i);
+    uint64_t byte = B(t, r * ((n + 1) / 2) + i / 2);
+    return (long)(i % 2 ? byte >> 4 : byte & 0xf);
+}
 
 static void gemv_spec(fam_spec *s, const gemv_case *c)
 {
@@ -504,6 +515,8 @@ static void gemv_spec(fam_spec *s, const gemv_case *c)
     snprintf(v, sizeof v, "%ld", c->K), param(s, "K", v);
     snprintf(v, sizeof v, "%ld", c->G), param(s, "group", v);
     param(s, "zero_points", c->zp ? "true" : "false");
+    if (c->packed)
+        param(s, "packed", "true");
     param(s, "scale_apply", c->per_group ? "per_group" : "per_element");
     red(s, "k", &c->k);
     if (c->per_group)
@@ -523,8 +536,8 @@ static void gemv_expect(const gemv_case *c, const st_file *in, uint64_t *want)
         for (size_t n = 0; n < N; n++) {
             for (size_t k = 0; k < K; k++) {
                 size_t g = k / G;
-                long z = zt ? I(zt, n * ng + g) : 8;
-                long qz = I(q, n * K + k) - z;
+                long z = zt ? u4(zt, n, ng, g, c->packed) : 8;
+                long qz = u4(q, n, K, k, c->packed) - z;
                 xa[k] = B(x, b * K + k);
                 tv_bits(&s, "fp16", B(sc, n * ng + g));
                 if (!c->per_group) { /* w = fp16((q - z) * s), IEEE zero sign */
@@ -581,8 +594,8 @@ static void test_gemv_per_element_vs_per_group(void **state)
 {
     (void)state;
     for (int zp = 0; zp < 2; zp++) {
-        gemv_case e = {2, 24, 128, 32, zp, 0, P("fp32", "split(2, seq, halving)", "fp32"), P("fp32", "seq", NULL)};
-        gemv_case g = {2, 24, 128, 32, zp, 1, P("fp32", "split(2, seq, halving)", "fp32"), P("fp32", "seq", NULL)};
+        gemv_case e = {2, 24, 128, 32, zp, 0, P("fp32", "split(2, seq, halving)", "fp32"), P("fp32", "seq", NULL), 0};
+        gemv_case g = {2, 24, 128, 32, zp, 1, P("fp32", "split(2, seq, halving)", "fp32"), P("fp32", "seq", NULL), 0};
         st_file ye, yg;
         gemv_check(&e, tu_seed(21 + (uint64_t)zp), &ye);
         gemv_check(&g, tu_seed(21 + (uint64_t)zp), &yg);
@@ -594,8 +607,55 @@ static void test_gemv_per_element_vs_per_group(void **state)
         st_free(&yg);
     }
     /* the usual fp16 output */
-    gemv_case h = {1, 16, 64, 16, 1, 1, P("fp32", "seq", "fp16"), P("fp32", "pairwise", NULL)};
+    gemv_case h = {1, 16, 64, 16, 1, 1, P("fp32", "seq", "fp16"), P("fp32", "pairwise", NULL), 0};
     gemv_check(&h, tu_seed(23), NULL);
+}
+
+static void expect_fail(const fam_spec *s, const st_file *in, const char *needle);
+
+/* Packed int4 (two per byte): the expected values unpack the bytes here;
+ * an odd K and an odd number of groups pad each row with a nibble; packed
+ * and unpacked inputs from one seed hold the same values, so y is the same
+ * bytes; a padding nibble that is not 0 is refused with its byte named. */
+static void test_gemv_packed(void **state)
+{
+    (void)state;
+    for (int pg = 0; pg < 2; pg++) {
+        gemv_case c = {2, 5, 45, 15, 1, pg, P("fp32", "stride(4, seq, pairwise)", "fp16"), P("fp32", "seq", NULL), 1};
+        st_file yp, yu;
+        gemv_check(&c, tu_seed(24), &yp);
+        c.packed = 0;
+        gemv_check(&c, tu_seed(24), &yu);
+        assert_int_equal(count_diff(&yp, &yu, "y"), 0);
+        st_free(&yp);
+        st_free(&yu);
+    }
+    gemv_case e = {1, 7, 64, 16, 0, 0, P("fp32", "seq", "fp16"), P("fp32", "seq", NULL), 1};
+    gemv_check(&e, tu_seed(25), NULL);
+
+    /* the stored shapes: [N, ceil(K/2)] and [N, ceil(K/group/2)] */
+    gemv_case c = {1, 3, 45, 15, 1, 0, P("fp32", "seq", "fp16"), P("fp32", "seq", NULL), 1};
+    fam_spec s;
+    gemv_spec(&s, &c);
+    st_file in;
+    gen(&s, NX_DIST_NORMAL, tu_seed(26), &in);
+    const st_tensor *q = T(&in, "qweight"), *z = T(&in, "zeros");
+    assert_int_equal(q->dtype, ST_U8);
+    assert_int_equal(q->shape[0], 3);
+    assert_int_equal(q->shape[1], 23);
+    assert_int_equal(z->shape[1], 2);
+    for (size_t r = 0; r < 3; r++) { /* padding nibbles are 0 */
+        assert_int_equal(B(q, r * 23 + 22) >> 4, 0);
+        assert_int_equal(B(z, r * 2 + 1) >> 4, 0);
+    }
+    st_tensor *qt = (st_tensor *)q;
+    qt->data[23 + 22] |= 0x50; /* row 1's padding */
+    expect_fail(&s, &in, "input tensor 'qweight': byte 45 (the last of row 1) has 5 in its high nibble");
+    qt->data[23 + 22] &= 0x0f;
+    ((st_tensor *)z)->data[2 * 2 + 1] |= 0x10;
+    expect_fail(&s, &in, "input tensor 'zeros': byte 5 (the last of row 2) has 1 in its high nibble");
+    st_free(&in);
+    fam_spec_free(&s);
 }
 
 /* --- moe_grouped_gemm -------------------------------------------------------------------- */
@@ -1237,7 +1297,7 @@ static void test_validation(void **state)
     fam_spec_free(&s);
 
     /* int4 weights out of range */
-    gemv_case g = {1, 4, 32, 16, 1, 0, P("fp32", "seq", "fp16"), P("fp32", "seq", NULL)};
+    gemv_case g = {1, 4, 32, 16, 1, 0, P("fp32", "seq", "fp16"), P("fp32", "seq", NULL), 0};
     gemv_spec(&s, &g);
     gen(&s, NX_DIST_NORMAL, 1, &in);
     const st_tensor *q = T(&in, "qweight");
@@ -1321,6 +1381,7 @@ int main(void)
         cmocka_unit_test(test_gemm_atom_and_fp8),
         cmocka_unit_test(test_gemm_trees_matter_but_not_on_ints),
         cmocka_unit_test(test_gemv_per_element_vs_per_group),
+        cmocka_unit_test(test_gemv_packed),
         cmocka_unit_test(test_moe_combine_order),
         cmocka_unit_test(test_attention_gqa_split),
         cmocka_unit_test(test_attention_negative_scores),

@@ -7,10 +7,12 @@
  *                           group of x * (q - z), u_g = fp32(p_g * s_g),
  *                           then k: seq over the K/group values u_g
  *
- * q is one int4 per byte (0..15); z is zeros[n, g] or 8.  OpenMP runs over
+ * q is int4 (0..15), one per byte or, with packed, two (family/fam_int4.h);
+ * z is zeros[n, g] (stored as q is) or 8.  OpenMP runs over
  * output columns n; each thread computes every batch row of its columns
  * (per_group: 8 rows at a time, their chains side by side). */
 #include "cpu_internal.h"
+#include "fam_int4.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -19,14 +21,15 @@
 
 typedef struct gemv_args {
     long B, N, K, G, vec;
-    int zp, per_group;
+    int zp, per_group, packed;
     const fam_reduction *k, *group;
 } gemv_args;
 
 static nx_status numerics(const fam_spec *s, gemv_args *g, nx_err *err)
 {
     nx_status st;
-    if ((st = cpu_bool(s, "zero_points", 0, &g->zp, err)) || (st = cpu_long(s, "vec", 8, &g->vec, err)))
+    if ((st = cpu_bool(s, "zero_points", 0, &g->zp, err)) || (st = cpu_bool(s, "packed", 0, &g->packed, err)) ||
+        (st = cpu_long(s, "vec", 8, &g->vec, err)))
         return st;
     const char *sa = fam_param_get(s, "scale_apply");
     if (!sa || !strcmp(sa, "per_element"))
@@ -135,26 +138,28 @@ static nx_status run(const cpu_run *r, nx_err *err)
         for (size_t n = 0; n < N; n++) {
             if (!w)
                 continue;
+            const int pk = g.packed;
+            const uint8_t *qr = fam_u4_row(q, n, K, pk), *zr = zeros ? fam_u4_row(zeros, n, ng, pk) : NULL;
             if (!g.per_group) {
                 /* cpu_gemv_w4a16_dequant.  w = fp16((q - z) * s): (q - z) * s is
                  * exact in float (4 + 11 bits); 0 * negative s is -0 (IEEE) */
                 for (size_t gi = 0; gi < ng; gi++) {
                     float sc = scales[n * ng + gi];
-                    int z = zeros ? zeros[n * ng + gi] : 8;
+                    int z = zr ? (int)fam_u4_at(zr, gi, pk) : 8;
                     float lut[16];
                     for (int v = 0; v < 16; v++)
                         lut[v] = cpu_round_to((float)(v - z) * sc, NX_FP16, 0);
                     for (size_t i = gi * G; i < (gi + 1) * G; i++)
-                        w[i] = lut[q[n * K + i] & 15u];
+                        w[i] = lut[fam_u4_at(qr, i, pk) & 15u];
                 }
                 for (size_t b = 0; b < B; b++) /* k: stride(V, seq, pairwise) */
                     y[b * N + n] = cpu_strided_dot(x + b * K, w, K, V);
             } else {
                 /* cpu_gemv_w4a16_grouped */
                 for (size_t gi = 0; gi < ng; gi++) {
-                    int z = zeros ? zeros[n * ng + gi] : 8;
+                    int z = zr ? (int)fam_u4_at(zr, gi, pk) : 8;
                     for (size_t i = gi * G; i < (gi + 1) * G; i++)
-                        w[i] = (float)((int)q[n * K + i] - z);
+                        w[i] = (float)((int)fam_u4_at(qr, i, pk) - z);
                 }
                 for (size_t bb = 0; bb < nbb; bb++) {
                     float y8[8];

@@ -38,6 +38,8 @@ typedef struct cu_gemv_cfg {
     long B, N, K, G;   /* rows, outputs, reduction length, group size */
     int per_group;     /* scale_apply = per_group */
     int zero_points;   /* zeros[] present (else the zero point is 8) */
+    int packed;        /* qweight and zeros two int4 per byte, low nibble first,
+                          rows padded to whole bytes (family/fam_int4.h) */
     int has_split;     /* the k tree is split(S, ..., seq): partials go through ws */
     long S;            /* slices (1 without split) */
     long slice;        /* c: terms (per_element) or groups (per_group) per slice */

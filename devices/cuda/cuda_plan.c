@@ -749,7 +749,7 @@ static nx_status plan_gemv(const fam_spec *s, cu_plan *p, nx_err *err)
     nx_status st;
     if ((st = get_dim(s, "B", 1, &c->B, err)) || (st = get_dim(s, "N", -1, &c->N, err)) ||
         (st = get_dim(s, "K", -1, &c->K, err)) || (st = get_dim(s, "group", -1, &c->G, err)) ||
-        (st = get_bool(s, "zero_points", 0, &c->zero_points, err)))
+        (st = get_bool(s, "zero_points", 0, &c->zero_points, err)) || (st = get_bool(s, "packed", 0, &c->packed, err)))
         return st;
     if (c->K % c->G)
         return nx_err_set(err, NX_EINVAL, "%s.%s: group = %ld does not divide K = %ld", fam_of(s), point_of(s), c->G,
@@ -1081,46 +1081,5 @@ const char *cu_family_batch_dim(cu_family f)
 
 nx_status cu_check_inputs(const fam_spec *s, const st_file *in, nx_err *err)
 {
-    ref_tensor_desc *d = NULL;
-    size_t nd = 0;
-    nx_status st = ref_inputs(s, &d, &nd, err);
-    if (st)
-        return st;
-    for (size_t i = 0; i < in->ntensors && !st; i++) {
-        size_t k = 0;
-        while (k < nd && strcmp(d[k].name, in->tensors[i].name) != 0)
-            k++;
-        if (k == nd)
-            st = nx_err_set(err, NX_EINVAL, "%s.%s: unexpected input tensor '%s'", fam_of(s), point_of(s),
-                            in->tensors[i].name);
-    }
-    for (size_t k = 0; k < nd && !st; k++) {
-        const st_tensor *t = st_find(in, d[k].name);
-        if (!t) {
-            st = nx_err_set(err, NX_EINVAL, "%s.%s: missing input tensor '%s' (%s %s)", fam_of(s), point_of(s),
-                            d[k].name, st_dtype_name(d[k].dtype), d[k].dims);
-            break;
-        }
-        int same = t->dtype == d[k].dtype && t->ndim == d[k].ndim;
-        for (int q = 0; same && q < t->ndim; q++)
-            same = t->shape[q] == d[k].shape[q];
-        if (!same) {
-            st = nx_err_set(err, NX_EINVAL, "%s.%s: input tensor '%s' is not %s %s", fam_of(s), point_of(s),
-                            d[k].name, st_dtype_name(d[k].dtype), d[k].dims);
-            break;
-        }
-        if (d[k].kind == REF_FLOAT)
-            continue;
-        for (size_t e = 0; e < t->nelem; e++) {
-            uint64_t u = st_get_bits(t, t->data, e); /* U8 or I32 (ref_inputs) */
-            long v = t->dtype == ST_I32 ? (long)(int32_t)(uint32_t)u : (long)u;
-            if (v < d[k].lo || v > d[k].hi) {
-                st = nx_err_set(err, NX_EINVAL, "%s.%s: input tensor '%s': element %zu is %ld, outside [%ld, %ld]",
-                                fam_of(s), point_of(s), d[k].name, e, v, d[k].lo, d[k].hi);
-                break;
-            }
-        }
-    }
-    free(d);
-    return st;
+    return ref_check_inputs(s, in, err); /* names, dtypes, shapes, integer ranges, packed int4 padding */
 }
