@@ -13,9 +13,12 @@
  *   out_rounding and saturate).
  * Rows of equal length are reduced together; exp is correctly rounded. */
 #include "ref_internal.h"
+#include "rows.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct attn_p {
     long B, HQ, HKV, D, P, NP, MAXP, split;
@@ -83,8 +86,8 @@ typedef struct unit {
 
 typedef struct attn_ctx {
     const attn_p *p;
-    const double *q, *k, *v, *prob, *w, *l, *o;
-    const st_tensor *bt;
+    const double *q, *prob, *w, *l, *o;
+    const st_tensor *kt, *vt, *bt; /* k_cache and v_cache read where they lie */
     const size_t *len, *pos0, *ns, *u0; /* per sequence: L, first score, splits, first unit */
     const unit *units;
     const size_t *sel; /* the units (or sequences x heads) of this batch */
@@ -119,11 +122,8 @@ static void gather_qk(const void *vc, size_t r, double *a, double *b, ref_math *
     }
     size_t bi = lo, L = c->len[bi], h = (r - c->pos0[bi]) / L, j = (r - c->pos0[bi]) % L;
     size_t D = (size_t)c->p->D;
-    const double *qr = c->q + (bi * (size_t)c->p->HQ + h) * D, *kr = c->k + kv_at(c, bi, j, kv_head(c, h));
-    for (size_t d = 0; d < D; d++) {
-        a[d] = qr[d];
-        b[d] = kr[d];
-    }
+    memcpy(a, c->q + (bi * (size_t)c->p->HQ + h) * D, D * sizeof *a);
+    rows_decode_range(c->kt, kv_at(c, bi, j, kv_head(c, h)), D, b, NULL); /* k_j: D values, one row */
 }
 
 /* `softmax_sum`, row r: the p_j of unit sel[r]. */
@@ -137,17 +137,29 @@ static void gather_ssum(const void *vc, size_t r, double *a, double *b, ref_math
         a[i] = c->prob[u->pos + i];
 }
 
-/* `pv`, row r = i * D + d: p_j and v_j[d] of unit sel[i]. */
+/* `pv`, row r = i * D + d: p_j and v_j[d] of unit sel[i].  The D rows of a
+ * unit come one after another, so the thread decodes the unit's V rows
+ * (len x D values) once into its cache and reads the column d from there;
+ * out of memory for the cache, value by value from storage. */
 static void gather_pv(const void *vc, size_t r, double *a, double *b, ref_math *m)
 {
     const attn_ctx *c = vc;
-    (void)m;
-    size_t D = (size_t)c->p->D, d = r % D;
-    const unit *u = &c->units[c->sel[r / D]];
+    size_t D = (size_t)c->p->D, d = r % D, ui = c->sel[r / D];
+    const unit *u = &c->units[ui];
     size_t kvh = kv_head(c, u->h);
+    double *vr = m->cache_owner == c && m->cache_key == ui ? m->cache : NULL;
+    if (!vr && (vr = ref_math_cache(m, u->len * D))) {
+        for (size_t i = 0; i < u->len; i++)
+            rows_decode_range(c->vt, kv_at(c, u->b, u->first + i, kvh), D, vr + i * D, NULL);
+        m->cache_key = ui;
+        m->cache_owner = c;
+    }
     for (size_t i = 0; i < u->len; i++) {
         a[i] = c->prob[u->pos + i];
-        b[i] = c->v[kv_at(c, u->b, u->first + i, kvh) + d];
+        if (vr)
+            b[i] = vr[i * D + d];
+        else
+            rows_decode_range(c->vt, kv_at(c, u->b, u->first + i, kvh) + d, 1, b + i, NULL);
     }
 }
 
@@ -189,7 +201,7 @@ static double nmax(double m, double x)
 typedef struct attn_bufs {
     size_t *len, *pos0, *ns, *u0, *sel;
     unit *units;
-    double *q, *k, *v, *s, *prob, *m, *l, *o, *w, *L, *O, *y;
+    double *q, *s, *prob, *m, *l, *o, *w, *L, *O, *y;
 } attn_bufs;
 
 static void bufs_free(attn_bufs *x)
@@ -201,8 +213,6 @@ static void bufs_free(attn_bufs *x)
     free(x->sel);
     free(x->units);
     free(x->q);
-    free(x->k);
-    free(x->v);
     free(x->s);
     free(x->prob);
     free(x->m);
@@ -311,11 +321,12 @@ static nx_status run(ref_job *j, nx_err *err)
                 x.units[u] = (unit){b, h, first, len, x.pos0[b] + h * L + first};
             }
     }
-    if ((st = ref_decode(j, "q", &x.q, err)) || (st = ref_decode(j, "k_cache", &x.k, err)) ||
-        (st = ref_decode(j, "v_cache", &x.v, err)))
+    if ((st = ref_decode(j, "q", &x.q, err)))
         goto done;
-    attn_ctx c = {&p, x.q, x.k, x.v, x.prob, x.w, x.l, x.o, ref_tensor(j, "block_table"),
-                  x.len, x.pos0, x.ns, x.u0, x.units, x.sel, B};
+    attn_ctx c = {&p,   x.q,    x.prob, x.w,   x.l,     x.o,  ref_tensor(j, "k_cache"), ref_tensor(j, "v_cache"),
+                  ref_tensor(j, "block_table"), x.len, x.pos0, x.ns, x.u0, x.units, x.sel, B};
+    for (int t = 0; t < j->nthreads; t++) /* no thread's cache holds a unit of this job yet */
+        j->maths[t].cache_key = SIZE_MAX;
 
     /* scores */
     if ((st = ref_reduce_rows(j, p.qk, D, 1, npos, p.in, p.in, gather_qk, &c, x.s, err)))

@@ -16,10 +16,19 @@
 typedef struct ref_math {
     nx_mp mp;
     mpfr_t a, b, c, d;
+    /* a gather's per-thread cache of decoded values (paged attention keeps
+     * the V rows of the unit it is gathering): `key` says what it holds,
+     * SIZE_MAX nothing; owner is the context it was filled for */
+    double *cache;
+    size_t cache_cap, cache_key;
+    const void *cache_owner;
 } ref_math;
 
 void ref_math_init(ref_math *m);
 void ref_math_clear(ref_math *m);
+/* The thread's cache with room for n doubles (its contents kept when it
+ * already had the room), or NULL when out of memory. */
+double *ref_math_cache(ref_math *m, size_t n);
 
 /* One rounding of the exact result to fp32 in rne (IEEE specials: NaN in,
  * NaN out; inf - inf, 0 * inf, 0 / 0, inf / inf are NaN; x / 0 is +-inf).

@@ -15,6 +15,9 @@
  * correctly rounded rec_sqrt at 24 bits is already the answer. */
 #include "ref_internal.h"
 
+#include <stdint.h>
+#include <stdlib.h>
+
 #include <math.h>
 #include <string.h>
 
@@ -24,12 +27,32 @@ void ref_math_init(ref_math *m)
 {
     nx_mp_init(&m->mp);
     mpfr_inits2(64, m->a, m->b, m->c, m->d, (mpfr_ptr)0);
+    m->cache = NULL;
+    m->cache_cap = 0;
+    m->cache_key = SIZE_MAX;
+    m->cache_owner = NULL;
+}
+
+double *ref_math_cache(ref_math *m, size_t n)
+{
+    if (n <= m->cache_cap)
+        return m->cache;
+    double *c = ref_alloc(n);
+    if (!c)
+        return NULL;
+    free(m->cache);
+    m->cache = c;
+    m->cache_cap = n;
+    m->cache_key = SIZE_MAX;
+    return c;
 }
 
 void ref_math_clear(ref_math *m)
 {
     mpfr_clears(m->a, m->b, m->c, m->d, (mpfr_ptr)0);
     nx_mp_clear(&m->mp);
+    free(m->cache);
+    m->cache = NULL;
 }
 
 double ref_round(ref_math *m, double x, nx_fmt f, nx_mode mode, int saturate)
