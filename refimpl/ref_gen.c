@@ -53,11 +53,14 @@ static void gen_u4_packed(const ref_tensor_desc *d, uint64_t seed, uint32_t id, 
         for (size_t c0 = 0; c0 < row; c0 += blk) {
             size_t cnt = row - c0 < blk ? row - c0 : blk;
             nx_philox_w0_run(seed, id, r * row + c0, 0, cnt, w0);
-            for (size_t k = 0; k < cnt; k += 2) {
-                unsigned lo = (unsigned)(d->lo + (long)(((uint64_t)w0[k] * span) >> 32));
-                unsigned hi = k + 1 < cnt ? (unsigned)(d->lo + (long)(((uint64_t)w0[k + 1] * span) >> 32)) : 0;
-                q[(c0 + k) / 2] = (uint8_t)(lo | hi << 4);
-            }
+            uint8_t *o = q + c0 / 2, base = (uint8_t)d->lo;
+            size_t pairs = cnt / 2;
+#pragma omp simd
+            for (size_t k = 0; k < pairs; k++) /* nx_philox_below, inlined */
+                o[k] = (uint8_t)((uint8_t)(base + (((uint64_t)w0[2 * k] * span) >> 32)) |
+                                 (uint8_t)(base + (((uint64_t)w0[2 * k + 1] * span) >> 32)) << 4);
+            if (cnt & 1) /* the row's last value; the padding nibble is 0 */
+                o[pairs] = (uint8_t)(base + (((uint64_t)w0[cnt - 1] * span) >> 32));
         }
     }
 }
