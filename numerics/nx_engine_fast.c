@@ -721,6 +721,9 @@ static inline void prefetch_rows(const fx_blk *b, int32_t t)
 #define ST_ADDF_VAL(s, t, k) ((s) + (float)A[k][t])
 #define ST_ADD64_VAL(s, t, k) ((s) + A[k][t])
 #define ST_ADD64_PROD(s, t, k) ((s) + A[k][t] * Bv[k][t])
+/* prod_exact: a·b is exact in binary64, so (float)(a·b) is its one rne
+ * rounding to fp32 (IEEE conversion: gradual underflow, overflow to inf) */
+#define ST_ADDF_PROD(s, t, k) ((s) + (float)(A[k][t] * Bv[k][t]))
 #define ST_GFMA(s, t, k) gadd(A[k][t] * Bv[k][t], (s), F, MODE)
 #define ST_GADD_VAL(s, t, k) gadd((s), A[k][t], F, MODE)
 
@@ -1104,6 +1107,10 @@ static inline __attribute__((always_inline)) void run_step(const fx_plan *pl, fx
     /* product terms rounded to pfmt, then added */
     if (st->cls == A_F64 && st->pfmt == NX_FP64) {
         RUN_LOOP(double, LOAD_X, STORE_D, ST_ADD64_PROD);
+        return;
+    }
+    if (st->cls == A_F32 && st->pfmt == NX_FP32 && pl->prod_exact) {
+        RUN_LOOP(float, LOAD_X, STORE_D, ST_ADDF_PROD);
         return;
     }
     for (int k = 0; k < nb; k++) {
