@@ -105,7 +105,7 @@ static nx_status run(ref_job *j, nx_err *err)
         goto done;
     nx_mode mode = nx_point_out_rounding(&p.k->point);
     int sat = p.k->point.saturate;
-#pragma omp parallel for num_threads(j->nthreads) schedule(static)
+#pragma omp parallel for num_threads(ref_threads_for(j, M * N * 8)) schedule(static)
     for (size_t r = 0; r < M * N; r++) {
         ref_math *m = ref_job_math(j);
         double t = ref_f32_mul(m, p.alpha, accn[(r % N) * M + r / N]);

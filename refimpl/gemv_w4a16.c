@@ -189,7 +189,7 @@ static nx_status run(ref_job *j, nx_err *err)
         /* q - z are integers in [-15, 15], members of fp16 */
         if ((st = ref_reduce_rows(j, p.group, G, 1, rows, NX_FP16, NX_FP16, gather_group, &c, u, err)))
             goto done;
-#pragma omp parallel for num_threads(j->nthreads) schedule(static)
+#pragma omp parallel for num_threads(ref_threads_for(j, rows * 4)) schedule(static)
         for (size_t r = 0; r < rows; r++) {
             size_t g = r % ng, n = (r / ng) % N;
             u[r] = f32_mul(ref_job_math(j), u[r], scales[n * ng + g]);

@@ -333,7 +333,7 @@ static nx_status run(ref_job *j, nx_err *err)
         goto done;
     /* per split: max, probabilities */
     nx_status est = NX_OK;
-#pragma omp parallel for num_threads(j->nthreads) schedule(dynamic, 16)
+#pragma omp parallel for num_threads(ref_threads_for(j, npos * 64)) schedule(dynamic, 16)
     for (size_t u = 0; u < nunits; u++) {
         ref_math *m = ref_job_math(j);
         const unit *un = &x.units[u];
@@ -394,7 +394,7 @@ static nx_status run(ref_job *j, nx_err *err)
     }
     nx_mode mode = nx_point_out_rounding(&p.pv->point);
     int sat = p.pv->point.saturate;
-#pragma omp parallel for num_threads(j->nthreads) schedule(static)
+#pragma omp parallel for num_threads(ref_threads_for(j, B * HQ * D * 8)) schedule(static)
     for (size_t i = 0; i < B * HQ * D; i++) {
         ref_math *m = ref_job_math(j);
         x.y[i] = ref_round(m, ref_f32_div(m, x.O[i], x.L[i / D]), p.out, mode, sat);

@@ -514,7 +514,7 @@ nx_status ref_reduce_flat(ref_job *j, const fam_reduction *r, size_t n, int dot,
     if (st || rows == 0)
         return st;
     nx_rows in = {.rows = rows, .a_fmt = afmt, .a = a, .b_fmt = bfmt, .b = dot ? b : NULL};
-    st = j->reduce(p, &in, y, j->nthreads, err);
+    st = j->reduce(p, &in, y, ref_threads_for(j, rows * (n ? n : 1)), err);
     if (st)
         nx_err_prefix(err, "reduction '%s'", r->name);
     return st;

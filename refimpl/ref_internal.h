@@ -108,6 +108,16 @@ typedef struct ref_job {
 } ref_job;
 
 ref_math *ref_job_math(ref_job *j); /* this OpenMP thread's scratch */
+/* Threads for a parallel loop of `work` units of about a nanosecond each
+ * (an engine term, a binary64 step; callers weigh an MPFR function as
+ * more): 1 below REF_PAR_MIN, where starting a second thread costs more
+ * than it saves (and leaves it spinning while the rest is serial), else
+ * the job's.  A small `parity ref` took 13 ms at 2 threads and 5 at 1. */
+#define REF_PAR_MIN ((size_t)1 << 15)
+static inline int ref_threads_for(const ref_job *j, size_t work)
+{
+    return work < REF_PAR_MIN ? 1 : j->nthreads;
+}
 
 /* The program of a reduction at length n (built once, cached). */
 nx_status ref_program(ref_job *j, const fam_reduction *r, size_t n, int dot, const nx_program **out,

@@ -60,7 +60,7 @@ static nx_status run(ref_job *j, nx_err *err)
         (p.residual && (st = ref_decode(j, "residual", &res, err))))
         goto done;
     if (p.residual) {
-#pragma omp parallel for num_threads(j->nthreads) schedule(static)
+#pragma omp parallel for num_threads(ref_threads_for(j, T * H * 8)) schedule(static)
         for (size_t i = 0; i < T * H; i++)
             x[i] = nx_mp_add(&ref_job_math(j)->mp, x[i], res[i], p.in, NX_RNE);
     }
@@ -69,7 +69,7 @@ static nx_status run(ref_job *j, nx_err *err)
         goto done;
     nx_mode mode = nx_point_out_rounding(&p.sumsq->point);
     int sat = p.sumsq->point.saturate;
-#pragma omp parallel for num_threads(j->nthreads) schedule(static)
+#pragma omp parallel for num_threads(ref_threads_for(j, T * H * 8)) schedule(static)
     for (size_t t = 0; t < T; t++) {
         ref_math *m = ref_job_math(j);
         double ms = ref_f32_div(m, ss[t], (double)H);

@@ -45,7 +45,7 @@ static nx_status run(ref_job *j, nx_err *err)
     if ((st = ref_decode(j, "x", &x, err)))
         goto done;
     nx_status est = NX_OK;
-#pragma omp parallel for num_threads(j->nthreads) schedule(static)
+#pragma omp parallel for num_threads(ref_threads_for(j, T * H * 64)) schedule(static)
     for (size_t i = 0; i < T * H; i++) {
         ref_math *m = ref_job_math(j);
         size_t t = i / H, h = i % H;
