@@ -66,6 +66,11 @@ typedef struct nx_fast nx_fast;
 nx_fast *nx_fast_new(const nx_program *p, nx_fmt a_fmt, nx_fmt b_fmt, int has_c, nx_fmt c_fmt, nx_err *err);
 nx_status nx_fast_run(const nx_fast *f, const nx_rows *in, double *y, int threads, size_t *mpfr_rows,
                       nx_err *err);
+/* The same with row r's a at a_rows[r] (in->a unused; n values each, not
+ * copied): rows whose a lies in a larger array already, such as the
+ * activation row that every output of a GEMV reads. */
+nx_status nx_fast_run_rows(const nx_fast *f, const nx_rows *in, const double *const *a_rows, double *y, int threads,
+                           size_t *mpfr_rows, nx_err *err);
 void nx_fast_free(nx_fast *f);
 
 /* The same on rows as stored (fp32, bf16, fp16 or fp64 elements, no

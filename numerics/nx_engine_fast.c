@@ -1600,15 +1600,21 @@ void nx_fast_free(nx_fast *f)
 }
 
 /* The scalar block path over the rows, on a built plan. */
-static nx_status fast_run(const fx_plan *plp, const nx_rows *in, double *y, int threads, size_t *mpfr_rows,
-                          nx_err *err);
+static nx_status fast_run(const fx_plan *plp, const nx_rows *in, const double *const *arows, double *y,
+                         int threads, size_t *mpfr_rows, nx_err *err);
 
 nx_status nx_fast_run(const nx_fast *f, const nx_rows *in, double *y, int threads, size_t *mpfr_rows, nx_err *err)
+{
+    return nx_fast_run_rows(f, in, NULL, y, threads, mpfr_rows, err);
+}
+
+nx_status nx_fast_run_rows(const nx_fast *f, const nx_rows *in, const double *const *a_rows, double *y, int threads,
+                           size_t *mpfr_rows, nx_err *err)
 {
     const nx_program *p = f->pl.p;
     if (p->start && !in->c)
         return nx_err_set(err, NX_EINVAL, "the point is reduced from a start value, but the rows have no c");
-    return fast_run(&f->pl, in, y, threads, mpfr_rows, err);
+    return fast_run(&f->pl, in, a_rows, y, threads, mpfr_rows, err);
 }
 
 nx_status nx_fast_reduce_ex(const nx_program *p, const nx_rows *in, double *y, int threads,
@@ -1632,13 +1638,13 @@ nx_status nx_fast_reduce_ex(const nx_program *p, const nx_rows *in, double *y, i
     nx_status st = plan_build(&pl, p, in, err);
     if (st)
         return st;
-    st = fast_run(&pl, in, y, threads, mpfr_rows, err);
+    st = fast_run(&pl, in, NULL, y, threads, mpfr_rows, err);
     plan_free(&pl);
     return st;
 }
 
-static nx_status fast_run(const fx_plan *plp, const nx_rows *in, double *y, int threads, size_t *mpfr_rows,
-                          nx_err *err)
+static nx_status fast_run(const fx_plan *plp, const nx_rows *in, const double *const *arows, double *y,
+                         int threads, size_t *mpfr_rows, nx_err *err)
 {
     const fx_plan pl = *plp;
     const nx_program *p = pl.p;
@@ -1678,7 +1684,7 @@ static nx_status fast_run(const fx_plan *plp, const nx_rows *in, double *y, int 
             b.xacc = &sc.xacc;
             for (int k = 0; k < FX_B; k++) {
                 size_t r = r0 + (size_t)(k < b.nb ? k : 0);
-                const double *ar = in->a + r * n, *br = in->b ? in->b + r * n : ar;
+                const double *ar = arows ? arows[r] : in->a + r * n, *br = in->b ? in->b + r * n : ar;
                 if (fin && k < b.nb) {
                     double *ai = sc.ain + (size_t)k * n, *bi = p->dot ? sc.bin + (size_t)k * n : NULL;
                     for (size_t i = 0; i < n; i++)
@@ -1702,7 +1708,7 @@ static nx_status fast_run(const fx_plan *plp, const nx_rows *in, double *y, int 
                         failed = 1;
                         continue;
                     }
-                    y[r] = nx_mpfr_row_eval_c(sc.mrow, p, in->a_fmt, in->a + r * n, in->b_fmt,
+                    y[r] = nx_mpfr_row_eval_c(sc.mrow, p, in->a_fmt, arows ? arows[r] : in->a + r * n, in->b_fmt,
                                               in->b ? in->b + r * n : NULL, nx_rows_start(in, r));
                     redone++;
                     continue;

@@ -59,16 +59,22 @@ typedef struct gemm_ctx {
     size_t M, K;
 } gemm_ctx;
 
-/* Row n * M + i: a[i, :] and b[n, :].  The rows run n-major, so the M rows
+/* Row n * M + i: a[i, :] (read in place) and b[n, :].  The rows run n-major, so the M rows
  * that meet one row of b come together: the thread decodes it from its
  * storage once into its cache and copies it from there (N*K of b decoded
  * up front cost more in fresh pages; decoded for each of the M rows it
  * was a fifth of the reference's time). */
+static const double *arow(const void *vc, size_t row)
+{
+    const gemm_ctx *c = vc;
+    return c->a + row % c->M * c->K; /* a[i, :] in place */
+}
+
 static void gather(const void *vc, size_t row, double *a, double *b, ref_math *m)
 {
     const gemm_ctx *c = vc;
-    size_t n = row / c->M, i = row % c->M;
-    memcpy(a, c->a + i * c->K, c->K * sizeof *a);
+    size_t n = row / c->M;
+    (void)a;
     double *br = m->cache_owner == c && m->cache_key == n ? m->cache : NULL;
     if (!br && (br = ref_math_cache(m, c->K))) {
         rows_decode_range(c->b, n * c->K, c->K, br, NULL);
@@ -101,7 +107,7 @@ static nx_status run(ref_job *j, nx_err *err)
     for (int t = 0; t < j->nthreads; t++) /* no thread's cache holds a row of this job yet */
         j->maths[t].cache_key = SIZE_MAX;
     /* accn[n * M + i] = acc[i, n] */
-    if ((st = ref_reduce_rows(j, p.k, K, 1, M * N, p.in, p.in, gather, &ctx, accn, err)))
+    if ((st = ref_reduce_rows_a(j, p.k, K, M * N, p.in, p.in, arow, gather, &ctx, accn, err)))
         goto done;
     nx_mode mode = nx_point_out_rounding(&p.k->point);
     int sat = p.k->point.saturate;

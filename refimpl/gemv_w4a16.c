@@ -80,14 +80,14 @@ static int zero_of(const gemv_ctx *c, size_t n, size_t g)
     return c->z ? (int)fam_u4_at(fam_u4_row(c->z, n, ng, c->packed), g, c->packed) : 8;
 }
 
-/* per_element, row b * N + n: x[b, :] and w[n, :], w = fp16((q - z) * s).
+/* per_element, row b * N + n: a = x[b, :] (in place) and b = w[n, :], w = fp16((q - z) * s).
  * (q - z) * s is exact in binary64; a zero q - z times a negative s is -0
  * (IEEE).  The 16 possible weights of a group are rounded once each. */
 static void gather_elem(const void *vc, size_t row, double *a, double *b, ref_math *m)
 {
     const gemv_ctx *c = vc;
-    size_t bi = row / c->N, n = row % c->N, ng = c->K / c->G;
-    memcpy(a, c->x + bi * c->K, c->K * sizeof *a);
+    size_t n = row % c->N, ng = c->K / c->G;
+    (void)a;
     double w[16];
     for (size_t g = 0; g < ng; g++) {
         int z = zero_of(c, n, g);
@@ -114,14 +114,21 @@ static void gather_elem(const void *vc, size_t row, double *a, double *b, ref_ma
     }
 }
 
-/* per_group, row (b * N + n) * ng + g: x[b, group g] and (q - z)[n, group g]. */
+static const double *arow_elem(const void *vc, size_t row)
+{
+    const gemv_ctx *c = vc;
+    return c->x + row / c->N * c->K;
+}
+
+/* per_group, row (b * N + n) * ng + g: a = x[b, group g] (in place) and
+ * b = (q - z)[n, group g]. */
 static void gather_group(const void *vc, size_t row, double *a, double *b, ref_math *m)
 {
     const gemv_ctx *c = vc;
     (void)m;
-    size_t ng = c->K / c->G, g = row % ng, bn = row / ng, bi = bn / c->N, n = bn % c->N;
+    size_t ng = c->K / c->G, g = row % ng, n = row / ng % c->N;
     int z = zero_of(c, n, g);
-    memcpy(a, c->x + bi * c->K + g * c->G, c->G * sizeof *a);
+    (void)a;
     const uint8_t *qr = fam_u4_row(c->q, n, c->K, c->packed);
     size_t k0 = g * c->G;
     if (c->packed && !(k0 & 1)) { /* byte by byte: both nibbles at once */
@@ -143,6 +150,13 @@ static void gather_group(const void *vc, size_t row, double *a, double *b, ref_m
         for (size_t k = 0; k < c->G; k++)
             b[k] = (double)((int)qr[k0 + k] - z);
     }
+}
+
+static const double *arow_group(const void *vc, size_t row)
+{
+    const gemv_ctx *c = vc;
+    size_t ng = c->K / c->G;
+    return c->x + row / ng / c->N * c->K + row % ng * c->G;
 }
 
 /* fp32(x * y), rne, the value of ref_f32_mul.  Where the binary64 product
@@ -179,7 +193,7 @@ static nx_status run(ref_job *j, nx_err *err)
     gemv_ctx c = {x, scales, ref_tensor(j, "qweight")->data, zt ? zt->data : NULL, p.packed, N, K, G,
                   j->reduce == nx_fast_reduce ? &f16 : NULL};
     if (!p.per_group) {
-        st = ref_reduce_rows(j, p.k, K, 1, B * N, NX_FP16, NX_FP16, gather_elem, &c, y, err);
+        st = ref_reduce_rows_a(j, p.k, K, B * N, NX_FP16, NX_FP16, arow_elem, gather_elem, &c, y, err);
     } else {
         size_t rows = B * N * ng;
         if (!(u = ref_alloc(rows))) {
@@ -187,7 +201,7 @@ static nx_status run(ref_job *j, nx_err *err)
             goto done;
         }
         /* q - z are integers in [-15, 15], members of fp16 */
-        if ((st = ref_reduce_rows(j, p.group, G, 1, rows, NX_FP16, NX_FP16, gather_group, &c, u, err)))
+        if ((st = ref_reduce_rows_a(j, p.group, G, rows, NX_FP16, NX_FP16, arow_group, gather_group, &c, u, err)))
             goto done;
 #pragma omp parallel for num_threads(ref_threads_for(j, rows * 4)) schedule(static)
         for (size_t r = 0; r < rows; r++) {

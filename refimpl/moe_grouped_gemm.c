@@ -53,14 +53,21 @@ typedef struct moe_ctx {
     size_t N, H, topk;
 } moe_ctx;
 
-/* `k`, row (t * topk + j) * N + n: x[t, :] and w[topk_ids[t, j], n, :]. */
+/* `k`, row (t * topk + j) * N + n: x[t, :] (read in place) and
+ * w[topk_ids[t, j], n, :]. */
+static const double *arow_k(const void *vc, size_t row)
+{
+    const moe_ctx *c = vc;
+    return c->x + row / c->N / c->topk * c->H;
+}
+
 static void gather_k(const void *vc, size_t row, double *a, double *b, ref_math *m)
 {
     const moe_ctx *c = vc;
     (void)m;
-    size_t n = row % c->N, tj = row / c->N, t = tj / c->topk;
+    (void)a;
+    size_t n = row % c->N, tj = row / c->N;
     size_t e = (size_t)ref_int_at(c->ids, tj);
-    memcpy(a, c->x + t * c->H, c->H * sizeof *a);
     /* the expert's row straight from its storage: the whole of w decoded
      * at once (8 bytes per element, E*N*H of them) cost more in fresh pages
      * than decoding each row for the few tokens routed to it */
@@ -94,7 +101,7 @@ static nx_status run(ref_job *j, nx_err *err)
     if ((st = ref_decode(j, "x", &x, err)) || (st = ref_decode(j, "topk_weights", &tw, err)))
         goto done;
     moe_ctx c = {x, tw, h, ref_tensor(j, "w"), ref_tensor(j, "topk_ids"), N, H, K};
-    if ((st = ref_reduce_rows(j, p.k, H, 1, T * K * N, p.in, p.in, gather_k, &c, h, err)))
+    if ((st = ref_reduce_rows_a(j, p.k, H, T * K * N, p.in, p.in, arow_k, gather_k, &c, h, err)))
         goto done;
     nx_fmt hf = nx_point_out(&p.k->point);
     if ((st = ref_reduce_rows(j, p.combine, K, 1, T * N, NX_FP32, hf, gather_combine, &c, y, err)))

@@ -520,8 +520,26 @@ nx_status ref_reduce_flat(ref_job *j, const fam_reduction *r, size_t n, int dot,
     return st;
 }
 
+static nx_status reduce_rows(ref_job *j, const fam_reduction *r, size_t n, int dot, size_t rows, nx_fmt afmt,
+                             nx_fmt bfmt, ref_arow_fn arow, ref_gather_fn g, const void *ctx, double *y, nx_err *err);
+
 nx_status ref_reduce_rows(ref_job *j, const fam_reduction *r, size_t n, int dot, size_t rows, nx_fmt afmt,
                           nx_fmt bfmt, ref_gather_fn g, const void *ctx, double *y, nx_err *err)
+{
+    return reduce_rows(j, r, n, dot, rows, afmt, bfmt, NULL, g, ctx, y, err);
+}
+
+nx_status ref_reduce_rows_a(ref_job *j, const fam_reduction *r, size_t n, size_t rows, nx_fmt afmt, nx_fmt bfmt,
+                            ref_arow_fn arow, ref_gather_fn g, const void *ctx, double *y, nx_err *err)
+{
+    return reduce_rows(j, r, n, 1, rows, afmt, bfmt, arow, g, ctx, y, err);
+}
+
+/* arow (may be NULL): row r's a lies at arow(ctx, r) and g fills only b;
+ * the fast engine reads it there (nx_fast_run_rows), another engine from a
+ * copy in the block's buffer. */
+static nx_status reduce_rows(ref_job *j, const fam_reduction *r, size_t n, int dot, size_t rows, nx_fmt afmt,
+                             nx_fmt bfmt, ref_arow_fn arow, ref_gather_fn g, const void *ctx, double *y, nx_err *err)
 {
     const nx_program *p;
     nx_status st = ref_program(j, r, n, dot, &p, err);
@@ -558,9 +576,10 @@ nx_status ref_reduce_rows(ref_job *j, const fam_reduction *r, size_t n, int dot,
     nx_err first_err = {0};
 #pragma omp parallel num_threads(nt)
     {
-        double *a = ref_alloc(per * n), *b = dot ? ref_alloc(per * n) : NULL;
+        double *a = arow && fx ? NULL : ref_alloc(per * n), *b = dot ? ref_alloc(per * n) : NULL;
+        const double **ap = arow && fx ? malloc(per * sizeof *ap) : NULL;
         nx_err e = {0};
-        int oom = !a || (dot && !b);
+        int oom = (arow && fx ? !ap : !a) || (dot && !b);
 #pragma omp for schedule(static)
         for (size_t blk = 0; blk < nblocks; blk++) {
             size_t first = blk * per, cnt = rows - first < per ? rows - first : per;
@@ -568,10 +587,22 @@ nx_status ref_reduce_rows(ref_job *j, const fam_reduction *r, size_t n, int dot,
             if (oom)
                 s = nx_err_set(&e, NX_ENOMEM, "out of memory gathering %zu rows of %zu terms", per, n);
             else {
-                for (size_t k = 0; k < cnt; k++)
-                    g(ctx, first + k, a + k * n, dot ? b + k * n : NULL, ref_job_math(j));
+                ref_math *m = ref_job_math(j);
+                for (size_t k = 0; k < cnt; k++) {
+                    if (!arow)
+                        g(ctx, first + k, a + k * n, dot ? b + k * n : NULL, m);
+                    else if (ap) {
+                        ap[k] = arow(ctx, first + k);
+                        g(ctx, first + k, NULL, b + k * n, m);
+                    } else {
+                        memcpy(a + k * n, arow(ctx, first + k), n * sizeof *a);
+                        g(ctx, first + k, NULL, b + k * n, m);
+                    }
+                }
                 nx_rows in = {.rows = cnt, .a_fmt = afmt, .a = a, .b_fmt = bfmt, .b = b};
-                s = fx ? nx_fast_run(fx, &in, y + first, 1, NULL, &e) : j->reduce(p, &in, y + first, 1, &e);
+                s = ap ? nx_fast_run_rows(fx, &in, ap, y + first, 1, NULL, &e)
+                    : fx ? nx_fast_run(fx, &in, y + first, 1, NULL, &e)
+                         : j->reduce(p, &in, y + first, 1, &e);
             }
             if (s) {
 #pragma omp critical(ref_reduce_rows_err)
@@ -584,6 +615,7 @@ nx_status ref_reduce_rows(ref_job *j, const fam_reduction *r, size_t n, int dot,
         }
         free(a);
         free(b);
+        free(ap);
     }
     nx_fast_free(fx);
     st = first_st;

@@ -135,6 +135,12 @@ typedef void (*ref_gather_fn)(const void *ctx, size_t row, double *a, double *b,
 #define REF_BLOCK_VALUES ((size_t)1 << 16)
 nx_status ref_reduce_rows(ref_job *j, const fam_reduction *r, size_t n, int dot, size_t rows, nx_fmt afmt,
                           nx_fmt bfmt, ref_gather_fn g, const void *ctx, double *y, nx_err *err);
+/* A dot product whose row r has its a in place, n values at arow(ctx, r)
+ * (an activation row every output reads), not copied for the fast engine;
+ * g fills b only (its a argument is NULL). */
+typedef const double *(*ref_arow_fn)(const void *ctx, size_t row);
+nx_status ref_reduce_rows_a(ref_job *j, const fam_reduction *r, size_t n, size_t rows, nx_fmt afmt, nx_fmt bfmt,
+                            ref_arow_fn arow, ref_gather_fn g, const void *ctx, double *y, nx_err *err);
 /* The same over rows already contiguous (a, b: rows * n values). */
 nx_status ref_reduce_flat(ref_job *j, const fam_reduction *r, size_t n, int dot, size_t rows, nx_fmt afmt,
                           const double *a, nx_fmt bfmt, const double *b, double *y, nx_err *err);
