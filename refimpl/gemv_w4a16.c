@@ -122,6 +122,9 @@ static const double *arow_elem(const void *vc, size_t row)
 
 /* per_group, row (b * N + n) * ng + g: a = x[b, group g] (in place) and
  * b = (q - z)[n, group g]. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#endif
 static void gather_group(const void *vc, size_t row, double *a, double *b, ref_math *m)
 {
     const gemv_ctx *c = vc;
