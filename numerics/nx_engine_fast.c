@@ -641,7 +641,61 @@ typedef struct fx_blk {
     int *asc;
     double *gacc;                     /* a group's accumulators: run r, row k at r * FX_B + k */
     nx_xacc *xacc;
+    int avx2;                         /* the AVX2+FMA clone runs: run_fmaf8_avx2 may be called */
 } fx_blk;
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define FX_AVX2_RUN 1
+/* A fused fp32 run (RUN_LOOP with ST_FMAF) of a whole block, FX_B = 8 rows,
+ * over the contiguous terms t0 .. t0 + n - 1: lane k of one register is
+ * row k's accumulator.  Four terms of each row are loaded as consecutive
+ * doubles, converted to float (exact: the operands are float members, as
+ * ST_FMAF assumes) and transposed, so that one fused multiply-add advances
+ * the 8 rows by one term, in the run's order; the same operations as the
+ * scalar loop, lane by lane, without its 16 scalar loads per term.  x: the
+ * accumulators' slot (8 doubles), dst: the result slot. */
+__attribute__((target("avx2,fma"))) static void run_fmaf8_avx2(const double *const *A, const double *const *Bv,
+                                                                int32_t t0, int32_t n, const double *x, double *dst)
+{
+    __m256 acc = _mm256_set_m128(_mm256_cvtpd_ps(_mm256_loadu_pd(x + 4)), _mm256_cvtpd_ps(_mm256_loadu_pd(x)));
+    int32_t j = 0;
+    const double *a0 = A[0] + t0, *a1 = A[1] + t0, *a2 = A[2] + t0, *a3 = A[3] + t0, *a4 = A[4] + t0,
+                 *a5 = A[5] + t0, *a6 = A[6] + t0, *a7 = A[7] + t0;
+    const double *b0 = Bv[0] + t0, *b1 = Bv[1] + t0, *b2 = Bv[2] + t0, *b3 = Bv[3] + t0, *b4 = Bv[4] + t0,
+                 *b5 = Bv[5] + t0, *b6 = Bv[6] + t0, *b7 = Bv[7] + t0;
+#define FX_T4(p0, p1, p2, p3, p4, p5, p6, p7, o0, o1, o2, o3)                                              \
+    do {                                                                                                   \
+        __m128 r0 = _mm256_cvtpd_ps(_mm256_loadu_pd(p0 + j)), r1 = _mm256_cvtpd_ps(_mm256_loadu_pd(p1 + j)); \
+        __m128 r2 = _mm256_cvtpd_ps(_mm256_loadu_pd(p2 + j)), r3 = _mm256_cvtpd_ps(_mm256_loadu_pd(p3 + j)); \
+        __m128 r4 = _mm256_cvtpd_ps(_mm256_loadu_pd(p4 + j)), r5 = _mm256_cvtpd_ps(_mm256_loadu_pd(p5 + j)); \
+        __m128 r6 = _mm256_cvtpd_ps(_mm256_loadu_pd(p6 + j)), r7 = _mm256_cvtpd_ps(_mm256_loadu_pd(p7 + j)); \
+        _MM_TRANSPOSE4_PS(r0, r1, r2, r3);                                                                 \
+        _MM_TRANSPOSE4_PS(r4, r5, r6, r7);                                                                 \
+        o0 = _mm256_set_m128(r4, r0);                                                                      \
+        o1 = _mm256_set_m128(r5, r1);                                                                      \
+        o2 = _mm256_set_m128(r6, r2);                                                                      \
+        o3 = _mm256_set_m128(r7, r3);                                                                      \
+    } while (0)
+    for (; j + 4 <= n; j += 4) {
+        __m256 x0, x1, x2, x3, y0, y1, y2, y3; /* term j + i of rows 0-7 */
+        FX_T4(a0, a1, a2, a3, a4, a5, a6, a7, x0, x1, x2, x3);
+        FX_T4(b0, b1, b2, b3, b4, b5, b6, b7, y0, y1, y2, y3);
+        acc = _mm256_fmadd_ps(x0, y0, acc);
+        acc = _mm256_fmadd_ps(x1, y1, acc);
+        acc = _mm256_fmadd_ps(x2, y2, acc);
+        acc = _mm256_fmadd_ps(x3, y3, acc);
+    }
+#undef FX_T4
+    float s[8];
+    _mm256_storeu_ps(s, acc);
+    for (; j < n; j++)
+        for (int k = 0; k < 8; k++)
+            s[k] = fmaf((float)A[k][t0 + j], (float)Bv[k][t0 + j], s[k]);
+    for (int k = 0; k < 8; k++)
+        dst[k] = (double)s[k];
+}
+#endif
 
 /* value(t) of an operand for row k (products rounded to pfmt in mode m). */
 static inline double opnd(const fx_plan *pl, fx_blk *b, int kind, int32_t v, int k, int pfmt,
@@ -1043,6 +1097,12 @@ static inline __attribute__((always_inline)) void run_step(const fx_plan *pl, fx
     nx_mode m = (nx_mode)st->mode;
     if (st->fused) {
         if (st->cls == A_F32) {
+#ifdef FX_AVX2_RUN
+            if (b->avx2 && !idx && nb == FX_B) {
+                run_fmaf8_avx2(A, Bv, t0, n, vals + (size_t)st->x * FX_B, vals + (size_t)st->dst * FX_B);
+                return;
+            }
+#endif
             RUN_LOOP(float, LOAD_X, STORE_D, ST_FMAF);
             return;
         }
@@ -1682,6 +1742,7 @@ static nx_status fast_run(const fx_plan *plp, const nx_rows *in, const double *c
             b.asc = sc.asc;
             b.gacc = sc.gacc;
             b.xacc = &sc.xacc;
+            b.avx2 = exec != exec_block_plain;
             for (int k = 0; k < FX_B; k++) {
                 size_t r = r0 + (size_t)(k < b.nb ? k : 0);
                 const double *ar = arows ? arows[r] : in->a + r * n, *br = in->b ? in->b + r * n : ar;
