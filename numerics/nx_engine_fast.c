@@ -246,6 +246,8 @@ typedef struct fx_step {
     int32_t n;        /* run: steps; atom: group size */
     int32_t toff;     /* run: offset in tidx, or -1 when the terms are y, y+1, ... */
     int32_t op;       /* the program operation (the last one of a run) */
+    int32_t inter8;   /* S_GROUP of 8 runs whose term j of run r is inter8 - 1 + 8j + r
+                         (stride(8, seq, ...) lanes), else 0 */
 } fx_step;
 
 typedef struct fx_plan {
@@ -350,6 +352,20 @@ static nx_status group_runs(fx_plan *pl)
         g.kind = S_GROUP;
         g.y = (int32_t)ng;
         g.n = (int32_t)cnt;
+        g.inter8 = 0;
+        if (cnt == 8) { /* the 8 lanes of a stride(8) tree: runs side by side, term by term */
+            const fx_step *r0 = &pl->steps[i + 1];
+            int ok = r0->toff >= 0;
+            int32_t T0 = ok ? pl->tidx[r0->toff] : 0;
+            for (size_t r = 0; ok && r < 8; r++) {
+                const fx_step *rr = &pl->steps[i + 2 * r + 1];
+                ok = rr->toff >= 0 && rr->n == r0->n;
+                for (int32_t j = 0; ok && j < rr->n; j++)
+                    ok = pl->tidx[rr->toff + j] == T0 + 8 * j + (int32_t)r;
+            }
+            if (ok && T0 < INT32_MAX)
+                g.inter8 = T0 + 1;
+        }
         for (size_t k = 0; k < cnt; k++) {
             out[w++] = pl->steps[i + 2 * k];
             pl->gruns[ng++] = pl->steps[i + 2 * k + 1];
@@ -695,6 +711,59 @@ __attribute__((target("avx2,fma"))) static void run_fmaf8_avx2(const double *con
     for (int k = 0; k < 8; k++)
         dst[k] = (double)s[k];
 }
+
+/* The 8 lanes of a stride(8) tree over a full block: term j of lane r is
+ * T0 + 8j + r, so the 8 doubles of a row at T0 + 8j are term j of every
+ * lane.  Converted and transposed (two 4 x 4 per half), they give lane r's
+ * operands across the 8 rows in one register: 8 independent chains, one
+ * vfmadd231ps each per step, each lane and row in its order.  acc: lane r,
+ * row k at acc[r * 8 + k], read and written. */
+__attribute__((target("avx2,fma"))) static void group_fmaf8_avx2(const double *const *A, const double *const *Bv,
+                                                                  int32_t T0, int32_t n, double *acc)
+{
+    __m256 s[8];
+    for (int r = 0; r < 8; r++)
+        s[r] = _mm256_set_m128(_mm256_cvtpd_ps(_mm256_loadu_pd(acc + r * 8 + 4)),
+                               _mm256_cvtpd_ps(_mm256_loadu_pd(acc + r * 8)));
+#define FX_T8(P, o)                                                                                     \
+    do {                                                                                                \
+        __m128 l0 = _mm256_cvtpd_ps(_mm256_loadu_pd(P[0] + t)), l1 = _mm256_cvtpd_ps(_mm256_loadu_pd(P[1] + t)); \
+        __m128 l2 = _mm256_cvtpd_ps(_mm256_loadu_pd(P[2] + t)), l3 = _mm256_cvtpd_ps(_mm256_loadu_pd(P[3] + t)); \
+        __m128 l4 = _mm256_cvtpd_ps(_mm256_loadu_pd(P[4] + t)), l5 = _mm256_cvtpd_ps(_mm256_loadu_pd(P[5] + t)); \
+        __m128 l6 = _mm256_cvtpd_ps(_mm256_loadu_pd(P[6] + t)), l7 = _mm256_cvtpd_ps(_mm256_loadu_pd(P[7] + t)); \
+        _MM_TRANSPOSE4_PS(l0, l1, l2, l3);                                                              \
+        _MM_TRANSPOSE4_PS(l4, l5, l6, l7);                                                              \
+        o[0] = _mm256_set_m128(l4, l0);                                                                 \
+        o[1] = _mm256_set_m128(l5, l1);                                                                 \
+        o[2] = _mm256_set_m128(l6, l2);                                                                 \
+        o[3] = _mm256_set_m128(l7, l3);                                                                 \
+        __m128 h0 = _mm256_cvtpd_ps(_mm256_loadu_pd(P[0] + t + 4)), h1 = _mm256_cvtpd_ps(_mm256_loadu_pd(P[1] + t + 4)); \
+        __m128 h2 = _mm256_cvtpd_ps(_mm256_loadu_pd(P[2] + t + 4)), h3 = _mm256_cvtpd_ps(_mm256_loadu_pd(P[3] + t + 4)); \
+        __m128 h4 = _mm256_cvtpd_ps(_mm256_loadu_pd(P[4] + t + 4)), h5 = _mm256_cvtpd_ps(_mm256_loadu_pd(P[5] + t + 4)); \
+        __m128 h6 = _mm256_cvtpd_ps(_mm256_loadu_pd(P[6] + t + 4)), h7 = _mm256_cvtpd_ps(_mm256_loadu_pd(P[7] + t + 4)); \
+        _MM_TRANSPOSE4_PS(h0, h1, h2, h3);                                                              \
+        _MM_TRANSPOSE4_PS(h4, h5, h6, h7);                                                              \
+        o[4] = _mm256_set_m128(h4, h0);                                                                 \
+        o[5] = _mm256_set_m128(h5, h1);                                                                 \
+        o[6] = _mm256_set_m128(h6, h2);                                                                 \
+        o[7] = _mm256_set_m128(h7, h3);                                                                 \
+    } while (0)
+    for (int32_t j = 0; j < n; j++) {
+        const int32_t t = T0 + 8 * j;
+        __m256 x[8], y[8];
+        FX_T8(A, x);
+        FX_T8(Bv, y);
+        for (int r = 0; r < 8; r++)
+            s[r] = _mm256_fmadd_ps(x[r], y[r], s[r]);
+    }
+#undef FX_T8
+    for (int r = 0; r < 8; r++) {
+        float v[8];
+        _mm256_storeu_ps(v, s[r]);
+        for (int k = 0; k < 8; k++)
+            acc[r * 8 + k] = (double)v[k];
+    }
+}
 #endif
 
 /* value(t) of an operand for row k (products rounded to pfmt in mode m). */
@@ -1036,6 +1105,14 @@ static inline __attribute__((always_inline)) void group_fmaf(const fx_plan *pl, 
     }
     for (int r = 0; r < R; r++)
         memcpy(acc + (size_t)r * FX_B, b->vals + (size_t)runs[r].x * FX_B, FX_B * sizeof *acc);
+#ifdef FX_AVX2_RUN
+    if (g->inter8 && b->avx2 && b->nb == FX_B) {
+        group_fmaf8_avx2(A, Bv, g->inter8 - 1, n, acc);
+        for (int r = 0; r < R; r++)
+            memcpy(b->vals + (size_t)runs[r].dst * FX_B, acc + (size_t)r * FX_B, FX_B * sizeof *acc);
+        return;
+    }
+#endif
     for (int32_t j0 = 0; j0 < n; j0 += 8) {
         int32_t jn = n - j0 < 8 ? n - j0 : 8;
         for (int r = 0; r < R; r++) {

@@ -379,6 +379,52 @@ static void test_shapes(void **state)
     assert_true(cs.mpfr_rows * 100 < cs.rows);
 }
 
+/* The fused fp32 runs that the AVX2 clone evaluates with transposed loads
+ * (run_fmaf8_avx2: contiguous terms of a full block of 8 rows;
+ * group_fmaf8_avx2: the 8 lanes of stride(8)), against MPFR: lane order is
+ * visible through a `seq` and a `reverse(seq)` combinator, lengths that
+ * are and are not multiples of 4 and 8, row counts that fill blocks and
+ * leave a partial one. */
+static void test_fused_fp32_blocks(void **state)
+{
+    (void)state;
+    static const char *const pts[] = {
+        "{ acc = \"fp32\", tree = \"seq\" }",
+        "{ acc = \"fp32\", tree = \"stride(8, seq, seq)\" }",
+        "{ acc = \"fp32\", tree = \"stride(8, seq, reverse(seq))\" }",
+        "{ acc = \"fp32\", tree = \"split(3, seq, seq)\" }",
+    };
+    static const nx_fmt fmts[] = {NX_BF16, NX_FP16, NX_FP32};
+    static const size_t ns[] = {64, 128, 100, 1027, 4096};
+    uint64_t seed = tu_seed(0xb10c), st = seed;
+    cmp_stats cs = {0};
+    for (size_t pi = 0; pi < sizeof pts / sizeof pts[0]; pi++)
+        for (size_t fi = 0; fi < sizeof fmts / sizeof fmts[0]; fi++)
+            for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
+                nx_err err = {0};
+                nx_point pt;
+                assert_int_equal(pt_from_text(pts[pi], "point", &pt, &err), NX_OK);
+                size_t n = ns[ni], rows = 8 + (size_t)tu_rand_range(&st, 0, 12);
+                nx_program *prog;
+                assert_int_equal(nx_program_build(&pt, n, 1, &prog, &err), NX_OK);
+                double *a = malloc(rows * n * sizeof *a), *b = malloc(rows * n * sizeof *b);
+                assert_non_null(a);
+                assert_non_null(b);
+                fill(fmts[fi], a, rows * n, &st, 0);
+                fill(fmts[fi], b, rows * n, &st, 0);
+                char what[200];
+                snprintf(what, sizeof what, "%s %s n=%zu rows=%zu (seed %llu)", pts[pi], nx_format(fmts[fi])->name, n,
+                         rows, (unsigned long long)seed);
+                compare(prog, fmts[fi], a, fmts[fi], b, rows, 1, &cs, what);
+                free(a);
+                free(b);
+                nx_program_free(prog);
+                nx_point_free(&pt);
+            }
+    fprintf(stderr, "fused fp32 blocks: %ld rows, %ld mismatches\n", cs.rows, cs.mismatches);
+    assert_int_equal(cs.mismatches, 0);
+}
+
 /* Atoms too wide for the int64 fixed point (frac_bits 70) are handed to
  * MPFR row by row: the way out must give the same bits, and be taken. */
 /* An exact cancellation a·b + s = 0 in every mode, every accumulator and
@@ -566,6 +612,7 @@ int main(void)
         cmocka_unit_test(test_round_fast),
         cmocka_unit_test(test_negative_control),
         cmocka_unit_test(test_shapes),
+        cmocka_unit_test(test_fused_fp32_blocks),
         cmocka_unit_test(test_fallback),
         cmocka_unit_test(test_exact_cancellation),
         cmocka_unit_test(test_random_points),
