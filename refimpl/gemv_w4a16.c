@@ -91,10 +91,7 @@ static void gather_elem(const void *vc, size_t row, double *a, double *b, ref_ma
     double w[16];
     for (size_t g = 0; g < ng; g++) {
         int z = zero_of(c, n, g);
-        double s = c->scales[n * ng + g];
-        for (int q = 0; q < 16; q++)
-            w[q] = c->fast ? nx_rf_round((double)(q - z) * s, c->fast, NX_RNE, 0)
-                           : ref_round(m, (double)(q - z) * s, NX_FP16, NX_RNE, 0);
+        ref_fp16_weights(c->scales[n * ng + g], z, c->fast != NULL, m, w);
         const uint8_t *qr = fam_u4_row(c->q, n, c->K, c->packed);
         size_t k0 = g * c->G, k1 = k0 + c->G;
         if (c->packed && !(k0 & 1)) { /* byte by byte: both nibbles at once */
@@ -112,6 +109,46 @@ static void gather_elem(const void *vc, size_t row, double *a, double *b, ref_ma
             for (size_t k = g * c->G; k < (g + 1) * c->G; k++)
                 b[k] = w[qr[k]];
     }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define GEMV_F16C 1
+/* fp16((q - z) * s) for q = 0 .. 15 in rne, s a finite fp16 value: the
+ * product is exact in binary32 (|q - z| < 16 times an 11-bit significand,
+ * within float's range and above its smallest subnormal), and F16C's
+ * conversion is IEEE's rounding to binary16: ties to even, gradual
+ * underflow, overflow to infinity, the sign of a zero kept (0 * -s is -0). */
+__attribute__((target("avx,f16c"))) static void weights_f16c(double s, int z, double *w)
+{
+    float qz[16], out[16];
+    for (int q = 0; q < 16; q++)
+        qz[q] = (float)(q - z);
+    const __m256 sf = _mm256_set1_ps((float)s);
+    for (int h = 0; h < 16; h += 8) {
+        __m256 p = _mm256_mul_ps(_mm256_loadu_ps(qz + h), sf);
+        __m128i hb = _mm256_cvtps_ph(p, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        _mm256_storeu_ps(out + h, _mm256_cvtph_ps(hb));
+    }
+    for (int q = 0; q < 16; q++)
+        w[q] = (double)out[q];
+}
+#endif
+
+void ref_fp16_weights(double s, int z, int fast, ref_math *m, double w[16])
+{
+#ifdef GEMV_F16C
+    if (fast && isfinite(s) && __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx")) {
+        weights_f16c(s, z, w);
+        return;
+    }
+#endif
+    nx_rfmt f16;
+    if (fast)
+        nx_rfmt_init(&f16, NX_FP16);
+    for (int q = 0; q < 16; q++)
+        w[q] = fast ? nx_rf_round((double)(q - z) * s, &f16, NX_RNE, 0)
+                    : ref_round(m, (double)(q - z) * s, NX_FP16, NX_RNE, 0);
 }
 
 static const double *arow_elem(const void *vc, size_t row)

@@ -613,6 +613,37 @@ static void test_gemv_per_element_vs_per_group(void **state)
 
 static void expect_fail(const fam_spec *s, const st_file *in, const char *needle);
 
+/* The 16 weights of a group, fp16((q - z) * s), as the fast reference
+ * rounds them (F16C where the CPU has it) against MPFR's rounding of the
+ * exact product: every finite fp16 s, and the infinities and a NaN (which
+ * take the other path), at the zero points 0, 8 and 15. */
+static void test_gemv_weights(void **state)
+{
+    (void)state;
+    ref_math m;
+    ref_math_init(&m);
+    long checked = 0;
+    for (uint32_t pat = 0; pat < 0x10000; pat++) {
+        double s = nx_decode(NX_FP16, pat, NULL);
+        if (isnan(s) && pat != 0x7e00)
+            continue;
+        static const int zs[] = {0, 8, 15};
+        for (int zi = 0; zi < 3; zi++) {
+            double w[16];
+            ref_fp16_weights(s, zs[zi], 1, &m, w);
+            for (int q = 0; q < 16; q++) {
+                double want = ref_round(&m, (double)(q - zs[zi]) * s, NX_FP16, NX_RNE, 0);
+                int same = isnan(want) ? isnan(w[q]) : memcmp(&want, &w[q], sizeof want) == 0;
+                if (!same)
+                    fail_msg("s = 0x%04x (%a), z = %d, q = %d: %a, MPFR %a", pat, s, zs[zi], q, w[q], want);
+                checked++;
+            }
+        }
+    }
+    assert_true(checked > 3000000);
+    ref_math_clear(&m);
+}
+
 /* Packed int4 (two per byte): the expected values unpack the bytes here;
  * an odd K and an odd number of groups pad each row with a nibble; packed
  * and unpacked inputs from one seed hold the same values, so y is the same
@@ -1382,6 +1413,7 @@ int main(void)
         cmocka_unit_test(test_gemm_trees_matter_but_not_on_ints),
         cmocka_unit_test(test_gemv_per_element_vs_per_group),
         cmocka_unit_test(test_gemv_packed),
+        cmocka_unit_test(test_gemv_weights),
         cmocka_unit_test(test_moe_combine_order),
         cmocka_unit_test(test_attention_gqa_split),
         cmocka_unit_test(test_attention_negative_scores),
