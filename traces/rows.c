@@ -1,6 +1,7 @@
 /* rows.c: dtype ↔ format mapping, decode and encode of tensors. */
 #include "rows.h"
 
+#include <omp.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,22 +67,15 @@ nx_status rows_decode(const st_tensor *t, double *out, nx_err *err)
     return rows_decode_range(t, 0, (size_t)t->nelem, out, err);
 }
 
-nx_status rows_decode_range(const st_tensor *t, size_t first, size_t n, double *out, nx_err *err)
+/* Elements [first, first + n) of t (format f) into out, on this thread.
+ * Fast paths for the byte-aligned formats models use (little-endian
+ * storage, as safetensors specifies): the same exact values as nx_decode,
+ * which the generic path and the tests use. */
+static void decode_span(int f, const st_tensor *t, size_t first, size_t n, double *out)
 {
-    int f = rows_fmt_of_dtype(t->dtype);
-    if (f < 0)
-        return nx_err_set(err, NX_EINVAL, "tensor '%s': dtype %s is not a number format of docs/numerics.md §1",
-                          t->name, st_dtype_name(t->dtype));
-    if (first > t->nelem || n > t->nelem - first)
-        return nx_err_set(err, NX_EINVAL, "tensor '%s': elements %zu..%zu are past its %llu", t->name, first,
-                          first + n, (unsigned long long)t->nelem);
     const uint8_t *d = t->data;
-    /* Fast paths for the byte-aligned formats models use (little-endian
-     * storage, as safetensors specifies): the same exact values as
-     * nx_decode, which the generic path and the tests use. */
     if (f == NX_FP32) {
         d += 4 * first;
-#pragma omp parallel for schedule(static) if (n > (1u << 16))
         for (size_t i = 0; i < n; i++) {
             float v;
             memcpy(&v, d + 4 * i, 4);
@@ -89,7 +83,6 @@ nx_status rows_decode_range(const st_tensor *t, size_t first, size_t n, double *
         }
     } else if (f == NX_BF16) {
         d += 2 * first;
-#pragma omp parallel for schedule(static) if (n > (1u << 16))
         for (size_t i = 0; i < n; i++) {
             uint32_t u = (uint32_t)d[2 * i] << 16 | (uint32_t)d[2 * i + 1] << 24;
             float v;
@@ -103,18 +96,42 @@ nx_status rows_decode_range(const st_tensor *t, size_t first, size_t n, double *
         if (f != NX_FP16) {
             const double *tab = f == NX_E4M3 ? tab_e4m3 : tab_e5m2;
             d += first;
-#pragma omp parallel for schedule(static) if (n > (1u << 16))
             for (size_t i = 0; i < n; i++)
                 out[i] = tab[d[i]];
         } else {
             d += 2 * first;
-#pragma omp parallel for schedule(static) if (n > (1u << 16))
             for (size_t i = 0; i < n; i++)
                 out[i] = tab_fp16[(size_t)d[2 * i] | (size_t)d[2 * i + 1] << 8];
         }
     } else {
         for (size_t i = 0; i < n; i++)
             out[i] = nx_decode((nx_fmt)f, st_get_bits(t, d, first + i), NULL);
+    }
+}
+
+nx_status rows_decode_range(const st_tensor *t, size_t first, size_t n, double *out, nx_err *err)
+{
+    int f = rows_fmt_of_dtype(t->dtype);
+    if (f < 0)
+        return nx_err_set(err, NX_EINVAL, "tensor '%s': dtype %s is not a number format of docs/numerics.md §1",
+                          t->name, st_dtype_name(t->dtype));
+    if (first > t->nelem || n > t->nelem - first)
+        return nx_err_set(err, NX_EINVAL, "tensor '%s': elements %zu..%zu are past its %llu", t->name, first,
+                          first + n, (unsigned long long)t->nelem);
+    /* Large ranges in chunks across the threads; a row (a gather's, often
+     * inside a parallel region already) on this thread, without entering
+     * the OpenMP runtime: a nested region of one thread per decoded row
+     * was a tenth of the paged attention reference, in futex calls. */
+    const size_t chunk = (size_t)1 << 14;
+    if (n <= ((size_t)1 << 16) || omp_in_parallel()) {
+        decode_span(f, t, first, n, out);
+        return NX_OK;
+    }
+    size_t nc = (n + chunk - 1) / chunk;
+#pragma omp parallel for schedule(static)
+    for (size_t c = 0; c < nc; c++) {
+        size_t lo = c * chunk, cnt = n - lo < chunk ? n - lo : chunk;
+        decode_span(f, t, first + lo, cnt, out + lo);
     }
     return NX_OK;
 }
