@@ -5,6 +5,7 @@
 #include "ref_internal.h"
 #include "rows.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,28 +51,59 @@ static nx_status inputs(const fam_spec *s, ref_desc_list *l, nx_err *err)
 typedef struct moe_ctx {
     const double *x, *tw, *h;
     const st_tensor *w, *ids; /* w is decoded a row at a time, in the gather */
-    size_t N, H, topk;
+    size_t N, H, topk, E;
+    const size_t *order; /* the (t, j) pairs t * topk + j by expert, each expert's in increasing order */
+    const size_t *start; /* expert e's pairs: order[start[e] .. start[e + 1]) */
 } moe_ctx;
 
-/* `k`, row (t * topk + j) * N + n: x[t, :] (read in place) and
- * w[topk_ids[t, j], n, :]. */
+/* `k` rows run expert by expert: expert e's rows are N * cnt_e from
+ * start[e] * N, row n * cnt_e + i being pair order[start[e] + i] and
+ * output n, so the tokens routed to one expert meet each of its weight
+ * rows one after another and the thread decodes that row once. */
+static void k_row(const moe_ctx *c, size_t row, size_t *e, size_t *n, size_t *tj)
+{
+    /* the last expert whose rows start at or before row: it has rows (an
+     * expert without tokens starts where the next one does) */
+    size_t lo = 0, hi = c->E;
+    while (hi - lo > 1) {
+        size_t mid = (lo + hi) / 2;
+        if (c->start[mid] * c->N <= row)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    size_t cnt = c->start[lo + 1] - c->start[lo], local = row - c->start[lo] * c->N;
+    *e = lo;
+    *n = local / cnt;
+    *tj = c->order[c->start[lo] + local % cnt];
+}
+
+/* `k`: x[t, :] (read in place) and w[e, n, :]. */
 static const double *arow_k(const void *vc, size_t row)
 {
     const moe_ctx *c = vc;
-    return c->x + row / c->N / c->topk * c->H;
+    size_t e, n, tj;
+    k_row(c, row, &e, &n, &tj);
+    return c->x + tj / c->topk * c->H;
 }
 
 static void gather_k(const void *vc, size_t row, double *a, double *b, ref_math *m)
 {
     const moe_ctx *c = vc;
-    (void)m;
     (void)a;
-    size_t n = row % c->N, tj = row / c->N;
-    size_t e = (size_t)ref_int_at(c->ids, tj);
-    /* the expert's row straight from its storage: the whole of w decoded
-     * at once (8 bytes per element, E*N*H of them) cost more in fresh pages
-     * than decoding each row for the few tokens routed to it */
-    rows_decode_range(c->w, (e * c->N + n) * c->H, c->H, b, NULL);
+    size_t e, n, tj;
+    k_row(c, row, &e, &n, &tj);
+    size_t key = e * c->N + n;
+    double *wr = m->cache_owner == c && m->cache_key == key ? m->cache : NULL;
+    if (!wr && (wr = ref_math_cache(m, c->H))) {
+        rows_decode_range(c->w, key * c->H, c->H, wr, NULL);
+        m->cache_key = key;
+        m->cache_owner = c;
+    }
+    if (wr)
+        memcpy(b, wr, c->H * sizeof *b);
+    else
+        rows_decode_range(c->w, key * c->H, c->H, b, NULL);
 }
 
 /* `combine`, row t * N + n: topk_weights[t, :] and h_j[t, n] for j = 0 .. topk-1. */
@@ -93,16 +125,46 @@ static nx_status run(ref_job *j, nx_err *err)
     if (st)
         return st;
     size_t T = (size_t)p.T, N = (size_t)p.N, H = (size_t)p.H, K = (size_t)p.topk;
-    double *x = NULL, *tw = NULL, *h = ref_alloc(T * K * N), *y = ref_alloc(T * N);
+    double *x = NULL, *tw = NULL, *hs = NULL, *h = ref_alloc(T * K * N), *y = ref_alloc(T * N);
+    size_t *order = NULL, *start = NULL;
     if (!h || !y) {
         st = nx_err_set(err, NX_ENOMEM, "out of memory");
         goto done;
     }
     if ((st = ref_decode(j, "x", &x, err)) || (st = ref_decode(j, "topk_weights", &tw, err)))
         goto done;
-    moe_ctx c = {x, tw, h, ref_tensor(j, "w"), ref_tensor(j, "topk_ids"), N, H, K};
-    if ((st = ref_reduce_rows_a(j, p.k, H, T * K * N, p.in, p.in, arow_k, gather_k, &c, h, err)))
+    const st_tensor *ids = ref_tensor(j, "topk_ids");
+    size_t E = (size_t)p.E;
+    if (!(order = malloc(T * K * sizeof *order)) || !(start = calloc(E + 1, sizeof *start)) ||
+        !(hs = ref_alloc(T * K * N))) {
+        st = nx_err_set(err, NX_ENOMEM, "out of memory");
         goto done;
+    }
+    for (size_t tj = 0; tj < T * K; tj++) /* counting sort of the pairs by expert */
+        start[(size_t)ref_int_at(ids, tj) + 1]++;
+    for (size_t e = 0; e < E; e++)
+        start[e + 1] += start[e];
+    {
+        size_t *next = malloc(E * sizeof *next);
+        if (!next) {
+            st = nx_err_set(err, NX_ENOMEM, "out of memory");
+            goto done;
+        }
+        memcpy(next, start, E * sizeof *next);
+        for (size_t tj = 0; tj < T * K; tj++)
+            order[next[(size_t)ref_int_at(ids, tj)]++] = tj;
+        free(next);
+    }
+    moe_ctx c = {x, tw, h, ref_tensor(j, "w"), ids, N, H, K, E, order, start};
+    for (int t = 0; t < j->nthreads; t++) /* no thread's cache holds a row of this job yet */
+        j->maths[t].cache_key = SIZE_MAX;
+    if ((st = ref_reduce_rows_a(j, p.k, H, T * K * N, p.in, p.in, arow_k, gather_k, &c, hs, err)))
+        goto done;
+    for (size_t r = 0; r < T * K * N; r++) { /* h[(t * topk + j) * N + n] */
+        size_t e, n, tj;
+        k_row(&c, r, &e, &n, &tj);
+        h[tj * N + n] = hs[r];
+    }
     nx_fmt hf = nx_point_out(&p.k->point);
     if ((st = ref_reduce_rows(j, p.combine, K, 1, T * N, NX_FP32, hf, gather_combine, &c, y, err)))
         goto done;
@@ -110,6 +172,9 @@ static nx_status run(ref_job *j, nx_err *err)
 done:
     free(x);
     free(tw);
+    free(hs);
+    free(order);
+    free(start);
     free(h);
     free(y);
     return st;
