@@ -107,11 +107,13 @@ static size_t kv_head(const attn_ctx *c, size_t h)
     return h / (size_t)(c->p->HQ / c->p->HKV);
 }
 
-/* `qk`, row r: the score r (sequence by binary search on pos0). */
-static void gather_qk(const void *vc, size_t r, double *a, double *b, ref_math *m)
+/* `qk`, row r of sequence b (binary search on pos0), local = r - pos0[b]:
+ * the rows run ((kvh * L + j) * G + g), G = HQ / HKV query heads per KV
+ * head, so the G scores that read one key row come together and the thread
+ * decodes it once (key r / G: pos0[b] is a multiple of HQ); the score is
+ * query head h = kvh * G + g at position j, qk_pos gives its index. */
+static void qk_row(const attn_ctx *c, size_t r, size_t *bi, size_t *h, size_t *j)
 {
-    const attn_ctx *c = vc;
-    (void)m;
     size_t lo = 0, hi = c->B; /* the last sequence with pos0 <= r */
     while (hi - lo > 1) {
         size_t mid = (lo + hi) / 2;
@@ -120,10 +122,44 @@ static void gather_qk(const void *vc, size_t r, double *a, double *b, ref_math *
         else
             hi = mid;
     }
-    size_t bi = lo, L = c->len[bi], h = (r - c->pos0[bi]) / L, j = (r - c->pos0[bi]) % L;
-    size_t D = (size_t)c->p->D;
-    memcpy(a, c->q + (bi * (size_t)c->p->HQ + h) * D, D * sizeof *a);
-    rows_decode_range(c->kt, kv_at(c, bi, j, kv_head(c, h)), D, b, NULL); /* k_j: D values, one row */
+    size_t G = (size_t)(c->p->HQ / c->p->HKV), L = c->len[lo], local = r - c->pos0[lo];
+    size_t kvh = local / G / L;
+    *bi = lo;
+    *j = local / G % L;
+    *h = kvh * G + local % G;
+}
+
+static size_t qk_pos(const attn_ctx *c, size_t r)
+{
+    size_t bi, h, j;
+    qk_row(c, r, &bi, &h, &j);
+    return c->pos0[bi] + h * c->len[bi] + j;
+}
+
+static const double *arow_qk(const void *vc, size_t r)
+{
+    const attn_ctx *c = vc;
+    size_t bi, h, j;
+    qk_row(c, r, &bi, &h, &j);
+    return c->q + (bi * (size_t)c->p->HQ + h) * (size_t)c->p->D; /* q[b, h, :] in place */
+}
+
+static void gather_qk(const void *vc, size_t r, double *a, double *b, ref_math *m)
+{
+    const attn_ctx *c = vc;
+    (void)a;
+    size_t bi, h, j, D = (size_t)c->p->D, key = r / (size_t)(c->p->HQ / c->p->HKV);
+    qk_row(c, r, &bi, &h, &j);
+    double *kr = m->cache_owner == c && m->cache_key == key ? m->cache : NULL;
+    if (!kr && (kr = ref_math_cache(m, D))) {
+        rows_decode_range(c->kt, kv_at(c, bi, j, kv_head(c, h)), D, kr, NULL); /* k_j: D values, one row */
+        m->cache_key = key;
+        m->cache_owner = c;
+    }
+    if (kr)
+        memcpy(b, kr, D * sizeof *b);
+    else
+        rows_decode_range(c->kt, kv_at(c, bi, j, kv_head(c, h)), D, b, NULL);
 }
 
 /* `softmax_sum`, row r: the p_j of unit sel[r]. */
@@ -325,12 +361,16 @@ static nx_status run(ref_job *j, nx_err *err)
         goto done;
     attn_ctx c = {&p,   x.q,    x.prob, x.w,   x.l,     x.o,  ref_tensor(j, "k_cache"), ref_tensor(j, "v_cache"),
                   ref_tensor(j, "block_table"), x.len, x.pos0, x.ns, x.u0, x.units, x.sel, B};
-    for (int t = 0; t < j->nthreads; t++) /* no thread's cache holds a unit of this job yet */
+    for (int t = 0; t < j->nthreads; t++) /* no thread's cache holds a row of this job yet */
         j->maths[t].cache_key = SIZE_MAX;
 
-    /* scores */
-    if ((st = ref_reduce_rows(j, p.qk, D, 1, npos, p.in, p.in, gather_qk, &c, x.s, err)))
+    /* scores, into prob (free until the probabilities), then each score to its place */
+    if ((st = ref_reduce_rows_a(j, p.qk, D, npos, p.in, p.in, arow_qk, gather_qk, &c, x.prob, err)))
         goto done;
+    for (size_t r = 0; r < npos; r++)
+        x.s[qk_pos(&c, r)] = x.prob[r];
+    for (int t = 0; t < j->nthreads; t++) /* the cache now holds key rows: not a unit's values */
+        j->maths[t].cache_key = SIZE_MAX;
     /* per split: max, probabilities */
     nx_status est = NX_OK;
 #pragma omp parallel for num_threads(ref_threads_for(j, npos * 64)) schedule(dynamic, 16)
