@@ -75,16 +75,7 @@ static void gather(const void *vc, size_t row, double *a, double *b, ref_math *m
     const gemm_ctx *c = vc;
     size_t n = row / c->M;
     (void)a;
-    double *br = m->cache_owner == c && m->cache_key == n ? m->cache : NULL;
-    if (!br && (br = ref_math_cache(m, c->K))) {
-        rows_decode_range(c->b, n * c->K, c->K, br, NULL);
-        m->cache_key = n;
-        m->cache_owner = c;
-    }
-    if (br)
-        memcpy(b, br, c->K * sizeof *b);
-    else
-        rows_decode_range(c->b, n * c->K, c->K, b, NULL);
+    ref_math_cached_row(m, c, n, c->b, n * c->K, c->K, b);
 }
 
 static nx_status run(ref_job *j, nx_err *err)

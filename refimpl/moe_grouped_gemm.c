@@ -94,16 +94,7 @@ static void gather_k(const void *vc, size_t row, double *a, double *b, ref_math 
     size_t e, n, tj;
     k_row(c, row, &e, &n, &tj);
     size_t key = e * c->N + n;
-    double *wr = m->cache_owner == c && m->cache_key == key ? m->cache : NULL;
-    if (!wr && (wr = ref_math_cache(m, c->H))) {
-        rows_decode_range(c->w, key * c->H, c->H, wr, NULL);
-        m->cache_key = key;
-        m->cache_owner = c;
-    }
-    if (wr)
-        memcpy(b, wr, c->H * sizeof *b);
-    else
-        rows_decode_range(c->w, key * c->H, c->H, b, NULL);
+    ref_math_cached_row(m, c, key, c->w, key * c->H, c->H, b);
 }
 
 /* `combine`, row t * N + n: topk_weights[t, :] and h_j[t, n] for j = 0 .. topk-1. */

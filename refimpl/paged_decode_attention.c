@@ -150,16 +150,7 @@ static void gather_qk(const void *vc, size_t r, double *a, double *b, ref_math *
     (void)a;
     size_t bi, h, j, D = (size_t)c->p->D, key = r / (size_t)(c->p->HQ / c->p->HKV);
     qk_row(c, r, &bi, &h, &j);
-    double *kr = m->cache_owner == c && m->cache_key == key ? m->cache : NULL;
-    if (!kr && (kr = ref_math_cache(m, D))) {
-        rows_decode_range(c->kt, kv_at(c, bi, j, kv_head(c, h)), D, kr, NULL); /* k_j: D values, one row */
-        m->cache_key = key;
-        m->cache_owner = c;
-    }
-    if (kr)
-        memcpy(b, kr, D * sizeof *b);
-    else
-        rows_decode_range(c->kt, kv_at(c, bi, j, kv_head(c, h)), D, b, NULL);
+    ref_math_cached_row(m, c, key, c->kt, kv_at(c, bi, j, kv_head(c, h)), D, b); /* k_j: D values, one row */
 }
 
 /* `softmax_sum`, row r: the p_j of unit sel[r]. */

@@ -29,6 +29,12 @@ void ref_math_clear(ref_math *m);
 /* The thread's cache with room for n doubles (its contents kept when it
  * already had the room), or NULL when out of memory. */
 double *ref_math_cache(ref_math *m, size_t n);
+/* Values first .. first+n-1 of t into out, through the thread's cache:
+ * decoded from storage when the cache does not already hold (owner, key),
+ * and kept there for the next row that asks for the same key; straight
+ * from storage when the cache cannot be had (out of memory). */
+void ref_math_cached_row(ref_math *m, const void *owner, size_t key, const st_tensor *t, size_t first, size_t n,
+                         double *out);
 
 /* One rounding of the exact result to fp32 in rne (IEEE specials: NaN in,
  * NaN out; inf - inf, 0 * inf, 0 / 0, inf / inf are NaN; x / 0 is +-inf).

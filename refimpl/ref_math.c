@@ -14,6 +14,7 @@
  * rsqrt of a positive fp32 value is a normal fp32 number, so MPFR's own
  * correctly rounded rec_sqrt at 24 bits is already the answer. */
 #include "ref_internal.h"
+#include "rows.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -45,6 +46,21 @@ double *ref_math_cache(ref_math *m, size_t n)
     m->cache_cap = n;
     m->cache_key = SIZE_MAX;
     return c;
+}
+
+void ref_math_cached_row(ref_math *m, const void *owner, size_t key, const st_tensor *t, size_t first, size_t n,
+                         double *out)
+{
+    double *row = m->cache_owner == owner && m->cache_key == key ? m->cache : NULL;
+    if (!row && (row = ref_math_cache(m, n))) {
+        rows_decode_range(t, first, n, row, NULL);
+        m->cache_key = key;
+        m->cache_owner = owner;
+    }
+    if (row)
+        memcpy(out, row, n * sizeof *out);
+    else
+        rows_decode_range(t, first, n, out, NULL);
 }
 
 void ref_math_clear(ref_math *m)
