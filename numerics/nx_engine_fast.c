@@ -663,6 +663,22 @@ typedef struct fx_blk {
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define FX_AVX2_RUN 1
+/* Doubles off .. off + 3 of the 8 rows P[0 .. 7], converted to float and
+ * transposed (two 4 x 4): o[i] holds element off + i of rows 0-7. */
+__attribute__((target("avx2,fma"))) static inline void tr8x4_avx2(const double *const *P, size_t off, __m256 *o)
+{
+    __m128 r0 = _mm256_cvtpd_ps(_mm256_loadu_pd(P[0] + off)), r1 = _mm256_cvtpd_ps(_mm256_loadu_pd(P[1] + off));
+    __m128 r2 = _mm256_cvtpd_ps(_mm256_loadu_pd(P[2] + off)), r3 = _mm256_cvtpd_ps(_mm256_loadu_pd(P[3] + off));
+    __m128 r4 = _mm256_cvtpd_ps(_mm256_loadu_pd(P[4] + off)), r5 = _mm256_cvtpd_ps(_mm256_loadu_pd(P[5] + off));
+    __m128 r6 = _mm256_cvtpd_ps(_mm256_loadu_pd(P[6] + off)), r7 = _mm256_cvtpd_ps(_mm256_loadu_pd(P[7] + off));
+    _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+    _MM_TRANSPOSE4_PS(r4, r5, r6, r7);
+    o[0] = _mm256_set_m128(r4, r0);
+    o[1] = _mm256_set_m128(r5, r1);
+    o[2] = _mm256_set_m128(r6, r2);
+    o[3] = _mm256_set_m128(r7, r3);
+}
+
 /* A fused fp32 run (RUN_LOOP with ST_FMAF) of a whole block, FX_B = 8 rows,
  * over the contiguous terms t0 .. t0 + n - 1: lane k of one register is
  * row k's accumulator.  Four terms of each row are loaded as consecutive
@@ -676,33 +692,15 @@ __attribute__((target("avx2,fma"))) static void run_fmaf8_avx2(const double *con
 {
     __m256 acc = _mm256_set_m128(_mm256_cvtpd_ps(_mm256_loadu_pd(x + 4)), _mm256_cvtpd_ps(_mm256_loadu_pd(x)));
     int32_t j = 0;
-    const double *a0 = A[0] + t0, *a1 = A[1] + t0, *a2 = A[2] + t0, *a3 = A[3] + t0, *a4 = A[4] + t0,
-                 *a5 = A[5] + t0, *a6 = A[6] + t0, *a7 = A[7] + t0;
-    const double *b0 = Bv[0] + t0, *b1 = Bv[1] + t0, *b2 = Bv[2] + t0, *b3 = Bv[3] + t0, *b4 = Bv[4] + t0,
-                 *b5 = Bv[5] + t0, *b6 = Bv[6] + t0, *b7 = Bv[7] + t0;
-#define FX_T4(p0, p1, p2, p3, p4, p5, p6, p7, o0, o1, o2, o3)                                              \
-    do {                                                                                                   \
-        __m128 r0 = _mm256_cvtpd_ps(_mm256_loadu_pd(p0 + j)), r1 = _mm256_cvtpd_ps(_mm256_loadu_pd(p1 + j)); \
-        __m128 r2 = _mm256_cvtpd_ps(_mm256_loadu_pd(p2 + j)), r3 = _mm256_cvtpd_ps(_mm256_loadu_pd(p3 + j)); \
-        __m128 r4 = _mm256_cvtpd_ps(_mm256_loadu_pd(p4 + j)), r5 = _mm256_cvtpd_ps(_mm256_loadu_pd(p5 + j)); \
-        __m128 r6 = _mm256_cvtpd_ps(_mm256_loadu_pd(p6 + j)), r7 = _mm256_cvtpd_ps(_mm256_loadu_pd(p7 + j)); \
-        _MM_TRANSPOSE4_PS(r0, r1, r2, r3);                                                                 \
-        _MM_TRANSPOSE4_PS(r4, r5, r6, r7);                                                                 \
-        o0 = _mm256_set_m128(r4, r0);                                                                      \
-        o1 = _mm256_set_m128(r5, r1);                                                                      \
-        o2 = _mm256_set_m128(r6, r2);                                                                      \
-        o3 = _mm256_set_m128(r7, r3);                                                                      \
-    } while (0)
     for (; j + 4 <= n; j += 4) {
-        __m256 x0, x1, x2, x3, y0, y1, y2, y3; /* term j + i of rows 0-7 */
-        FX_T4(a0, a1, a2, a3, a4, a5, a6, a7, x0, x1, x2, x3);
-        FX_T4(b0, b1, b2, b3, b4, b5, b6, b7, y0, y1, y2, y3);
-        acc = _mm256_fmadd_ps(x0, y0, acc);
-        acc = _mm256_fmadd_ps(x1, y1, acc);
-        acc = _mm256_fmadd_ps(x2, y2, acc);
-        acc = _mm256_fmadd_ps(x3, y3, acc);
+        __m256 u[4], v[4]; /* u[i], v[i]: term t0 + j + i of rows 0-7 */
+        tr8x4_avx2(A, (size_t)(t0 + j), u);
+        tr8x4_avx2(Bv, (size_t)(t0 + j), v);
+        acc = _mm256_fmadd_ps(u[0], v[0], acc); /* written out: -O2 keeps a loop here in memory */
+        acc = _mm256_fmadd_ps(u[1], v[1], acc);
+        acc = _mm256_fmadd_ps(u[2], v[2], acc);
+        acc = _mm256_fmadd_ps(u[3], v[3], acc);
     }
-#undef FX_T4
     float s[8];
     _mm256_storeu_ps(s, acc);
     for (; j < n; j++)
@@ -725,38 +723,16 @@ __attribute__((target("avx2,fma"))) static void group_fmaf8_avx2(const double *c
     for (int r = 0; r < 8; r++)
         s[r] = _mm256_set_m128(_mm256_cvtpd_ps(_mm256_loadu_pd(acc + r * 8 + 4)),
                                _mm256_cvtpd_ps(_mm256_loadu_pd(acc + r * 8)));
-#define FX_T8(P, o)                                                                                     \
-    do {                                                                                                \
-        __m128 l0 = _mm256_cvtpd_ps(_mm256_loadu_pd(P[0] + t)), l1 = _mm256_cvtpd_ps(_mm256_loadu_pd(P[1] + t)); \
-        __m128 l2 = _mm256_cvtpd_ps(_mm256_loadu_pd(P[2] + t)), l3 = _mm256_cvtpd_ps(_mm256_loadu_pd(P[3] + t)); \
-        __m128 l4 = _mm256_cvtpd_ps(_mm256_loadu_pd(P[4] + t)), l5 = _mm256_cvtpd_ps(_mm256_loadu_pd(P[5] + t)); \
-        __m128 l6 = _mm256_cvtpd_ps(_mm256_loadu_pd(P[6] + t)), l7 = _mm256_cvtpd_ps(_mm256_loadu_pd(P[7] + t)); \
-        _MM_TRANSPOSE4_PS(l0, l1, l2, l3);                                                              \
-        _MM_TRANSPOSE4_PS(l4, l5, l6, l7);                                                              \
-        o[0] = _mm256_set_m128(l4, l0);                                                                 \
-        o[1] = _mm256_set_m128(l5, l1);                                                                 \
-        o[2] = _mm256_set_m128(l6, l2);                                                                 \
-        o[3] = _mm256_set_m128(l7, l3);                                                                 \
-        __m128 h0 = _mm256_cvtpd_ps(_mm256_loadu_pd(P[0] + t + 4)), h1 = _mm256_cvtpd_ps(_mm256_loadu_pd(P[1] + t + 4)); \
-        __m128 h2 = _mm256_cvtpd_ps(_mm256_loadu_pd(P[2] + t + 4)), h3 = _mm256_cvtpd_ps(_mm256_loadu_pd(P[3] + t + 4)); \
-        __m128 h4 = _mm256_cvtpd_ps(_mm256_loadu_pd(P[4] + t + 4)), h5 = _mm256_cvtpd_ps(_mm256_loadu_pd(P[5] + t + 4)); \
-        __m128 h6 = _mm256_cvtpd_ps(_mm256_loadu_pd(P[6] + t + 4)), h7 = _mm256_cvtpd_ps(_mm256_loadu_pd(P[7] + t + 4)); \
-        _MM_TRANSPOSE4_PS(h0, h1, h2, h3);                                                              \
-        _MM_TRANSPOSE4_PS(h4, h5, h6, h7);                                                              \
-        o[4] = _mm256_set_m128(h4, h0);                                                                 \
-        o[5] = _mm256_set_m128(h5, h1);                                                                 \
-        o[6] = _mm256_set_m128(h6, h2);                                                                 \
-        o[7] = _mm256_set_m128(h7, h3);                                                                 \
-    } while (0)
     for (int32_t j = 0; j < n; j++) {
         const int32_t t = T0 + 8 * j;
-        __m256 x[8], y[8];
-        FX_T8(A, x);
-        FX_T8(Bv, y);
+        __m256 x[8], y[8]; /* x[r], y[r]: lane r's operands (term t + r) of rows 0-7 */
+        tr8x4_avx2(A, (size_t)t, x);
+        tr8x4_avx2(A, (size_t)t + 4, x + 4);
+        tr8x4_avx2(Bv, (size_t)t, y);
+        tr8x4_avx2(Bv, (size_t)t + 4, y + 4);
         for (int r = 0; r < 8; r++)
             s[r] = _mm256_fmadd_ps(x[r], y[r], s[r]);
     }
-#undef FX_T8
     for (int r = 0; r < 8; r++) {
         float v[8];
         _mm256_storeu_ps(v, s[r]);
