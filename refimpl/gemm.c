@@ -95,8 +95,7 @@ static nx_status run(ref_job *j, nx_err *err)
         (p.beta != 0 && (st = ref_decode(j, "c", &c, err))) || (p.bias && (st = ref_decode(j, "bias", &bias, err))))
         goto done;
     gemm_ctx ctx = {a, ref_tensor(j, "b"), M, K};
-    for (int t = 0; t < j->nthreads; t++) /* no thread's cache holds a row of this job yet */
-        j->maths[t].cache_key = SIZE_MAX;
+    ref_job_forget_rows(j); /* no thread's cache holds a row of this job yet */
     /* accn[n * M + i] = acc[i, n] */
     if ((st = ref_reduce_rows_a(j, p.k, K, M * N, p.in, p.in, arow, gather, &ctx, accn, err)))
         goto done;

@@ -8,6 +8,7 @@
 #include "ref_internal.h"
 #include "fam_int4.h"
 #include "nx_round_fast.h"
+#include "rows.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -67,12 +68,31 @@ static nx_status inputs(const fam_spec *s, ref_desc_list *l, nx_err *err)
 }
 
 typedef struct gemv_ctx {
-    const double *x, *scales;
+    const double *x;
+    const st_tensor *scales; /* read where used, from its fp16 storage */
     const uint8_t *q, *z; /* z NULL: the zero point is 8 */
     int packed;           /* q and z two per byte (family/fam_int4.h) */
     size_t N, K, G;
     const nx_rfmt *fast; /* fp16 rounding of the fast engine (nx_round_fast.h); NULL: MPFR */
 } gemv_ctx;
+
+/* scales[n, g], from the row of scales in the thread's cache (key n),
+ * decoded from storage once per row; value by value from storage when the
+ * cache cannot be had */
+static double scale_of(const gemv_ctx *c, const double *srow, size_t n, size_t g)
+{
+    if (srow)
+        return srow[g];
+    double s;
+    rows_decode_range(c->scales, n * (c->K / c->G) + g, 1, &s, NULL);
+    return s;
+}
+
+static const double *scales_row(const gemv_ctx *c, size_t n, ref_math *m)
+{
+    size_t ng = c->K / c->G;
+    return ref_math_row(m, c, n, c->scales, n * ng, ng);
+}
 
 static int zero_of(const gemv_ctx *c, size_t n, size_t g)
 {
@@ -89,9 +109,10 @@ static void gather_elem(const void *vc, size_t row, double *a, double *b, ref_ma
     size_t n = row % c->N, ng = c->K / c->G;
     (void)a;
     double w[16];
+    const double *srow = scales_row(c, n, m);
     for (size_t g = 0; g < ng; g++) {
         int z = zero_of(c, n, g);
-        ref_fp16_weights(c->scales[n * ng + g], z, c->fast != NULL, m, w);
+        ref_fp16_weights(scale_of(c, srow, n, g), z, c->fast != NULL, m, w);
         const uint8_t *qr = fam_u4_row(c->q, n, c->K, c->packed);
         size_t k0 = g * c->G, k1 = k0 + c->G;
         if (c->packed && !(k0 & 1)) { /* byte by byte: both nibbles at once */
@@ -220,17 +241,18 @@ static nx_status run(ref_job *j, nx_err *err)
     if (st)
         return st;
     size_t B = (size_t)p.B, N = (size_t)p.N, K = (size_t)p.K, G = (size_t)p.G, ng = K / G;
-    double *x = NULL, *scales = NULL, *u = NULL, *y = ref_alloc(B * N);
+    double *x = NULL, *u = NULL, *y = ref_alloc(B * N);
     if (!y)
         return nx_err_set(err, NX_ENOMEM, "out of memory");
     const st_tensor *zt = p.zp ? ref_tensor(j, "zeros") : NULL;
-    if ((st = ref_decode(j, "x", &x, err)) || (st = ref_decode(j, "scales", &scales, err)))
+    if ((st = ref_decode(j, "x", &x, err)))
         goto done;
     /* with the fast engine, the weights' roundings are the fast engine's
      * too (the same bits as MPFR's: test_round); --engine mpfr keeps MPFR */
     nx_rfmt f16;
     nx_rfmt_init(&f16, NX_FP16);
-    gemv_ctx c = {x, scales, ref_tensor(j, "qweight")->data, zt ? zt->data : NULL, p.packed, N, K, G,
+    ref_job_forget_rows(j); /* the caches will hold rows of scales, key n */
+    gemv_ctx c = {x, ref_tensor(j, "scales"), ref_tensor(j, "qweight")->data, zt ? zt->data : NULL, p.packed, N, K, G,
                   j->reduce == nx_fast_reduce ? &f16 : NULL};
     if (!p.per_group) {
         st = ref_reduce_rows_a(j, p.k, K, B * N, NX_FP16, NX_FP16, arow_elem, gather_elem, &c, y, err);
@@ -244,9 +266,12 @@ static nx_status run(ref_job *j, nx_err *err)
         if ((st = ref_reduce_rows_a(j, p.group, G, rows, NX_FP16, NX_FP16, arow_group, gather_group, &c, u, err)))
             goto done;
 #pragma omp parallel for num_threads(ref_threads_for(j, rows * 4)) schedule(static)
-        for (size_t r = 0; r < rows; r++) {
-            size_t g = r % ng, n = (r / ng) % N;
-            u[r] = f32_mul(ref_job_math(j), u[r], scales[n * ng + g]);
+        for (size_t bn = 0; bn < B * N; bn++) { /* u[bn * ng + g] times scales[n, g] */
+            ref_math *m = ref_job_math(j);
+            size_t n = bn % N;
+            const double *srow = scales_row(&c, n, m);
+            for (size_t g = 0; g < ng; g++)
+                u[bn * ng + g] = f32_mul(m, u[bn * ng + g], scale_of(&c, srow, n, g));
         }
         st = ref_reduce_flat(j, p.k, ng, 0, B * N, NX_FP32, u, NX_FP32, NULL, y, err);
     }
@@ -254,7 +279,6 @@ static nx_status run(ref_job *j, nx_err *err)
         st = ref_emit(j, "y", nx_point_out(&p.k->point), 2, (int64_t[]){p.B, p.N}, y, err);
 done:
     free(x);
-    free(scales);
     free(u);
     free(y);
     return st;

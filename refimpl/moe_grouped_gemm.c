@@ -147,8 +147,7 @@ static nx_status run(ref_job *j, nx_err *err)
         free(next);
     }
     moe_ctx c = {x, tw, h, ref_tensor(j, "w"), ids, N, H, K, E, order, start};
-    for (int t = 0; t < j->nthreads; t++) /* no thread's cache holds a row of this job yet */
-        j->maths[t].cache_key = SIZE_MAX;
+    ref_job_forget_rows(j); /* no thread's cache holds a row of this job yet */
     if ((st = ref_reduce_rows_a(j, p.k, H, T * K * N, p.in, p.in, arow_k, gather_k, &c, hs, err)))
         goto done;
     for (size_t r = 0; r < T * K * N; r++) { /* h[(t * topk + j) * N + n] */

@@ -352,16 +352,14 @@ static nx_status run(ref_job *j, nx_err *err)
         goto done;
     attn_ctx c = {&p,   x.q,    x.prob, x.w,   x.l,     x.o,  ref_tensor(j, "k_cache"), ref_tensor(j, "v_cache"),
                   ref_tensor(j, "block_table"), x.len, x.pos0, x.ns, x.u0, x.units, x.sel, B};
-    for (int t = 0; t < j->nthreads; t++) /* no thread's cache holds a row of this job yet */
-        j->maths[t].cache_key = SIZE_MAX;
+    ref_job_forget_rows(j); /* no thread's cache holds a row of this job yet */
 
     /* scores, into prob (free until the probabilities), then each score to its place */
     if ((st = ref_reduce_rows_a(j, p.qk, D, npos, p.in, p.in, arow_qk, gather_qk, &c, x.prob, err)))
         goto done;
     for (size_t r = 0; r < npos; r++)
         x.s[qk_pos(&c, r)] = x.prob[r];
-    for (int t = 0; t < j->nthreads; t++) /* the cache now holds key rows: not a unit's values */
-        j->maths[t].cache_key = SIZE_MAX;
+    ref_job_forget_rows(j); /* the caches now hold key rows: not a unit's values */
     /* per split: max, probabilities */
     nx_status est = NX_OK;
 #pragma omp parallel for num_threads(ref_threads_for(j, npos * 64)) schedule(dynamic, 16)

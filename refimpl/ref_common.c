@@ -419,6 +419,12 @@ ref_math *ref_job_math(ref_job *j)
     return &j->maths[omp_get_thread_num()];
 }
 
+void ref_job_forget_rows(ref_job *j)
+{
+    for (int t = 0; t < j->nthreads; t++)
+        j->maths[t].cache_key = SIZE_MAX;
+}
+
 nx_status ref_program(ref_job *j, const fam_reduction *r, size_t n, int dot, const nx_program **out, nx_err *err)
 {
     for (size_t i = 0; i < j->nprogs; i++) {

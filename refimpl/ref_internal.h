@@ -29,10 +29,12 @@ void ref_math_clear(ref_math *m);
 /* The thread's cache with room for n doubles (its contents kept when it
  * already had the room), or NULL when out of memory. */
 double *ref_math_cache(ref_math *m, size_t n);
-/* Values first .. first+n-1 of t into out, through the thread's cache:
- * decoded from storage when the cache does not already hold (owner, key),
- * and kept there for the next row that asks for the same key; straight
- * from storage when the cache cannot be had (out of memory). */
+/* Values first .. first+n-1 of t, decoded from storage into the thread's
+ * cache unless it already holds (owner, key), and left there for the next
+ * row that asks for the same key; NULL when the cache cannot be had (out
+ * of memory): the caller then reads storage itself. */
+const double *ref_math_row(ref_math *m, const void *owner, size_t key, const st_tensor *t, size_t first, size_t n);
+/* The same values copied into out, from storage where the cache cannot be had. */
 void ref_math_cached_row(ref_math *m, const void *owner, size_t key, const st_tensor *t, size_t first, size_t n,
                          double *out);
 
@@ -120,6 +122,10 @@ typedef struct ref_job {
 } ref_job;
 
 ref_math *ref_job_math(ref_job *j); /* this OpenMP thread's scratch */
+/* Every thread's cache forgotten: at the start of a job (its context, the
+ * caches' owner, may stand where an earlier job's stood) and where a job
+ * starts caching rows of another kind. */
+void ref_job_forget_rows(ref_job *j);
 /* Threads for a parallel loop of `work` units of about a nanosecond each
  * (an engine term, a binary64 step; callers weigh an MPFR function as
  * more): 1 below REF_PAR_MIN, where starting a second thread costs more

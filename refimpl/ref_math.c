@@ -48,15 +48,23 @@ double *ref_math_cache(ref_math *m, size_t n)
     return c;
 }
 
-void ref_math_cached_row(ref_math *m, const void *owner, size_t key, const st_tensor *t, size_t first, size_t n,
-                         double *out)
+const double *ref_math_row(ref_math *m, const void *owner, size_t key, const st_tensor *t, size_t first, size_t n)
 {
-    double *row = m->cache_owner == owner && m->cache_key == key ? m->cache : NULL;
-    if (!row && (row = ref_math_cache(m, n))) {
+    if (m->cache_owner == owner && m->cache_key == key)
+        return m->cache;
+    double *row = ref_math_cache(m, n);
+    if (row) {
         rows_decode_range(t, first, n, row, NULL);
         m->cache_key = key;
         m->cache_owner = owner;
     }
+    return row;
+}
+
+void ref_math_cached_row(ref_math *m, const void *owner, size_t key, const st_tensor *t, size_t first, size_t n,
+                         double *out)
+{
+    const double *row = ref_math_row(m, owner, key, t, first, n);
     if (row)
         memcpy(out, row, n * sizeof *out);
     else
