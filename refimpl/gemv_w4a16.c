@@ -8,6 +8,7 @@
 #include "ref_internal.h"
 #include "fam_int4.h"
 #include "nx_round_fast.h"
+#include "nx_simd.h"
 #include "rows.h"
 
 #include <math.h>
@@ -74,6 +75,7 @@ typedef struct gemv_ctx {
     int packed;           /* q and z two per byte (family/fam_int4.h) */
     size_t N, K, G;
     const nx_rfmt *fast; /* fp16 rounding of the fast engine (nx_round_fast.h); NULL: MPFR */
+    int avx2;            /* expand_avx2 may run (the CPU, PARITY_SIMD) */
 } gemv_ctx;
 
 /* scales[n, g], from the row of scales in the thread's cache (key n),
@@ -100,6 +102,35 @@ static int zero_of(const gemv_ctx *c, size_t n, size_t g)
     return c->z ? (int)fam_u4_at(fam_u4_row(c->z, n, ng, c->packed), g, c->packed) : 8;
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define GEMV_AVX2_EXPAND 1
+/* out[2i], out[2i + 1] = w[low nibble], w[high nibble] of p[i], i < nb:
+ * eight nibbles (four bytes, element k at bits 4k of their little-endian
+ * word) index the 16 weights held as floats in two registers; the weights
+ * are fp16 values, exact in float and back in double.  Callers pass
+ * weights without NaN (a NaN's payload would not survive the round trip). */
+__attribute__((target("avx2"))) static size_t expand_avx2(const uint8_t *p, size_t nb, const double *w, double *out)
+{
+    float wf[16];
+    for (int q = 0; q < 16; q++)
+        wf[q] = (float)w[q];
+    const __m256 lo = _mm256_loadu_ps(wf), hi = _mm256_loadu_ps(wf + 8);
+    const __m256i sh = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28), m15 = _mm256_set1_epi32(15);
+    size_t i = 0;
+    for (; i + 4 <= nb; i += 4) {
+        uint32_t v;
+        memcpy(&v, p + i, 4);
+        __m256i q = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)v), sh), m15);
+        __m256 r = _mm256_blendv_ps(_mm256_permutevar8x32_ps(lo, q), _mm256_permutevar8x32_ps(hi, q),
+                                    _mm256_castsi256_ps(_mm256_slli_epi32(q, 28))); /* q >= 8: the high half */
+        _mm256_storeu_pd(out + 2 * i, _mm256_cvtps_pd(_mm256_castps256_ps128(r)));
+        _mm256_storeu_pd(out + 2 * i + 4, _mm256_cvtps_pd(_mm256_extractf128_ps(r, 1)));
+    }
+    return i;
+}
+#endif
+
 /* per_element, row b * N + n: a = x[b, :] (in place) and b = w[n, :], w = fp16((q - z) * s).
  * (q - z) * s is exact in binary64; a zero q - z times a negative s is -0
  * (IEEE).  The 16 possible weights of a group are rounded once each. */
@@ -117,7 +148,17 @@ static void gather_elem(const void *vc, size_t row, double *a, double *b, ref_ma
         size_t k0 = g * c->G, k1 = k0 + c->G;
         if (c->packed && !(k0 & 1)) { /* byte by byte: both nibbles at once */
             const uint8_t *p = qr + k0 / 2;
-            for (size_t i = 0; i < c->G / 2; i++) {
+            size_t i = 0;
+#ifdef GEMV_AVX2_EXPAND
+            if (c->avx2) {
+                int nan = 0;
+                for (int q = 0; q < 16; q++)
+                    nan |= w[q] != w[q];
+                if (!nan)
+                    i = expand_avx2(p, c->G / 2, w, b + k0);
+            }
+#endif
+            for (; i < c->G / 2; i++) {
                 b[k0 + 2 * i] = w[p[i] & 15u];
                 b[k0 + 2 * i + 1] = w[p[i] >> 4];
             }
@@ -253,7 +294,10 @@ static nx_status run(ref_job *j, nx_err *err)
     nx_rfmt_init(&f16, NX_FP16);
     ref_job_forget_rows(j); /* the caches will hold rows of scales, key n */
     gemv_ctx c = {x, ref_tensor(j, "scales"), ref_tensor(j, "qweight")->data, zt ? zt->data : NULL, p.packed, N, K, G,
-                  j->reduce == nx_fast_reduce ? &f16 : NULL};
+                  j->reduce == nx_fast_reduce ? &f16 : NULL, 0};
+#ifdef GEMV_AVX2_EXPAND
+    c.avx2 = nx_simd_isa_now() >= NX_SIMD_AVX2; /* PARITY_SIMD=off or scalar: the scalar loop */
+#endif
     if (!p.per_group) {
         st = ref_reduce_rows_a(j, p.k, K, B * N, NX_FP16, NX_FP16, arow_elem, gather_elem, &c, y, err);
     } else {
