@@ -75,7 +75,7 @@ typedef struct gemv_ctx {
     int packed;           /* q and z two per byte (family/fam_int4.h) */
     size_t N, K, G;
     const nx_rfmt *fast; /* fp16 rounding of the fast engine (nx_round_fast.h); NULL: MPFR */
-    int avx2;            /* expand_avx2 may run (the CPU, PARITY_SIMD) */
+    int avx2;            /* the AVX2 expansions may run (the CPU, PARITY_SIMD) */
 } gemv_ctx;
 
 /* scales[n, g], from the row of scales in the thread's cache (key n),
@@ -126,6 +126,23 @@ __attribute__((target("avx2"))) static size_t expand_avx2(const uint8_t *p, size
                                     _mm256_castsi256_ps(_mm256_slli_epi32(q, 28))); /* q >= 8: the high half */
         _mm256_storeu_pd(out + 2 * i, _mm256_cvtps_pd(_mm256_castps256_ps128(r)));
         _mm256_storeu_pd(out + 2 * i + 4, _mm256_cvtps_pd(_mm256_extractf128_ps(r, 1)));
+    }
+    return i;
+}
+
+/* out[2i], out[2i + 1] = (low nibble of p[i]) - z, (high nibble) - z, i < nb:
+ * eight nibbles to eight int32 lanes, minus z, converted to doubles (exact). */
+__attribute__((target("avx2"))) static size_t expand_qz_avx2(const uint8_t *p, size_t nb, int z, double *out)
+{
+    const __m256i sh = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28), m15 = _mm256_set1_epi32(15);
+    const __m256i zv = _mm256_set1_epi32(z);
+    size_t i = 0;
+    for (; i + 4 <= nb; i += 4) {
+        uint32_t v;
+        memcpy(&v, p + i, 4);
+        __m256i q = _mm256_sub_epi32(_mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)v), sh), m15), zv);
+        _mm256_storeu_pd(out + 2 * i, _mm256_cvtepi32_pd(_mm256_castsi256_si128(q)));
+        _mm256_storeu_pd(out + 2 * i + 4, _mm256_cvtepi32_pd(_mm256_extracti128_si256(q, 1)));
     }
     return i;
 }
@@ -236,9 +253,12 @@ static void gather_group(const void *vc, size_t row, double *a, double *b, ref_m
     if (c->packed && !(k0 & 1)) { /* byte by byte: both nibbles at once */
         const uint8_t *p = qr + k0 / 2;
         double zd = (double)z;
-        size_t h = c->G / 2;
-#pragma omp simd
-        for (size_t i = 0; i < h; i++) {
+        size_t h = c->G / 2, i = 0;
+#ifdef GEMV_AVX2_EXPAND
+        if (c->avx2)
+            i = expand_qz_avx2(p, h, z, b);
+#endif
+        for (; i < h; i++) {
             b[2 * i] = (double)(p[i] & 15u) - zd;
             b[2 * i + 1] = (double)(p[i] >> 4) - zd;
         }
