@@ -75,7 +75,7 @@ typedef struct gemv_ctx {
     int packed;           /* q and z two per byte (family/fam_int4.h) */
     size_t N, K, G;
     const nx_rfmt *fast; /* fp16 rounding of the fast engine (nx_round_fast.h); NULL: MPFR */
-    int avx2;            /* the AVX2 expansions may run (the CPU, PARITY_SIMD) */
+    int avx2;            /* the AVX2 (+ F16C) paths may run (the CPU, PARITY_SIMD) */
 } gemv_ctx;
 
 /* scales[n, g], from the row of scales in the thread's cache (key n),
@@ -105,17 +105,31 @@ static int zero_of(const gemv_ctx *c, size_t n, size_t g)
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define GEMV_AVX2_EXPAND 1
+#define GEMV_F16C 1
+/* fp16((q - z) * s) for q = 0 .. 15 in rne, s a finite fp16 value, as
+ * floats: the product is exact in binary32 (|q - z| < 16 times an 11-bit
+ * significand, within float's range and above its smallest subnormal), and
+ * F16C's conversion is IEEE's rounding to binary16: ties to even, gradual
+ * underflow, overflow to infinity, the sign of a zero kept (0 * -s is -0).
+ * Never NaN. */
+__attribute__((target("avx2,f16c"))) static void weights_f16c(double s, int z, float *w)
+{
+    const __m256 sf = _mm256_set1_ps((float)s);
+    const __m256i q0 = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), zv = _mm256_set1_epi32(z);
+    for (int h = 0; h < 16; h += 8) {
+        __m256 qz = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_add_epi32(q0, _mm256_set1_epi32(h)), zv));
+        __m128i hb = _mm256_cvtps_ph(_mm256_mul_ps(qz, sf), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        _mm256_storeu_ps(w + h, _mm256_cvtph_ps(hb));
+    }
+}
+
 /* out[2i], out[2i + 1] = w[low nibble], w[high nibble] of p[i], i < nb:
  * eight nibbles (four bytes, element k at bits 4k of their little-endian
- * word) index the 16 weights held as floats in two registers; the weights
- * are fp16 values, exact in float and back in double.  Callers pass
- * weights without NaN (a NaN's payload would not survive the round trip). */
-__attribute__((target("avx2"))) static size_t expand_avx2(const uint8_t *p, size_t nb, const double *w, double *out)
+ * word) index the 16 weights, held in two registers, and go out as
+ * doubles (exact).  Returns how many bytes it did (a multiple of 4). */
+__attribute__((target("avx2"))) static size_t expand_avx2(const uint8_t *p, size_t nb, const float *w, double *out)
 {
-    float wf[16];
-    for (int q = 0; q < 16; q++)
-        wf[q] = (float)w[q];
-    const __m256 lo = _mm256_loadu_ps(wf), hi = _mm256_loadu_ps(wf + 8);
+    const __m256 lo = _mm256_loadu_ps(w), hi = _mm256_loadu_ps(w + 8);
     const __m256i sh = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28), m15 = _mm256_set1_epi32(15);
     size_t i = 0;
     for (; i + 4 <= nb; i += 4) {
@@ -154,71 +168,55 @@ __attribute__((target("avx2"))) static size_t expand_qz_avx2(const uint8_t *p, s
 static void gather_elem(const void *vc, size_t row, double *a, double *b, ref_math *m)
 {
     const gemv_ctx *c = vc;
-    size_t n = row % c->N, ng = c->K / c->G;
+    size_t n = row % c->N, ng = c->K / c->G, h = c->G / 2;
     (void)a;
     double w[16];
     const double *srow = scales_row(c, n, m);
+    const uint8_t *qr = fam_u4_row(c->q, n, c->K, c->packed);
     for (size_t g = 0; g < ng; g++) {
         int z = zero_of(c, n, g);
-        ref_fp16_weights(scale_of(c, srow, n, g), z, c->fast != NULL, m, w);
-        const uint8_t *qr = fam_u4_row(c->q, n, c->K, c->packed);
+        double s = scale_of(c, srow, n, g);
         size_t k0 = g * c->G, k1 = k0 + c->G;
+#ifdef GEMV_AVX2_EXPAND
+        if (c->avx2 && c->fast && c->packed && !(k0 & 1) && isfinite(s)) { /* the fast engine's weights */
+            float wf[16];
+            const uint8_t *p = qr + k0 / 2;
+            weights_f16c(s, z, wf);
+            for (size_t i = expand_avx2(p, h, wf, b + k0); i < h; i++) {
+                b[k0 + 2 * i] = wf[p[i] & 15u];
+                b[k0 + 2 * i + 1] = wf[p[i] >> 4];
+            }
+            if (c->G & 1)
+                b[k1 - 1] = wf[p[h] & 15u];
+            continue;
+        }
+#endif
+        ref_fp16_weights(s, z, c->fast != NULL, m, w);
         if (c->packed && !(k0 & 1)) { /* byte by byte: both nibbles at once */
             const uint8_t *p = qr + k0 / 2;
-            size_t i = 0;
-#ifdef GEMV_AVX2_EXPAND
-            if (c->avx2) {
-                int nan = 0;
-                for (int q = 0; q < 16; q++)
-                    nan |= w[q] != w[q];
-                if (!nan)
-                    i = expand_avx2(p, c->G / 2, w, b + k0);
-            }
-#endif
-            for (; i < c->G / 2; i++) {
+            for (size_t i = 0; i < h; i++) {
                 b[k0 + 2 * i] = w[p[i] & 15u];
                 b[k0 + 2 * i + 1] = w[p[i] >> 4];
             }
             if (c->G & 1)
-                b[k1 - 1] = w[p[c->G / 2] & 15u];
+                b[k1 - 1] = w[p[h] & 15u];
         } else if (c->packed)
             for (size_t k = k0; k < k1; k++)
                 b[k] = w[fam_u4_at(qr, k, 1)];
         else
-            for (size_t k = g * c->G; k < (g + 1) * c->G; k++)
+            for (size_t k = k0; k < k1; k++)
                 b[k] = w[qr[k]];
     }
 }
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define GEMV_F16C 1
-/* fp16((q - z) * s) for q = 0 .. 15 in rne, s a finite fp16 value: the
- * product is exact in binary32 (|q - z| < 16 times an 11-bit significand,
- * within float's range and above its smallest subnormal), and F16C's
- * conversion is IEEE's rounding to binary16: ties to even, gradual
- * underflow, overflow to infinity, the sign of a zero kept (0 * -s is -0). */
-__attribute__((target("avx,f16c"))) static void weights_f16c(double s, int z, double *w)
-{
-    float qz[16], out[16];
-    for (int q = 0; q < 16; q++)
-        qz[q] = (float)(q - z);
-    const __m256 sf = _mm256_set1_ps((float)s);
-    for (int h = 0; h < 16; h += 8) {
-        __m256 p = _mm256_mul_ps(_mm256_loadu_ps(qz + h), sf);
-        __m128i hb = _mm256_cvtps_ph(p, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        _mm256_storeu_ps(out + h, _mm256_cvtph_ps(hb));
-    }
-    for (int q = 0; q < 16; q++)
-        w[q] = (double)out[q];
-}
-#endif
-
 void ref_fp16_weights(double s, int z, int fast, ref_math *m, double w[16])
 {
 #ifdef GEMV_F16C
-    if (fast && isfinite(s) && __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx")) {
-        weights_f16c(s, z, w);
+    if (fast && isfinite(s) && __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx2")) {
+        float wf[16];
+        weights_f16c(s, z, wf);
+        for (int q = 0; q < 16; q++)
+            w[q] = (double)wf[q];
         return;
     }
 #endif
@@ -316,7 +314,8 @@ static nx_status run(ref_job *j, nx_err *err)
     gemv_ctx c = {x, ref_tensor(j, "scales"), ref_tensor(j, "qweight")->data, zt ? zt->data : NULL, p.packed, N, K, G,
                   j->reduce == nx_fast_reduce ? &f16 : NULL, 0};
 #ifdef GEMV_AVX2_EXPAND
-    c.avx2 = nx_simd_isa_now() >= NX_SIMD_AVX2; /* PARITY_SIMD=off or scalar: the scalar loop */
+    /* PARITY_SIMD=off or scalar: the byte loops */
+    c.avx2 = nx_simd_isa_now() >= NX_SIMD_AVX2 && __builtin_cpu_supports("f16c");
 #endif
     if (!p.per_group) {
         st = ref_reduce_rows_a(j, p.k, K, B * N, NX_FP16, NX_FP16, arow_elem, gather_elem, &c, y, err);
