@@ -719,20 +719,30 @@ __attribute__((target("avx2,fma"))) static void run_fmaf8_avx2(const double *con
 __attribute__((target("avx2,fma"))) static void group_fmaf8_avx2(const double *const *A, const double *const *Bv,
                                                                   int32_t T0, int32_t n, double *acc)
 {
-    __m256 s[8];
-    for (int r = 0; r < 8; r++)
-        s[r] = _mm256_set_m128(_mm256_cvtpd_ps(_mm256_loadu_pd(acc + r * 8 + 4)),
-                               _mm256_cvtpd_ps(_mm256_loadu_pd(acc + r * 8)));
+    /* written out, lanes 0-3 then 4-7: 8 accumulators and 8 operands fill
+     * the 16 registers; as loops over arrays, -O2 kept them in memory */
+#define FX_LD(r) _mm256_set_m128(_mm256_cvtpd_ps(_mm256_loadu_pd(acc + (r) * 8 + 4)), \
+                                 _mm256_cvtpd_ps(_mm256_loadu_pd(acc + (r) * 8)))
+    __m256 s0 = FX_LD(0), s1 = FX_LD(1), s2 = FX_LD(2), s3 = FX_LD(3), s4 = FX_LD(4), s5 = FX_LD(5),
+           s6 = FX_LD(6), s7 = FX_LD(7);
+#undef FX_LD
     for (int32_t j = 0; j < n; j++) {
-        const int32_t t = T0 + 8 * j;
-        __m256 x[8], y[8]; /* x[r], y[r]: lane r's operands (term t + r) of rows 0-7 */
-        tr8x4_avx2(A, (size_t)t, x);
-        tr8x4_avx2(A, (size_t)t + 4, x + 4);
-        tr8x4_avx2(Bv, (size_t)t, y);
-        tr8x4_avx2(Bv, (size_t)t + 4, y + 4);
-        for (int r = 0; r < 8; r++)
-            s[r] = _mm256_fmadd_ps(x[r], y[r], s[r]);
+        const size_t t = (size_t)(T0 + 8 * j);
+        __m256 x[4], y[4]; /* x[r], y[r]: lane r's (then lane 4 + r's) operands of rows 0-7 */
+        tr8x4_avx2(A, t, x);
+        tr8x4_avx2(Bv, t, y);
+        s0 = _mm256_fmadd_ps(x[0], y[0], s0);
+        s1 = _mm256_fmadd_ps(x[1], y[1], s1);
+        s2 = _mm256_fmadd_ps(x[2], y[2], s2);
+        s3 = _mm256_fmadd_ps(x[3], y[3], s3);
+        tr8x4_avx2(A, t + 4, x);
+        tr8x4_avx2(Bv, t + 4, y);
+        s4 = _mm256_fmadd_ps(x[0], y[0], s4);
+        s5 = _mm256_fmadd_ps(x[1], y[1], s5);
+        s6 = _mm256_fmadd_ps(x[2], y[2], s6);
+        s7 = _mm256_fmadd_ps(x[3], y[3], s7);
     }
+    const __m256 s[8] = {s0, s1, s2, s3, s4, s5, s6, s7};
     for (int r = 0; r < 8; r++) {
         float v[8];
         _mm256_storeu_ps(v, s[r]);
