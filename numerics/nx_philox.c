@@ -134,14 +134,22 @@ void nx_philox_w0_run(uint64_t seed, uint32_t tensor, uint64_t first, uint32_t d
     }
 }
 
-/* All four words of the PHILOX_LANES blocks from first (draw 0): w[j][l] is
- * word j of block first + l.  Integer arithmetic only, like the clone above. */
+/* All four words of the PHILOX_LANES blocks from first (of one draw):
+ * w[j][l] is word j of block first + l.  Integer arithmetic only, like the
+ * clone above. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #endif
-static void philox_blocks(uint64_t seed, uint32_t tensor, uint64_t first, uint32_t w[4][PHILOX_LANES])
+static void philox_blocks(uint64_t seed, uint32_t tensor, uint64_t first, uint32_t draw, uint32_t w[4][PHILOX_LANES])
 {
-    philox_lanes(seed, tensor, first, 0, w[0], w + 1);
+    philox_lanes(seed, tensor, first, draw, w[0], w + 1);
+}
+
+/* Block l of a philox_blocks result, as nx_philox_block gives it. */
+static inline void lane_block(uint32_t w[4][PHILOX_LANES], unsigned l, uint32_t out[4])
+{
+    for (int j = 0; j < 4; j++)
+        out[j] = w[j][l];
 }
 
 uint32_t nx_philox_tensor_id(const char *name)
@@ -312,17 +320,22 @@ static double magnitude(const fmt_range *fr, const uint32_t w[4])
     return (w[3] & 1u) ? -m : m;
 }
 
+/* Element i from its pair's block pw = B(i div 2, 1) and, where the pair's
+ * kind needs it, its own block B(i, 2): ew, or drawn here when NULL.  One
+ * pair block serves both elements of the pair. */
 static double adversarial(gen_state *g, uint64_t seed, uint32_t tensor, const nx_dist_spec *d, nx_fmt f,
-                          const fmt_range *fr, uint64_t i)
+                          const fmt_range *fr, uint64_t i, const uint32_t pw[4], const uint32_t *ew)
 {
-    uint32_t pw[4], w[4];
-    nx_philox_block(seed, tensor, i >> 1, 1, pw);
+    uint32_t w[4];
     uint32_t c = nx_philox_below(pw[0], 100);
     if (c < 30) {
         double m = magnitude(fr, pw);
         return rne(g, (i & 1u) ? -m : m, f);
     }
-    nx_philox_block(seed, tensor, i, 2, w);
+    if (ew)
+        memcpy(w, ew, sizeof w);
+    else
+        nx_philox_block(seed, tensor, i, 2, w);
     if (c < 70)
         return rne(g, magnitude(fr, w), f);
     if (c < 80) {
@@ -383,9 +396,10 @@ static void fill_range(gen_state *g, uint64_t seed, uint32_t tensor, const nx_di
             double v[2];
             if (!(i & 1u) && count - k >= 2 * PHILOX_LANES) { /* PHILOX_LANES whole pairs: their blocks side by side */
                 uint32_t wl4[4][PHILOX_LANES];
-                philox_blocks(seed, tensor, i >> 1, wl4);
+                philox_blocks(seed, tensor, i >> 1, 0, wl4);
                 for (unsigned l = 0; l < PHILOX_LANES; l++) {
-                    uint32_t wl[4] = {wl4[0][l], wl4[1][l], wl4[2][l], wl4[3][l]};
+                    uint32_t wl[4];
+                    lane_block(wl4, l, wl);
                     normal_pair(wl, v);
                     out[k + 2 * l] = rne(g, v[0], f);
                     out[k + 2 * l + 1] = rne(g, v[1], f);
@@ -404,18 +418,53 @@ static void fill_range(gen_state *g, uint64_t seed, uint32_t tensor, const nx_di
             continue;
         }
         case NX_DIST_UNIFORM:
-            nx_philox_block(seed, tensor, i, 0, w);
-            out[k] = uniform(g, d, f, w[0], w[1]);
-            break;
-        case NX_DIST_INT:
-            nx_philox_block(seed, tensor, i, 0, w);
-            out[k] = rne(g, (double)((long)nx_philox_below(w[0], (uint32_t)(2 * d->int_max + 1)) - d->int_max), f);
-            break;
-        default:
-            out[k] = adversarial(g, seed, tensor, d, f, &fr, i);
-            break;
+        case NX_DIST_INT: {
+            uint32_t wl4[4][PHILOX_LANES];
+            unsigned nl = 1; /* elements drawn now: a whole run of lanes, or one */
+            if (count - k >= PHILOX_LANES) {
+                philox_blocks(seed, tensor, i, 0, wl4);
+                nl = PHILOX_LANES;
+            }
+            for (unsigned l = 0; l < nl; l++) {
+                if (nl == 1)
+                    nx_philox_block(seed, tensor, i, 0, w);
+                else
+                    lane_block(wl4, l, w);
+                out[k + l] = d->dist == NX_DIST_UNIFORM
+                                 ? uniform(g, d, f, w[0], w[1])
+                                 : rne(g, (double)((long)nx_philox_below(w[0], (uint32_t)(2 * d->int_max + 1)) -
+                                                   d->int_max),
+                                       f);
+            }
+            k += nl;
+            continue;
         }
-        k++;
+        default: {
+            if (!(i & 1u) && count - k >= 2 * PHILOX_LANES) {
+                /* PHILOX_LANES pairs: their pair blocks and their elements' own blocks side by side */
+                uint32_t pw4[4][PHILOX_LANES], ew4[2][4][PHILOX_LANES];
+                philox_blocks(seed, tensor, i >> 1, 1, pw4);
+                philox_blocks(seed, tensor, i, 2, ew4[0]);
+                philox_blocks(seed, tensor, i + PHILOX_LANES, 2, ew4[1]);
+                for (unsigned e = 0; e < 2 * PHILOX_LANES; e++) {
+                    uint32_t pw[4], ew[4];
+                    lane_block(pw4, e >> 1, pw);
+                    lane_block(ew4[e / PHILOX_LANES], e % PHILOX_LANES, ew);
+                    out[k + e] = adversarial(g, seed, tensor, d, f, &fr, i + e, pw, ew);
+                }
+                k += 2 * PHILOX_LANES;
+                continue;
+            }
+            nx_philox_block(seed, tensor, i >> 1, 1, w);
+            out[k] = adversarial(g, seed, tensor, d, f, &fr, i, w, NULL);
+            k++;
+            if (!(i & 1u) && k < count) { /* the pair's odd element: the same pair block */
+                out[k] = adversarial(g, seed, tensor, d, f, &fr, i + 1, w, NULL);
+                k++;
+            }
+            continue;
+        }
+        }
     }
 }
 

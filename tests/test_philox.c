@@ -395,6 +395,83 @@ static void test_adversarial(void **state)
     free(v);
 }
 
+/* uniform, int and adversarial from their definitions in docs/families.md
+ * ("Inputs"), computed here from single blocks (nx_philox_block, checked by
+ * the known-answer vectors) and compared with what ranges produce: the
+ * ranges start at 0, 1 and 37 and run past whole runs of blocks drawn side
+ * by side, so a lane, a draw or a pair block out of place shows. */
+static uint32_t below_def(uint32_t w, uint32_t n)
+{
+    return (uint32_t)(((uint64_t)w * n) >> 32);
+}
+
+static double u53_def(uint32_t a, uint32_t b)
+{
+    return ldexp((double)(a >> 5) * 0x1p26 + (double)(b >> 6), -53);
+}
+
+/* fp32's adversarial magnitude from a block: 2^e (1 + f), e in [-40, 40],
+ * f the top 23 bits of w1, the sign from w3 */
+static double magnitude_def(const uint32_t w[4])
+{
+    double m = ldexp(1.0 + ldexp((double)(w[1] >> 9), -23), -40 + (int)below_def(w[2], 81));
+    return (w[3] & 1u) ? -m : m;
+}
+
+static void test_definitions(void **state)
+{
+    (void)state;
+    enum { N = 3000 };
+    static const size_t starts[] = {0, 1, 37};
+    double *v = malloc(N * sizeof *v);
+    assert_non_null(v);
+    const uint64_t seed = 0x1234567890abcULL;
+    const uint32_t id = 11;
+    for (size_t si = 0; si < 3; si++) {
+        size_t first = starts[si];
+        uint32_t w[4], pw[4];
+        nx_dist_spec d;
+        nx_dist_spec_init(&d, NX_DIST_UNIFORM);
+        fill(&d, NX_FP32, seed, id, first, N, v, 1);
+        for (size_t k = 0; k < N; k++) {
+            nx_philox_block(seed, id, first + k, 0, w);
+            double x = (double)(float)(-1.0 + 2.0 * u53_def(w[0], w[1]));
+            if (x == 1.0)
+                x = nextafterf(1.0f, 0.0f);
+            assert_double_bits_eq(v[k], x);
+        }
+        nx_dist_spec_init(&d, NX_DIST_INT);
+        d.int_max = 100;
+        fill(&d, NX_FP32, seed, id, first, N, v, 1);
+        for (size_t k = 0; k < N; k++) {
+            nx_philox_block(seed, id, first + k, 0, w);
+            assert_double_bits_eq(v[k], (double)((long)below_def(w[0], 201) - 100));
+        }
+        nx_dist_spec_init(&d, NX_DIST_ADVERSARIAL);
+        fill(&d, NX_FP32, seed, id, first, N, v, 1);
+        size_t checked = 0;
+        for (size_t k = 0; k < N; k++) {
+            uint64_t i = first + k;
+            nx_philox_block(seed, id, i >> 1, 1, pw); /* the pair's block */
+            nx_philox_block(seed, id, i, 2, w);       /* the element's own */
+            uint32_t c = below_def(pw[0], 100);
+            if (c < 30) { /* cancellation pair: (m, -m) */
+                double m = magnitude_def(pw);
+                assert_double_bits_eq(v[k], (i & 1u) ? -m : m);
+                checked++;
+            } else if (c < 70) {
+                assert_double_bits_eq(v[k], magnitude_def(w));
+                checked++;
+            } else if (c >= 80 && c < 86) {
+                assert_double_bits_eq(v[k], (w[3] & 1u) ? -0.0 : 0.0);
+                checked++;
+            }
+        }
+        assert_true(checked > N / 2);
+    }
+    free(v);
+}
+
 static void test_errors(void **state)
 {
     (void)state;
@@ -419,7 +496,8 @@ int main(void)
         cmocka_unit_test(test_normal_functions), cmocka_unit_test(test_normal_definition),
         cmocka_unit_test(test_normal_moments),
         cmocka_unit_test(test_uniform),      cmocka_unit_test(test_int),
-        cmocka_unit_test(test_adversarial),  cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_adversarial),  cmocka_unit_test(test_definitions),
+        cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
