@@ -383,6 +383,14 @@ double nx_philox_normal(uint64_t seed, uint32_t tensor, uint64_t i)
     return v[i & 1u];
 }
 
+/* A uniform or int element from its block B(i, 0). */
+static double flat(gen_state *g, const nx_dist_spec *d, nx_fmt f, const uint32_t w[4])
+{
+    if (d->dist == NX_DIST_UNIFORM)
+        return uniform(g, d, f, w[0], w[1]);
+    return rne(g, (double)((long)nx_philox_below(w[0], (uint32_t)(2 * d->int_max + 1)) - d->int_max), f);
+}
+
 static void fill_range(gen_state *g, uint64_t seed, uint32_t tensor, const nx_dist_spec *d, nx_fmt f,
                        uint64_t first, size_t count, double *out)
 {
@@ -418,27 +426,20 @@ static void fill_range(gen_state *g, uint64_t seed, uint32_t tensor, const nx_di
             continue;
         }
         case NX_DIST_UNIFORM:
-        case NX_DIST_INT: {
-            uint32_t wl4[4][PHILOX_LANES];
-            unsigned nl = 1; /* elements drawn now: a whole run of lanes, or one */
-            if (count - k >= PHILOX_LANES) {
+        case NX_DIST_INT:
+            if (count - k >= PHILOX_LANES) { /* a run of lanes side by side */
+                uint32_t wl4[4][PHILOX_LANES];
                 philox_blocks(seed, tensor, i, 0, wl4);
-                nl = PHILOX_LANES;
-            }
-            for (unsigned l = 0; l < nl; l++) {
-                if (nl == 1)
-                    nx_philox_block(seed, tensor, i, 0, w);
-                else
+                for (unsigned l = 0; l < PHILOX_LANES; l++) {
                     lane_block(wl4, l, w);
-                out[k + l] = d->dist == NX_DIST_UNIFORM
-                                 ? uniform(g, d, f, w[0], w[1])
-                                 : rne(g, (double)((long)nx_philox_below(w[0], (uint32_t)(2 * d->int_max + 1)) -
-                                                   d->int_max),
-                                       f);
+                    out[k + l] = flat(g, d, f, w);
+                }
+                k += PHILOX_LANES;
+            } else {
+                nx_philox_block(seed, tensor, i, 0, w);
+                out[k++] = flat(g, d, f, w);
             }
-            k += nl;
             continue;
-        }
         default: {
             if (!(i & 1u) && count - k >= 2 * PHILOX_LANES) {
                 /* PHILOX_LANES pairs: their pair blocks and their elements' own blocks side by side */

@@ -123,6 +123,16 @@ __attribute__((target("avx2,f16c"))) static void weights_f16c(double s, int z, f
     }
 }
 
+/* The eight nibbles of p[0 .. 3] as int32 lanes, element k (bits 4k of
+ * their little-endian word) in lane k. */
+__attribute__((target("avx2"))) static inline __m256i nibbles8_avx2(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)v), _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
+                            _mm256_set1_epi32(15));
+}
+
 /* out[2i], out[2i + 1] = w[low nibble], w[high nibble] of p[i], i < nb:
  * eight nibbles (four bytes, element k at bits 4k of their little-endian
  * word) index the 16 weights, held in two registers, and go out as
@@ -130,12 +140,9 @@ __attribute__((target("avx2,f16c"))) static void weights_f16c(double s, int z, f
 __attribute__((target("avx2"))) static size_t expand_avx2(const uint8_t *p, size_t nb, const float *w, double *out)
 {
     const __m256 lo = _mm256_loadu_ps(w), hi = _mm256_loadu_ps(w + 8);
-    const __m256i sh = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28), m15 = _mm256_set1_epi32(15);
     size_t i = 0;
     for (; i + 4 <= nb; i += 4) {
-        uint32_t v;
-        memcpy(&v, p + i, 4);
-        __m256i q = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)v), sh), m15);
+        __m256i q = nibbles8_avx2(p + i);
         __m256 r = _mm256_blendv_ps(_mm256_permutevar8x32_ps(lo, q), _mm256_permutevar8x32_ps(hi, q),
                                     _mm256_castsi256_ps(_mm256_slli_epi32(q, 28))); /* q >= 8: the high half */
         _mm256_storeu_pd(out + 2 * i, _mm256_cvtps_pd(_mm256_castps256_ps128(r)));
@@ -148,13 +155,10 @@ __attribute__((target("avx2"))) static size_t expand_avx2(const uint8_t *p, size
  * eight nibbles to eight int32 lanes, minus z, converted to doubles (exact). */
 __attribute__((target("avx2"))) static size_t expand_qz_avx2(const uint8_t *p, size_t nb, int z, double *out)
 {
-    const __m256i sh = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28), m15 = _mm256_set1_epi32(15);
     const __m256i zv = _mm256_set1_epi32(z);
     size_t i = 0;
     for (; i + 4 <= nb; i += 4) {
-        uint32_t v;
-        memcpy(&v, p + i, 4);
-        __m256i q = _mm256_sub_epi32(_mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)v), sh), m15), zv);
+        __m256i q = _mm256_sub_epi32(nibbles8_avx2(p + i), zv);
         _mm256_storeu_pd(out + 2 * i, _mm256_cvtepi32_pd(_mm256_castsi256_si128(q)));
         _mm256_storeu_pd(out + 2 * i + 4, _mm256_cvtepi32_pd(_mm256_extracti128_si256(q, 1)));
     }
@@ -176,25 +180,23 @@ static void gather_elem(const void *vc, size_t row, double *a, double *b, ref_ma
     for (size_t g = 0; g < ng; g++) {
         int z = zero_of(c, n, g);
         double s = scale_of(c, srow, n, g);
-        size_t k0 = g * c->G, k1 = k0 + c->G;
+        size_t k0 = g * c->G, k1 = k0 + c->G, i = 0; /* i: bytes of the group already laid out */
+        int bytes = c->packed && !(k0 & 1);          /* the group starts on a byte: both nibbles at once */
 #ifdef GEMV_AVX2_EXPAND
-        if (c->avx2 && c->fast && c->packed && !(k0 & 1) && isfinite(s)) { /* the fast engine's weights */
+        if (c->avx2 && c->fast && bytes && isfinite(s)) { /* the fast engine's weights, eight at a time */
             float wf[16];
-            const uint8_t *p = qr + k0 / 2;
             weights_f16c(s, z, wf);
-            for (size_t i = expand_avx2(p, h, wf, b + k0); i < h; i++) {
-                b[k0 + 2 * i] = wf[p[i] & 15u];
-                b[k0 + 2 * i + 1] = wf[p[i] >> 4];
-            }
-            if (c->G & 1)
-                b[k1 - 1] = wf[p[h] & 15u];
-            continue;
-        }
+            i = expand_avx2(qr + k0 / 2, h, wf, b + k0);
+            if (i == h && !(c->G & 1))
+                continue;
+            for (int q = 0; q < 16; q++) /* the rest, by the loops below */
+                w[q] = (double)wf[q];
+        } else
 #endif
-        ref_fp16_weights(s, z, c->fast != NULL, m, w);
-        if (c->packed && !(k0 & 1)) { /* byte by byte: both nibbles at once */
+            ref_fp16_weights(s, z, c->fast, m, w);
+        if (bytes) {
             const uint8_t *p = qr + k0 / 2;
-            for (size_t i = 0; i < h; i++) {
+            for (; i < h; i++) {
                 b[k0 + 2 * i] = w[p[i] & 15u];
                 b[k0 + 2 * i + 1] = w[p[i] >> 4];
             }
@@ -209,7 +211,7 @@ static void gather_elem(const void *vc, size_t row, double *a, double *b, ref_ma
     }
 }
 
-void ref_fp16_weights(double s, int z, int fast, ref_math *m, double w[16])
+void ref_fp16_weights(double s, int z, const nx_rfmt *fast, ref_math *m, double w[16])
 {
 #ifdef GEMV_F16C
     if (fast && isfinite(s) && __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx2")) {
@@ -220,11 +222,8 @@ void ref_fp16_weights(double s, int z, int fast, ref_math *m, double w[16])
         return;
     }
 #endif
-    nx_rfmt f16;
-    if (fast)
-        nx_rfmt_init(&f16, NX_FP16);
     for (int q = 0; q < 16; q++)
-        w[q] = fast ? nx_rf_round((double)(q - z) * s, &f16, NX_RNE, 0)
+        w[q] = fast ? nx_rf_round((double)(q - z) * s, fast, NX_RNE, 0)
                     : ref_round(m, (double)(q - z) * s, NX_FP16, NX_RNE, 0);
 }
 

@@ -150,11 +150,10 @@ static nx_status run(ref_job *j, nx_err *err)
     ref_job_forget_rows(j); /* no thread's cache holds a row of this job yet */
     if ((st = ref_reduce_rows_a(j, p.k, H, T * K * N, p.in, p.in, arow_k, gather_k, &c, hs, err)))
         goto done;
-    for (size_t r = 0; r < T * K * N; r++) { /* h[(t * topk + j) * N + n] */
-        size_t e, n, tj;
-        k_row(&c, r, &e, &n, &tj);
-        h[tj * N + n] = hs[r];
-    }
+    for (size_t e = 0, r = 0; e < E; e++) /* to h[(t * topk + j) * N + n], in k_row's order */
+        for (size_t n = 0; n < N; n++)
+            for (size_t i = start[e]; i < start[e + 1]; i++)
+                h[order[i] * N + n] = hs[r++];
     nx_fmt hf = nx_point_out(&p.k->point);
     if ((st = ref_reduce_rows(j, p.combine, K, 1, T * N, NX_FP32, hf, gather_combine, &c, y, err)))
         goto done;

@@ -9,6 +9,7 @@
 
 #include "nx_engine.h"
 #include "nx_mp.h"
+#include "nx_round_fast.h"
 #include "refimpl.h"
 
 /* --- correctly rounded elementwise operations (ref_math.c) ---------------- */
@@ -56,10 +57,11 @@ double ref_round(ref_math *m, double x, nx_fmt f, nx_mode mode, int saturate);
 nx_status ref_param_f32(const fam_spec *s, const char *name, const char *def, double *out, nx_err *err);
 
 /* gemv_w4a16's 16 possible weights of a group, w[q] = fp16((q - z) * s) in
- * rne (s an fp16 value, z in [0, 15]): fast, the fast engine's rounding
- * (F16C's conversion where s is finite and the CPU has it; the same bits),
- * else MPFR's (ref_round). */
-void ref_fp16_weights(double s, int z, int fast, ref_math *m, double w[16]);
+ * rne (s an fp16 value, z in [0, 15]): with fast (the fast engine's fp16
+ * rounding, nx_round_fast.h), F16C's conversion where s is finite and the
+ * CPU has it, else nx_rf_round (the same bits); fast NULL: MPFR's
+ * (ref_round). */
+void ref_fp16_weights(double s, int z, const nx_rfmt *fast, ref_math *m, double w[16]);
 
 /* --- params ----------------------------------------------------------------- */
 

@@ -622,6 +622,8 @@ static void test_gemv_weights(void **state)
     (void)state;
     ref_math m;
     ref_math_init(&m);
+    nx_rfmt f16;
+    nx_rfmt_init(&f16, NX_FP16);
     long checked = 0;
     for (uint32_t pat = 0; pat < 0x10000; pat++) {
         double s = nx_decode(NX_FP16, pat, NULL);
@@ -630,7 +632,7 @@ static void test_gemv_weights(void **state)
         static const int zs[] = {0, 8, 15};
         for (int zi = 0; zi < 3; zi++) {
             double w[16];
-            ref_fp16_weights(s, zs[zi], 1, &m, w);
+            ref_fp16_weights(s, zs[zi], &f16, &m, w);
             for (int q = 0; q < 16; q++) {
                 double want = ref_round(&m, (double)(q - zs[zi]) * s, NX_FP16, NX_RNE, 0);
                 int same = isnan(want) ? isnan(w[q]) : memcmp(&want, &w[q], sizeof want) == 0;
