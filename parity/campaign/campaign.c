@@ -6,6 +6,7 @@
 #include "refimpl.h"
 #include "rows.h"
 #include "trace.h"
+#include "tier2.h"
 #include "tolerance.h"
 #include "nx_sbuf.h"
 
@@ -594,127 +595,33 @@ static nx_status check_rows(const camp_opts *o, fam_spec *spec, const st_file *i
     return NX_OK;
 }
 
-nx_status camp_tier2_policy(const fam_spec *dev, const fam_spec *ref, const char *differs, int negative,
-                            const st_file *in, nx_fmt fmt, size_t n, const uint64_t *ref_bits, const size_t *src,
-                            int threads, t2_policy *pol, char *why, size_t len, nx_err *err)
-{
-    memset(pol, 0, sizeof *pol);
-    why[0] = 0;
-    int approx = 0;
-    for (size_t i = 0; i < dev->nelems; i++)
-        approx |= dev->elems[i].impl == FAM_ELEM_APPROX;
-    int same_point = dev->hash && ref->hash && strcmp(dev->hash, ref->hash) == 0;
-    if (same_point && !approx && !negative) {
-        cmp_options_init(&pol->opt, CMP_BITWISE);
-        return NX_OK;
-    }
-    if (!same_point)
-        snprintf(why, len, "%s", differs && *differs ? differs : "the run's point and the reference's differ");
-    else if (negative)
-        snprintf(why, len, "a negative control: judged by its declared tolerance");
-    else
-        snprintf(why, len, "an elementwise function is a declared approximation");
-    /* the declared tolerance, else the bound of the points' trees (the
-     * device's approximations vs the reference's cr, an `atomic` in any
-     * order), else torch.testing's default */
-    nx_status st = t2_policy_choose(dev, ref, in, fmt, n, ref_bits, src, threads, pol, err);
-    if (!st && *pol->why) {
-        size_t l = strlen(why);
-        snprintf(why + l, len - l, "; %s", pol->why);
-    }
-    return st;
-}
-
-/* Tier 2 over the first output tensor (every family's main output `y`),
- * then the others must agree bit for bit when judged bitwise. */
+/* Tier 2 over the main output (every family's `y`) through the one Tier 2
+ * (tier2.h): the campaign's run holds its whole batch, so batch row =
+ * logical row, and the device runs the spec itself. */
 static nx_status tier2(const fam_spec *spec, const st_file *in, const st_file *dev, const st_file *ref, camp_result *res,
                        const camp_opts *o, nx_err *err)
 {
     double t0 = now();
-    const st_tensor *rt = ref->ntensors ? &ref->tensors[0] : NULL;
-    for (size_t i = 0; i < ref->ntensors; i++)
-        if (strcmp(ref->tensors[i].name, "y") == 0)
-            rt = &ref->tensors[i];
-    if (!rt)
-        return nx_err_set(err, NX_EINTERNAL, "%s: the reference produced no output", res->id);
-    const st_tensor *dt = st_find(dev, rt->name);
-    if (!dt || dt->dtype != rt->dtype || dt->nelem != rt->nelem)
-        return nx_err_set(err, NX_EINVAL, "%s: the device output '%s' is missing or has another dtype or size than the reference's",
-                          res->id, rt->name);
-    int f = rows_fmt_of_dtype(rt->dtype);
-    if (f < 0)
-        return nx_err_set(err, NX_EUNSUPPORTED, "output '%s' has dtype %s, not a number format", rt->name,
-                          st_dtype_name(rt->dtype));
-    snprintf(res->t2_output, sizeof res->t2_output, "%s", rt->name);
-    uint64_t *g = malloc((size_t)(rt->nelem ? rt->nelem : 1) * sizeof *g), *r = malloc((size_t)(rt->nelem ? rt->nelem : 1) * sizeof *r);
-    if (!g || !r) {
-        free(g);
-        free(r);
-        return nx_err_set(err, NX_ENOMEM, "out of memory");
-    }
-    for (size_t i = 0; i < rt->nelem; i++) {
-        g[i] = st_get_bits(dt, dt->data, i);
-        r[i] = st_get_bits(rt, rt->data, i);
-    }
-    /* Bit-exact when the device runs the reference's point: the campaign
-     * runs the spec itself, so that is every point except those whose
-     * elementwise functions are approximations and negative controls. */
     int negative = 0;
     for (int c = 0; c < CK_COUNT; c++)
         negative |= res->checks[c].negative;
-    t2_policy pol;
-    char why[1536];
-    nx_status st = camp_tier2_policy(spec, spec, NULL, negative, in, (nx_fmt)f, (size_t)rt->nelem, r, NULL,
-                                     o->threads, &pol, why, sizeof why, err);
-    cmp_options opt = pol.opt;
-    cmp_input ci = {(nx_fmt)f, (size_t)rt->nelem, g, r, NULL, NULL, rt->ndim, rt->shape};
-    t2_policy_input(&pol, &ci);
-    if (!st)
-        st = cmp_compare(&ci, &opt, &res->t2, err);
-    t2_policy_free(&pol);
-    /* the mismatches, for a report's heat map, while the budget lasts */
-    res->t2_cols = rt->ndim && rt->shape[rt->ndim - 1] > 0 ? rt->shape[rt->ndim - 1] : 1;
-    if (!st && o->diff_budget && res->t2.bits_differ) {
-        size_t nd = 0;
-        for (size_t i = 0; i < rt->nelem; i++)
-            nd += g[i] != r[i];
-        if (nd && nd <= *o->diff_budget && (res->t2_diff = malloc(nd * sizeof *res->t2_diff))) {
-            for (size_t i = 0; i < rt->nelem; i++)
-                if (g[i] != r[i])
-                    res->t2_diff[res->t2_ndiff++] = i;
-            *o->diff_budget -= nd;
-        } else if (nd) {
-            res->t2_diff_dropped = 1;
-        }
-    }
-    free(g);
-    free(r);
+    t2_case tc = {.name = res->id, .dev = spec, .ref = spec, .negative = negative, .in = in, .got = dev, .want = ref,
+                  .threads = o->threads, .diff_budget = o->diff_budget};
+    t2_result tr;
+    nx_status st = t2_judge(&tc, &tr, err);
     if (st)
         return st;
-    res->t2_text = cmp_result_text(&res->t2);
-    res->bit_exact = res->t2.bits_differ == 0;
+    snprintf(res->t2_output, sizeof res->t2_output, "%s", tr.output);
+    res->t2 = tr.cmp;
+    res->t2_text = tr.text;
+    res->t2_diff = tr.diff;
+    res->t2_ndiff = tr.ndiff;
+    res->t2_diff_dropped = tr.diff_dropped;
+    res->t2_cols = tr.cols;
+    res->bit_exact = tr.bit_exact;
     camp_check *c = &res->checks[CK_TIER2];
-    char idx[160] = "";
-    if (res->t2.first_mismatch != CMP_NO_INDEX) {
-        /* the campaign's run holds its whole batch: batch row = logical row */
-        size_t per = rt->ndim && rt->shape[0] ? (size_t)(rt->nelem / (uint64_t)rt->shape[0]) : 1;
-        cmp_format_index(idx, sizeof idx, res->t2.first_mismatch, rt->ndim, rt->shape, CMP_INDEX_BRACKETS);
-        size_t l = strlen(idx);
-        snprintf(idx + l, sizeof idx - l, " (logical row %zu)", res->t2.first_mismatch / (per ? per : 1));
-    }
-    vd_evidence e = {.kind = VD_TIER2, .cmp = &res->t2, .output = rt->name, .first_at = idx, .why = why};
-    c->verdict = vd_judge(&e, c->detail, sizeof c->detail) ? CV_PASS : CV_FAIL;
-    /* other outputs (rmsnorm's residual_out) must match bit for bit when bitwise */
-    for (size_t i = 0; i < ref->ntensors && opt.policy == CMP_BITWISE && c->verdict == CV_PASS; i++) {
-        const st_tensor *x = &ref->tensors[i], *y = st_find(dev, x->name);
-        if (x == rt)
-            continue;
-        if (!y || y->nbytes != x->nbytes || memcmp(x->data, y->data, (size_t)x->nbytes) != 0) {
-            c->verdict = CV_FAIL;
-            res->bit_exact = 0;
-            set_check(res, CK_TIER2, "%s: not bit-exact: output '%s' differs from the reference", VD_FAIL, x->name);
-        }
-    }
+    c->verdict = tr.pass ? CV_PASS : CV_FAIL;
+    snprintf(c->detail, sizeof c->detail, "%s", tr.detail);
     res->t_cmp += now() - t0;
     return NX_OK;
 }

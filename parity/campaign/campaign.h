@@ -146,17 +146,6 @@ nx_status camp_cross_class(const reg_registry *reg, const char *class_a, const c
                            const char *shape, const st_file *a, const int64_t *arows, size_t an, const st_file *b,
                            const int64_t *brows, size_t bn, const char *inputs_differ, camp_check *out, nx_err *err);
 
-/* Tier 2's policy for a run at point dev against the reference of point
- * ref: bit for bit when the two have the same hash, no elementwise function
- * of dev is a declared approximation and the run is no negative control;
- * else t2_policy_choose's (tolerance.h).  *why says why it is not bitwise
- * ("" when it is): `differs` (how the points differ, registry compare's
- * summary), the negative control or the approximation, then pol->why.  The
- * arguments after negative are t2_policy_choose's. */
-nx_status camp_tier2_policy(const fam_spec *dev, const fam_spec *ref, const char *differs, int negative,
-                            const st_file *in, nx_fmt fmt, size_t n, const uint64_t *ref_bits, const size_t *src,
-                            int threads, t2_policy *pol, char *why, size_t len, nx_err *err);
-
 /* The checks a point's negative_control param names, as a trace's
  * expected_fail value ("eager_graphed,rows"); "" when none. */
 void camp_expected_fail(const fam_spec *spec, char *buf, size_t len);

@@ -1,0 +1,418 @@
+/* trace_check.c: traces checked anywhere (trace_check.h): Tier 2 of each
+ * trace through the one Tier 2, Tier 1 across the traces of one point,
+ * cross-class parity across classes; and the trace a .npy output stands for. */
+#include "trace_check.h"
+#include "npy.h"
+#include "refimpl.h"
+#include "rows.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+void tc_trace_init(tc_trace *c)
+{
+    memset(c, 0, sizeof *c);
+    trace_init(&c->t);
+    st_init(&c->ref);
+}
+
+void tc_trace_free(tc_trace *c)
+{
+    trace_free(&c->t);
+    fam_spec_free(&c->spec);
+    st_free(&c->ref);
+    free(c->cmp_text);
+    c->cmp_text = NULL;
+    free(c->diff);
+    c->diff = NULL;
+}
+
+/* The trace's inputs as the family names them (in.a → a), or NULL when the
+ * trace holds none. */
+static nx_status trace_inputs(const trace *t, st_file *out, int *have, nx_err *err)
+{
+    *have = 0;
+    for (size_t i = 0; i < t->file.ntensors; i++) {
+        const st_tensor *x = &t->file.tensors[i];
+        if (!trace_tensor_is_input(x))
+            continue;
+        st_tensor *o;
+        nx_status st = st_add_tensor(out, x->name + strlen(TRACE_INPUT_PREFIX), x->dtype, x->ndim, x->shape, &o, err);
+        if (st)
+            return st;
+        memcpy(o->data, x->data, (size_t)x->nbytes);
+        *have = 1;
+    }
+    return NX_OK;
+}
+
+/* "the trace's point A and the reference B differ: ..." (registry compare). */
+static void points_differ(const reg_registry *reg, const trace *t, const char *id, const char *ref_point,
+                          const char *ref_class, const char *shape, char *why, size_t len)
+{
+    char *diff = NULL;
+    char a[160], b[160];
+    snprintf(a, sizeof a, "%s:%s", t->class_name, id);
+    snprintf(b, sizeof b, "%s:%s", ref_class ? ref_class : t->class_name, ref_point ? ref_point : id);
+    int parity;
+    nx_err e2;
+    if (reg_compare(reg, a, b, shape, &diff, &parity, &e2) == NX_OK && diff) {
+        char sum[600];
+        camp_compare_summary(diff, sum, sizeof sum);
+        snprintf(why, len, "the trace's point %s and the reference %s differ: %s", a, b,
+                 *sum ? sum : "in their numerics hashes");
+    } else {
+        snprintf(why, len, "the trace's point and the reference have different numerics hashes");
+    }
+    free(diff);
+}
+
+/* Every reference output must be in the trace with the batch's rows. */
+static nx_status check_outputs(const tc_trace *c, const char *family, nx_err *err)
+{
+    const trace *t = &c->t;
+    for (size_t i = 0; i < c->ref.ntensors; i++) {
+        const st_tensor *r = &c->ref.tensors[i];
+        const st_tensor *g = trace_output(t, r->name);
+        if (!g)
+            return nx_err_set(err, NX_EINVAL, "%s: output tensor '%s' is missing (family %s outputs it)", t->path,
+                              r->name, family);
+        if (g->dtype != r->dtype)
+            return nx_err_set(err, NX_EINVAL, "%s: output '%s' has dtype %s; the point's output is %s", t->path,
+                              r->name, st_dtype_name(g->dtype), st_dtype_name(r->dtype));
+        int ok = g->ndim == r->ndim && g->ndim > 0 && (uint64_t)g->shape[0] == t->nrows;
+        for (int d = 1; ok && d < g->ndim; d++)
+            ok = g->shape[d] == r->shape[d];
+        if (!ok) {
+            char gs[128] = "", rsb[128] = "";
+            size_t a = 0, b = 0;
+            for (int d = 0; d < g->ndim; d++)
+                a += (size_t)snprintf(gs + a, sizeof gs - a, "%s%lld", d ? ", " : "", (long long)g->shape[d]);
+            for (int d = 0; d < r->ndim; d++)
+                b += (size_t)snprintf(rsb + b, sizeof rsb - b, "%s%lld", d ? ", " : "",
+                                      d == 0 ? (long long)t->nrows : (long long)r->shape[d]);
+            return nx_err_set(err, NX_EINVAL, "%s: output '%s' has shape [%s]; its shape and batch ('%s') need [%s]",
+                              t->path, r->name, gs, t->batch, rsb);
+        }
+        for (size_t j = 0; j < t->nrows && !c->ref_by_batch; j++)
+            if (t->rows[j] >= r->shape[0])
+                return nx_err_set(err, NX_EINVAL, "%s: metadata 'batch': row %lld is beyond the shape's %lld rows",
+                                  t->path, (long long)t->rows[j], (long long)r->shape[0]);
+    }
+    if (!c->ref.ntensors)
+        return nx_err_set(err, NX_EINTERNAL, "%s: the reference produced no output", t->path);
+    return NX_OK;
+}
+
+nx_status tc_check_trace(const reg_registry *reg, const char *ref_point, const char *ref_class, int engine,
+                         tc_trace *c, nx_err *err)
+{
+    trace *t = &c->t;
+    snprintf(c->id, sizeof c->id, "%s.%s", t->family, t->point);
+    char shape[512] = "";
+    size_t k = 0;
+    for (size_t i = 0; i < t->nshape && k + 64 < sizeof shape; i++)
+        k += (size_t)snprintf(shape + k, sizeof shape - k, "%s%s=%lld", i ? "," : "", t->shape[i].name,
+                              (long long)t->shape[i].value);
+    nx_status st = reg_resolve(reg, t->class_name, c->id, shape, &c->spec, err);
+    if (st) {
+        nx_err_prefix(err, "%s: metadata 'family'/'point'/'class'", t->path);
+        return st;
+    }
+    fam_spec refspec;
+    memset(&refspec, 0, sizeof refspec);
+    fam_spec *rs = &c->spec;
+    if (ref_point) {
+        if ((st = reg_resolve(reg, ref_class ? ref_class : t->class_name, ref_point, shape, &refspec, err))) {
+            nx_err_prefix(err, "--reference");
+            return st;
+        }
+        if (strcmp(refspec.family, c->spec.family) != 0) {
+            st = nx_err_set(err, NX_EINVAL, "%s: family '%s' cannot be checked against a point of family '%s'", t->path,
+                            c->spec.family, refspec.family);
+            fam_spec_free(&refspec);
+            return st;
+        }
+        rs = &refspec;
+    }
+    /* inputs: the trace's own, or regenerated from its seed */
+    st_file in;
+    st_init(&in);
+    int have = 0;
+    if ((st = trace_inputs(t, &in, &have, err)))
+        goto out;
+    const char *bd = camp_batch_dim(rs->family);
+    if (have) {
+        /* in batch order: the reference sees the batch as its rows, and so
+         * does a bound derived from the trace's point */
+        char nb[32];
+        snprintf(nb, sizeof nb, "%zu", t->nrows);
+        if (bd && ((st = fam_spec_set_param(rs, bd, nb, err)) ||
+                   (rs != &c->spec && (st = fam_spec_set_param(&c->spec, bd, nb, err)))))
+            goto out;
+        c->ref_by_batch = 1;
+    } else if (t->has_seed) {
+        int d = nx_dist_from_name(t->dist);
+        if (d < 0) {
+            st = nx_err_set(err, NX_EINVAL, "%s: metadata 'dist': unknown distribution '%s'", t->path, t->dist);
+            goto out;
+        }
+        ref_gen_opts go = {t->seed, (nx_dist)d, 0, 0};
+        if ((st = ref_generate(rs, &go, &in, err)))
+            goto out;
+    }
+    ref_opts ro = {0, (ref_engine)engine};
+    st_init(&c->ref);
+    if ((st = ref_run_opts(rs, &in, &c->ref, &ro, err))) {
+        nx_err_prefix(err, "%s", t->path);
+        goto out;
+    }
+    if ((st = check_outputs(c, rs->family, err)))
+        goto out;
+    char why[1024] = "";
+    int same_point = c->spec.hash && rs->hash && strcmp(c->spec.hash, rs->hash) == 0;
+    if (!same_point)
+        points_differ(reg, t, c->id, ref_point, ref_class, shape, why, sizeof why);
+    size_t budget = SIZE_MAX;
+    t2_case tc = {.name = t->path, .dev = &c->spec, .ref = rs, .differs = why, .negative = t->negative_control,
+                  .in = &in, .got = &t->file, .want = &c->ref, .rows = t->rows,
+                  .ref_rows = c->ref_by_batch ? NULL : t->rows, .threads = 0, .diff_budget = &budget};
+    t2_result tr;
+    if ((st = t2_judge(&tc, &tr, err)))
+        goto out;
+    c->cmp = tr.cmp;
+    c->cmp_text = tr.text;
+    c->diff = tr.diff;
+    c->ndiff = tr.ndiff;
+    c->diff_cols = tr.cols;
+    c->bit_exact = tr.bit_exact;
+    c->t2.verdict = tr.pass ? CV_PASS : CV_FAIL;
+    snprintf(c->t2.detail, sizeof c->t2.detail, "%s", tr.detail);
+out:
+    st_free(&in);
+    fam_spec_free(&refspec);
+    return st;
+}
+
+nx_status tc_npy_trace(const tc_npy_opts *o, trace *t, nx_err *err)
+{
+    if (!o->point || !o->cls || !o->shape || !o->seed)
+        return nx_err_set(err, NX_EINVAL, "--npy %s needs --point, --class, --shape and --seed (the inputs' seed)",
+                          o->path);
+    char fam[128];
+    snprintf(fam, sizeof fam, "%s", o->point);
+    char *dot = strchr(fam, '.');
+    if (!dot)
+        return nx_err_set(err, NX_EINVAL, "--point: '%s' is not FAMILY.POINT", o->point);
+    *dot = 0;
+    npy_array a;
+    npy_init(&a);
+    nx_status st = npy_read(o->path, o->dtype, &a, err);
+    if (st)
+        return st;
+    st_file f;
+    st_init(&f);
+    st_tensor *x;
+    char created[32], batch[64];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    snprintf(batch, sizeof batch, "rows=0..%lld", a.t.ndim ? (long long)a.t.shape[0] - 1 : 0LL);
+    if ((st = st_add_tensor(&f, o->name ? o->name : "y", a.t.dtype, a.t.ndim, a.t.shape, &x, err)) == NX_OK) {
+        memcpy(x->data, a.t.data, (size_t)a.t.nbytes);
+        const char *kv[][2] = {{"parity.trace", "1"}, {"family", fam}, {"point", dot + 1}, {"class", o->cls},
+                               {"kernel", o->kernel ? o->kernel : "unknown"}, {"device", "{}"}, {"shape", o->shape},
+                               {"seed", o->seed}, {"dist", o->dist ? o->dist : "normal"},
+                               {"mode", o->mode ? o->mode : "graphed"}, {"run", "0"},
+                               {"batch", o->batch ? o->batch : batch}, {"created", created},
+                               {"producer", "parity check --npy"}};
+        for (size_t i = 0; i < sizeof kv / sizeof kv[0] && !st; i++)
+            st = st_add_meta(&f, kv[i][0], kv[i][1], err);
+    }
+    npy_free(&a);
+    if (st) {
+        st_free(&f);
+        return st;
+    }
+    return trace_from_st(o->path, &f, t, err);
+}
+
+/* A .npy's metadata came from the options of the same names: an error about
+ * one (the validator's or the reference's) is prefixed with its option. */
+void tc_npy_name_option(nx_err *err)
+{
+    static const char *const keys[] = {"seed", "dist", "mode", "batch", "kernel", "shape", "class", "point"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        char k1[32], k2[32];
+        snprintf(k1, sizeof k1, "key '%s'", keys[i]);
+        snprintf(k2, sizeof k2, "metadata '%s'", keys[i]);
+        if (strstr(err->msg, k1) || strstr(err->msg, k2)) {
+            nx_err_prefix(err, "--%s", keys[i]);
+            return;
+        }
+    }
+    if (strstr(err->msg, "metadata 'family'/'point'/'class'"))
+        nx_err_prefix(err, "--point/--class");
+}
+
+static int same_shape(const trace *a, const trace *b)
+{
+    int same = a->nshape == b->nshape;
+    for (size_t d = 0; same && d < a->nshape; d++) {
+        int64_t v;
+        same = trace_shape_dim(b, a->shape[d].name, &v) && v == a->shape[d].value;
+    }
+    return same;
+}
+
+static void shape_text(const trace *t, char *buf, size_t len)
+{
+    size_t k = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < t->nshape && k + 64 < len; i++)
+        k += (size_t)snprintf(buf + k, len - k, "%s%s=%lld", i ? "," : "", t->shape[i].name,
+                              (long long)t->shape[i].value);
+}
+
+/* Whether two traces' runs saw the same inputs: the same seed and
+ * distribution, and the same input tensors where both hold them.  Says how
+ * they differ into buf, "" when they do not. */
+static void inputs_differ(const trace *a, const trace *b, char *buf, size_t len)
+{
+    buf[0] = 0;
+    if (a->has_seed != b->has_seed || (a->has_seed && (a->seed != b->seed || strcmp(a->dist, b->dist)))) {
+        snprintf(buf, len, "%s: seed %llu, %s; %s: seed %llu, %s", a->path, (unsigned long long)a->seed,
+                 a->has_seed ? a->dist : "none", b->path, (unsigned long long)b->seed, b->has_seed ? b->dist : "none");
+        return;
+    }
+    if (!a->ninputs && !b->ninputs)
+        return;
+    if (strcmp(a->batch, b->batch) != 0 || a->ninputs != b->ninputs) {
+        snprintf(buf, len, "their input tensors cannot be matched (other batches or other tensors)");
+        return;
+    }
+    for (size_t i = 0; i < a->file.ntensors; i++) {
+        const st_tensor *x = &a->file.tensors[i];
+        if (!trace_tensor_is_input(x))
+            continue;
+        const st_tensor *y = st_find(&b->file, x->name);
+        if (!y || y->nbytes != x->nbytes || memcmp(x->data, y->data, (size_t)x->nbytes) != 0) {
+            snprintf(buf, len, "input tensor '%s' differs", x->name);
+            return;
+        }
+    }
+}
+
+nx_status tc_tier1(const tc_trace *cs, size_t n, tc_pair **out, size_t *nout, nx_err *err)
+{
+    *out = NULL;
+    *nout = 0;
+    size_t cap = 0;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = i + 1; j < n; j++) {
+            const trace *a = &cs[i].t, *b = &cs[j].t;
+            if (strcmp(cs[i].id, cs[j].id) || strcmp(a->class_name, b->class_name) || !same_shape(a, b))
+                continue;
+            int ck = strcmp(a->kernel, b->kernel) ? CK_NEW_LEGACY
+                     : a->mode != b->mode         ? CK_EAGER_GRAPHED
+                     : strcmp(a->batch, b->batch) ? CK_ROWS
+                                                  : CK_DETERMINISM;
+            /* a pair that differs in more than one respect mixes two checks:
+             * compared for ordinary kernels, but a negative control's
+             * difference could not be told apart, so such a pair is left out */
+            int aspects = !!strcmp(a->kernel, b->kernel) + (a->mode != b->mode) + !!strcmp(a->batch, b->batch);
+            if (aspects > 1 && (a->negative_control || b->negative_control))
+                continue;
+            vd_diff d;
+            camp_diff_runs(&a->file, a->rows, a->nrows, &b->file, b->rows, b->nrows, &d);
+            if (d.rows == 0)
+                continue;
+            if (*nout == cap) {
+                size_t nc = cap ? 2 * cap : 16;
+                tc_pair *p = realloc(*out, nc * sizeof *p);
+                if (!p)
+                    return nx_err_set(err, NX_ENOMEM, "out of memory");
+                *out = p;
+                cap = nc;
+            }
+            tc_pair *p = &(*out)[(*nout)++];
+            memset(p, 0, sizeof *p);
+            const char *name = camp_check_name(ck);
+            p->check = ck;
+            p->a = i;
+            p->b = j;
+            p->negative = (a->negative_control && vd_in_list(a->expected_fail, name)) ||
+                          (b->negative_control && vd_in_list(b->expected_fail, name));
+            p->shared_rows = d.rows;
+            char what[600];
+            camp_tier1_what(ck, a->batch, b->batch, what, sizeof what);
+            vd_evidence ev = {.kind = VD_TIER1, .negative = p->negative, .what = what, .diff = &d};
+            p->pass = vd_judge(&ev, p->detail, sizeof p->detail);
+        }
+    return NX_OK;
+}
+
+nx_status tc_cross_class(const reg_registry *reg, const tc_trace *cs, size_t n, tc_cross **out, size_t *nout,
+                         nx_err *err)
+{
+    *out = NULL;
+    *nout = 0;
+    size_t cap = 0;
+    char **done = calloc(n * n + 1, sizeof *done);
+    size_t ndone = 0;
+    nx_status st = done ? NX_OK : nx_err_set(err, NX_ENOMEM, "out of memory");
+    for (int pass = 0; pass < 2 && !st; pass++)
+        for (size_t i = 0; i < n && !st; i++)
+            for (size_t j = i + 1; j < n && !st; j++) {
+                const trace *a = &cs[i].t, *b = &cs[j].t;
+                if (strcmp(cs[i].id, cs[j].id) || !strcmp(a->class_name, b->class_name) || !same_shape(a, b))
+                    continue;
+                if (pass == 0 && (strcmp(a->batch, b->batch) || a->mode != b->mode))
+                    continue;
+                char key[1024], shape[512];
+                shape_text(a, shape, sizeof shape);
+                int lo = strcmp(a->class_name, b->class_name) < 0;
+                snprintf(key, sizeof key, "%s|%s|%s|%s", cs[i].id, shape, lo ? a->class_name : b->class_name,
+                         lo ? b->class_name : a->class_name);
+                int seen = 0;
+                for (size_t k = 0; k < ndone && !seen; k++)
+                    seen = !strcmp(done[k], key);
+                if (seen)
+                    continue;
+                char idiff[600] = "";
+                inputs_differ(a, b, idiff, sizeof idiff);
+                if (!*idiff) {
+                    vd_diff d;
+                    camp_diff_runs(&a->file, a->rows, a->nrows, &b->file, b->rows, b->nrows, &d);
+                    if (d.rows == 0)
+                        continue;
+                }
+                camp_check x = {0};
+                if ((st = camp_cross_class(reg, a->class_name, b->class_name, cs[i].id, shape, &a->file, a->rows,
+                                           a->nrows, &b->file, b->rows, b->nrows, *idiff ? idiff : NULL, &x, err)))
+                    break;
+                if (*nout == cap) {
+                    size_t nc = cap ? 2 * cap : 8;
+                    tc_cross *p = realloc(*out, nc * sizeof *p);
+                    if (!p) {
+                        st = nx_err_set(err, NX_ENOMEM, "out of memory");
+                        break;
+                    }
+                    *out = p;
+                    cap = nc;
+                }
+                if (!(done[ndone] = strdup(key))) {
+                    st = nx_err_set(err, NX_ENOMEM, "out of memory");
+                    break;
+                }
+                ndone++;
+                (*out)[(*nout)++] = (tc_cross){i, j, x};
+            }
+    for (size_t k = 0; k < ndone; k++)
+        free(done[k]);
+    free(done);
+    return st;
+}
