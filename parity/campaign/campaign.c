@@ -34,6 +34,20 @@ static const struct { const char *family, *dim; } batch_dims[] = {
     {"paged_decode_attention", "B"}, {"rmsnorm", "T"}, {"silu_and_mul", "T"},
 };
 
+const dev_backend *camp_class_backend(const reg_registry *reg, const char *cls)
+{
+    const char *c = cls;
+    for (int depth = 0; c && depth < 64; depth++) {
+        if (strcmp(c, "cpu") == 0)
+            return dev_cpu_backend();
+        const char *p = reg_class_parent(reg, c);
+        if (!p)
+            break;
+        c = p;
+    }
+    return strncmp(c ? c : "", "sm", 2) == 0 ? dev_cuda_backend() : NULL;
+}
+
 const char *camp_batch_dim(const char *family)
 {
     for (size_t i = 0; i < sizeof batch_dims / sizeof batch_dims[0]; i++)

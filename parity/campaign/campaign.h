@@ -98,6 +98,10 @@ typedef struct camp_opts {
     size_t *diff_budget;
 } camp_opts;
 
+/* The backend that runs class cls: cpu for a chain reaching `cpu`, cuda
+ * for a chain reaching an sm* root; NULL for any other. */
+const dev_backend *camp_class_backend(const reg_registry *reg, const char *cls);
+
 /* The dimension that indexes independent rows of a family ("M", "B", "T"). */
 const char *camp_batch_dim(const char *family);
 

@@ -203,20 +203,6 @@ int cli_limits_args(int *argc, char **argv)
     return 0;
 }
 
-const dev_backend *cli_class_backend(const reg_registry *reg, const char *cls)
-{
-    const char *c = cls;
-    for (int depth = 0; c && depth < 64; depth++) {
-        if (strcmp(c, "cpu") == 0)
-            return dev_cpu_backend();
-        const char *p = reg_class_parent(reg, c);
-        if (!p)
-            break;
-        c = p;
-    }
-    return strncmp(c ? c : "", "sm", 2) == 0 ? dev_cuda_backend() : NULL;
-}
-
 int cli_check_outside(const char *cmd, const cli_file *outs, size_t nouts, const char *opt, const char *dir)
 {
     char *d = realpath(dir, NULL);

@@ -53,12 +53,6 @@ int cli_check_outputs(const char *cmd, const cli_file *outs, size_t nouts, const
 /* Whether the directory that holds (or would hold) PATH exists. */
 int cli_dir_exists(const char *path);
 
-/* The backend that runs class cls: cpu for a chain reaching `cpu`, cuda
- * for a chain reaching an sm* root; NULL for any other. */
-struct reg_registry;
-struct dev_backend;
-const struct dev_backend *cli_class_backend(const struct reg_registry *reg, const char *cls);
-
 /* The run options campaign and gate share, each text NULL when not given:
  * --repeats (2 ... 1000), --threads (1 ... 4096), --seed (an unsigned
  * integer), --dist (by name; required), --engine (one built into this
@@ -126,32 +120,5 @@ int cmd_reveal(int argc, char **argv);
  * (cmd_lkb.c, cmd_bench.c, parity/lkb/). */
 int cmd_lkb(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
-
-struct st_file;
-struct st_tensor;
-/* IN of `parity reduce`: 'a' [rows, n], optional 'b' of the same shape
- * (cmd_reduce.c); the message names path and the tensor. */
-nx_status reduce_check_inputs(const char *path, const struct st_file *f, const struct st_tensor **a,
-                              const struct st_tensor **b, nx_err *err);
-/* The same, also accepting the accumulator input 'c' of shape [rows] (*c =
- * NULL when IN has none); a wrong shape or dtype names 'c' and its shape. */
-nx_status reduce_check_inputs_c(const char *path, const struct st_file *f, const struct st_tensor **a,
-                                const struct st_tensor **b, const struct st_tensor **c, nx_err *err);
-/* Checks 'a' [rows, n] (dot: 'b' too) against the limits on sizes from
- * inputs (nx_limits.h, docs/limits.md): rows x n terms, n against the
- * operation limit, 64 bytes per row and, when whole (every element decoded
- * at once), 8 per element; called by reduce_check_inputs_c (whole). */
-/* whole: 1 when every element of a and b is decoded at once; with
- * REDUCE_WHOLE_REPORT also the --report of every row: an upper bound of its
- * text and JSON objects per row (the exact value's hex and decimal, the
- * result, ulps and bound; the hex grows with the terms' exponent span, up
- * to about 1100 digits for fp64 products). */
-#define REDUCE_WHOLE_REPORT 2
-#define REDUCE_REPORT_ROW_BYTES 4096
-nx_status reduce_check_limits(const char *path, const struct st_tensor *a, int dot, int whole, nx_err *err);
-struct nx_program;
-/* rows x the operations of p (the point expanded at n) against --max-work:
- * the work of evaluating every row (reduce, check --numerics). */
-nx_status reduce_check_work(const char *path, const struct st_tensor *a, const struct nx_program *p, nx_err *err);
 
 #endif

@@ -131,7 +131,7 @@ int cmd_bench(int argc, char **argv)
     if (reg_load(dir, &r, &err) != NX_OK)
         return cli_fail("bench", &err);
     int rc = EXIT_PASS;
-    const dev_backend *be = cli_class_backend(r, cls);
+    const dev_backend *be = camp_class_backend(r, cls);
     char why[256] = "";
     if (!be) {
         cli_error("bench", "--class %s: no backend runs this class (its chain reaches neither cpu nor an sm* class)",

@@ -217,7 +217,7 @@ int cmd_campaign(int argc, char **argv)
         reg_free(reg);
         return cli_fail("campaign", &err);
     }
-    o.backend = cli_class_backend(reg, cls);
+    o.backend = camp_class_backend(reg, cls);
     char why[256] = "";
     int rc = EXIT_PASS;
     if (shard_s) {
@@ -259,7 +259,7 @@ int cmd_campaign(int argc, char **argv)
         o.against_traces = against_tr;
         if (!against_tr) {
             char w2[256] = "";
-            o.against_backend = cli_class_backend(reg, against);
+            o.against_backend = camp_class_backend(reg, against);
             if (!o.against_backend || !o.against_backend->available(w2, sizeof w2)) {
                 cli_error("campaign", "--against %s: its backend cannot run here (%s); give its traces with "
                           "--against-traces DIR", against, o.against_backend ? w2 : "no backend in this build");

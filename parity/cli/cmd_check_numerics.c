@@ -2,11 +2,12 @@
  * kernel's output y (a safetensors tensor or a .npy array, one value per
  * row) checked against the exact reference of the numerics point P on the
  * rows of IN, without a registry.  IN is what `parity reduce` reads
- * (reduce_check_inputs); the reference is the engines' result (fast, or
+ * (rows_check_inputs); the reference is the engines' result (fast, or
  * MPFR); the comparison and its report are Tier 2's (compare.h): bit for
  * bit, or, for a point whose tree uses `atomic` (no defined order), within
  * the tree's bound of the exact value (nx_bound, every order covered). */
 #include "cli.h"
+#include "rows_input.h"
 #include "compare.h"
 #include "html.h"
 #include "nx_bound.h"
@@ -174,7 +175,7 @@ int cmd_check_numerics(int argc, char **argv)
     if ((st = pt_from_text(numerics, "--numerics", &j.pt, &err)))
         goto fail;
     j.have_pt = 1;
-    if ((st = st_read(inp, &j.in, &err)) || (st = reduce_check_inputs(inp, &j.in, &ta, &tb, &err)))
+    if ((st = st_read(inp, &j.in, &err)) || (st = rows_check_inputs(inp, &j.in, &ta, &tb, &err)))
         goto fail;
     size_t rows = (size_t)ta->shape[0], n = (size_t)ta->shape[1];
     if (j.pt.nclasses) {
@@ -186,7 +187,7 @@ int cmd_check_numerics(int argc, char **argv)
         nx_err_prefix(&err, "--numerics");
         goto fail;
     }
-    if ((st = reduce_check_work(inp, ta, j.prog, &err)))
+    if ((st = rows_check_work(inp, ta, j.prog, &err)))
         goto fail;
     /* the kernel's output */
     if (ends_with(outp, ".npy")) {

@@ -1,6 +1,7 @@
 /* cmd_fit.c: `parity fit`: searches a space of numerics points for one that
  * reproduces given outputs bit for bit (docs/fit.md, parity/fit/). */
 #include "cli.h"
+#include "rows_input.h"
 #include "nx_limits.h"
 #include "fit.h"
 #include "npy.h"
@@ -58,7 +59,7 @@ static nx_status load_pair(const char *inp, const char *yp, pair_data *d, fit_pa
 {
     const st_tensor *ta, *tb, *tc, *ty;
     nx_status st;
-    if ((st = st_read(inp, &d->in, err)) || (st = reduce_check_inputs_c(inp, &d->in, &ta, &tb, &tc, err)))
+    if ((st = st_read(inp, &d->in, err)) || (st = rows_check_inputs_c(inp, &d->in, &ta, &tb, &tc, err)))
         return st;
     size_t rows = (size_t)ta->shape[0], n = (size_t)ta->shape[1];
     if (ends_with(yp, ".npy")) {

@@ -63,7 +63,7 @@ static const dev_backend *backend_for(const char *dir, const char *cls, nx_err *
     reg_registry *reg;
     if (reg_load(dir, &reg, err) != NX_OK)
         return NULL;
-    const dev_backend *b = cli_class_backend(reg, cls);
+    const dev_backend *b = camp_class_backend(reg, cls);
     reg_free(reg);
     if (!b)
         nx_err_set(err, NX_EINVAL, "class '%s' has no backend in this build (known: cpu, and sm* classes through cuda)",
