@@ -188,5 +188,28 @@ printf '{"acc": {"min": 0.8}}' > "$T/bars2.json"
 "$PARITY" tier3 "$T/m.json" "$T/bars2.json" > /dev/null; [ $? -eq 1 ] || fail "tier3: missed bar not exit 1"
 for c in campaign check transcript tier3; do "$PARITY" $c --help > /dev/null || fail "$c --help"; done
 
+# --dist int sums exactly in any order: the reduction-order controls cannot
+# differ under it.  They are "not exercised by these inputs", run again on
+# added normal rows where they fail as built, and the campaign passes.
+"$PARITY" campaign --class cpu --kernels "$KERNELS" --shapes small --dist int --no-ledger > "$T/int" 2> /dev/null
+rc=$?
+[ $rc -eq 0 ] || { fail "campaign --dist int: exit $rc, want 0"; grep FAIL "$T/int"; }
+for k in 'gemm.splitk_threads eager_graphed' 'gemm.batch_split rows' 'gemm.atomic_split determinism' \
+         'gemm.legacy_control new_legacy'; do
+  grep -q "^  $k: ok (negative control not exercised by these inputs; failed as expected on added rows): under --dist int: .*identical bit for bit; on added rows of --dist normal inputs (seed 1): .*the bits differ" "$T/int" \
+    || fail "--dist int: $k not said to be unexercised and exercised on added rows"
+done
+# A control that cannot fail on any rows stays a failure: gemm.splitk (a
+# deterministic kernel) declared as the eager/graphed control.
+cp -r "$KERNELS" "$T/k2"
+sed -i '/^kernel = "cpu_gemm_splitk"$/{n;n;s/^params = { split_k = 4 }$/params = { split_k = 4, negative_control = "eager_graphed" }/}' \
+  "$T/k2/cpu/common/KERNEL_FAMILIES.toml"
+grep -q 'split_k = 4, negative_control = "eager_graphed"' "$T/k2/cpu/common/KERNEL_FAMILIES.toml" || fail "planting the false control"
+"$PARITY" campaign --class cpu --kernels "$T/k2" --shapes small --dist int --no-ledger > "$T/int2" 2> /dev/null
+rc=$?
+[ $rc -eq 1 ] || fail "a control that never fails, --dist int: exit $rc, want 1"
+grep -q '^  gemm.splitk eager_graphed: FAIL (negative control did not fail)' "$T/int2" \
+  || fail "a control that never fails was not reported as one"
+
 [ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "cli_campaign: all checks passed"

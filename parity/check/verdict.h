@@ -29,6 +29,9 @@
 #define VD_OK_DECLARED "ok (declared difference)"
 #define VD_FAIL "FAIL"
 #define VD_FAIL_NEGATIVE "FAIL (negative control did not fail)"
+/* A negative control whose check the campaign's inputs could not make
+ * differ, and which failed as built on rows added to exercise it. */
+#define VD_OK_NOT_EXERCISED "ok (negative control not exercised by these inputs; failed as expected on added rows)"
 
 typedef enum vd_kind {
     VD_TIER1,   /* two runs of one point on one class must agree bit for bit */
