@@ -1,0 +1,1212 @@
+/* power.c: the power checks of one family point (power.h, docs/power.md):
+ * variant runs and order probes through the class backend, each against
+ * the exact reference of the same variant, and the neighbouring points the
+ * inputs tell apart from the declared one.
+ *
+ * What varies per family is data (the tables below): the awkward shapes,
+ * the params that make inputs and outputs fp32, the tensor that carries
+ * the order probes and the tensors filled with ones around it. */
+#include "power.h"
+
+#include "nx_program.h"
+#include "nx_sbuf.h"
+#include "refimpl.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* --- the families as data ---------------------------------------------------------- */
+
+/* Shapes whose reduction lengths are not multiples of the lane width (8)
+ * and whose attention contexts span several 512-position splits; `fp32`
+ * lists the params that make the inputs and the output fp32 (every
+ * reduction's own `out` is made fp32 as well). */
+static const struct {
+    const char *family, *shape, *fp32, *fills;
+} variants[] = {
+    {"gemm", "M=5,N=29,K=203", "in=fp32,out=fp32", ""},
+    {"gemv_w4a16", "B=3,N=21,K=180,group=36", "", ""},
+    {"gemv_w4a16", "B=2,N=19,K=384", "", ""},
+    {"moe_grouped_gemm", "T=7,E=5,H=101,N=13,topk=3", "in=fp32", ""},
+    /* every context 1100 positions: three splits of a 512 split, the last short */
+    {"paged_decode_attention", "B=2,HQ=4,HKV=2,D=13,P=16,NP=80,MAXP=80", "in=fp32,out=fp32", "context_lens=1100"},
+    {"rmsnorm", "T=5,H=163", "in=fp32,out=fp32", ""},
+    {"silu_and_mul", "T=5,H=97", "in=fp32,out=fp32", ""},
+};
+
+/* FPRev-style order probes: row r of `tensor` ([rows, len]) holds fillers
+ * f with +M at i_r and -M at j_r; the tensors of `fills` hold the given
+ * values, so every term of the reduction is the pattern's element times
+ * one.  `shape` is set besides (a short tile past a multiple of 4 and 8). */
+static const struct {
+    const char *family, *red, *tensor, *rows, *len, *fills, *shape;
+} probes[] = {
+    {"gemm", "k", "a", "M", "K", "b=1,bias=0", "N=5"},
+    {"gemv_w4a16", "k", "x", "B", "K", "qweight=9,zeros=8,scales=1", "N=3"},
+    {"moe_grouped_gemm", "k", "x", "T", "H", "w=1,topk_weights=1", "N=9"},
+};
+
+/* Reductions whose terms are values, not products: fma cannot matter. */
+static const struct {
+    const char *family, *red, *param, *value;
+} value_reds[] = {
+    {"paged_decode_attention", "softmax_sum", NULL, NULL},
+    {"gemv_w4a16", "k", "scale_apply", "per_group"},
+};
+
+/* Reductions whose products are exact in their fp32 accumulator at the
+ * formats the point reads, so that fusing them cannot change a bit. */
+static const struct {
+    const char *family, *red, *why;
+} exact_products[] = {
+    {"gemv_w4a16", "k", "fp16 x fp16 products (22 bits) are exact in fp32: fma has no effect"},
+    {"gemv_w4a16", "group", "fp16 x int4 products (15 bits) are exact in fp32: fma has no effect"},
+};
+
+/* The reduction whose out_rounding rounds the family's final output. */
+static const struct {
+    const char *family, *red;
+} final_red[] = {
+    {"gemm", "k"}, {"gemv_w4a16", "k"}, {"moe_grouped_gemm", "combine"},
+    {"paged_decode_attention", "pv"}, {"rmsnorm", "sumsq"},
+};
+
+/* Policy and numerics params a port plausibly gets wrong, with the values
+ * to try ("*2", "/2": of the declared value). */
+static const struct {
+    const char *family, *param, *values;
+} param_neighbours[] = {
+    {"gemv_w4a16", "scale_apply", "per_element,per_group"},
+    {"paged_decode_attention", "split", "/2,*2"},
+};
+
+/* Lengths at which two trees are compared for equivalence: every length up
+ * to 64 and the lengths the presets and the variants reduce over. */
+static const size_t equiv_lengths[] = {96, 97, 100, 101, 128, 160, 163, 180, 200, 203, 256, 384, 512, 1024, 1536};
+
+/* --- small helpers -------------------------------------------------------------------- */
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void pw_opts_default(pw_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->seed = 1;
+    o->engine = (int)ref_engine_default();
+    o->neighbours = 1;
+}
+
+void pw_result_free(pw_result *r)
+{
+    if (!r)
+        return;
+    free(r->neigh);
+    r->neigh = NULL;
+    r->nneigh = 0;
+}
+
+static const char *fam_of(const fam_spec *s)
+{
+    return s->family ? s->family : "?";
+}
+
+/* A deep copy of s (reductions without row classes: no family point uses them). */
+nx_status pw_spec_copy(const fam_spec *s, fam_spec *o, nx_err *err)
+{
+    memset(o, 0, sizeof *o);
+    nx_status st = NX_OK;
+#define DUP(f)                                                                                                         \
+    if (s->f && !(o->f = strdup(s->f)))                                                                                \
+        st = nx_err_set(err, NX_ENOMEM, "out of memory");
+    DUP(family)
+    DUP(point)
+    DUP(class_name)
+    DUP(kernel)
+    DUP(hash)
+#undef DUP
+    for (size_t i = 0; i < s->nparams && !st; i++)
+        st = fam_spec_set_param(o, s->params[i].name, s->params[i].value, err);
+    for (size_t i = 0; i < s->nreds && !st; i++) {
+        nx_point p;
+        if ((st = nx_point_copy_base(&s->reds[i].point, &p, err)))
+            break;
+        st = fam_spec_add_reduction(o, s->reds[i].name, &p, s->reds[i].tree_text, err);
+    }
+    for (size_t i = 0; i < s->nelems && !st; i++)
+        st = fam_spec_add_elem(o, s->elems[i].name, s->elems[i].impl, s->elems[i].approx, s->elems[i].ulp, err);
+    o->tol = s->tol;
+    if (st)
+        fam_spec_free(o);
+    return st;
+}
+
+/* "K=203,N=29" into params. */
+static nx_status set_params(fam_spec *s, const char *list, nx_err *err)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", list ? list : "");
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(tok, '=');
+        if (!eq)
+            continue;
+        *eq = 0;
+        nx_status st = fam_spec_set_param(s, tok, eq + 1, err);
+        if (st)
+            return st;
+    }
+    return NX_OK;
+}
+
+/* Every reduction's result kept in fp32 (where it had another out). */
+static void reds_out_fp32(fam_spec *s)
+{
+    for (size_t i = 0; i < s->nreds; i++) {
+        nx_point *p = &s->reds[i].point;
+        if (nx_point_out(p) != NX_FP32) {
+            if (p->out_rounding < 0)
+                p->out_rounding = (int)nx_point_out_rounding(p);
+            p->out = NX_FP32;
+        }
+    }
+}
+
+/* Output elements whose bits differ between two runs' outputs (every
+ * tensor of a; a tensor missing or shaped otherwise in b counts whole). */
+static size_t mismatches(const st_file *a, const st_file *b, char *first, size_t flen)
+{
+    size_t n = 0;
+    if (first && flen)
+        first[0] = 0;
+    for (size_t t = 0; t < a->ntensors; t++) {
+        const st_tensor *x = &a->tensors[t], *y = st_find(b, x->name);
+        if (!y || y->dtype != x->dtype || y->nelem != x->nelem) {
+            n += (size_t)x->nelem;
+            if (first && flen && !first[0])
+                snprintf(first, flen, "output '%s' missing or shaped otherwise", x->name);
+            continue;
+        }
+        if (memcmp(x->data, y->data, (size_t)x->nbytes) == 0)
+            continue;
+        for (uint64_t i = 0; i < x->nelem; i++) {
+            uint64_t u = st_get_bits(x, x->data, (size_t)i), v = st_get_bits(y, y->data, (size_t)i);
+            if (u == v)
+                continue;
+            if (first && flen && !first[0])
+                snprintf(first, flen, "first %s[%llu]: kernel 0x%llx, reference 0x%llx", x->name,
+                         (unsigned long long)i, (unsigned long long)u, (unsigned long long)v);
+            n++;
+        }
+    }
+    return n;
+}
+
+static size_t out_elems(const st_file *a)
+{
+    size_t n = 0;
+    for (size_t t = 0; t < a->ntensors; t++)
+        n += (size_t)a->tensors[t].nelem;
+    return n;
+}
+
+/* --- the power inputs ------------------------------------------------------------------ */
+
+typedef struct pw_case {
+    char label[160];  /* "fp32, adversarial, M=5,N=29,K=203" */
+    fam_spec spec;    /* the variant the kernel ran */
+    st_file in, ref;  /* its inputs and the reference's outputs */
+    int probe;        /* order probe rows */
+    int prio;         /* the order the neighbours try the cases in: fp32 and normal first */
+} pw_case;
+
+static void case_free(pw_case *c)
+{
+    fam_spec_free(&c->spec);
+    st_free(&c->in);
+    st_free(&c->ref);
+}
+
+static uint64_t splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+/* Pairs (i, j), i < j < n: every distance up to 9 and around each power of
+ * two and each fraction n/2 .. n/8 (slice and lane boundaries), at the
+ * start, the middle and the end; then random pairs.  At most cap. */
+static size_t probe_pairs(size_t n, uint64_t seed, size_t *pi, size_t *pj, size_t cap)
+{
+    size_t k = 0;
+    if (n < 2)
+        return 0;
+    size_t d[96], nd = 0;
+    for (size_t x = 1; x <= 9; x++)
+        d[nd++] = x;
+    for (size_t p = 16; p < n && nd + 3 < 60; p *= 2)
+        d[nd++] = p - 1, d[nd++] = p, d[nd++] = p + 1;
+    for (size_t q = 2; q <= 8 && nd + 2 < 96; q++)
+        d[nd++] = n / q, d[nd++] = n / q + 1;
+    for (size_t a = 0; a < nd; a++) {
+        if (d[a] == 0 || d[a] >= n)
+            continue;
+        size_t starts[4] = {0, 1, (n - d[a]) / 2, n - 1 - d[a]};
+        for (int s = 0; s < 4; s++) {
+            size_t i = starts[s], j = i + d[a];
+            if (j >= n)
+                continue;
+            int dup = 0;
+            for (size_t b = 0; b < k && !dup; b++)
+                dup = pi[b] == i && pj[b] == j;
+            if (!dup && k < cap)
+                pi[k] = i, pj[k++] = j;
+        }
+    }
+    uint64_t s = seed ^ 0x70726f6265ULL;
+    for (int r = 0; r < 48 && k < cap; r++) {
+        size_t i = (size_t)(splitmix(&s) % n), j = (size_t)(splitmix(&s) % n);
+        if (i == j)
+            continue;
+        if (i > j) {
+            size_t x = i;
+            i = j;
+            j = x;
+        }
+        pi[k] = i;
+        pj[k++] = j;
+    }
+    return k;
+}
+
+/* Writes value v into every element of a float tensor, or integer iv into
+ * every value of an integer tensor (packed int4: padding nibbles stay 0). */
+static nx_status fill_tensor(st_tensor *t, const ref_tensor_desc *d, double v, nx_err *err)
+{
+    if (d->kind == REF_FLOAT) {
+        uint64_t bits;
+        nx_status st = nx_encode((nx_fmt)d->fmt, v, &bits, err);
+        if (st)
+            return st;
+        for (uint64_t i = 0; i < t->nelem; i++)
+            st_put_bits(t, t->data, (size_t)i, bits);
+        return NX_OK;
+    }
+    long iv = (long)v;
+    if (iv < d->lo || iv > d->hi)
+        return nx_err_set(err, NX_EINVAL, "power: probe value %ld outside [%ld, %ld] of tensor '%s'", iv, d->lo, d->hi,
+                          d->name);
+    if (!d->packed4) {
+        for (uint64_t i = 0; i < t->nelem; i++)
+            st_put_bits(t, t->data, (size_t)i, (uint64_t)iv);
+        return NX_OK;
+    }
+    size_t rb = (size_t)t->shape[t->ndim - 1], rows = rb ? (size_t)(t->nbytes / rb) : 0;
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < (size_t)d->row; c++) {
+            uint8_t *b = t->data + r * rb + c / 2;
+            *b = (uint8_t)(c % 2 ? (*b & 0x0f) | (uint8_t)(iv << 4) : (*b & 0xf0) | (uint8_t)iv);
+        }
+    return NX_OK;
+}
+
+/* Filler and M for a pattern in format f: M a power of two far enough
+ * above the fillers' sum (n of them) that a filler added to it is lost in
+ * an fp32 accumulator; both exact in f. */
+static void probe_values(nx_fmt f, size_t n, double *filler, double *big)
+{
+    int lg = 0;
+    while (((size_t)1 << lg) < n)
+        lg++;
+    int want = 24 + lg + 2; /* fp32 precision, the count, a margin */
+    const nx_format_info *fi = nx_format(f);
+    double maxf = fi->max_finite;
+    double m = ldexp(1.0, want);
+    if (m <= maxf) {
+        *filler = 1.0;
+        *big = m;
+        return;
+    }
+    double pm = ldexp(1.0, (int)floor(log2(maxf)));
+    *filler = nx_fmt_min_normal(f);
+    *big = pm;
+}
+
+/* --- running one case -------------------------------------------------------------------- */
+
+typedef struct pw_ctx {
+    const dev_backend *be;
+    const fam_spec *spec;
+    const pw_opts *o;
+    pw_result *res;
+    pw_case *cases;
+    size_t ncases, cap;
+} pw_ctx;
+
+static nx_status add_case(pw_ctx *c, pw_case **out, nx_err *err)
+{
+    if (c->ncases == c->cap) {
+        size_t cap = c->cap ? 2 * c->cap : 16;
+        pw_case *p = realloc(c->cases, cap * sizeof *p);
+        if (!p)
+            return nx_err_set(err, NX_ENOMEM, "out of memory");
+        c->cases = p;
+        c->cap = cap;
+    }
+    *out = &c->cases[c->ncases];
+    memset(*out, 0, sizeof **out);
+    st_init(&(*out)->in);
+    st_init(&(*out)->ref);
+    return NX_OK;
+}
+
+/* Fills t when the list names it. */
+static nx_status fill_named(st_tensor *t, const ref_tensor_desc *d, const char *fills, nx_err *err)
+{
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", fills);
+    nx_status st = NX_OK;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok && !st; tok = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(tok, '=');
+        if (eq && (size_t)(eq - tok) == strlen(d->name) && strncmp(tok, d->name, (size_t)(eq - tok)) == 0)
+            st = fill_tensor(t, d, strtod(eq + 1, NULL), err);
+    }
+    return st;
+}
+
+/* Lays order probes into c->in (already generated for c->spec). */
+static nx_status lay_probes(pw_case *c, size_t pr, size_t nrows, const size_t *pi, const size_t *pj, size_t n,
+                            nx_err *err)
+{
+    ref_tensor_desc *d = NULL;
+    size_t nd = 0;
+    nx_status st = ref_inputs(&c->spec, &d, &nd, err);
+    if (st)
+        return st;
+    char fills[128];
+    snprintf(fills, sizeof fills, "%s", probes[pr].fills);
+    for (size_t k = 0; k < nd && !st; k++) {
+        st_tensor *t = (st_tensor *)st_find(&c->in, d[k].name);
+        if (!t)
+            continue;
+        if (strcmp(d[k].name, probes[pr].tensor) == 0) {
+            double f, m;
+            probe_values((nx_fmt)d[k].fmt, n, &f, &m);
+            uint64_t bf, bp, bm;
+            if ((st = nx_encode((nx_fmt)d[k].fmt, f, &bf, err)) || (st = nx_encode((nx_fmt)d[k].fmt, m, &bp, err)) ||
+                (st = nx_encode((nx_fmt)d[k].fmt, -m, &bm, err)))
+                break;
+            for (size_t r = 0; r < nrows; r++)
+                for (size_t i = 0; i < n; i++)
+                    st_put_bits(t, t->data, r * n + i, i == pi[r] ? bp : i == pj[r] ? bm : bf);
+            continue;
+        }
+        st = fill_named(t, &d[k], fills, err);
+    }
+    free(d);
+    return st;
+}
+
+/* The fills ("w=1,topk_weights=1") of every input tensor of c. */
+static nx_status apply_fills(pw_case *c, const char *fills, nx_err *err)
+{
+    if (!fills || !*fills)
+        return NX_OK;
+    ref_tensor_desc *d = NULL;
+    size_t nd = 0;
+    nx_status st = ref_inputs(&c->spec, &d, &nd, err);
+    for (size_t k = 0; k < nd && !st; k++) {
+        st_tensor *t = (st_tensor *)st_find(&c->in, d[k].name);
+        if (t)
+            st = fill_named(t, &d[k], fills, err);
+    }
+    free(d);
+    return st;
+}
+
+/* Runs the kernel and the reference on case c; *nmis the mismatching
+ * output elements (0: the same bits).  *dev keeps the kernel's outputs. */
+static nx_status run_case(pw_ctx *x, pw_case *c, st_file *dev, size_t *nmis, char *first, size_t flen, nx_err *err)
+{
+    dev_opts d = {DEV_GRAPHED, x->o->threads, NULL};
+    ref_opts ro = {x->o->threads, (ref_engine)x->o->engine};
+    nx_status st = x->be->run(&c->spec, &c->in, dev, &d, err);
+    if (!st)
+        st = ref_run_opts(&c->spec, &c->in, &c->ref, &ro, err);
+    if (st)
+        return st;
+    x->res->runs++;
+    *nmis = mismatches(dev, &c->ref, first, flen);
+    return NX_OK;
+}
+
+/* --- neighbours -------------------------------------------------------------------------------- */
+
+typedef enum nb_kind { NB_TREE, NB_FMA, NB_ACC, NB_OUTR, NB_PARAM } nb_kind;
+
+typedef struct nb_def {
+    nb_kind kind;
+    char red[32];
+    char text[160]; /* NB_TREE: the tree; NB_PARAM: the param's value */
+    char param[32];
+    int value;      /* NB_ACC: nx_fmt; NB_OUTR: nx_mode; NB_FMA: 0/1 */
+} nb_def;
+
+typedef struct nb_list {
+    nb_def *v;
+    size_t n, cap;
+} nb_list;
+
+static int nb_push(nb_list *l, const nb_def *d)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (l->v[i].kind == d->kind && !strcmp(l->v[i].red, d->red) && !strcmp(l->v[i].text, d->text) &&
+            !strcmp(l->v[i].param, d->param) && l->v[i].value == d->value)
+            return 0;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 32;
+        nb_def *p = realloc(l->v, cap * sizeof *p);
+        if (!p)
+            return -1;
+        l->v = p;
+        l->cap = cap;
+    }
+    l->v[l->n++] = *d;
+    return 0;
+}
+
+static void nb_name(const fam_spec *s, const nb_def *d, char *buf, size_t len)
+{
+    const fam_reduction *r = d->red[0] ? fam_reduction_get(s, d->red) : NULL;
+    switch (d->kind) {
+    case NB_TREE: snprintf(buf, len, "%s = %s", d->red, d->text); break;
+    case NB_FMA: snprintf(buf, len, "%s: fma = %s", d->red, d->value ? "true" : "false"); break;
+    case NB_ACC: snprintf(buf, len, "%s: acc = %s", d->red, nx_format((nx_fmt)d->value)->name); break;
+    case NB_OUTR:
+        snprintf(buf, len, "%s: out_rounding = %s (out %s)", d->red, nx_mode_name((nx_mode)d->value),
+                 r ? nx_format(nx_point_out(&r->point))->name : "?");
+        break;
+    case NB_PARAM: snprintf(buf, len, "%s = %s", d->param, d->text); break;
+    }
+}
+
+/* The canonical text of tree text t, or NULL when it does not parse. */
+static char *canon_tree(const char *t)
+{
+    nx_tree *tr = NULL;
+    if (nx_tree_parse(t, "neighbour", &tr, NULL) != NX_OK)
+        return NULL;
+    char *s = nx_tree_print(tr);
+    nx_tree_free(tr);
+    return s;
+}
+
+static void push_tree(nb_list *l, const char *red, const char *declared, const char *cand)
+{
+    char *c = canon_tree(cand);
+    if (c && strstr(c, "reverse(reverse(")) { /* the tree itself, spelt twice reversed */
+        free(c);
+        return;
+    }
+    if (c && strcmp(c, declared) != 0 && strlen(c) < sizeof l->v[0].text) {
+        nb_def d = {.kind = NB_TREE};
+        snprintf(d.red, sizeof d.red, "%s", red);
+        snprintf(d.text, sizeof d.text, "%s", c);
+        nb_push(l, &d);
+    }
+    free(c);
+}
+
+/* Tree neighbours of a declared tree text: every integer +-1, halved and
+ * doubled; every combinator among seq, pairwise, halving replaced by the
+ * others or reversed; the whole tree reversed, split in two, and a plain
+ * seq strided over 8 lanes. */
+static void tree_neighbours(nb_list *l, const char *red, const char *t)
+{
+    static const char *const words[] = {"seq", "pairwise", "halving"};
+    size_t n = strlen(t);
+    char cand[512];
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        if (isdigit((unsigned char)t[i])) {
+            while (j < n && isdigit((unsigned char)t[j]))
+                j++;
+            long v = strtol(t + i, NULL, 10);
+            long alt[4] = {v - 1, v + 1, v % 2 == 0 ? v / 2 : 0, 2 * v};
+            for (int a = 0; a < 4; a++) {
+                if (alt[a] < 1)
+                    continue;
+                snprintf(cand, sizeof cand, "%.*s%ld%s", (int)i, t, alt[a], t + j);
+                push_tree(l, red, t, cand);
+            }
+            i = j;
+            continue;
+        }
+        if (isalpha((unsigned char)t[i])) {
+            while (j < n && (isalnum((unsigned char)t[j]) || t[j] == '_'))
+                j++;
+            for (size_t w = 0; w < 3; w++) {
+                if (j - i != strlen(words[w]) || strncmp(t + i, words[w], j - i) != 0)
+                    continue;
+                for (size_t o = 0; o < 3; o++)
+                    if (o != w) {
+                        snprintf(cand, sizeof cand, "%.*s%s%s", (int)i, t, words[o], t + j);
+                        push_tree(l, red, t, cand);
+                    }
+                snprintf(cand, sizeof cand, "%.*sreverse(%s)%s", (int)i, t, words[w], t + j);
+                push_tree(l, red, t, cand);
+            }
+            i = j;
+            continue;
+        }
+        i++;
+    }
+    snprintf(cand, sizeof cand, "reverse(%s)", t);
+    push_tree(l, red, t, cand);
+    /* every reverse(X) undone */
+    for (const char *r = strstr(t, "reverse("); r; r = strstr(r + 1, "reverse(")) {
+        const char *in = r + 8, *e = in;
+        int depth = 1;
+        while (*e && depth) {
+            depth += *e == '(' ? 1 : *e == ')' ? -1 : 0;
+            if (depth)
+                e++;
+        }
+        if (!*e)
+            break;
+        snprintf(cand, sizeof cand, "%.*s%.*s%s", (int)(r - t), t, (int)(e - in), in, e + 1);
+        push_tree(l, red, t, cand);
+    }
+    if (strncmp(t, "split(", 6) != 0) {
+        snprintf(cand, sizeof cand, "split(2, %s, seq)", t);
+        push_tree(l, red, t, cand);
+    }
+    if (!strcmp(t, "seq")) {
+        push_tree(l, red, t, "stride(8, seq, pairwise)");
+        push_tree(l, red, t, "stride(4, seq, pairwise)");
+    }
+}
+
+static int is_value_red(const fam_spec *s, const char *red)
+{
+    for (size_t i = 0; i < sizeof value_reds / sizeof value_reds[0]; i++) {
+        if (strcmp(value_reds[i].family, fam_of(s)) || strcmp(value_reds[i].red, red))
+            continue;
+        if (!value_reds[i].param)
+            return 1;
+        const char *v = fam_param_get(s, value_reds[i].param);
+        if (v && !strcmp(v, value_reds[i].value))
+            return 1;
+    }
+    return 0;
+}
+
+static int is_final_red(const fam_spec *s, const char *red)
+{
+    for (size_t i = 0; i < sizeof final_red / sizeof final_red[0]; i++)
+        if (!strcmp(final_red[i].family, fam_of(s)) && !strcmp(final_red[i].red, red))
+            return 1;
+    return 0;
+}
+
+static nx_status enumerate(const fam_spec *s, nb_list *l, nx_err *err)
+{
+    for (size_t r = 0; r < s->nreds; r++) {
+        const fam_reduction *fr = &s->reds[r];
+        /* attention's combine runs only with split > 0 */
+        if (!strcmp(fam_of(s), "paged_decode_attention") && !strcmp(fr->name, "combine")) {
+            const char *sp = fam_param_get(s, "split");
+            if (!sp || !strcmp(sp, "0"))
+                continue;
+        }
+        char *t = nx_tree_print(fr->point.tree);
+        if (!t)
+            return nx_err_set(err, NX_ENOMEM, "out of memory");
+        tree_neighbours(l, fr->name, t);
+        free(t);
+        const nx_point *p = &fr->point;
+        nb_def d = {.kind = NB_FMA};
+        snprintf(d.red, sizeof d.red, "%s", fr->name);
+        d.value = !p->fma;
+        nb_push(l, &d);
+        static const nx_fmt accs[] = {NX_FP32, NX_FP64, NX_FP16, NX_BF16};
+        for (size_t a = 0; a < 4; a++)
+            if ((nx_fmt)p->acc != accs[a]) {
+                nb_def e = {.kind = NB_ACC, .value = (int)accs[a]};
+                snprintf(e.red, sizeof e.red, "%s", fr->name);
+                nb_push(l, &e);
+            }
+        if (nx_point_out(p) != (nx_fmt)p->acc || is_final_red(s, fr->name)) {
+            /* truncation; ties away (rna) differs only on exact ties, which
+             * these inputs rarely produce: not enumerated (docs/power.md) */
+            static const nx_mode modes[] = {NX_RNE, NX_RZ};
+            for (size_t m = 0; m < 2; m++)
+                if (nx_point_out_rounding(p) != modes[m]) {
+                    nb_def e = {.kind = NB_OUTR, .value = (int)modes[m]};
+                    snprintf(e.red, sizeof e.red, "%s", fr->name);
+                    nb_push(l, &e);
+                }
+        }
+    }
+    for (size_t i = 0; i < sizeof param_neighbours / sizeof param_neighbours[0]; i++) {
+        if (strcmp(param_neighbours[i].family, fam_of(s)))
+            continue;
+        const char *cur = fam_param_get(s, param_neighbours[i].param);
+        char buf[128];
+        snprintf(buf, sizeof buf, "%s", param_neighbours[i].values);
+        for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+            nb_def d = {.kind = NB_PARAM};
+            snprintf(d.param, sizeof d.param, "%s", param_neighbours[i].param);
+            if (tok[0] == '*' || tok[0] == '/') {
+                long v = cur ? strtol(cur, NULL, 10) : 0;
+                long f = strtol(tok + 1, NULL, 10);
+                if (v <= 0 || f <= 0)
+                    continue;
+                snprintf(d.text, sizeof d.text, "%ld", tok[0] == '*' ? v * f : v / f);
+            } else {
+                snprintf(d.text, sizeof d.text, "%s", tok);
+            }
+            if (cur && !strcmp(cur, d.text))
+                continue;
+            nb_push(l, &d);
+        }
+    }
+    return NX_OK;
+}
+
+/* The neighbour applied to a clone of s (a variant of the declared point). */
+static nx_status nb_apply(const fam_spec *s, const nb_def *d, fam_spec *o, nx_err *err)
+{
+    nx_status st = pw_spec_copy(s, o, err);
+    if (st)
+        return st;
+    fam_reduction *r = NULL;
+    for (size_t i = 0; i < o->nreds; i++)
+        if (!strcmp(o->reds[i].name, d->red))
+            r = &o->reds[i];
+    if (d->kind != NB_PARAM && !r) {
+        fam_spec_free(o);
+        return nx_err_set(err, NX_EINVAL, "power: no reduction '%s'", d->red);
+    }
+    switch (d->kind) {
+    case NB_TREE: st = nx_point_set_tree(&r->point, d->text, d->red, err); break;
+    case NB_FMA: r->point.fma = d->value; break;
+    case NB_ACC:
+        r->point.out = (int)nx_point_out(&r->point);
+        r->point.out_rounding = (int)nx_point_out_rounding(&r->point);
+        r->point.acc = (nx_fmt)d->value;
+        break;
+    case NB_OUTR: r->point.out_rounding = d->value; break;
+    case NB_PARAM:
+        st = fam_spec_set_param(o, d->param, d->text, err);
+        if (!st && !strcmp(d->param, "scale_apply") && !strcmp(d->text, "per_group") && !fam_reduction_get(o, "group")) {
+            nx_point p;
+            if (!(st = nx_point_init(&p, err)))
+                st = fam_spec_add_reduction(o, "group", &p, "seq", err);
+        }
+        break;
+    }
+    if (!st && r)
+        st = nx_point_validate(&r->point, err);
+    if (st)
+        fam_spec_free(o);
+    return st;
+}
+
+/* An expansion ("((+0+t0)+t4)+(...)", nx_program_expansion) with the two
+ * operands of every addition sorted: two trees whose canonical forms agree
+ * add the same values pairwise, and an IEEE addition (a fused step too) is
+ * commutative bit for bit.  *p advances; NULL when out of memory. */
+static char *canon_operand(const char **p);
+
+static char *canon_pair(char *a, char *b)
+{
+    if (!a || !b) {
+        free(a);
+        free(b);
+        return NULL;
+    }
+    if (strcmp(a, b) > 0) {
+        char *t = a;
+        a = b;
+        b = t;
+    }
+    size_t n = strlen(a) + strlen(b) + 4;
+    char *s = malloc(n);
+    if (s)
+        snprintf(s, n, "(%s+%s)", a, b);
+    free(a);
+    free(b);
+    return s;
+}
+
+static char *canon_operand(const char **p)
+{
+    const char *s = *p;
+    if (*s == '(') {
+        *p = s + 1;
+        char *a = canon_operand(p);
+        if (a && **p == ')') { /* "(+0)": one operand in parentheses */
+            (*p)++;
+            return a;
+        }
+        if (**p == '+')
+            (*p)++;
+        char *b = canon_operand(p);
+        if (**p == ')')
+            (*p)++;
+        return canon_pair(a, b);
+    }
+    size_t n = 0;
+    if (*s == '[') { /* an atom: kept as printed */
+        int depth = 0;
+        do {
+            depth += s[n] == '[' ? 1 : s[n] == ']' ? -1 : 0;
+            n++;
+        } while (s[n] && depth > 0);
+    } else {
+        if (*s == '+')
+            n++; /* the start value +0 */
+        while (s[n] && s[n] != '+' && s[n] != ')')
+            n++;
+    }
+    *p = s + n;
+    return strndup(s, n);
+}
+
+static char *canon_expansion(const char *e)
+{
+    const char *p = e;
+    char *a = canon_operand(&p);
+    while (a && *p == '+') {
+        p++;
+        a = canon_pair(a, canon_operand(&p));
+    }
+    return a;
+}
+
+/* 1 when the neighbour's tree has the declared tree's bracketing (up to
+ * commuted operands) at every length of equiv_lengths and 1 .. 64. */
+static int same_programs(const nx_point *a, const nx_point *b)
+{
+    for (size_t k = 0; k < 64 + sizeof equiv_lengths / sizeof equiv_lengths[0]; k++) {
+        size_t n = k < 64 ? k + 1 : equiv_lengths[k - 64];
+        nx_program *pa = NULL, *pb = NULL;
+        char *ea = NULL, *eb = NULL, *ca = NULL, *cb = NULL;
+        int same = nx_program_build(a, n, 1, &pa, NULL) == NX_OK && nx_program_build(b, n, 1, &pb, NULL) == NX_OK &&
+                   (ea = nx_program_expansion(pa)) && (eb = nx_program_expansion(pb)) &&
+                   (ca = canon_expansion(ea)) && (cb = canon_expansion(eb)) && strcmp(ca, cb) == 0;
+        nx_program_free(pa);
+        nx_program_free(pb);
+        free(ea);
+        free(eb);
+        free(ca);
+        free(cb);
+        if (!same)
+            return 0;
+    }
+    return 1;
+}
+
+/* Why an undistinguished neighbour is equivalent, or 0. */
+static int equivalent(const fam_spec *s, const nb_def *d, char *why, size_t len)
+{
+    const fam_reduction *r = d->red[0] ? fam_reduction_get(s, d->red) : NULL;
+    if (d->kind == NB_FMA && r && is_value_red(s, d->red)) {
+        snprintf(why, len, "its terms are values, not products: fma has no effect");
+        return 1;
+    }
+    for (size_t i = 0; d->kind == NB_FMA && r && i < sizeof exact_products / sizeof exact_products[0]; i++)
+        if (!strcmp(exact_products[i].family, fam_of(s)) && !strcmp(exact_products[i].red, d->red) &&
+            r->point.acc == NX_FP32 && r->point.product < 0 && r->point.in < 0) {
+            snprintf(why, len, "%s", exact_products[i].why);
+            return 1;
+        }
+    if (d->kind == NB_TREE && r) {
+        nx_point p;
+        if (nx_point_copy_base(&r->point, &p, NULL) != NX_OK)
+            return 0;
+        int same = nx_point_set_tree(&p, d->text, d->red, NULL) == NX_OK && same_programs(&r->point, &p);
+        nx_point_free(&p);
+        if (same) {
+            snprintf(why, len, "the same bracketing up to the order of each addition's operands (commutative, bit for bit) "
+                 "at every length 1-64 and every length the power checks reduce over");
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* --- the check ----------------------------------------------------------------------------------- */
+
+static int uses_atomic(const fam_spec *s)
+{
+    for (size_t i = 0; i < s->nreds; i++)
+        if (s->reds[i].point.tree && nx_tree_uses(s->reds[i].point.tree, NX_T_ATOMIC))
+            return 1;
+    return 0;
+}
+
+__attribute__((format(printf, 2, 3))) static void say(pw_result *r, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->detail, sizeof r->detail, fmt, ap);
+    va_end(ap);
+}
+
+/* Builds the cases of spec: for each awkward shape, the declared formats and
+ * fp32, each under normal and adversarial inputs; then the order probes at
+ * the declared and the awkward length. */
+static nx_status build_cases(pw_ctx *x, const fam_spec *spec, nx_err *err)
+{
+    const char *fam = fam_of(spec);
+    static const nx_dist dists[2] = {NX_DIST_NORMAL, NX_DIST_ADVERSARIAL};
+    nx_status st = NX_OK;
+    for (size_t v = 0; v < sizeof variants / sizeof variants[0] && !st; v++) {
+        if (strcmp(variants[v].family, fam))
+            continue;
+        for (int fp32 = 0; fp32 < 2 && !st; fp32++)
+            for (int di = 0; di < 2 && !st; di++) {
+                pw_case *c;
+                if ((st = add_case(x, &c, err)) || (st = pw_spec_copy(spec, &c->spec, err)))
+                    break;
+                x->ncases++;
+                if ((st = set_params(&c->spec, variants[v].shape, err)))
+                    break;
+                if (fp32) {
+                    if ((st = set_params(&c->spec, variants[v].fp32, err)))
+                        break;
+                    reds_out_fp32(&c->spec);
+                }
+                snprintf(c->label, sizeof c->label, "%s, %s inputs, %s", fp32 ? "fp32" : "declared formats",
+                         nx_dist_name(dists[di]), variants[v].shape);
+                c->prio = (fp32 ? 0 : 1) + 2 * di;
+                ref_gen_opts go = {x->o->seed, dists[di], 0, x->o->threads};
+                if (!(st = ref_generate(&c->spec, &go, &c->in, err)))
+                    st = apply_fills(c, variants[v].fills, err);
+            }
+    }
+    for (size_t p = 0; p < sizeof probes / sizeof probes[0] && !st; p++) {
+        if (strcmp(probes[p].family, fam) || !fam_reduction_get(spec, probes[p].red))
+            continue;
+        long lens[2] = {0, 0};
+        if (fam_param_long(spec, probes[p].len, &lens[0], NULL) != NX_OK)
+            continue;
+        for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
+            if (strcmp(variants[v].family, fam))
+                continue;
+            fam_spec tmp;
+            if (pw_spec_copy(spec, &tmp, NULL) == NX_OK) {
+                if (set_params(&tmp, variants[v].shape, NULL) == NX_OK && fam_param_long(&tmp, probes[p].len, &lens[1], NULL) == NX_OK &&
+                    lens[1] == lens[0])
+                    lens[1] = 0;
+                fam_spec_free(&tmp);
+            }
+            break;
+        }
+        for (int li = 0; li < 2 && !st; li++) {
+            size_t n = (size_t)lens[li];
+            if (n < 2)
+                continue;
+            size_t cap = 512, *pi = malloc(cap * sizeof *pi), *pj = malloc(cap * sizeof *pj);
+            if (!pi || !pj) {
+                free(pi);
+                free(pj);
+                return nx_err_set(err, NX_ENOMEM, "out of memory");
+            }
+            size_t np = probe_pairs(n, x->o->seed, pi, pj, cap);
+            pw_case *c;
+            char rows[32], len[48];
+            snprintf(rows, sizeof rows, "%s=%zu", probes[p].rows, np);
+            snprintf(len, sizeof len, "%s=%zu", probes[p].len, n);
+            if (!(st = add_case(x, &c, err)) && !(st = pw_spec_copy(spec, &c->spec, err))) {
+                x->ncases++;
+                c->probe = 1;
+                c->prio = 4;
+                if (li == 1)
+                    for (size_t v = 0; v < sizeof variants / sizeof variants[0] && !st; v++)
+                        if (!strcmp(variants[v].family, fam)) {
+                            st = set_params(&c->spec, variants[v].shape, err);
+                            break;
+                        }
+                if (!st && !(st = set_params(&c->spec, probes[p].shape, err)) && !(st = set_params(&c->spec, rows, err)) &&
+                    !(st = set_params(&c->spec, len, err))) {
+                    if (fam_param_get(&c->spec, "out") || !strcmp(fam, "gemm"))
+                        st = fam_spec_set_param(&c->spec, "out", "fp32", err);
+                    reds_out_fp32(&c->spec);
+                }
+                snprintf(c->label, sizeof c->label, "order probes of %s (%zu rows of %zu terms: +M and -M among fillers)",
+                         probes[p].red, np, n);
+                ref_gen_opts go = {x->o->seed, NX_DIST_NORMAL, 0, x->o->threads};
+                if (!st && !(st = ref_generate(&c->spec, &go, &c->in, err)))
+                    st = lay_probes(c, p, np, pi, pj, n, err);
+                x->res->probe_rows += np;
+            }
+            free(pi);
+            free(pj);
+        }
+    }
+    return st;
+}
+
+/* On a mismatch: the neighbour whose reference comes closest to the
+ * kernel's bits on the failing case. */
+static void diagnose(pw_ctx *x, size_t fc, const st_file *fdev, const nb_list *l, char *buf,
+                     size_t len)
+{
+    size_t best = (size_t)-1, bi = 0;
+    ref_opts ro = {x->o->threads, (ref_engine)x->o->engine};
+    dev_opts dop = {DEV_GRAPHED, x->o->threads, NULL};
+    /* the failing case, the order probes and the two fp32 cases: a
+     * neighbour counts its mismatches against the kernel over all of them */
+    size_t use[16], nu = 0;
+    use[nu++] = fc;
+    for (size_t i = 0; i < x->ncases && nu < 16; i++)
+        if (i != fc && (x->cases[i].probe || x->cases[i].prio == 0 || x->cases[i].prio == 2) &&
+            x->be->supports(&x->cases[i].spec, x->cases[i].spec.kernel))
+            use[nu++] = i;
+    st_file devs[16];
+    int ran[16] = {0};
+    for (size_t u = 0; u < nu; u++) {
+        st_init(&devs[u]);
+        ran[u] = u == 0 || x->be->run(&x->cases[use[u]].spec, &x->cases[use[u]].in, &devs[u], &dop, NULL) == NX_OK;
+    }
+    for (size_t i = 0; i < l->n && best; i++) {
+        size_t m = 0;
+        int ok = 1;
+        for (size_t u = 0; u < nu && ok && m < best; u++) {
+            if (!ran[u])
+                continue;
+            const pw_case *c = &x->cases[use[u]];
+            fam_spec ns;
+            if (nb_apply(&c->spec, &l->v[i], &ns, NULL) != NX_OK) {
+                ok = u > 0;
+                continue;
+            }
+            st_file o;
+            st_init(&o);
+            if (ref_run_opts(&ns, &c->in, &o, &ro, NULL) == NX_OK)
+                m += mismatches(u ? &devs[u] : fdev, &o, NULL, 0);
+            else
+                ok = u > 0;
+            st_free(&o);
+            fam_spec_free(&ns);
+        }
+        if (ok && m < best)
+            best = m, bi = i;
+    }
+    for (size_t u = 1; u < nu; u++)
+        st_free(&devs[u]);
+    st_free(&devs[0]);
+    pw_result *r = x->res;
+    buf[0] = 0;
+    if (best == (size_t)-1) {
+        if (!l->n && x->spec->nelems)
+            snprintf(r->suspect, sizeof r->suspect, "%s", x->spec->elems[0].name);
+        else if (x->spec->nreds == 1)
+            snprintf(r->suspect, sizeof r->suspect, "%s", x->spec->reds[0].name);
+        snprintf(buf, len, "no neighbouring point comes closer to the kernel's bits than the declared one%s%s",
+                 r->suspect[0] ? "; the point's only " : "",
+                 r->suspect[0] ? (x->spec->nreds == 1 ? "reduction is " : "step is ") : "");
+        if (r->suspect[0]) {
+            size_t k = strlen(buf);
+            snprintf(buf + k, len - k, "%s", r->suspect);
+        }
+        return;
+    }
+    const nb_def *d = &l->v[bi];
+    char nm[256];
+    nb_name(x->spec, d, nm, sizeof nm);
+    snprintf(r->suspect, sizeof r->suspect, "%s", d->red[0] ? d->red : d->param);
+    const fam_reduction *fr = d->red[0] ? fam_reduction_get(x->spec, d->red) : NULL;
+    char declared[200] = "";
+    if (d->kind == NB_TREE && fr)
+        snprintf(declared, sizeof declared, "%s", fr->tree_text ? fr->tree_text : "?");
+    if (best == 0) {
+        if (d->kind == NB_TREE)
+            snprintf(buf, len, "%s: the kernel reduces %s, the point declares %s", d->red, d->text, declared);
+        else
+            snprintf(buf, len, "the kernel's bits match the neighbour %s, not the declared point", nm);
+    } else {
+        snprintf(buf, len, "the closest neighbouring point is %s (%zu elements still differ over the failing input, the "
+                 "order probes and the fp32 inputs)%s%s", nm, best,
+                 *declared ? "; the point declares " : "", declared);
+    }
+}
+
+nx_status pw_check_point(const dev_backend *be, const fam_spec *spec, const pw_opts *o, pw_result *res, nx_err *err)
+{
+    pw_opts def;
+    if (!o) {
+        pw_opts_default(&def);
+        o = &def;
+    }
+    memset(res, 0, sizeof *res);
+    double t0 = now();
+    char id[160];
+    snprintf(id, sizeof id, "%s.%s", fam_of(spec), spec->point ? spec->point : "?");
+    res->verdict = PW_SKIP;
+    const char *neg = fam_param_get(spec, "negative_control");
+    if (neg) {
+        say(res, "%s: skipped: a negative control realises another point by design (%s); Tier 1 judges it", id, neg);
+        return NX_OK;
+    }
+    if (uses_atomic(spec)) {
+        say(res, "%s: skipped: an `atomic` tree has no bit-exact reference", id);
+        return NX_OK;
+    }
+    for (size_t i = 0; i < spec->nelems; i++)
+        if (spec->elems[i].impl != FAM_ELEM_CR) {
+            say(res, "%s: skipped: %s is the declared approximation %s, never bit-exact against the reference; "
+                "Tier 2 holds it to its tolerance", id, spec->elems[i].name,
+                spec->elems[i].approx ? spec->elems[i].approx : "?");
+            return NX_OK;
+        }
+    if (!be->supports(spec, spec->kernel)) {
+        say(res, "%s: skipped: the %s backend has no kernel '%s'", id, be->name, spec->kernel ? spec->kernel : "(none)");
+        return NX_OK;
+    }
+
+    pw_ctx x = {be, spec, o, res, NULL, 0, 0};
+    nb_list l = {0};
+    nx_status st = build_cases(&x, spec, err);
+    if (!st)
+        st = enumerate(spec, &l, err);
+    size_t used = 0, unsupported = 0;
+    res->verdict = PW_PASS;
+    for (size_t i = 0; i < x.ncases && !st; i++) {
+        pw_case *c = &x.cases[i];
+        if (!be->supports(&c->spec, c->spec.kernel)) {
+            unsupported++;
+            continue;
+        }
+        st_file dev;
+        st_init(&dev);
+        size_t nmis = 0;
+        char first[200];
+        st = run_case(&x, c, &dev, &nmis, first, sizeof first, err);
+        if (!st && nmis) {
+            char why[700];
+            diagnose(&x, i, &dev, &l, why, sizeof why);
+            res->verdict = PW_FAIL;
+            say(res, "%s: the kernel does not realise the declared point: on %s, %zu of %zu output elements differ "
+                "from the reference (%s); %s", id, c->label, nmis, out_elems(&c->ref), first, why);
+        }
+        st_free(&dev);
+        if (res->verdict == PW_FAIL)
+            break;
+        used++;
+    }
+    /* part 2: which neighbours the inputs tell apart */
+    if (!st && res->verdict == PW_PASS && o->neighbours) {
+        res->neigh = calloc(l.n ? l.n : 1, sizeof *res->neigh);
+        if (!res->neigh)
+            st = nx_err_set(err, NX_ENOMEM, "out of memory");
+        ref_opts ro = {o->threads, (ref_engine)o->engine};
+        size_t *order = malloc((x.ncases ? x.ncases : 1) * sizeof *order), no = 0;
+        for (int p = 0; order && p <= 4; p++)
+            for (size_t i = 0; i < x.ncases; i++)
+                if (x.cases[i].prio == p)
+                    order[no++] = i;
+        if (!order && !st)
+            st = nx_err_set(err, NX_ENOMEM, "out of memory");
+        for (size_t k = 0; k < l.n && !st; k++) {
+            pw_neighbour *nb = &res->neigh[res->nneigh];
+            memset(nb, 0, sizeof *nb);
+            snprintf(nb->red, sizeof nb->red, "%s", l.v[k].red);
+            nb_name(spec, &l.v[k], nb->what, sizeof nb->what);
+            int applicable = 0, seen = 0;
+            if (l.v[k].kind == NB_FMA && equivalent(spec, &l.v[k], nb->why, sizeof nb->why)) {
+                nb->seen = PW_EQUIVALENT;
+                res->nequiv++;
+                res->nneigh++;
+                continue;
+            }
+            for (size_t ii = 0; ii < x.ncases && !seen; ii++) {
+                pw_case *c = &x.cases[order[ii]];
+                if (!c->ref.ntensors)
+                    continue;
+                fam_spec ns;
+                if (nb_apply(&c->spec, &l.v[k], &ns, NULL) != NX_OK)
+                    continue;
+                st_file out;
+                st_init(&out);
+                if (ref_run_opts(&ns, &c->in, &out, &ro, NULL) == NX_OK) {
+                    applicable = 1;
+                    if (mismatches(&out, &c->ref, NULL, 0)) {
+                        seen = 1;
+                        snprintf(nb->why, sizeof nb->why, "by %s", c->label);
+                    }
+                }
+                st_free(&out);
+                fam_spec_free(&ns);
+            }
+            if (!applicable)
+                continue;
+            if (seen) {
+                nb->seen = PW_DISTINGUISHED;
+                res->ndist++;
+            } else if (equivalent(spec, &l.v[k], nb->why, sizeof nb->why)) {
+                nb->seen = PW_EQUIVALENT;
+                res->nequiv++;
+            } else {
+                nb->seen = PW_UNSEEN;
+                snprintf(nb->why, sizeof nb->why, "the same bits on every power input");
+                res->nunseen++;
+            }
+            res->nneigh++;
+        }
+        free(order);
+    }
+    if (!st && res->verdict == PW_PASS) {
+        nx_sbuf b = {0};
+        nx_sbuf_printf(&b, "%s: %zu power runs (%zu order probe rows) equal the reference bit for bit", id, res->runs,
+                       res->probe_rows);
+        if (unsupported)
+            nx_sbuf_printf(&b, " (%zu variants the kernel does not take were left out)", unsupported);
+        if (o->neighbours) {
+            nx_sbuf_printf(&b, "; neighbouring points: %zu distinguished, %zu equivalent, %zu not distinguished",
+                           res->ndist, res->nequiv, res->nunseen);
+            size_t shown = 0;
+            for (size_t k = 0; k < res->nneigh; k++)
+                if (res->neigh[k].seen == PW_UNSEEN && shown++ < 6)
+                    nx_sbuf_printf(&b, "%s%s", shown == 1 ? " (" : ", ", res->neigh[k].what);
+            if (shown)
+                nx_sbuf_printf(&b, "%s)", shown > 6 ? ", ..." : "");
+        }
+        char *s = nx_sbuf_take(&b);
+        say(res, "%s", s ? s : id);
+        free(s);
+        if (used == 0) {
+            res->verdict = PW_SKIP;
+            say(res, "%s: skipped: the kernel takes none of the power variants", id);
+        }
+    }
+    for (size_t i = 0; i < x.ncases; i++)
+        case_free(&x.cases[i]);
+    free(x.cases);
+    free(l.v);
+    res->seconds = now() - t0;
+    return st;
+}
+
+char *pw_neighbours_text(const pw_result *r)
+{
+    static const char *const names[] = {"distinguished", "equivalent", "NOT distinguished"};
+    nx_sbuf b = {0};
+    for (size_t k = 0; k < r->nneigh; k++)
+        nx_sbuf_printf(&b, "%s %s: %s\n", names[r->neigh[k].seen], r->neigh[k].what, r->neigh[k].why);
+    char *s = nx_sbuf_take(&b);
+    return s ? s : strdup("");
+}
