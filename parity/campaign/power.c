@@ -34,8 +34,8 @@ static const struct {
     {"gemv_w4a16", "B=2,N=19,K=384", "", ""},
     {"moe_grouped_gemm", "T=7,E=5,H=101,N=13,topk=3", "in=fp32", ""},
     /* every context 1100 positions: three splits of a 512 split, the last short */
-    {"paged_decode_attention", "B=2,HQ=4,HKV=2,D=13,P=16,NP=80,MAXP=80", "in=fp32,out=fp32", "context_lens=1100"},
-    {"rmsnorm", "T=5,H=163", "in=fp32,out=fp32", ""},
+    {"paged_decode_attention", "B=2,HQ=2,HKV=1,D=13,P=16,NP=72,MAXP=72", "in=fp32,out=fp32", "context_lens=1100"},
+    {"rmsnorm", "T=32,H=163", "in=fp32,out=fp32", ""},
     {"silu_and_mul", "T=5,H=97", "in=fp32,out=fp32", ""},
 };
 
@@ -68,12 +68,16 @@ static const struct {
     {"gemv_w4a16", "group", "fp16 x int4 products (15 bits) are exact in fp32: fma has no effect"},
 };
 
-/* The reduction whose out_rounding rounds the family's final output. */
+/* The reduction whose out_rounding rounds the family's final output;
+ * `sum`: that output is the reduction's result itself (the tie rows below
+ * can put it halfway between two output numbers), not the result of
+ * elementwise steps after it. */
 static const struct {
     const char *family, *red;
+    int sum;
 } final_red[] = {
-    {"gemm", "k"}, {"gemv_w4a16", "k"}, {"moe_grouped_gemm", "combine"},
-    {"paged_decode_attention", "pv"}, {"rmsnorm", "sumsq"},
+    {"gemm", "k", 1}, {"gemv_w4a16", "k", 1}, {"moe_grouped_gemm", "combine", 1},
+    {"paged_decode_attention", "pv", 0}, {"rmsnorm", "sumsq", 0},
 };
 
 /* Policy and numerics params a port plausibly gets wrong, with the values
@@ -225,7 +229,7 @@ typedef struct pw_case {
     fam_spec spec;    /* the variant the kernel ran */
     st_file in, ref;  /* its inputs and the reference's outputs */
     int probe;        /* order probe rows */
-    int prio;         /* the order the neighbours try the cases in: fp32 and normal first */
+    int prio;         /* the order the neighbours try the cases in: fp32 and normal first, probes last */
 } pw_case;
 
 static void case_free(pw_case *c)
@@ -386,7 +390,7 @@ static nx_status fill_named(st_tensor *t, const ref_tensor_desc *d, const char *
 
 /* Lays order probes into c->in (already generated for c->spec). */
 static nx_status lay_probes(pw_case *c, size_t pr, size_t nrows, const size_t *pi, const size_t *pj, size_t n,
-                            nx_err *err)
+                            int tie_p, nx_err *err)
 {
     ref_tensor_desc *d = NULL;
     size_t nd = 0;
@@ -400,6 +404,18 @@ static nx_status lay_probes(pw_case *c, size_t pr, size_t nrows, const size_t *p
         if (!t)
             continue;
         if (strcmp(d[k].name, probes[pr].tensor) == 0) {
+            if (tie_p > 0) { /* row r sums to 2^p + 1 + 2r: halfway between two p-bit numbers */
+                for (size_t r = 0; r < nrows && !st; r++) {
+                    size_t target = ((size_t)1 << tie_p) + 1 + 2 * r, q = target / n, rem = target % n;
+                    uint64_t lo, hi;
+                    if ((st = nx_encode((nx_fmt)d[k].fmt, (double)q, &lo, err)) ||
+                        (st = nx_encode((nx_fmt)d[k].fmt, (double)(q + 1), &hi, err)))
+                        break;
+                    for (size_t i = 0; i < n; i++)
+                        st_put_bits(t, t->data, r * n + i, i < rem ? hi : lo);
+                }
+                continue;
+            }
             double f, m;
             probe_values((nx_fmt)d[k].fmt, n, &f, &m);
             uint64_t bf, bp, bm;
@@ -611,11 +627,12 @@ static int is_value_red(const fam_spec *s, const char *red)
     return 0;
 }
 
+/* 1: red rounds the final output; 2: and the output is its sum. */
 static int is_final_red(const fam_spec *s, const char *red)
 {
     for (size_t i = 0; i < sizeof final_red / sizeof final_red[0]; i++)
         if (!strcmp(final_red[i].family, fam_of(s)) && !strcmp(final_red[i].red, red))
-            return 1;
+            return 1 + final_red[i].sum;
     return 0;
 }
 
@@ -646,12 +663,14 @@ static nx_status enumerate(const fam_spec *s, nb_list *l, nx_err *err)
                 snprintf(e.red, sizeof e.red, "%s", fr->name);
                 nb_push(l, &e);
             }
-        if (nx_point_out(p) != (nx_fmt)p->acc || is_final_red(s, fr->name)) {
-            /* truncation; ties away (rna) differs only on exact ties, which
-             * these inputs rarely produce: not enumerated (docs/power.md) */
-            static const nx_mode modes[] = {NX_RNE, NX_RZ};
-            for (size_t m = 0; m < 2; m++)
-                if (nx_point_out_rounding(p) != modes[m]) {
+        int own = nx_point_out(p) != (nx_fmt)p->acc, fin = is_final_red(s, fr->name);
+        if (own || fin) {
+            /* ties away (rna) differs from rne only on exact ties: the tie
+             * rows make them where the output is a sum, nothing makes them
+             * after attention's division or rmsnorm's scaling (docs/power.md) */
+            static const nx_mode modes[] = {NX_RNE, NX_RZ, NX_RNA};
+            for (size_t m = 0; m < 3; m++)
+                if (nx_point_out_rounding(p) != modes[m] && (modes[m] != NX_RNA || own || fin == 2)) {
                     nb_def e = {.kind = NB_OUTR, .value = (int)modes[m]};
                     snprintf(e.red, sizeof e.red, "%s", fr->name);
                     nb_push(l, &e);
@@ -871,13 +890,32 @@ __attribute__((format(printf, 2, 3))) static void say(pw_result *r, const char *
 static nx_status build_cases(pw_ctx *x, const fam_spec *spec, nx_err *err)
 {
     const char *fam = fam_of(spec);
-    static const nx_dist dists[2] = {NX_DIST_NORMAL, NX_DIST_ADVERSARIAL};
+    /* int inputs make every sum exact, so outputs land on rounding ties */
+    static const nx_dist dists[3] = {NX_DIST_NORMAL, NX_DIST_ADVERSARIAL, NX_DIST_INT};
     nx_status st = NX_OK;
+    /* first the point's own shape in fp32: cheap, and it tells most
+     * neighbours apart before the larger variants are needed */
+    for (size_t v = 0; v < sizeof variants / sizeof variants[0] && !st; v++) {
+        if (strcmp(variants[v].family, fam))
+            continue;
+        pw_case *c;
+        if ((st = add_case(x, &c, err)) || (st = pw_spec_copy(spec, &c->spec, err)))
+            break;
+        x->ncases++;
+        if ((st = set_params(&c->spec, variants[v].fp32, err)))
+            break;
+        reds_out_fp32(&c->spec);
+        snprintf(c->label, sizeof c->label, "fp32, normal inputs, the point's shape");
+        c->prio = 0;
+        ref_gen_opts go = {x->o->seed, NX_DIST_NORMAL, 0, x->o->threads};
+        st = ref_generate(&c->spec, &go, &c->in, err);
+        break;
+    }
     for (size_t v = 0; v < sizeof variants / sizeof variants[0] && !st; v++) {
         if (strcmp(variants[v].family, fam))
             continue;
         for (int fp32 = 0; fp32 < 2 && !st; fp32++)
-            for (int di = 0; di < 2 && !st; di++) {
+            for (int di = 0; di < 3 - fp32 && !st; di++) {
                 pw_case *c;
                 if ((st = add_case(x, &c, err)) || (st = pw_spec_copy(spec, &c->spec, err)))
                     break;
@@ -891,7 +929,7 @@ static nx_status build_cases(pw_ctx *x, const fam_spec *spec, nx_err *err)
                 }
                 snprintf(c->label, sizeof c->label, "%s, %s inputs, %s", fp32 ? "fp32" : "declared formats",
                          nx_dist_name(dists[di]), variants[v].shape);
-                c->prio = (fp32 ? 0 : 1) + 2 * di;
+                c->prio = 1 + (fp32 ? 0 : 1) + 2 * di;
                 ref_gen_opts go = {x->o->seed, dists[di], 0, x->o->threads};
                 if (!(st = ref_generate(&c->spec, &go, &c->in, err)))
                     st = apply_fills(c, variants[v].fills, err);
@@ -933,7 +971,7 @@ static nx_status build_cases(pw_ctx *x, const fam_spec *spec, nx_err *err)
             if (!(st = add_case(x, &c, err)) && !(st = pw_spec_copy(spec, &c->spec, err))) {
                 x->ncases++;
                 c->probe = 1;
-                c->prio = 4;
+                c->prio = 6;
                 if (li == 1)
                     for (size_t v = 0; v < sizeof variants / sizeof variants[0] && !st; v++)
                         if (!strcmp(variants[v].family, fam)) {
@@ -950,12 +988,35 @@ static nx_status build_cases(pw_ctx *x, const fam_spec *spec, nx_err *err)
                          probes[p].red, np, n);
                 ref_gen_opts go = {x->o->seed, NX_DIST_NORMAL, 0, x->o->threads};
                 if (!st && !(st = ref_generate(&c->spec, &go, &c->in, err)))
-                    st = lay_probes(c, p, np, pi, pj, n, err);
+                    st = lay_probes(c, p, np, pi, pj, n, 0, err);
                 x->res->probe_rows += np;
             }
             free(pi);
             free(pj);
         }
+        /* tie rows at the declared length and output formats */
+        int tp = 0;
+        const char *of = fam_param_get(spec, "out");
+        if (of && nx_fmt_from_name(of) >= 0)
+            tp = nx_format((nx_fmt)nx_fmt_from_name(of))->p;
+        for (size_t r = 0; r < spec->nreds; r++) {
+            int q = nx_format(nx_point_out(&spec->reds[r].point))->p;
+            tp = tp == 0 || q < tp ? q : tp;
+        }
+        pw_case *c;
+        char rows[32];
+        snprintf(rows, sizeof rows, "%s=16", probes[p].rows);
+        if (st || tp <= 0 || tp > 20 || lens[0] < 1 || (st = add_case(x, &c, err)) || (st = pw_spec_copy(spec, &c->spec, err)))
+            break;
+        x->ncases++;
+        c->probe = 1;
+        c->prio = 6;
+        snprintf(c->label, sizeof c->label, "rounding-tie rows of %s (16 rows whose sums lie halfway between two "
+                 "%d-bit numbers)", probes[p].red, tp);
+        ref_gen_opts go = {x->o->seed, NX_DIST_NORMAL, 0, x->o->threads};
+        if (!(st = set_params(&c->spec, probes[p].shape, err)) && !(st = set_params(&c->spec, rows, err)) &&
+            !(st = ref_generate(&c->spec, &go, &c->in, err)))
+            st = lay_probes(c, p, 16, NULL, NULL, (size_t)lens[0], tp, err);
     }
     return st;
 }
@@ -973,7 +1034,7 @@ static void diagnose(pw_ctx *x, size_t fc, const st_file *fdev, const nb_list *l
     size_t use[16], nu = 0;
     use[nu++] = fc;
     for (size_t i = 0; i < x->ncases && nu < 16; i++)
-        if (i != fc && (x->cases[i].probe || x->cases[i].prio == 0 || x->cases[i].prio == 2) &&
+        if (i != fc && (x->cases[i].probe || x->cases[i].prio == 1 || x->cases[i].prio == 3) &&
             x->be->supports(&x->cases[i].spec, x->cases[i].spec.kernel))
             use[nu++] = i;
     st_file devs[16];
@@ -1115,7 +1176,7 @@ nx_status pw_check_point(const dev_backend *be, const fam_spec *spec, const pw_o
             st = nx_err_set(err, NX_ENOMEM, "out of memory");
         ref_opts ro = {o->threads, (ref_engine)o->engine};
         size_t *order = malloc((x.ncases ? x.ncases : 1) * sizeof *order), no = 0;
-        for (int p = 0; order && p <= 4; p++)
+        for (int p = 0; order && p <= 6; p++)
             for (size_t i = 0; i < x.ncases; i++)
                 if (x.cases[i].prio == p)
                     order[no++] = i;
