@@ -1,4 +1,4 @@
-/* test_ledger.c: the ledger's clock and time formats, the gate's noise
+/* test_ledger.c: the ledger's clock and time formats, the gate's
  * band, and the shard split (parity/ledger/).  Expected values are worked
  * out by hand: 2026-01-01T00:00:00Z is 20454 days (56 years, 14 of them
  * leap) after the epoch; the small preset's shapes (campaign.c) give the
@@ -55,17 +55,6 @@ static void test_format(void **state)
     assert_string_equal(b, "3d 01:01:01");
 }
 
-static void test_noise_band(void **state)
-{
-    (void)state;
-    /* slower only strictly beyond before * (1 + rel) + abs */
-    assert_false(gate_slower(1.0, 1.5, 0.5, 0));
-    assert_true(gate_slower(1.0, 1.51, 0.5, 0));
-    assert_false(gate_slower(0.001, 0.05, 0.5, 0.05));
-    assert_true(gate_slower(0.001, 0.0516, 0.5, 0.05));
-    assert_false(gate_slower(2.0, 1.0, 0, 0));
-}
-
 static void test_shard(void **state)
 {
     (void)state;
@@ -113,7 +102,6 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_utc),
         cmocka_unit_test(test_format),
-        cmocka_unit_test(test_noise_band),
         cmocka_unit_test(test_shard),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

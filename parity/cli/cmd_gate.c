@@ -15,7 +15,8 @@ static const char gate_usage[] =
     "usage: parity gate --before A --after B --class C [--shapes small|8b-layer]\n"
     "                   [--families F1,F2,...] [--seed S] [--dist D] [--engine E]\n"
     "                   [--repeats N] [--threads N] [--traces DIR] [--json FILE]\n"
-    "                   [--no-bench] [--noise-rel R] [--noise-abs S] [--quiet]\n"
+    "                   [--no-bench] [--slack R] [--false-alarm P] [--pairs N]\n"
+    "                   [--quiet]\n"
     "                   [--registry-path P]\n"
     "\n"
     "The promotion rule as a command.  A and B are two registry directories (the\n"
@@ -29,9 +30,11 @@ static const char gate_usage[] =
     "    nondeterministic (atomic) order, which is said;\n"
     "  - its gates unchanged: each Tier 1 check's and Tier 2's verdict, Tier 2\n"
     "    bit-exactness, the declared tolerance, the point hash;\n"
-    "  - its run time not slower beyond the noise band (provisional: the\n"
-    "    campaign's run time of the point, slower when after > before x (1 + R)\n"
-    "    + S; docs/ledger.md).\n"
+    "  - its kernel not slower: both sides' kernels timed alternately here (one\n"
+    "    thread, N interleaved pairs after a warm-up); slower when the lower\n"
+    "    confidence bound of the median time ratio after/before exceeds 1 + R,\n"
+    "    which two alike kernels do with probability at most P over the whole\n"
+    "    gate, however loaded the machine (docs/ledger.md).\n"
     "A kernel id that changed with byte-identical outputs and unchanged gates\n"
     "passes and is said (\"kernel changed: X -> Y\").  Points only in B are listed\n"
     "as new and not compared; points only in A are listed as removed and fail.\n"
@@ -49,8 +52,10 @@ static const char gate_usage[] =
     "                   (default: a temporary directory, removed)\n"
     "  --json FILE      also write the result as JSON\n"
     "  --no-bench       do not compare run times\n"
-    "  --noise-rel R    relative noise band (default 0.5)\n"
-    "  --noise-abs S    absolute noise band, seconds (default 0.05)\n"
+    "  --slack R        a slowdown smaller than this fraction is not one (default 0.10)\n"
+    "  --false-alarm P  the gate's false-alarm rate, shared by its points\n"
+    "                   (default 0.01)\n"
+    "  --pairs N        interleaved timing pairs per point, 11 ... 1001 (default 31)\n"
     "  --quiet          no progress lines\n"
     "\n"
     "exit status: 0 the gate passes; 1 it fails (a point not byte-identical, a\n"
@@ -102,7 +107,7 @@ int cmd_gate(int argc, char **argv)
 {
     const char *before = NULL, *after = NULL, *cls = NULL, *preset = "small", *fams = NULL, *seed_s = NULL,
                *dist_s = "normal", *eng_s = NULL, *rep_s = NULL, *thr_s = NULL, *traces = NULL, *json = NULL,
-               *rel_s = NULL, *abs_s = NULL, *reg_path = "kernels";
+               *rel_s = NULL, *abs_s = NULL, *pairs_s = NULL, *reg_path = "kernels";
     int bad = 0, quiet = 0, no_bench = 0;
     for (int i = 1; i < argc && !bad; i++) {
         if (cli_flag(argv, i, "--help") || cli_flag(argv, i, "-h")) {
@@ -123,7 +128,8 @@ int cmd_gate(int argc, char **argv)
             cli_opt(argc, argv, &i, "--dist", &dist_s, &bad) || cli_opt(argc, argv, &i, "--engine", &eng_s, &bad) ||
             cli_opt(argc, argv, &i, "--repeats", &rep_s, &bad) || cli_opt(argc, argv, &i, "--threads", &thr_s, &bad) ||
             cli_opt(argc, argv, &i, "--traces", &traces, &bad) || cli_opt(argc, argv, &i, "--json", &json, &bad) ||
-            cli_opt(argc, argv, &i, "--noise-rel", &rel_s, &bad) || cli_opt(argc, argv, &i, "--noise-abs", &abs_s, &bad) ||
+            cli_opt(argc, argv, &i, "--slack", &rel_s, &bad) || cli_opt(argc, argv, &i, "--false-alarm", &abs_s, &bad) ||
+            cli_opt(argc, argv, &i, "--pairs", &pairs_s, &bad) ||
             cli_opt(argc, argv, &i, "--registry-path", &reg_path, &bad))
             continue;
         cli_error("gate", "unknown argument '%s' (see --help)", argv[i]);
@@ -155,15 +161,20 @@ int cmd_gate(int argc, char **argv)
     o.traces = traces;
     o.lock_traces = lock_traces;
     o.bench = !no_bench;
-    o.noise_rel = GATE_NOISE_REL;
-    o.noise_abs = GATE_NOISE_ABS;
+    o.slack = GATE_SLACK;
+    o.alpha = GATE_ALPHA;
     if (!quiet)
         o.progress = progress;
     if (cli_run_opts("gate", rep_s, thr_s, seed_s, dist_s, eng_s,
                      (cli_run_vals){&o.repeats, &o.threads, &o.dist, &o.engine, &o.seed}))
         return EXIT_INPUT;
-    if ((rel_s && parse_double("--noise-rel", rel_s, &o.noise_rel)) ||
-        (abs_s && parse_double("--noise-abs", abs_s, &o.noise_abs)))
+    if ((rel_s && parse_double("--slack", rel_s, &o.slack)) || (abs_s && parse_double("--false-alarm", abs_s, &o.alpha)))
+        return EXIT_INPUT;
+    if (abs_s && !(o.alpha > 0 && o.alpha < 1)) {
+        cli_error("gate", "--false-alarm: '%s' is not a probability in (0, 1)", abs_s);
+        return EXIT_INPUT;
+    }
+    if (pairs_s && (o.pairs = (int)cli_long("gate", "--pairs", pairs_s, 11, 1001)) < 0)
         return EXIT_INPUT;
     nx_err err = {0};
     char *dir_a = NULL, *tmp_a = NULL, *dir_b = NULL, *tmp_b = NULL;

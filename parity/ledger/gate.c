@@ -13,12 +13,9 @@
 #include <unistd.h>
 
 #include "nx_sbuf.h"
+#include "refimpl.h"
+#include "timing.h"
 #include "verdict.h"
-
-int gate_slower(double before, double after, double rel, double abs)
-{
-    return after > before * (1.0 + rel) + abs;
-}
 
 __attribute__((format(printf, 2, 3)))
 static void note(gate_item *it, const char *fmt, ...)
@@ -167,8 +164,51 @@ static void short_hash(const char *h, char *buf)
     buf[n] = 0;
 }
 
+/* The point's kernels of both sides timed alternately (timing.h), each on
+ * its own inputs; 1 when after is slower.  A kernel that cannot be timed
+ * is said. */
+static int time_point(const gate_opts *o, const reg_registry *ra, const reg_registry *rb, const char *id,
+                      const char *shape, double alpha, gate_item *it)
+{
+    fam_spec sa = {0}, sb = {0};
+    st_file ia, ib;
+    st_init(&ia);
+    st_init(&ib);
+    nx_err e = {0};
+    ref_gen_opts go = {o->seed, (nx_dist)o->dist, 0, o->threads};
+    int slower = 0;
+    tm_opts to;
+    tm_opts_default(&to);
+    to.slack = o->slack;
+    to.alpha = alpha;
+    if (o->pairs > 0)
+        to.pairs = o->pairs;
+    tm_result tr;
+    const dev_backend *bb = o->backend_after ? o->backend_after : o->backend;
+    if (reg_resolve(ra, o->class_name, id, shape, &sa, &e) || reg_resolve(rb, o->class_name, id, shape, &sb, &e) ||
+        ref_generate(&sa, &go, &ia, &e) || ref_generate(&sb, &go, &ib, &e) ||
+        tm_compare(o->backend, &sa, &ia, bb, &sb, &ib, &to, &tr, &e)) {
+        note(it, "run time: not compared: %s", e.msg);
+    } else {
+        it->timed = 1;
+        it->t_before = tr.before_s;
+        it->t_after = tr.after_s;
+        it->ratio = tr.ratio;
+        it->lo = tr.lo;
+        it->hi = tr.hi;
+        if ((slower = tr.slower))
+            note(it, "slower: %s", tr.text);
+    }
+    st_free(&ia);
+    st_free(&ib);
+    fam_spec_free(&sa);
+    fam_spec_free(&sb);
+    return slower;
+}
+
 static void compare_point(const gate_opts *o, const reg_registry *ra, const reg_registry *rb, const char *id,
-                          camp_cache *ca, camp_cache *cb, const char *dir_a, const char *dir_b, gate_item *it)
+                          double alpha, camp_cache *ca, camp_cache *cb, const char *dir_a, const char *dir_b,
+                          gate_item *it)
 {
     char fam[128];
     family_of(id, fam, sizeof fam);
@@ -188,8 +228,6 @@ static void compare_point(const gate_opts *o, const reg_registry *ra, const reg_
     co.traces = dir_b;
     co.cache = cb;
     camp_run_point(rb, o->class_name, id, shape, &co, &b, &e);
-    it->t_before = a.t_run;
-    it->t_after = b.t_run;
     int fail = 0;
     if (a.error || b.error) {
         if (a.error)
@@ -259,11 +297,8 @@ static void compare_point(const gate_opts *o, const reg_registry *ra, const reg_
         if (strcmp(a.legacy, b.legacy) != 0)
             note(it, "legacy kernel changed: %s -> %s", *a.legacy ? a.legacy : "none", *b.legacy ? b.legacy : "none");
     }
-    if (o->bench && gate_slower(a.t_run, b.t_run, o->noise_rel, o->noise_abs)) {
-        note(it, "slower: run time %.4f s -> %.4f s, beyond the noise band (%.0f%% + %.3f s)", a.t_run, b.t_run,
-             100 * o->noise_rel, o->noise_abs);
-        fail = 1;
-    }
+    if (o->bench && !a.error && !b.error)
+        fail |= time_point(o, ra, rb, id, shape, alpha, it);
     it->kind = fail ? GATE_FAIL : GATE_SAME;
 out:
     camp_result_free(&a);
@@ -352,7 +387,8 @@ nx_status gate_run(const gate_opts *o, gate_report *r, nx_err *err)
         }
         if (o->progress)
             o->progress(o->ctx, ++done, todo, ib[i]);
-        compare_point(o, ra, rb, ib[i], &ca, &cb, da, db, it);
+        /* the gate's false-alarm rate shared by its compared points (Bonferroni) */
+        compare_point(o, ra, rb, ib[i], o->alpha / (double)(todo ? todo : 1), &ca, &cb, da, db, it);
         r->compared++;
         r->failed += it->kind == GATE_FAIL;
         r->errors += it->kind == GATE_ERROR;
@@ -476,8 +512,11 @@ char *gate_text(const gate_opts *o, const gate_report *r)
                    r->compared, r->compared - r->failed - r->errors, r->failed, r->errors, r->added, r->removed,
                    r->kernel_changed);
     if (o->bench)
-        nx_sbuf_printf(&b, "microbenchmarks (provisional): each point's campaign run time, slower when after > "
-                           "before x %.2f + %.3f s\n", 1 + o->noise_rel, o->noise_abs);
+        nx_sbuf_printf(&b, "microbenchmarks: each compared point's kernels of both sides timed alternately in this "
+                           "process (%d pairs, 1 thread); slower when the median time ratio's lower confidence bound "
+                           "exceeds %.2f; false-alarm rate at most %.2g%% for the whole gate (%.2g%% per point)\n",
+                   o->pairs > 0 ? o->pairs : TM_PAIRS, 1 + o->slack, 100 * o->alpha,
+                   100 * o->alpha / (double)(r->compared ? r->compared : 1));
     else
         nx_sbuf_printf(&b, "microbenchmarks: not compared (--no-bench)\n");
     int pass = !r->failed && !r->removed && !r->errors;
@@ -503,8 +542,13 @@ char *gate_json(const gate_opts *o, const gate_report *r)
         json_object_set_new(p, "kernel_changed", json_boolean(it->kernel_changed));
         if (it->kind == GATE_SAME || it->kind == GATE_FAIL) {
             json_object_set_new(p, "outputs_compared", json_boolean(it->outputs_compared));
-            json_object_set_new(p, "run_s_before", json_real(it->t_before));
-            json_object_set_new(p, "run_s_after", json_real(it->t_after));
+            if (it->timed) {
+                json_object_set_new(p, "run_s_before", json_real(it->t_before));
+                json_object_set_new(p, "run_s_after", json_real(it->t_after));
+                json_object_set_new(p, "time_ratio", json_real(it->ratio));
+                json_object_set_new(p, "time_ratio_lo", json_real(it->lo));
+                json_object_set_new(p, "time_ratio_hi", json_real(it->hi));
+            }
         }
         for (const char *q = it->notes; q && *q;) {
             const char *e = strchr(q, '\n');
@@ -523,9 +567,10 @@ char *gate_json(const gate_opts *o, const gate_report *r)
     json_object_set_new(root, "kernel_changed", json_integer((json_int_t)r->kernel_changed));
     json_t *nm = json_object();
     json_object_set_new(nm, "compared", json_boolean(o->bench));
-    json_object_set_new(nm, "rel", json_real(o->noise_rel));
-    json_object_set_new(nm, "abs_s", json_real(o->noise_abs));
-    json_object_set_new(nm, "provisional", json_true());
+    json_object_set_new(nm, "method", json_string("interleaved pairs, sign-test interval of the median time ratio"));
+    json_object_set_new(nm, "pairs", json_integer(o->pairs > 0 ? o->pairs : TM_PAIRS));
+    json_object_set_new(nm, "slack", json_real(o->slack));
+    json_object_set_new(nm, "false_alarm_rate", json_real(o->alpha));
     json_object_set_new(root, "noise_model", nm);
     json_object_set_new(root, "pass", json_boolean(!r->failed && !r->removed && !r->errors));
     char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);

@@ -5,7 +5,8 @@
  * aside), no gate changed (each Tier 1 check's and Tier 2's verdict,
  * bit-exactness, the declared tolerance, the point hash) and its run time
  * is not slower beyond the noise band.  A kernel id that changed with
- * identical bits and gates is said, not failed.  Points only after the
+ * identical bits and gates is said, not failed.  Run times are compared
+ * by interleaved timing with a stated false-alarm rate (timing.h).  Points only after the
  * change are new (not compared); points only before it are removed (a
  * failure: the change dropped an existing point).  The two sides may
  * also be git revisions of the repository (gate_side). */
@@ -25,8 +26,11 @@ typedef struct gate_opts {
     int dist, engine, repeats, threads;
     const dev_backend *backend;
     const char *traces;            /* keep both sides' traces in TRACES/before and TRACES/after; NULL: a temporary directory */
-    int bench;                     /* compare run times */
-    double noise_rel, noise_abs;   /* the noise band: slower when after > before * (1 + rel) + abs (seconds) */
+    int bench;                     /* compare run times (timing.h) */
+    double slack;                  /* slower: the median time ratio's lower bound above 1 + slack */
+    double alpha;                  /* the false-alarm rate of the whole gate, shared by its points */
+    int pairs;                     /* interleaved pairs per point */
+    const dev_backend *backend_after; /* the after side's backend; NULL: backend */
     void (*progress)(void *ctx, size_t i, size_t n, const char *id);
     void *ctx;
     /* called on the traces folder (o->traces) once it exists, before
@@ -34,8 +38,8 @@ typedef struct gate_opts {
     nx_status (*lock_traces)(const char *dir, nx_err *err);
 } gate_opts;
 
-#define GATE_NOISE_REL 0.5
-#define GATE_NOISE_ABS 0.05
+#define GATE_SLACK 0.10
+#define GATE_ALPHA 0.01
 
 typedef enum gate_kind {
     GATE_SAME,      /* compared: passes (notes may say a kernel changed) */
@@ -51,7 +55,9 @@ typedef struct gate_item {
     char *notes;            /* lines, each "\n"-terminated: what differs, what changed; malloc'd or NULL */
     int kernel_changed;
     int outputs_compared;   /* 0 when the point declares a nondeterministic order (atomic) */
-    double t_before, t_after;
+    double t_before, t_after;   /* the median seconds per run of each side's kernel (timed) */
+    int timed;                  /* 1: t_*, ratio, lo, hi are set */
+    double ratio, lo, hi;       /* time after/before: the median ratio and its interval */
 } gate_item;
 
 typedef struct gate_report {
@@ -64,9 +70,6 @@ typedef struct gate_report {
  * (a registry that does not load, a class unknown on either side). */
 nx_status gate_run(const gate_opts *o, gate_report *out, nx_err *err);
 void gate_free(gate_report *r);
-
-/* The noise model: 1 when after is slower than before beyond the band. */
-int gate_slower(double before, double after, double rel, double abs);
 
 /* One side of the gate: a directory is used as it is; anything else must
  * be a git revision of the repository at the current directory, whose

@@ -1,0 +1,138 @@
+/* timing.c: interleaved timing of two kernels and the sign-test decision
+ * (timing.h). */
+#include "timing.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void tm_opts_default(tm_opts *o)
+{
+    o->pairs = TM_PAIRS;
+    o->warmup = 3;
+    o->min_sample_s = 2e-4;
+    o->slack = TM_SLACK;
+    o->alpha = TM_ALPHA;
+    o->threads = 1;
+}
+
+int tm_median_bound_rank(int n, double alpha)
+{
+    /* P(X <= j) for X ~ Binomial(n, 1/2), accumulated in log space */
+    int k = 0;
+    double cdf = 0, lchoose = 0; /* log C(n, 0) */
+    for (int j = 0; j < n; j++) {
+        cdf += exp(lchoose - n * log(2.0));
+        if (cdf > alpha)
+            break;
+        k = j + 1; /* P(X <= k - 1) <= alpha */
+        lchoose += log((double)(n - j)) - log((double)(j + 1));
+    }
+    return k;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* reps runs of the kernel, each timed; *secs is the fastest.  A run that
+ * the scheduler interrupted is slower, never faster, so the least of a
+ * few short runs is what the kernel costs, while a sum or a mean would
+ * carry every preemption of a loaded machine into the sample. */
+static nx_status sample(const dev_backend *be, const fam_spec *s, const st_file *in, const dev_opts *d, int reps,
+                        double *secs, nx_err *err)
+{
+    double best = INFINITY;
+    for (int i = 0; i < reps; i++) {
+        st_file out;
+        st_init(&out);
+        double t0 = now_s();
+        nx_status st = be->run(s, in, &out, d, err);
+        double t = now_s() - t0;
+        st_free(&out);
+        if (st)
+            return st;
+        best = fmin(best, t);
+    }
+    *secs = best;
+    return NX_OK;
+}
+
+nx_status tm_compare(const dev_backend *ba, const fam_spec *sa, const st_file *in_a, const dev_backend *bb,
+                     const fam_spec *sb, const st_file *in_b, const tm_opts *o, tm_result *r, nx_err *err)
+{
+    tm_opts def;
+    if (!o) {
+        tm_opts_default(&def);
+        o = &def;
+    }
+    memset(r, 0, sizeof *r);
+    int n = o->pairs < 11 ? 11 : o->pairs;
+    dev_opts d = {o->threads == 1 ? DEV_EAGER : DEV_GRAPHED, o->threads, NULL};
+    nx_status st = NX_OK;
+    double t = 0, ta = 0, tb = 0;
+    for (int i = 0; i < (o->warmup > 0 ? o->warmup : 1) && !st; i++) {
+        if (!(st = sample(ba, sa, in_a, &d, 1, &t, err)))
+            ta = i ? fmin(ta, t) : t;
+        if (!st && !(st = sample(bb, sb, in_b, &d, 1, &t, err)))
+            tb = i ? fmin(tb, t) : t;
+    }
+    if (st)
+        return st;
+    /* one count of runs per sample for both sides, from the faster one */
+    double one = fmax(fmin(ta, tb), 1e-9);
+    int reps = (int)fmin(fmax(ceil(o->min_sample_s / one), 1), 100000);
+    double *ra = malloc((size_t)n * sizeof *ra), *rb = malloc((size_t)n * sizeof *rb),
+           *q = malloc((size_t)n * sizeof *q);
+    if (!ra || !rb || !q) {
+        free(ra), free(rb), free(q);
+        return nx_err_set(err, NX_ENOMEM, "out of memory");
+    }
+    for (int i = 0; i < n && !st; i++) {
+        /* alternate which side goes first: a drift in the machine's speed
+         * within a pair favours neither */
+        if (i % 2 == 0) {
+            if (!(st = sample(ba, sa, in_a, &d, reps, &ra[i], err)))
+                st = sample(bb, sb, in_b, &d, reps, &rb[i], err);
+        } else {
+            if (!(st = sample(bb, sb, in_b, &d, reps, &rb[i], err)))
+                st = sample(ba, sa, in_a, &d, reps, &ra[i], err);
+        }
+        q[i] = rb[i] / fmax(ra[i], 1e-12);
+    }
+    if (!st) {
+        qsort(q, (size_t)n, sizeof *q, cmp_double);
+        qsort(ra, (size_t)n, sizeof *ra, cmp_double);
+        qsort(rb, (size_t)n, sizeof *rb, cmp_double);
+        int k = tm_median_bound_rank(n, o->alpha);
+        r->pairs = n;
+        r->reps = reps;
+        r->alpha = o->alpha;
+        r->slack = o->slack;
+        r->before_s = n % 2 ? ra[n / 2] : 0.5 * (ra[n / 2 - 1] + ra[n / 2]);
+        r->after_s = n % 2 ? rb[n / 2] : 0.5 * (rb[n / 2 - 1] + rb[n / 2]);
+        r->ratio = n % 2 ? q[n / 2] : 0.5 * (q[n / 2 - 1] + q[n / 2]);
+        r->lo = k ? q[k - 1] : 0;
+        r->hi = k ? q[n - k] : INFINITY;
+        r->slower = k && r->lo > 1 + o->slack;
+        snprintf(r->text, sizeof r->text,
+                 "time ratio after/before %.3f [%.3f, %.3f] (%d interleaved pairs, each side the fastest of %d "
+                 "run%s, %d thread%s; %.4g s -> %.4g s per run; slower means the interval's lower end above %.2f, a false alarm "
+                 "at most %.2g%% of the time)",
+                 r->ratio, r->lo, r->hi, n, reps, reps == 1 ? "" : "s", o->threads, o->threads == 1 ? "" : "s",
+                 r->before_s, r->after_s, 1 + o->slack, 100 * o->alpha);
+    }
+    free(ra), free(rb), free(q);
+    return st;
+}
