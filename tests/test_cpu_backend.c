@@ -576,6 +576,87 @@ static void test_silu_libm_within_tolerance(void **state)
     fam_spec_free(&cr);
 }
 
+/* fp32 ulps between two finite floats (ordinals, sign-magnitude). */
+static uint64_t f32_ulps(float a, float b)
+{
+    uint32_t ua = cpu_f32_bits(a), ub = cpu_f32_bits(b);
+    int64_t sa = (ua >> 31) ? -(int64_t)(ua & 0x7fffffffu) : (int64_t)ua;
+    int64_t sb = (ub >> 31) ? -(int64_t)(ub & 0x7fffffffu) : (int64_t)ub;
+    return (uint64_t)(sa > sb ? sa - sb : sb - sa);
+}
+
+/* The libm kernel's silu far below 0, where expf(-g) overflows (g < -88.72):
+ * g / (1 + expf(-g)) is then -0, yet silu(g) = g e^g / (1 + e^g) is a normal
+ * fp32 number down to g = -92 and a subnormal down to g = -108.7.  The
+ * campaign at 8b-layer with adversarial inputs met 119 such gates (the worst:
+ * g = -89.5, u = 0x1.c8p+40, y = -0 against -0x1.26p-82, 5779 bf16 ulps).
+ * The kernel runs with in = out = fp32 and up = 1, so y is its silu; the
+ * expected values are MPFR's (cpu_silu_mpfr, Ziv) and, for the campaign's
+ * element, a hex literal (silu(-89.5) u = -2.36805e-25 by mpmath at 200
+ * bits, rounded to bf16). */
+static void test_silu_libm_underflow(void **state)
+{
+    (void)state;
+    enum { N = 4096 };
+    static const float pinned[] = {-0x1.62e43p+6f, -0x1.66p+6f, -0x1.6cp+6f, -92.0f, -0x1.7ap+6f, -103.5f, -107.0f,
+                                   -0x1.b2p+6f, -109.0f, -128.0f, -1000.0f, -INFINITY, -80.0f, -0x1.62e42ep+6f};
+    char shape[64];
+    snprintf(shape, sizeof shape, "T=1,H=%d", N);
+    fam_spec s;
+    resolve("silu_and_mul.libm", shape, &s);
+    assert_int_equal(fam_spec_set_param(&s, "in", "fp32", NULL), NX_OK);
+    assert_int_equal(fam_spec_set_param(&s, "out", "fp32", NULL), NX_OK);
+    st_file in, got;
+    st_init(&in);
+    st_tensor *t;
+    assert_int_equal(st_add_tensor(&in, "x", ST_F32, 2, (int64_t[]){1, 2 * N}, &t, NULL), NX_OK);
+    float *x = (float *)t->data;
+    size_t np = sizeof pinned / sizeof pinned[0];
+    for (size_t i = 0; i < N; i++) {
+        /* the pinned values, then fp32 numbers spread over [-112, -80] */
+        x[i] = i < np ? pinned[i] : -80.0f - 32.0f * (float)(i - np) / (float)(N - np);
+        x[N + i] = 1.0f;
+    }
+    dev(&s, &in, DEV_GRAPHED, 2, NULL, &got);
+    const st_tensor *y = st_find(&got, "y");
+    assert_non_null(y);
+    const float *yv = (const float *)y->data;
+    uint64_t worst = 0;
+    for (size_t i = 0; i < N; i++) {
+        float want = cpu_silu_mpfr(x[i]);
+        uint64_t d = f32_ulps(yv[i], want);
+        if (d > worst)
+            worst = d;
+        if (d > 2)
+            fail_msg("silu libm(%a) = %a (0x%08x), MPFR %a (0x%08x): %llu ulps, beyond the declared 2", (double)x[i],
+                     (double)yv[i], cpu_f32_bits(yv[i]), (double)want, cpu_f32_bits(want), (unsigned long long)d);
+    }
+    print_message("silu libm on [-112, -80]: worst %llu ulp against MPFR\n", (unsigned long long)worst);
+    /* silu(-inf) = -0 (docs/families.md) */
+    assert_int_equal(cpu_f32_bits(yv[11]), 0x80000000u);
+    st_free(&got);
+    st_free(&in);
+
+    /* The campaign's worst element, as the point declares it (bf16 in and out). */
+    fam_spec b;
+    resolve("silu_and_mul.libm", "T=1,H=1", &b);
+    st_init(&in);
+    assert_int_equal(st_add_tensor(&in, "x", ST_BF16, 2, (int64_t[]){1, 2}, &t, NULL), NX_OK);
+    st_put_bits(t, t->data, 0, 0xc2b3);  /* -0x1.66p+6 = -89.5 */
+    st_put_bits(t, t->data, 1, 0x53e4);  /* 0x1.c8p+40 */
+    dev(&b, &in, DEV_GRAPHED, 1, NULL, &got);
+    y = st_find(&got, "y");
+    assert_non_null(y);
+    uint64_t bits = st_get_bits(y, y->data, 0);
+    if (bits != 0x9693) /* -0x1.26p-82 */
+        fail_msg("silu_and_mul.libm(g = -89.5, u = 0x1.c8p+40) = 0x%04llx, want 0x9693 (-0x1.26p-82)",
+                 (unsigned long long)bits);
+    st_free(&got);
+    st_free(&in);
+    fam_spec_free(&b);
+    fam_spec_free(&s);
+}
+
 /* --- refusals and errors ------------------------------------------------------------------- */
 
 static void expect_run_error(const fam_spec *s, const st_file *in, const char *kernel, nx_status code,
@@ -811,6 +892,7 @@ int main(void)
         cmocka_unit_test(test_negative_control_threads),
         cmocka_unit_test(test_negative_control_batch),
         cmocka_unit_test(test_silu_libm_within_tolerance),
+        cmocka_unit_test(test_silu_libm_underflow),
         cmocka_unit_test(test_input_validation),
         cmocka_unit_test(test_refuses_other_points),
         cmocka_unit_test(test_describe),
