@@ -120,5 +120,8 @@ int cmd_reveal(int argc, char **argv);
  * (cmd_lkb.c, cmd_bench.c, parity/lkb/). */
 int cmd_lkb(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+/* `parity model`: a model's decode step against the exact reference
+ * (cmd_model.c, parity/model/). */
+int cmd_model(int argc, char **argv);
 
 #endif

@@ -35,6 +35,8 @@ static const char usage[] =
     "  lkb        LKB coverage of a model's step, the evidence envelope, the LKB\n"
     "             residual and its single-class bucket, TTPV, for a class\n"
     "  bench      time a family point's kernel against its baseline; a measurement record\n"
+    "  model      a model's decode step on a class, each op lowered to a family point,\n"
+    "             against the exact reference: logits, first differing op, transcripts\n"
     "\n"
     "Run `parity <command> --help` for the options of a command.\n"
     "\n"
@@ -112,6 +114,8 @@ int main(int argc, char **argv)
         return cmd_reveal(argc - 1, argv + 1);
     if (!strcmp(cmd, "lkb"))
         return cmd_lkb(argc - 1, argv + 1);
+    if (!strcmp(cmd, "model"))
+        return cmd_model(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench"))
         return cmd_bench(argc - 1, argv + 1);
     fprintf(stderr, "parity: unknown command '%s'\n\n%s", cmd, usage);

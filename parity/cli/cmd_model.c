@@ -1,0 +1,161 @@
+/* cmd_model.c: `parity model`, model-level parity (parity/model/,
+ * docs/model.md): a model's decode step run on a class's backend against
+ * the exact reference of the same points; options, the call, printing. */
+#include "cli.h"
+#include "md_model.h"
+#include "refimpl.h"
+#include "report.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char model_usage[] =
+    "usage: parity model --class C --model M [--scale tiny|small|full] [--prompts P]\n"
+    "                    [--prompt-len L] [--tokens T] [--seed S] [--threads N]\n"
+    "                    [--engine fast|mpfr] [--kernels DIR] [--plant OP[@LAYER]=FAMILY.POINT]\n"
+    "                    [--json FILE|-] [--html FILE]\n"
+    "\n"
+    "Runs model M's decode step (DIR/models/M/STEP.toml) greedily for T tokens from\n"
+    "P prompts of L tokens, every op lowered by class C's FUSIONS.toml rules (as\n"
+    "`parity lkb` lowers them at C1) to a family point and run by C's backend, in\n"
+    "lockstep with a control that computes every family op by the exact reference\n"
+    "of the same point.  Embedding, rope, the KV cache append, residual adds the\n"
+    "lowering does not fuse and the greedy argmax are outside the families: one\n"
+    "implementation serves both runs.  Weights are drawn from Philox (seeded) at\n"
+    "the scale given (docs/model.md).  Reported: the logits of every generated\n"
+    "step compared bit for bit (max ulp and abs error where they differ), the op\n"
+    "and layer whose output first differed in bits, the transcripts (match rate,\n"
+    "first divergence per prompt), metrics (mean log-probability of the control's\n"
+    "tokens, top-5 agreement) and the cost of the device and of the reference per\n"
+    "token.\n"
+    "\n"
+    "options:\n"
+    "  --class C        the class (required)\n"
+    "  --model M        the model (required): a dense decoder's STEP.toml\n"
+    "  --scale S        tiny (default: 2 layers, hidden/16, heads/4, MLP/16,\n"
+    "                   vocabulary <= 4096), small (4 layers, /4, /2, /4, <= 16384),\n"
+    "                   full (the manifest's dimensions)\n"
+    "  --prompts P      prompts (default 4)\n"
+    "  --prompt-len L   tokens per prompt, drawn from Philox (default 8)\n"
+    "  --tokens T       tokens generated per prompt (default 32)\n"
+    "  --seed S         weights, prompts and page order (default 1)\n"
+    "  --threads N      threads of the backend and the reference (default 1: the ops\n"
+    "                   of one token are too small to share; a team costs more)\n"
+    "  --engine E       the reference's engine (default: the fastest built in)\n"
+    "  --kernels DIR    the registry (default kernels)\n"
+    "  --plant OP[@LAYER]=FAMILY.POINT\n"
+    "                   a planted kernel bug: the device runs FAMILY.POINT for op OP\n"
+    "                   (at LAYER only, 0-based) while the control evaluates the\n"
+    "                   declared point (the power test, docs/model.md)\n"
+    "  --json FILE      also write the report as JSON (- : JSON on stdout, no text)\n"
+    "  --html FILE      also write an HTML page: the transcripts side by side\n"
+    "\n"
+    "exit status: 0 model parity (every logits step and transcript bit-identical);\n"
+    "1 a difference in bits; 2 usage or input error; 3 internal error.\n";
+
+int cmd_model(int argc, char **argv)
+{
+    const char *cls = NULL, *model = NULL, *dir = "kernels", *json = NULL, *html = NULL, *scale = "tiny",
+               *prompts = NULL, *plen = NULL, *tokens = NULL, *seed = NULL, *threads = NULL, *engine = NULL,
+               *plant = NULL;
+    int bad = 0;
+    for (int i = 1; i < argc && !bad; i++) {
+        if (cli_flag(argv, i, "--help") || cli_flag(argv, i, "-h")) {
+            fputs(model_usage, stdout);
+            return EXIT_PASS;
+        }
+        if (cli_opt(argc, argv, &i, "--class", &cls, &bad) || cli_opt(argc, argv, &i, "--model", &model, &bad) ||
+            cli_opt(argc, argv, &i, "--kernels", &dir, &bad) || cli_opt(argc, argv, &i, "--json", &json, &bad) ||
+            cli_opt(argc, argv, &i, "--html", &html, &bad) || cli_opt(argc, argv, &i, "--scale", &scale, &bad) ||
+            cli_opt(argc, argv, &i, "--prompts", &prompts, &bad) ||
+            cli_opt(argc, argv, &i, "--prompt-len", &plen, &bad) ||
+            cli_opt(argc, argv, &i, "--tokens", &tokens, &bad) || cli_opt(argc, argv, &i, "--seed", &seed, &bad) ||
+            cli_opt(argc, argv, &i, "--threads", &threads, &bad) ||
+            cli_opt(argc, argv, &i, "--engine", &engine, &bad) || cli_opt(argc, argv, &i, "--plant", &plant, &bad))
+            continue;
+        cli_error("model", "unknown argument '%s' (see --help)", argv[i]);
+        return EXIT_INPUT;
+    }
+    if (bad)
+        return EXIT_INPUT;
+    if (!cls || !model) {
+        cli_error("model", "needs --class C and --model M (see --help)");
+        return EXIT_INPUT;
+    }
+    md_opts o = {0};
+    o.model = model;
+    o.prompts = 4, o.prompt_len = 8, o.tokens = 32, o.seed = 1, o.threads = 1;
+    o.engine = (int)ref_engine_default();
+    o.plant = plant;
+    int sc = md_scale_from_name(scale);
+    if (sc < 0) {
+        cli_error("model", "--scale '%s': expected tiny, small or full", scale);
+        return EXIT_INPUT;
+    }
+    o.scale = (md_scale)sc;
+    long v;
+    if (prompts && (v = cli_long("model", "--prompts", prompts, 1, 4096)) < 0)
+        return EXIT_INPUT;
+    if (prompts)
+        o.prompts = (int)v;
+    if (plen && (v = cli_long("model", "--prompt-len", plen, 1, 1 << 20)) < 0)
+        return EXIT_INPUT;
+    if (plen)
+        o.prompt_len = (int)v;
+    if (tokens && (v = cli_long("model", "--tokens", tokens, 1, 1 << 20)) < 0)
+        return EXIT_INPUT;
+    if (tokens)
+        o.tokens = (int)v;
+    if (threads && (v = cli_long("model", "--threads", threads, 1, 4096)) < 0)
+        return EXIT_INPUT;
+    if (threads)
+        o.threads = (int)v;
+    if (seed) {
+        char *end;
+        unsigned long long s = strtoull(seed, &end, 10);
+        if (!*seed || *end || *seed == '-') {
+            cli_error("model", "--seed '%s': expected an unsigned integer", seed);
+            return EXIT_INPUT;
+        }
+        o.seed = s;
+    }
+    if (engine) {
+        int e = ref_engine_from_name(engine);
+        if (e < 0 || !ref_engine_available((ref_engine)e)) {
+            cli_error("model", "--engine '%s': expected fast or mpfr (one built into this binary)", engine);
+            return EXIT_INPUT;
+        }
+        o.engine = e;
+    }
+    const cli_file outs[] = {{"--json", json && strcmp(json, "-") != 0 ? json : NULL}, {"--html", html}};
+    if (cli_check_outputs("model", outs, 2, NULL, 0) || cli_check_outside("model", outs, 2, "--kernels", dir))
+        return EXIT_INPUT;
+    nx_err err = {0};
+    reg_registry *r = NULL;
+    if (reg_load(dir, &r, &err) != NX_OK)
+        return cli_fail("model", &err);
+    md_result res;
+    nx_status st = md_run(r, cls, &o, &res, &err);
+    reg_free(r);
+    if (st != NX_OK)
+        return cli_fail("model", &err);
+    int rc = res.pass ? EXIT_PASS : EXIT_PARITY, to_stdout = json && !strcmp(json, "-");
+    char *t = to_stdout ? NULL : md_text(&res), *j = json ? md_json(&res) : NULL, *h = html ? md_html(&res) : NULL;
+    if ((!to_stdout && !t) || (json && !j) || (html && !h)) {
+        cli_error("model", "out of memory");
+        rc = EXIT_INTERNAL;
+    } else {
+        if (t)
+            fputs(t, stdout);
+        if (j && to_stdout)
+            fputs(j, stdout);
+        else if (j && report_write_atomic(json, j, &err) != NX_OK)
+            rc = cli_fail("model", &err);
+        if (h && rc != EXIT_INTERNAL && rc != EXIT_INPUT && report_write_atomic(html, h, &err) != NX_OK)
+            rc = cli_fail("model", &err);
+    }
+    free(t), free(j), free(h);
+    md_result_free(&res);
+    return rc;
+}

@@ -1,0 +1,1025 @@
+/* md_model.c: the decode loop of `parity model` (docs/model.md): a dense
+ * decoder's step from STEP.toml, each op lowered by the class's rules to a
+ * family point, two runs in lockstep (the class backend, and the exact
+ * reference of the same points as the control), their op outputs and
+ * logits compared bit for bit, their transcripts compared. */
+#include "md_model.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "campaign.h"
+#include "device.h"
+#include "lkb.h"
+#include "md_int.h"
+#include "nx_philox.h"
+#include "refimpl.h"
+#include "safetensors.h"
+#include "transcript.h"
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+const char *md_scale_name(md_scale s)
+{
+    return s == MD_SCALE_TINY ? "tiny" : s == MD_SCALE_SMALL ? "small" : "full";
+}
+
+int md_scale_from_name(const char *n)
+{
+    if (!strcmp(n, "tiny"))
+        return MD_SCALE_TINY;
+    if (!strcmp(n, "small"))
+        return MD_SCALE_SMALL;
+    if (!strcmp(n, "full"))
+        return MD_SCALE_FULL;
+    return -1;
+}
+
+static const char *const role_names[MD_NROLES] = {"embedding", "attention norm", "qkv projection", "rope",
+                                                  "attention", "o projection", "mlp norm", "gate/up projection",
+                                                  "activation", "down projection", "final norm", "lm head",
+                                                  "greedy argmax"};
+
+const char *md_role_name(int role)
+{
+    return role >= 0 && role < MD_NROLES ? role_names[role] : "?";
+}
+
+/* ---- bf16 (the activations, weights and caches of the loop) ------------ */
+
+float md_bf16_to_f(uint16_t b)
+{
+    uint32_t u = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+uint16_t md_f_to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu))
+        return 0x7fc0; /* the canonical NaN */
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+/* Ordinal distance of two bf16 patterns (both finite). */
+static double bf16_ulps(uint16_t a, uint16_t b)
+{
+    long ia = (a & 0x8000) ? -(long)(a & 0x7fff) : (long)(a & 0x7fff);
+    long ib = (b & 0x8000) ? -(long)(b & 0x7fff) : (long)(b & 0x7fff);
+    return fabs((double)(ia - ib));
+}
+
+/* ---- the step, mapped onto a dense decoder's roles ---------------------- */
+
+static long long dim_of(const char *shape, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = shape; p && *p;) {
+        if (!strncmp(p, name, n) && p[n] == '=')
+            return atoll(p + n + 1);
+        p = strchr(p, ',');
+        if (p)
+            p++;
+    }
+    return -1;
+}
+
+/* Roles by position: per layer the norms, gemms and novel op in order; per
+ * step the novel ops, the norm and the gemm. */
+static nx_status map_roles(const lkb_report *rep, int *role_of, nx_err *err)
+{
+    static const int layer_norm[] = {MD_R_ATTN_NORM, MD_R_MLP_NORM};
+    static const int layer_gemm[] = {MD_R_QKV, MD_R_O, MD_R_GATE_UP, MD_R_DOWN};
+    static const int step_novel[] = {MD_R_EMBED, MD_R_SAMPLE};
+    int nn = 0, ng = 0, nr = 0, na = 0, ns = 0, sn = 0, snorm = 0, sg = 0, seen[MD_NROLES] = {0};
+    const lkb_step *s = &rep->step;
+    for (size_t i = 0; i < s->nops; i++) {
+        const lkb_op *op = &s->ops[i];
+        const char *f = op->family ? op->family : "";
+        int role = -1;
+        if (op->per_layer) {
+            if (!strcmp(f, "rmsnorm") && nn < 2)
+                role = layer_norm[nn++];
+            else if (!strcmp(f, "gemm") && ng < 4)
+                role = layer_gemm[ng++];
+            else if (!*f && nr < 1)
+                role = MD_R_ROPE, nr++;
+            else if (!strcmp(f, "paged_decode_attention") && na < 1)
+                role = MD_R_ATTN, na++;
+            else if (!strcmp(f, "silu_and_mul") && ns < 1)
+                role = MD_R_ACT, ns++;
+        } else {
+            if (!*f && sn < 2)
+                role = step_novel[sn++];
+            else if (!strcmp(f, "rmsnorm") && snorm < 1)
+                role = MD_R_FINAL_NORM, snorm++;
+            else if (!strcmp(f, "gemm") && sg < 1)
+                role = MD_R_LM_HEAD, sg++;
+        }
+        if (role < 0 || op->count != 1)
+            return nx_err_set(err, NX_EINVAL,
+                              "%s: op '%s' (%s, %s%s): the decode loop runs dense decoders (per layer: rmsnorm, "
+                              "gemm, rope, paged_decode_attention, gemm, rmsnorm, gemm, silu_and_mul, gemm; per "
+                              "step: embedding, rmsnorm, gemm, sampling; one launch each; docs/model.md)",
+                              op->where, op->id, *f ? f : "no family", op->per_layer ? "per layer" : "per step",
+                              op->count != 1 ? ", count > 1" : "");
+        role_of[i] = role;
+        seen[role] = 1;
+    }
+    for (int r = 0; r < MD_NROLES; r++)
+        if (!seen[r])
+            return nx_err_set(err, NX_EINVAL, "%s: the step has no %s op: the decode loop runs dense decoders "
+                              "(docs/model.md)", s->path, role_names[r]);
+    return NX_OK;
+}
+
+static nx_status scale_dims(const lkb_report *rep, const int *role_of, md_scale sc, md_dims *d, nx_err *err)
+{
+    const lkb_step *s = &rep->step;
+    const char *sh[MD_NROLES] = {0};
+    for (size_t i = 0; i < s->nops; i++)
+        sh[role_of[i]] = rep->cov[0].ops[i].shape;
+    memset(d, 0, sizeof *d);
+    d->full_layers = s->layers;
+    d->full_hidden = dim_of(sh[MD_R_ATTN_NORM], "H");
+    d->full_hq = dim_of(sh[MD_R_ATTN], "HQ");
+    d->full_hkv = dim_of(sh[MD_R_ATTN], "HKV");
+    d->full_d = dim_of(sh[MD_R_ATTN], "D");
+    d->page = dim_of(sh[MD_R_ATTN], "P");
+    d->full_mlp = dim_of(sh[MD_R_ACT], "H");
+    d->full_vocab = dim_of(sh[MD_R_LM_HEAD], "N");
+    if (d->full_hidden < 1 || d->full_hq < 1 || d->full_hkv < 1 || d->full_d < 1 || d->page < 1 ||
+        d->full_mlp < 1 || d->full_vocab < 1)
+        return nx_err_set(err, NX_EINVAL, "%s: the step's shapes do not give hidden (H of the attention norm), HQ, "
+                          "HKV, D, P (attention), the MLP width (H of the activation) and the vocabulary (N of "
+                          "the lm head)", s->path);
+    long long qkv_n = dim_of(sh[MD_R_QKV], "N"), gu_n = dim_of(sh[MD_R_GATE_UP], "N");
+    if (qkv_n != (d->full_hq + 2 * d->full_hkv) * d->full_d || gu_n != 2 * d->full_mlp ||
+        d->full_hq % d->full_hkv)
+        return nx_err_set(err, NX_EINVAL, "%s: the qkv projection's N (%lld) must be (HQ + 2*HKV)*D = %lld and the "
+                          "gate/up projection's N (%lld) twice the activation's H (%lld), HQ a multiple of HKV",
+                          s->path, qkv_n, (d->full_hq + 2 * d->full_hkv) * d->full_d, gu_n, d->full_mlp);
+    /* tiny: hidden/16 (4096 -> 256), heads/4, head dim/4, MLP/16, 2 layers,
+     * vocabulary at most 4096; small: /4, /2, /2, /4, 4 layers, 16384 */
+    long long hdiv = 1, qdiv = 1, ddiv = 1, mdiv = 1, lmax = s->layers, vmax = d->full_vocab;
+    if (sc == MD_SCALE_TINY)
+        hdiv = 16, qdiv = 4, ddiv = 4, mdiv = 16, lmax = 2, vmax = 4096;
+    else if (sc == MD_SCALE_SMALL)
+        hdiv = 4, qdiv = 2, ddiv = 2, mdiv = 4, lmax = 4, vmax = 16384;
+    d->layers = s->layers < lmax ? s->layers : lmax;
+    d->hidden = d->full_hidden / hdiv;
+    d->hq = d->full_hq / qdiv;
+    d->hkv = d->full_hkv / qdiv ? d->full_hkv / qdiv : 1;
+    d->d = d->full_d / ddiv;
+    d->mlp = d->full_mlp / mdiv;
+    d->vocab = d->full_vocab < vmax ? d->full_vocab : vmax;
+    if (d->hidden < 1 || d->hq < 1 || d->d < 2 || d->d % 2 || d->mlp < 1 || d->hq % d->hkv ||
+        d->full_hidden % hdiv || d->full_mlp % mdiv)
+        return nx_err_set(err, NX_EINVAL, "%s: the step's dimensions (hidden %lld, HQ %lld, HKV %lld, D %lld, MLP "
+                          "%lld) do not divide down to scale %s", s->path, d->full_hidden, d->full_hq, d->full_hkv,
+                          d->full_d, d->full_mlp, md_scale_name(sc));
+    return NX_OK;
+}
+
+/* ---- weights ------------------------------------------------------------ */
+
+typedef struct md_layer_w {
+    uint16_t *attn_norm, *wqkv, *wo, *mlp_norm, *wgu, *wdown;
+} md_layer_w;
+
+typedef struct md_weights {
+    md_layer_w *l;
+    uint16_t *embed, *final_norm, *lm_head;
+} md_weights;
+
+/* count elements of tensor `name`: mean + std * normal, rounded to fp32
+ * and then to bf16 (rne). */
+static uint16_t *gen_bf16(uint64_t seed, const char *name, size_t count, double mean, double std, int threads)
+{
+    uint16_t *w = malloc((count ? count : 1) * sizeof *w);
+    if (!w)
+        return NULL;
+    uint32_t id = nx_philox_tensor_id(name);
+    int nt = threads > 0 ? threads : omp_get_max_threads();
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (size_t i = 0; i < count; i++)
+        w[i] = md_f_to_bf16((float)(mean + std * nx_philox_normal(seed, id, i)));
+    return w;
+}
+
+static void weights_free(md_weights *w, long long layers)
+{
+    if (w->l)
+        for (long long i = 0; i < layers; i++) {
+            md_layer_w *x = &w->l[i];
+            free(x->attn_norm), free(x->wqkv), free(x->wo), free(x->mlp_norm), free(x->wgu), free(x->wdown);
+        }
+    free(w->l), free(w->embed), free(w->final_norm), free(w->lm_head);
+    memset(w, 0, sizeof *w);
+}
+
+static nx_status weights_make(const md_dims *d, uint64_t seed, int threads, md_weights *w, nx_err *err)
+{
+    memset(w, 0, sizeof *w);
+    size_t H = (size_t)d->hidden, Q = (size_t)((d->hq + 2 * d->hkv) * d->d), A = (size_t)(d->hq * d->d),
+           M = (size_t)d->mlp, V = (size_t)d->vocab;
+    if (!(w->l = calloc((size_t)d->layers, sizeof *w->l)))
+        return nx_err_set(err, NX_ENOMEM, "model weights: out of memory");
+    int ok = 1;
+    char n[64];
+    for (long long i = 0; i < d->layers && ok; i++) {
+        md_layer_w *x = &w->l[i];
+        /* linear weights N(0, 1/K): activations keep their scale */
+        snprintf(n, sizeof n, "layers.%lld.attn_norm", i);
+        ok &= !!(x->attn_norm = gen_bf16(seed, n, H, 1.0, 0.1, threads));
+        snprintf(n, sizeof n, "layers.%lld.wqkv", i);
+        ok &= !!(x->wqkv = gen_bf16(seed, n, Q * H, 0.0, 1.0 / sqrt((double)H), threads));
+        snprintf(n, sizeof n, "layers.%lld.wo", i);
+        ok &= !!(x->wo = gen_bf16(seed, n, H * A, 0.0, 1.0 / sqrt((double)A), threads));
+        snprintf(n, sizeof n, "layers.%lld.mlp_norm", i);
+        ok &= !!(x->mlp_norm = gen_bf16(seed, n, H, 1.0, 0.1, threads));
+        snprintf(n, sizeof n, "layers.%lld.wgu", i);
+        ok &= !!(x->wgu = gen_bf16(seed, n, 2 * M * H, 0.0, 1.0 / sqrt((double)H), threads));
+        snprintf(n, sizeof n, "layers.%lld.wdown", i);
+        ok &= !!(x->wdown = gen_bf16(seed, n, H * M, 0.0, 1.0 / sqrt((double)M), threads));
+    }
+    if (ok)
+        ok &= !!(w->embed = gen_bf16(seed, "embed", V * H, 0.0, 1.0, threads));
+    if (ok)
+        ok &= !!(w->final_norm = gen_bf16(seed, "final_norm", H, 1.0, 0.1, threads));
+    if (ok)
+        ok &= !!(w->lm_head = gen_bf16(seed, "lm_head", V * H, 0.0, 1.0 / sqrt((double)H), threads));
+    if (!ok) {
+        weights_free(w, d->layers);
+        return nx_err_set(err, NX_ENOMEM, "model weights: out of memory");
+    }
+    return NX_OK;
+}
+
+/* ---- one run of the loop (a lane): its activations and KV cache ------- */
+
+typedef struct md_lane {
+    uint16_t *h, *x, *qkv, *attn, *o, *gu, *act, *down, *logits;
+    uint16_t **kc, **vc; /* per layer [NP, P, HKV, D] */
+    int residual_pending; /* down's output not yet added into h */
+} md_lane;
+
+static void lane_free(md_lane *l, long long layers)
+{
+    free(l->h), free(l->x), free(l->qkv), free(l->attn), free(l->o), free(l->gu), free(l->act), free(l->down),
+        free(l->logits);
+    for (long long i = 0; l->kc && i < layers; i++)
+        free(l->kc[i]);
+    for (long long i = 0; l->vc && i < layers; i++)
+        free(l->vc[i]);
+    free(l->kc), free(l->vc);
+    memset(l, 0, sizeof *l);
+}
+
+static int lane_make(md_lane *l, const md_dims *d, long long np)
+{
+    memset(l, 0, sizeof *l);
+    size_t H = (size_t)d->hidden, Q = (size_t)((d->hq + 2 * d->hkv) * d->d), A = (size_t)(d->hq * d->d),
+           M = (size_t)d->mlp, V = (size_t)d->vocab, C = (size_t)(np * d->page * d->hkv * d->d);
+    l->h = calloc(H, 2), l->x = calloc(H, 2), l->qkv = calloc(Q, 2), l->attn = calloc(A, 2), l->o = calloc(H, 2),
+    l->gu = calloc(2 * M, 2), l->act = calloc(M, 2), l->down = calloc(H, 2), l->logits = calloc(V, 2);
+    l->kc = calloc((size_t)d->layers, sizeof *l->kc), l->vc = calloc((size_t)d->layers, sizeof *l->vc);
+    int ok = l->h && l->x && l->qkv && l->attn && l->o && l->gu && l->act && l->down && l->logits && l->kc && l->vc;
+    for (long long i = 0; ok && i < d->layers; i++)
+        ok = (l->kc[i] = calloc(C, 2)) && (l->vc[i] = calloc(C, 2));
+    return ok;
+}
+
+/* ---- family ops: inputs borrowed, run on the backend or the reference --- */
+
+typedef struct md_buf {
+    const char *name;
+    const void *data;
+    st_dtype dtype;
+    uint64_t nelem;
+} md_buf;
+
+typedef struct md_ctx {
+    const md_opts *o;
+    const dev_backend *be;
+    md_result *res;
+    fam_spec dspec[MD_NROLES], cspec[MD_NROLES]; /* device and control specs; control = declared */
+    fam_spec pspec;                              /* the planted point (device), when any */
+    int have_pspec;
+    ref_tensor_desc *desc[MD_NROLES];
+    size_t ndesc[MD_NROLES];
+    int cur_prompt, cur_pos, cur_layer;
+} md_ctx;
+
+/* Builds the st_file of the op's inputs, each tensor borrowing the loop's
+ * buffer (nothing copied), checked against the family's description. */
+static nx_status inputs_of(const md_ctx *c, int role, const md_buf *bufs, size_t nb, st_file *in, nx_err *err)
+{
+    st_init(in);
+    const md_op *op = &c->res->ops[role];
+    for (size_t i = 0; i < c->ndesc[role]; i++) {
+        const ref_tensor_desc *ds = &c->desc[role][i];
+        const md_buf *b = NULL;
+        for (size_t k = 0; k < nb; k++)
+            if (!strcmp(bufs[k].name, ds->name))
+                b = &bufs[k];
+        uint64_t ne = 1;
+        for (int k = 0; k < ds->ndim; k++)
+            ne *= (uint64_t)ds->shape[k];
+        if (!b || b->dtype != ds->dtype || b->nelem != ne)
+            return nx_err_set(err, NX_EINVAL,
+                              "op '%s' (%s): point %s expects input '%s' %s %s = %llu elements; the decode loop %s",
+                              op->id, role_names[role], op->point, ds->name, st_dtype_name(ds->dtype), ds->dims,
+                              (unsigned long long)ne,
+                              !b ? "has no such tensor (docs/model.md: the tensors it holds)"
+                                 : "holds it in another dtype or size (bf16 activations and weights)");
+        st_tensor *t = NULL;
+        nx_status st = st_add_tensor(in, ds->name, ds->dtype, ds->ndim, ds->shape, &t, err);
+        if (st)
+            return st;
+        free(t->data);
+        t->data = (uint8_t *)b->data;
+        t->owns_data = false;
+    }
+    return NX_OK;
+}
+
+/* Copies output `name` of out into dst (n bf16 elements). */
+static nx_status take_out(const md_op *op, const st_file *out, const char *name, uint16_t *dst, size_t n, nx_err *err)
+{
+    const st_tensor *t = st_find(out, name);
+    if (!t || t->dtype != ST_BF16 || t->nelem != n)
+        return nx_err_set(err, NX_EINVAL, "op '%s': point %s gives output '%s' %s%s of %llu elements; the decode "
+                          "loop holds bf16 activations of %zu", op->id, op->point, name,
+                          t ? st_dtype_name(t->dtype) : "(absent)", "", t ? (unsigned long long)t->nelem : 0ULL, n);
+    memcpy(dst, t->data, n * 2);
+    return NX_OK;
+}
+
+/* The op's outputs of the two lanes differ: the first time, note where. */
+static void note_diff(md_ctx *c, int role, const uint16_t *a, const uint16_t *b, size_t n)
+{
+    md_first_diff *f = &c->res->first;
+    if (f->found || !memcmp(a, b, n * 2))
+        return;
+    f->found = 1;
+    f->prompt = c->cur_prompt;
+    f->pos = c->cur_pos;
+    f->generated = c->cur_pos >= c->o->prompt_len - 1;
+    snprintf(f->op, sizeof f->op, "%s", c->res->ops[role].id);
+    f->role = role;
+    f->layer = role >= MD_R_ATTN_NORM && role <= MD_R_DOWN ? c->cur_layer : -1;
+    f->outside = !*c->res->ops[role].family;
+    f->n = n;
+    for (size_t i = 0; i < n; i++)
+        if (a[i] != b[i]) {
+            f->mismatched++;
+            double u = bf16_ulps(a[i], b[i]);
+            if (u > f->max_ulp)
+                f->max_ulp = u;
+        }
+}
+
+/* Runs a family op on both lanes: outs[k] of each lane receive output k
+ * (names onames[k], sizes osz[k]); the control's outputs are compared
+ * with the device's. */
+static nx_status run_family(md_ctx *c, int role, const md_buf *dbufs, const md_buf *cbufs, size_t nb,
+                            const char *const *onames, uint16_t *const *douts, uint16_t *const *couts,
+                            const size_t *osz, size_t nouts, nx_err *err)
+{
+    const md_op *op = &c->res->ops[role];
+    st_file in, out;
+    nx_status st = inputs_of(c, role, dbufs, nb, &in, err);
+    const fam_spec *ds = &c->dspec[role];
+    if (c->have_pspec && op->plant[0] && (op->plant_layer < 0 || op->plant_layer == c->cur_layer))
+        ds = &c->pspec;
+    if (!st) {
+        dev_opts d = {DEV_GRAPHED, c->o->threads, NULL};
+        st_init(&out);
+        double t0 = now();
+        st = c->be->run(ds, &in, &out, &d, err);
+        c->res->t_device += now() - t0;
+        c->res->dev_calls++;
+        for (size_t k = 0; k < nouts && !st; k++)
+            st = take_out(op, &out, onames[k], douts[k], osz[k], err);
+        st_free(&out);
+    }
+    st_free(&in);
+    if (st) {
+        nx_err_prefix(err, "op '%s' (%s) on the device", op->id, ds->point);
+        return st;
+    }
+    if ((st = inputs_of(c, role, cbufs, nb, &in, err)))
+        return st;
+    ref_opts ro = {c->o->threads, (ref_engine)c->o->engine};
+    st_init(&out);
+    double t0 = now();
+    st = ref_run_opts(&c->cspec[role], &in, &out, &ro, err);
+    c->res->t_ref += now() - t0;
+    c->res->ref_calls++;
+    for (size_t k = 0; k < nouts && !st; k++)
+        st = take_out(op, &out, onames[k], couts[k], osz[k], err);
+    st_free(&out);
+    st_free(&in);
+    if (st) {
+        nx_err_prefix(err, "op '%s' (%s) in the reference", op->id, op->point);
+        return st;
+    }
+    for (size_t k = 0; k < nouts; k++)
+        note_diff(c, role, douts[k], couts[k], osz[k]);
+    return NX_OK;
+}
+
+/* ---- ops outside the families (written once, the same for both lanes) -- */
+
+/* h += down (one fp32 addition of two bf16 values, then bf16 rne: double
+ * rounding through fp32 is innocuous for an 8-bit target). */
+static void residual_add(uint16_t *h, const uint16_t *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        h[i] = md_f_to_bf16(md_bf16_to_f(h[i]) + md_bf16_to_f(v[i]));
+}
+
+/* Rotary embedding (the half-split layout) of nh heads of dim d at
+ * position pos: cos and sin of pos * base^(-2i/d) from nx_philox_sincospi
+ * (a fixed sequence of binary64 operations, no libm), rounded to fp32; each
+ * output one fp32 expression x0*c - x1*s (two products, one difference,
+ * each rounded), then bf16. */
+static void rope(uint16_t *v, long long nh, long long d, long long pos, const double *inv_freq)
+{
+    long long half = d / 2;
+    for (long long i = 0; i < half; i++) {
+        double t = (double)pos * inv_freq[i] / 3.14159265358979323846; /* angle / pi, reduced mod 2 */
+        t = fmod(t, 2.0);
+        double s, co;
+        nx_philox_sincospi((uint64_t)(t * 4503599627370496.0), &s, &co);
+        float cf = (float)co, sf = (float)s;
+        for (long long h = 0; h < nh; h++) {
+            uint16_t *x = v + h * d;
+            float x0 = md_bf16_to_f(x[i]), x1 = md_bf16_to_f(x[i + half]);
+            float a = x0 * cf, b = x1 * sf, e = x1 * cf, g = x0 * sf;
+            x[i] = md_f_to_bf16(a - b);
+            x[i + half] = md_f_to_bf16(e + g);
+        }
+    }
+}
+
+/* Greedy argmax over the logits: the largest value, the lowest index among
+ * equals; NaN never wins. */
+static int argmax_bf16(const uint16_t *l, size_t n)
+{
+    int best = 0;
+    float bv = -INFINITY;
+    int any = 0;
+    for (size_t i = 0; i < n; i++) {
+        float v = md_bf16_to_f(l[i]);
+        if (v != v)
+            continue;
+        if (!any || v > bv)
+            bv = v, best = (int)i, any = 1;
+    }
+    return best;
+}
+
+/* log softmax of the bf16 logits at token t, in binary64. */
+static double logprob(const uint16_t *l, size_t n, int t)
+{
+    double m = -INFINITY;
+    for (size_t i = 0; i < n; i++) {
+        double v = md_bf16_to_f(l[i]);
+        if (v > m)
+            m = v;
+    }
+    double s = 0;
+    for (size_t i = 0; i < n; i++)
+        s += exp((double)md_bf16_to_f(l[i]) - m);
+    return (double)md_bf16_to_f(l[t]) - m - log(s);
+}
+
+static void top5(const uint16_t *l, size_t n, int *idx)
+{
+    float v[5];
+    for (int k = 0; k < 5; k++)
+        idx[k] = -1, v[k] = -INFINITY;
+    for (size_t i = 0; i < n; i++) {
+        float x = md_bf16_to_f(l[i]);
+        if (x != x)
+            continue;
+        for (int k = 0; k < 5; k++)
+            if (idx[k] < 0 || x > v[k]) {
+                for (int j = 4; j > k; j--)
+                    v[j] = v[j - 1], idx[j] = idx[j - 1];
+                v[k] = x, idx[k] = (int)i;
+                break;
+            }
+    }
+}
+
+static int same_set(const int *a, const int *b)
+{
+    for (int i = 0; i < 5; i++) {
+        int f = 0;
+        for (int k = 0; k < 5; k++)
+            f |= a[i] == b[k];
+        if (!f)
+            return 0;
+    }
+    return 1;
+}
+
+/* ---- the forward step of one token of one prompt, both lanes ------------- */
+
+typedef struct md_seq {
+    int32_t *block_table; /* [MAXP] */
+    int32_t ctx_len;
+} md_seq;
+
+typedef struct md_model {
+    md_dims d;
+    md_weights w;
+    long long np, maxp;
+    double *inv_freq;
+    int32_t *page_order; /* the pool's pages in the order they are handed out */
+    long long next_page;
+} md_model;
+
+/* h <- h + pending down output, or (fused) left to the norm. */
+static nx_status norm_op(md_ctx *c, md_model *m, md_lane *L[2], int role, const uint16_t *weight, nx_err *err)
+{
+    const md_op *op = &c->res->ops[role];
+    size_t H = (size_t)m->d.hidden;
+    uint16_t *pend[2] = {role == MD_R_MLP_NORM ? L[0]->o : L[0]->down, role == MD_R_MLP_NORM ? L[1]->o : L[1]->down};
+    int pending = role == MD_R_MLP_NORM || L[0]->residual_pending;
+    if (op->fused_residual) {
+        /* x = the pending output (zeros when none), residual = h: y and the new h */
+        if (!pending) {
+            memset(L[0]->down, 0, H * 2), memset(L[1]->down, 0, H * 2);
+            pend[0] = L[0]->down, pend[1] = L[1]->down;
+        }
+        md_buf db[] = {{"x", pend[0], ST_BF16, H}, {"weight", weight, ST_BF16, H}, {"residual", L[0]->h, ST_BF16, H}};
+        md_buf cb[] = {{"x", pend[1], ST_BF16, H}, {"weight", weight, ST_BF16, H}, {"residual", L[1]->h, ST_BF16, H}};
+        /* residual_out goes to a scratch copy first: h is an input */
+        uint16_t *nh0 = malloc(H * 2), *nh1 = malloc(H * 2);
+        if (!nh0 || !nh1) {
+            free(nh0), free(nh1);
+            return nx_err_set(err, NX_ENOMEM, "out of memory");
+        }
+        static const char *const on[] = {"y", "residual_out"};
+        uint16_t *const d_o[] = {L[0]->x, nh0}, *const c_o[] = {L[1]->x, nh1};
+        const size_t osz[] = {H, H};
+        nx_status st = run_family(c, role, db, cb, 3, on, d_o, c_o, osz, 2, err);
+        if (!st)
+            memcpy(L[0]->h, nh0, H * 2), memcpy(L[1]->h, nh1, H * 2);
+        free(nh0), free(nh1);
+        L[0]->residual_pending = L[1]->residual_pending = 0;
+        return st;
+    }
+    if (pending) {
+        double t0 = now();
+        residual_add(L[0]->h, pend[0], H);
+        residual_add(L[1]->h, pend[1], H);
+        c->res->t_outside += now() - t0;
+        L[0]->residual_pending = L[1]->residual_pending = 0;
+    }
+    md_buf db[] = {{"x", L[0]->h, ST_BF16, H}, {"weight", weight, ST_BF16, H}};
+    md_buf cb[] = {{"x", L[1]->h, ST_BF16, H}, {"weight", weight, ST_BF16, H}};
+    static const char *const on[] = {"y"};
+    uint16_t *const d_o[] = {L[0]->x}, *const c_o[] = {L[1]->x};
+    const size_t osz[] = {H};
+    return run_family(c, role, db, cb, 2, on, d_o, c_o, osz, 1, err);
+}
+
+static nx_status gemm_op(md_ctx *c, md_lane *L[2], int role, uint16_t *a0, uint16_t *a1, size_t K,
+                         const uint16_t *b, size_t N, uint16_t *y0, uint16_t *y1, nx_err *err)
+{
+    md_buf db[] = {{"a", a0, ST_BF16, K}, {"b", b, ST_BF16, N * K}};
+    md_buf cb[] = {{"a", a1, ST_BF16, K}, {"b", b, ST_BF16, N * K}};
+    static const char *const on[] = {"y"};
+    uint16_t *const d_o[] = {y0}, *const c_o[] = {y1};
+    const size_t osz[] = {N};
+    (void)L;
+    return run_family(c, role, db, cb, 2, on, d_o, c_o, osz, 1, err);
+}
+
+/* One token of prompt p at position pos through both lanes; with_logits:
+ * also the final norm and the lm head. */
+static nx_status forward(md_ctx *c, md_model *m, md_lane *L[2], md_seq *sq, int tok0, int tok1, long long pos,
+                         int with_logits, nx_err *err)
+{
+    const md_dims *d = &m->d;
+    size_t H = (size_t)d->hidden, D = (size_t)d->d, HQ = (size_t)d->hq, HKV = (size_t)d->hkv,
+           Q = (HQ + 2 * HKV) * D, A = HQ * D, M = (size_t)d->mlp, V = (size_t)d->vocab;
+    nx_status st = NX_OK;
+    double t0 = now();
+    /* embedding: a row of the table, copied */
+    memcpy(L[0]->h, m->w.embed + (size_t)tok0 * H, H * 2);
+    memcpy(L[1]->h, m->w.embed + (size_t)tok1 * H, H * 2);
+    L[0]->residual_pending = L[1]->residual_pending = 0;
+    /* the KV cache grows by a page when pos starts one */
+    if (pos % d->page == 0)
+        sq->block_table[pos / d->page] = m->page_order[m->next_page++];
+    sq->ctx_len = (int32_t)(pos + 1);
+    int32_t clen = sq->ctx_len;
+    c->res->t_outside += now() - t0;
+    for (long long l = 0; l < d->layers && !st; l++) {
+        c->cur_layer = (int)l;
+        const md_layer_w *w = &m->w.l[l];
+        if ((st = norm_op(c, m, L, MD_R_ATTN_NORM, w->attn_norm, err)))
+            break;
+        if ((st = gemm_op(c, L, MD_R_QKV, L[0]->x, L[1]->x, H, w->wqkv, Q, L[0]->qkv, L[1]->qkv, err)))
+            break;
+        t0 = now();
+        size_t page = (size_t)sq->block_table[pos / d->page], slot = (size_t)(pos % d->page);
+        for (int k = 0; k < 2; k++) {
+            rope(L[k]->qkv, d->hq + d->hkv, d->d, pos, m->inv_freq); /* q heads, then k heads */
+            /* append k and v at (page, slot) */
+            size_t at = ((page * (size_t)d->page + slot) * HKV) * D;
+            memcpy(L[k]->kc[l] + at, L[k]->qkv + A, HKV * D * 2);
+            memcpy(L[k]->vc[l] + at, L[k]->qkv + A + HKV * D, HKV * D * 2);
+        }
+        c->res->t_outside += now() - t0;
+        uint64_t csz = (uint64_t)(m->np * d->page) * HKV * D;
+        md_buf db[] = {{"q", L[0]->qkv, ST_BF16, A},          {"k_cache", L[0]->kc[l], ST_BF16, csz},
+                       {"v_cache", L[0]->vc[l], ST_BF16, csz}, {"block_table", sq->block_table, ST_I32, (uint64_t)m->maxp},
+                       {"context_lens", &clen, ST_I32, 1}};
+        md_buf cb[] = {{"q", L[1]->qkv, ST_BF16, A},          {"k_cache", L[1]->kc[l], ST_BF16, csz},
+                       {"v_cache", L[1]->vc[l], ST_BF16, csz}, {"block_table", sq->block_table, ST_I32, (uint64_t)m->maxp},
+                       {"context_lens", &clen, ST_I32, 1}};
+        static const char *const on[] = {"y"};
+        uint16_t *const d_o[] = {L[0]->attn}, *const c_o[] = {L[1]->attn};
+        const size_t osz[] = {A};
+        if ((st = run_family(c, MD_R_ATTN, db, cb, 5, on, d_o, c_o, osz, 1, err)))
+            break;
+        if ((st = gemm_op(c, L, MD_R_O, L[0]->attn, L[1]->attn, A, w->wo, H, L[0]->o, L[1]->o, err)))
+            break;
+        if ((st = norm_op(c, m, L, MD_R_MLP_NORM, w->mlp_norm, err)))
+            break;
+        if ((st = gemm_op(c, L, MD_R_GATE_UP, L[0]->x, L[1]->x, H, w->wgu, 2 * M, L[0]->gu, L[1]->gu, err)))
+            break;
+        md_buf da[] = {{"x", L[0]->gu, ST_BF16, 2 * M}}, ca[] = {{"x", L[1]->gu, ST_BF16, 2 * M}};
+        uint16_t *const d_a[] = {L[0]->act}, *const c_a[] = {L[1]->act};
+        const size_t asz[] = {M};
+        if ((st = run_family(c, MD_R_ACT, da, ca, 1, on, d_a, c_a, asz, 1, err)))
+            break;
+        if ((st = gemm_op(c, L, MD_R_DOWN, L[0]->act, L[1]->act, M, w->wdown, H, L[0]->down, L[1]->down, err)))
+            break;
+        L[0]->residual_pending = L[1]->residual_pending = 1;
+    }
+    c->cur_layer = -1;
+    if (st || !with_logits)
+        return st;
+    if ((st = norm_op(c, m, L, MD_R_FINAL_NORM, m->w.final_norm, err)))
+        return st;
+    return gemm_op(c, L, MD_R_LM_HEAD, L[0]->x, L[1]->x, H, m->w.lm_head, V, L[0]->logits, L[1]->logits, err);
+}
+
+/* ---- lowering, resolution, the run -------------------------------------- */
+
+static void shape_of(const md_dims *d, long long np, long long maxp, int role, char *s, size_t n)
+{
+    long long H = d->hidden, Q = (d->hq + 2 * d->hkv) * d->d, A = d->hq * d->d;
+    switch (role) {
+    case MD_R_ATTN_NORM: case MD_R_MLP_NORM: case MD_R_FINAL_NORM: snprintf(s, n, "T=1,H=%lld", H); break;
+    case MD_R_QKV: snprintf(s, n, "M=1,N=%lld,K=%lld", Q, H); break;
+    case MD_R_O: snprintf(s, n, "M=1,N=%lld,K=%lld", H, A); break;
+    case MD_R_GATE_UP: snprintf(s, n, "M=1,N=%lld,K=%lld", 2 * d->mlp, H); break;
+    case MD_R_DOWN: snprintf(s, n, "M=1,N=%lld,K=%lld", H, d->mlp); break;
+    case MD_R_LM_HEAD: snprintf(s, n, "M=1,N=%lld,K=%lld", d->vocab, H); break;
+    case MD_R_ACT: snprintf(s, n, "T=1,H=%lld", d->mlp); break;
+    case MD_R_ATTN:
+        snprintf(s, n, "B=1,HQ=%lld,HKV=%lld,D=%lld,P=%lld,NP=%lld,MAXP=%lld", d->hq, d->hkv, d->d, d->page, np, maxp);
+        break;
+    case MD_R_EMBED: snprintf(s, n, "T=1,H=%lld", H); break;
+    case MD_R_ROPE: snprintf(s, n, "T=1,HQ=%lld,HKV=%lld,D=%lld", d->hq, d->hkv, d->d); break;
+    case MD_R_SAMPLE: snprintf(s, n, "T=1,V=%lld", d->vocab); break;
+    default: s[0] = 0;
+    }
+}
+
+static nx_status parse_plant(const char *p, md_result *res, int *role_out, int *layer, char *point, size_t plen,
+                             nx_err *err)
+{
+    const char *eq = strchr(p, '=');
+    if (!eq || eq == p || !eq[1])
+        return nx_err_set(err, NX_EINVAL, "--plant '%s': expected OP[@LAYER]=FAMILY.POINT", p);
+    char op[64];
+    size_t n = (size_t)(eq - p);
+    const char *at = memchr(p, '@', n);
+    size_t on = at ? (size_t)(at - p) : n;
+    if (on >= sizeof op)
+        return nx_err_set(err, NX_EINVAL, "--plant '%s': op name too long", p);
+    memcpy(op, p, on);
+    op[on] = 0;
+    *layer = -1;
+    if (at) {
+        char *end;
+        long v = strtol(at + 1, &end, 10);
+        if (end != eq || v < 0 || v >= res->dims.layers)
+            return nx_err_set(err, NX_EINVAL, "--plant '%s': layer must be 0 ... %lld", p, res->dims.layers - 1);
+        *layer = (int)v;
+    }
+    snprintf(point, plen, "%s", eq + 1);
+    for (int r = 0; r < MD_NROLES; r++)
+        if (!strcmp(res->ops[r].id, op)) {
+            if (!res->ops[r].family[0])
+                return nx_err_set(err, NX_EINVAL, "--plant '%s': op '%s' is outside the families", p, op);
+            size_t fl = strlen(res->ops[r].family);
+            if (strncmp(point, res->ops[r].family, fl) || point[fl] != '.')
+                return nx_err_set(err, NX_EINVAL, "--plant '%s': op '%s' is served by family %s", p, op,
+                                  res->ops[r].family);
+            if (at && !(r >= MD_R_ATTN_NORM && r <= MD_R_DOWN))
+                return nx_err_set(err, NX_EINVAL, "--plant '%s': op '%s' runs once per step (no layer)", p, op);
+            *role_out = r;
+            return NX_OK;
+        }
+    return nx_err_set(err, NX_EINVAL, "--plant '%s': the step has no op '%s'", p, op);
+}
+
+void md_result_free(md_result *res)
+{
+    if (res->pr)
+        for (int i = 0; i < res->prompts; i++)
+            free(res->pr[i].prompt), free(res->pr[i].dev), free(res->pr[i].ctl);
+    free(res->pr);
+    memset(res, 0, sizeof *res);
+}
+
+static nx_status transcripts(md_result *res, nx_err *err)
+{
+    /* the match rate and agreement as `parity transcript` computes them */
+    size_t cap = (size_t)res->prompts * ((size_t)res->tokens * 12 + 8) + 16;
+    char *a = malloc(cap), *b = malloc(cap);
+    if (!a || !b) {
+        free(a), free(b);
+        return nx_err_set(err, NX_ENOMEM, "out of memory");
+    }
+    size_t na = 0, nb = 0;
+    for (int p = 0; p < res->prompts; p++) {
+        na += (size_t)snprintf(a + na, cap - na, "[");
+        nb += (size_t)snprintf(b + nb, cap - nb, "[");
+        for (int t = 0; t < res->tokens; t++) {
+            na += (size_t)snprintf(a + na, cap - na, "%s%lld", t ? "," : "", (long long)res->pr[p].ctl[t]);
+            nb += (size_t)snprintf(b + nb, cap - nb, "%s%lld", t ? "," : "", (long long)res->pr[p].dev[t]);
+        }
+        na += (size_t)snprintf(a + na, cap - na, "]\n");
+        nb += (size_t)snprintf(b + nb, cap - nb, "]\n");
+    }
+    tscript_result tr;
+    nx_status st = tscript_compare_text("control", a, na, "device", b, nb, &tr, err);
+    free(a), free(b);
+    if (st)
+        return st;
+    res->prompts_identical = (int)tr.identical;
+    res->tokens_agreed = (long long)tr.agreed_tokens;
+    res->tokens_total = (long long)tr.total_tokens;
+    tscript_result_free(&tr);
+    return NX_OK;
+}
+
+nx_status md_run(const reg_registry *r, const char *cls, const md_opts *o, md_result *res, nx_err *err)
+{
+    memset(res, 0, sizeof *res);
+    double tstart = now();
+    snprintf(res->model, sizeof res->model, "%s", o->model);
+    snprintf(res->class_name, sizeof res->class_name, "%s", cls);
+    snprintf(res->engine, sizeof res->engine, "%s", ref_engine_name((ref_engine)o->engine));
+    res->scale = o->scale, res->prompts = o->prompts, res->prompt_len = o->prompt_len, res->tokens = o->tokens;
+    res->seed = o->seed;
+    if (o->prompts < 1 || o->prompt_len < 1 || o->tokens < 1)
+        return nx_err_set(err, NX_EINVAL, "prompts, prompt length and tokens must be >= 1");
+    md_ctx c;
+    memset(&c, 0, sizeof c);
+    c.o = o, c.res = res, c.cur_layer = -1;
+    md_model m;
+    memset(&m, 0, sizeof m);
+    md_lane L0, L1;
+    memset(&L0, 0, sizeof L0), memset(&L1, 0, sizeof L1);
+    md_seq *seqs = NULL;
+    int *role_of = NULL;
+    lkb_report rep;
+    memset(&rep, 0, sizeof rep);
+    nx_status st = NX_OK;
+    char why[256] = "";
+    if (!(c.be = camp_class_backend(r, cls)))
+        return nx_err_set(err, NX_EINVAL, "class '%s' has no backend (its chain reaches neither cpu nor an sm class)",
+                          cls);
+    if (!c.be->available(why, sizeof why))
+        return nx_err_set(err, NX_EUNSUPPORTED, "class '%s': backend %s is not available here: %s", cls, c.be->name,
+                          why);
+    /* the lowering at C1, as `parity lkb` makes it */
+    lkb_opts lo = {o->model, NULL, NULL};
+    if ((st = lkb_compute(r, cls, &lo, &rep, err)))
+        return st;
+    if (!(role_of = calloc(rep.step.nops ? rep.step.nops : 1, sizeof *role_of))) {
+        st = nx_err_set(err, NX_ENOMEM, "out of memory");
+        goto out;
+    }
+    if ((st = map_roles(&rep, role_of, err)) || (st = scale_dims(&rep, role_of, o->scale, &res->dims, err)))
+        goto out;
+    m.d = res->dims;
+    m.maxp = (o->prompt_len + o->tokens + m.d.page - 1) / m.d.page;
+    m.np = m.maxp * o->prompts;
+    for (size_t i = 0; i < rep.step.nops; i++) {
+        const lkb_op_at *oa = &rep.cov[0].ops[i];
+        md_op *op = &res->ops[role_of[i]];
+        op->role = role_of[i];
+        op->plant_layer = -1;
+        snprintf(op->id, sizeof op->id, "%s", oa->op->id);
+        snprintf(op->family, sizeof op->family, "%s", oa->op->family ? oa->op->family : "");
+        snprintf(op->point, sizeof op->point, "%s", oa->point);
+        snprintf(op->rule_where, sizeof op->rule_where, "%s", oa->rule_where);
+        shape_of(&m.d, m.np, m.maxp, op->role, op->shape, sizeof op->shape);
+        if (op->family[0] && !op->point[0]) {
+            st = nx_err_set(err, NX_EINVAL, "class %s: no rule of its FUSIONS.toml lowers op '%s' (%s) at C1: the "
+                            "decode loop cannot run it", cls, op->id, op->family);
+            goto out;
+        }
+    }
+    /* resolve each family op at its shape; the control evaluates the same spec */
+    for (int role = 0; role < MD_NROLES && !st; role++) {
+        md_op *op = &res->ops[role];
+        if (!op->family[0])
+            continue;
+        if ((st = reg_resolve(r, cls, op->point, op->shape, &c.dspec[role], err)) ||
+            (st = reg_resolve(r, cls, op->point, op->shape, &c.cspec[role], err)) ||
+            (st = ref_inputs(&c.cspec[role], &c.desc[role], &c.ndesc[role], err))) {
+            nx_err_prefix(err, "op '%s' lowered to %s at %s", op->id, op->point, op->shape);
+            break;
+        }
+        snprintf(op->hash, sizeof op->hash, "%s", c.cspec[role].hash ? c.cspec[role].hash : "");
+        const char *rv = fam_param_get(&c.cspec[role], "residual");
+        op->fused_residual = rv && !strcmp(rv, "true");
+        if (!c.be->supports(&c.dspec[role], NULL)) {
+            st = nx_err_set(err, NX_EUNSUPPORTED, "op '%s': backend %s has no kernel for %s", op->id, c.be->name,
+                            op->point);
+            break;
+        }
+    }
+    if (st)
+        goto out;
+    if (o->plant) {
+        int prole = -1, player = -1;
+        char ppoint[160];
+        if ((st = parse_plant(o->plant, res, &prole, &player, ppoint, sizeof ppoint, err)))
+            goto out;
+        if ((st = reg_resolve(r, cls, ppoint, res->ops[prole].shape, &c.pspec, err))) {
+            nx_err_prefix(err, "--plant");
+            goto out;
+        }
+        c.have_pspec = 1;
+        snprintf(res->ops[prole].plant, sizeof res->ops[prole].plant, "%s", ppoint);
+        res->ops[prole].plant_layer = player;
+    }
+    double tw = now();
+    if ((st = weights_make(&m.d, o->seed, o->threads, &m.w, err)))
+        goto out;
+    res->t_weights = now() - tw;
+    if (!(m.inv_freq = calloc((size_t)m.d.d / 2, sizeof *m.inv_freq)) ||
+        !(m.page_order = calloc((size_t)m.np, sizeof *m.page_order)) ||
+        !(seqs = calloc((size_t)o->prompts, sizeof *seqs)) || !lane_make(&L0, &m.d, m.np) ||
+        !lane_make(&L1, &m.d, m.np) || !(res->pr = calloc((size_t)o->prompts, sizeof *res->pr))) {
+        st = nx_err_set(err, NX_ENOMEM, "out of memory");
+        goto out;
+    }
+    /* rope frequencies: base 500000 (Llama 3), in binary64 */
+    for (long long i = 0; i < m.d.d / 2; i++)
+        m.inv_freq[i] = pow(500000.0, -2.0 * (double)i / (double)m.d.d);
+    /* the page pool handed out in a shuffled order (Fisher-Yates over Philox) */
+    {
+        uint32_t id = nx_philox_tensor_id("kv_pages");
+        for (long long i = 0; i < m.np; i++)
+            m.page_order[i] = (int32_t)i;
+        for (long long i = m.np - 1; i > 0; i--) {
+            uint32_t b[4];
+            nx_philox_block(o->seed, id, (uint64_t)i, 0, b);
+            long long j = nx_philox_below(b[0], (uint32_t)(i + 1));
+            int32_t t = m.page_order[i];
+            m.page_order[i] = m.page_order[j], m.page_order[j] = t;
+        }
+    }
+    uint32_t pid = nx_philox_tensor_id("prompts");
+    for (int p = 0; p < o->prompts && !st; p++) {
+        md_prompt_res *pr = &res->pr[p];
+        pr->ntok = o->tokens;
+        pr->first_logit_step = -1;
+        if (!(seqs[p].block_table = calloc((size_t)m.maxp, sizeof(int32_t))) ||
+            !(pr->prompt = calloc((size_t)o->prompt_len, sizeof *pr->prompt)) ||
+            !(pr->dev = calloc((size_t)o->tokens, sizeof *pr->dev)) ||
+            !(pr->ctl = calloc((size_t)o->tokens, sizeof *pr->ctl)))
+            st = nx_err_set(err, NX_ENOMEM, "out of memory");
+        for (int t = 0; t < o->prompt_len && !st; t++) {
+            uint32_t b[4];
+            nx_philox_block(o->seed, pid, (uint64_t)p * (uint64_t)o->prompt_len + (uint64_t)t, 0, b);
+            pr->prompt[t] = nx_philox_below(b[0], (uint32_t)m.d.vocab);
+        }
+    }
+    if (st)
+        goto out;
+    md_lane *L[2] = {&L0, &L1};
+    long long npos = o->prompt_len + o->tokens - 1; /* the last generated token is not fed back */
+    double lp_dev = 0, lp_ctl = 0;
+    long long lp_n = 0, topk_eq = 0;
+    for (long long pos = 0; pos < npos && !st; pos++) {
+        for (int p = 0; p < o->prompts && !st; p++) {
+            md_prompt_res *pr = &res->pr[p];
+            int g = (int)(pos - (o->prompt_len - 1)); /* the generated token this step predicts, when >= 0 */
+            int t0 = (int)(pos < o->prompt_len ? pr->prompt[pos] : pr->dev[pos - o->prompt_len]);
+            int t1 = (int)(pos < o->prompt_len ? pr->prompt[pos] : pr->ctl[pos - o->prompt_len]);
+            c.cur_prompt = p, c.cur_pos = (int)pos;
+            if ((st = forward(&c, &m, L, &seqs[p], t0, t1, pos, g >= 0, err)))
+                break;
+            res->steps++;
+            if (g < 0)
+                continue;
+            double ta = now();
+            pr->dev[g] = argmax_bf16(L0.logits, (size_t)m.d.vocab);
+            pr->ctl[g] = argmax_bf16(L1.logits, (size_t)m.d.vocab);
+            res->t_outside += now() - ta;
+            if (pr->diverged)
+                continue; /* the contexts differ from here: logits are not comparable */
+            pr->logits_steps++;
+            size_t mis = 0;
+            for (long long i = 0; i < m.d.vocab; i++)
+                if (L0.logits[i] != L1.logits[i]) {
+                    mis++;
+                    double u = bf16_ulps(L0.logits[i], L1.logits[i]);
+                    double a = fabs((double)md_bf16_to_f(L0.logits[i]) - (double)md_bf16_to_f(L1.logits[i]));
+                    if (u > pr->max_ulp)
+                        pr->max_ulp = u;
+                    if (a > pr->max_abs)
+                        pr->max_abs = a;
+                }
+            if (!mis)
+                pr->logits_equal++;
+            else if (pr->first_logit_step < 0)
+                pr->first_logit_step = g;
+            int ct = (int)pr->ctl[g];
+            pr->logprob_dev += logprob(L0.logits, (size_t)m.d.vocab, ct);
+            pr->logprob_ctl += logprob(L1.logits, (size_t)m.d.vocab, ct);
+            int k0[5], k1[5];
+            top5(L0.logits, (size_t)m.d.vocab, k0);
+            top5(L1.logits, (size_t)m.d.vocab, k1);
+            pr->topk_steps++;
+            pr->topk_agree += same_set(k0, k1);
+            if (pr->dev[g] != pr->ctl[g]) {
+                pr->diverged = 1;
+                pr->agreed = g;
+                pr->dev_tok = (int)pr->dev[g], pr->ctl_tok = (int)pr->ctl[g];
+            } else {
+                pr->agreed = g + 1;
+            }
+        }
+    }
+    if (st)
+        goto out;
+    int all_eq = 1;
+    for (int p = 0; p < o->prompts; p++) {
+        md_prompt_res *pr = &res->pr[p];
+        res->logits_steps += pr->logits_steps;
+        res->logits_equal += pr->logits_equal;
+        if (pr->max_ulp > res->max_ulp)
+            res->max_ulp = pr->max_ulp;
+        if (pr->max_abs > res->max_abs)
+            res->max_abs = pr->max_abs;
+        lp_dev += pr->logprob_dev, lp_ctl += pr->logprob_ctl, lp_n += pr->topk_steps, topk_eq += pr->topk_agree;
+        all_eq &= !pr->diverged;
+    }
+    res->mean_logprob_dev = lp_n ? lp_dev / (double)lp_n : 0;
+    res->mean_logprob_ctl = lp_n ? lp_ctl / (double)lp_n : 0;
+    res->topk_agreement = lp_n ? (double)topk_eq / (double)lp_n : 1;
+    if ((st = transcripts(res, err)))
+        goto out;
+    res->pass = all_eq && res->logits_equal == res->logits_steps && !res->first.found;
+out:
+    res->t_total = now() - tstart;
+    for (int i = 0; i < MD_NROLES; i++) {
+        fam_spec_free(&c.dspec[i]), fam_spec_free(&c.cspec[i]);
+        free(c.desc[i]);
+    }
+    if (c.have_pspec)
+        fam_spec_free(&c.pspec);
+    for (int p = 0; seqs && p < o->prompts; p++)
+        free(seqs[p].block_table);
+    free(seqs);
+    lane_free(&L0, m.d.layers), lane_free(&L1, m.d.layers);
+    weights_free(&m.w, m.d.layers);
+    free(m.inv_freq), free(m.page_order);
+    free(role_of);
+    lkb_report_free(&rep);
+    if (st)
+        md_result_free(res);
+    return st;
+}

@@ -1,0 +1,133 @@
+/* md_model.h: model-level parity (docs/model.md): a dense decoder's decode
+ * step run from the registry.  The step is the model's STEP.toml
+ * (parity/lkb/); each op is lowered by the class's FUSIONS.toml rules to a
+ * family point (as `parity lkb` lowers it at C1), resolved at the op's
+ * shape and run by the class backend; the control runs the same loop with
+ * every family op computed by the exact reference of the same point
+ * (ref_run_opts).  Ops no family implements (embedding, rope, the KV cache
+ * append, residual adds the lowering does not fuse, greedy argmax) are
+ * written once here and reported as outside the families.  Weights come
+ * from the counter-based Philox generator at a scale the machine holds.
+ *
+ * Per step the logits are compared bit for bit; per prompt the transcripts
+ * (match rate, first divergence), and the op and layer where the two runs
+ * first differed in bits.  The library never prints. */
+#ifndef PARITY_MODEL_H
+#define PARITY_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nx_error.h"
+#include "registry.h"
+
+typedef enum md_scale { MD_SCALE_TINY, MD_SCALE_SMALL, MD_SCALE_FULL } md_scale;
+const char *md_scale_name(md_scale s);
+int md_scale_from_name(const char *name); /* -1 when unknown */
+
+/* The roles of a dense decoder's step, in execution order within a layer
+ * (MD_R_ATTN_NORM ... MD_R_DOWN) and per step (the others). */
+enum {
+    MD_R_EMBED, MD_R_ATTN_NORM, MD_R_QKV, MD_R_ROPE, MD_R_ATTN, MD_R_O, MD_R_MLP_NORM, MD_R_GATE_UP, MD_R_ACT,
+    MD_R_DOWN, MD_R_FINAL_NORM, MD_R_LM_HEAD, MD_R_SAMPLE, MD_NROLES
+};
+
+/* One op of the step as the loop runs it. */
+typedef struct md_op {
+    int role;                 /* MD_R_* */
+    char id[64];              /* the manifest's op id */
+    char family[64];          /* "" for an op outside the families */
+    char point[160];          /* FAMILY.POINT the lowering names, "" outside */
+    char rule_where[160];     /* the FUSIONS.toml rule (file:line) */
+    char shape[256];          /* the shape it is resolved at (the scaled model's) */
+    char hash[72];            /* the resolved point's hash */
+    int fused_residual;       /* a norm whose point takes the residual (rmsnorm residual = true) */
+    char plant[160];          /* the device runs this point instead (--plant), else "" */
+    int plant_layer;          /* -1: every layer */
+} md_op;
+
+typedef struct md_dims {
+    long long layers, hidden, hq, hkv, d, mlp, vocab, page;
+    long long full_layers, full_hidden, full_hq, full_hkv, full_d, full_mlp, full_vocab;
+} md_dims;
+
+typedef struct md_opts {
+    const char *model;
+    md_scale scale;
+    int prompts;        /* P, >= 1 */
+    int prompt_len;     /* tokens of each prompt, >= 1 */
+    int tokens;         /* T tokens generated per prompt, >= 1 */
+    uint64_t seed;
+    int threads;        /* backend and reference threads (0: OpenMP's default) */
+    int engine;         /* ref_engine of the control */
+    /* "OP[@LAYER]=FAMILY.POINT": the device runs that point for the op (at
+     * that layer) while the control evaluates the declared one: a planted
+     * kernel bug (the power test), NULL: none. */
+    const char *plant;
+} md_opts;
+
+/* Where the two runs first differed in bits. */
+typedef struct md_first_diff {
+    int found;
+    int prompt;             /* 0-based */
+    int pos;                /* the token position in the sequence (prompt tokens first) */
+    int generated;          /* 1 when pos is a generated token's step */
+    char op[64];            /* the op whose output differed first */
+    int role;
+    int layer;              /* -1: a per-step op */
+    int outside;            /* an op outside the families (never with equal inputs) */
+    size_t mismatched, n;   /* elements of its output */
+    double max_ulp;
+} md_first_diff;
+
+typedef struct md_prompt_res {
+    int64_t *prompt;         /* prompt_len tokens */
+    int64_t *dev, *ctl;      /* the generated tokens of each run */
+    int ntok;
+    int agreed;              /* tokens before the first divergence */
+    int diverged;
+    int dev_tok, ctl_tok;    /* at the divergence */
+    int logits_steps;        /* generated steps whose logits were compared (up to the divergence) */
+    int logits_equal;        /* of those, bit-equal */
+    int first_logit_step;    /* first generated step with logits differing in bits, -1 none */
+    double max_ulp, max_abs; /* over the compared steps */
+    double logprob_dev, logprob_ctl; /* sum over steps of log p(control token) under each run's logits */
+    int topk_agree, topk_steps;      /* steps whose top-5 sets were equal */
+} md_prompt_res;
+
+typedef struct md_result {
+    char model[64], class_name[64];
+    md_scale scale;
+    md_dims dims;
+    md_op ops[MD_NROLES];
+    int prompts, prompt_len, tokens;
+    uint64_t seed;
+    char engine[16];
+    md_prompt_res *pr;
+    md_first_diff first;
+    /* overall */
+    int prompts_identical;
+    long long tokens_agreed, tokens_total;
+    long long logits_steps, logits_equal;
+    double max_ulp, max_abs;
+    double mean_logprob_dev, mean_logprob_ctl; /* per generated token, over the control's transcript steps compared */
+    double topk_agreement;
+    /* costs */
+    double t_weights, t_device, t_ref, t_outside, t_total;
+    long long steps;         /* forward steps per run (prompt and generated tokens of every prompt) */
+    long long dev_calls, ref_calls;
+    int pass;                /* every logits step bit-equal and every transcript identical */
+} md_result;
+
+/* Runs the model on class cls of the loaded registry r. */
+nx_status md_run(const reg_registry *r, const char *cls, const md_opts *o, md_result *res, nx_err *err);
+void md_result_free(md_result *res);
+
+/* The report: text, JSON (malloc'd; NULL when out of memory), HTML. */
+char *md_text(const md_result *res);
+char *md_json(const md_result *res);
+char *md_html(const md_result *res);
+
+const char *md_role_name(int role);
+
+#endif

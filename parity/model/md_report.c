@@ -1,0 +1,282 @@
+/* md_report.c: the report of `parity model` (docs/model.md) as text, JSON
+ * and one self-contained HTML page (the transcripts side by side, the
+ * first divergence marked). */
+#include "md_model.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "html.h"
+#include "nx_sbuf.h"
+
+static double per_token(const md_result *r, double t)
+{
+    return r->steps ? t / (double)r->steps : 0;
+}
+
+static void first_text(const md_result *r, char *s, size_t n)
+{
+    const md_first_diff *f = &r->first;
+    if (!f->found) {
+        snprintf(s, n, "none: every op's output was bit-identical");
+        return;
+    }
+    char layer[32] = "per step";
+    if (f->layer >= 0)
+        snprintf(layer, sizeof layer, "layer %d", f->layer);
+    snprintf(s, n, "op '%s' (%s, %s), prompt %d at position %d (%s): %zu of %zu elements differ, max %.0f ulp",
+             f->op, md_role_name(f->role), layer, f->prompt, f->pos, f->generated ? "a generated token's step" :
+             "a prompt token", f->mismatched, f->n, f->max_ulp);
+}
+
+char *md_text(const md_result *r)
+{
+    nx_sbuf b = {0};
+    const md_dims *d = &r->dims;
+    nx_sbuf_printf(&b, "Model %s on class %s, scale %s: %lld layers (of %lld), hidden %lld (of %lld), %lld query / "
+                   "%lld KV heads of %lld (of %lld / %lld of %lld), MLP %lld (of %lld), vocabulary %lld (of %lld), "
+                   "KV pages of %lld\n",
+                   r->model, r->class_name, md_scale_name(r->scale), d->layers, d->full_layers, d->hidden,
+                   d->full_hidden, d->hq, d->hkv, d->d, d->full_hq, d->full_hkv, d->full_d, d->mlp, d->full_mlp,
+                   d->vocab, d->full_vocab, d->page);
+    nx_sbuf_printf(&b, "Weights: Philox seed %llu (docs/model.md); %d prompts x %d tokens, then %d generated "
+                   "greedily; control: the exact reference (%s engine) of the same points\n",
+                   (unsigned long long)r->seed, r->prompts, r->prompt_len, r->tokens, r->engine);
+    nx_sbuf_printf(&b, "\nOps (lowered at C1 by the class's FUSIONS.toml):\n");
+    for (int i = 0; i < MD_NROLES; i++) {
+        const md_op *op = &r->ops[i];
+        if (op->family[0]) {
+            nx_sbuf_printf(&b, "  %-12s %-20s %-32s %s", op->id, md_role_name(i), op->point, op->shape);
+            if (op->fused_residual)
+                nx_sbuf_printf(&b, " (residual add fused)");
+            if (op->plant[0]) {
+                if (op->plant_layer >= 0)
+                    nx_sbuf_printf(&b, "  PLANTED: the device runs %s at layer %d", op->plant, op->plant_layer);
+                else
+                    nx_sbuf_printf(&b, "  PLANTED: the device runs %s", op->plant);
+            }
+            nx_sbuf_printf(&b, "\n");
+        } else {
+            nx_sbuf_printf(&b, "  %-12s %-20s %-32s %s\n", op->id, md_role_name(i), "outside the families",
+                           op->shape);
+        }
+    }
+    nx_sbuf_printf(&b, "  Also outside the families: the KV cache append (a page taken from the pool when a position "
+                   "starts one) and residual adds the lowering does not fuse\n");
+    nx_sbuf_printf(&b, "\nLogits: %lld of %lld generated steps bit-identical", r->logits_equal, r->logits_steps);
+    if (r->logits_equal != r->logits_steps)
+        nx_sbuf_printf(&b, "; max %.0f ulp (bf16), max abs error %.6g", r->max_ulp, r->max_abs);
+    nx_sbuf_printf(&b, " (steps up to each prompt's first divergence)\n");
+    char ft[512];
+    first_text(r, ft, sizeof ft);
+    nx_sbuf_printf(&b, "First difference in bits: %s\n", ft);
+    nx_sbuf_printf(&b, "Transcripts: %d / %d prompts identical (%.1f%%); token agreement up to the first divergence "
+                   "%lld / %lld (%.1f%%)\n",
+                   r->prompts_identical, r->prompts, r->prompts ? 100.0 * r->prompts_identical / r->prompts : 0,
+                   r->tokens_agreed, r->tokens_total,
+                   r->tokens_total ? 100.0 * (double)r->tokens_agreed / (double)r->tokens_total : 100.0);
+    for (int p = 0; p < r->prompts; p++) {
+        const md_prompt_res *pr = &r->pr[p];
+        if (pr->diverged)
+            nx_sbuf_printf(&b, "  prompt %d: diverged at token %d: control %d, device %d", p, pr->agreed,
+                           pr->ctl_tok, pr->dev_tok);
+        else
+            nx_sbuf_printf(&b, "  prompt %d: identical (%d tokens)", p, pr->ntok);
+        if (pr->first_logit_step >= 0)
+            nx_sbuf_printf(&b, "; logits first differed at token %d, max %.0f ulp", pr->first_logit_step,
+                           pr->max_ulp);
+        nx_sbuf_printf(&b, "\n");
+    }
+    nx_sbuf_printf(&b, "Metrics: mean log-probability of the control's tokens: device %.6f, control %.6f; top-5 "
+                   "agreement %.4f\n",
+                   r->mean_logprob_dev, r->mean_logprob_ctl, r->topk_agreement);
+    nx_sbuf_printf(&b, "Cost: %lld forward steps per run; device %.3f s (%.3f ms per token, %lld calls), exact "
+                   "reference %.3f s (%.3f ms per token, %lld calls), outside the families %.3f s, weights %.3f s, "
+                   "total %.3f s\n",
+                   r->steps, r->t_device, 1e3 * per_token(r, r->t_device), r->dev_calls, r->t_ref,
+                   1e3 * per_token(r, r->t_ref), r->ref_calls, r->t_outside, r->t_weights, r->t_total);
+    nx_sbuf_printf(&b, "Model parity: %s\n",
+                   r->pass ? "yes (every logits step and every transcript bit-identical to the control)"
+                           : "NO (the device's bits differ from the exact reference of its declared points)");
+    return nx_sbuf_take(&b);
+}
+
+char *md_json(const md_result *r)
+{
+    json_t *j = json_object(), *dims = json_object(), *ops = json_array(), *pr = json_array(), *f = json_object(),
+           *cost = json_object();
+    const md_dims *d = &r->dims;
+    json_object_set_new(j, "model", json_string(r->model));
+    json_object_set_new(j, "class", json_string(r->class_name));
+    json_object_set_new(j, "scale", json_string(md_scale_name(r->scale)));
+#define DIM(k, v) json_object_set_new(dims, k, json_integer(v))
+    DIM("layers", d->layers), DIM("hidden", d->hidden), DIM("heads", d->hq), DIM("kv_heads", d->hkv),
+        DIM("head_dim", d->d), DIM("mlp", d->mlp), DIM("vocab", d->vocab), DIM("page", d->page);
+    DIM("full_layers", d->full_layers), DIM("full_hidden", d->full_hidden), DIM("full_heads", d->full_hq),
+        DIM("full_kv_heads", d->full_hkv), DIM("full_head_dim", d->full_d), DIM("full_mlp", d->full_mlp),
+        DIM("full_vocab", d->full_vocab);
+#undef DIM
+    json_object_set_new(j, "dims", dims);
+    json_object_set_new(j, "seed", json_integer((json_int_t)r->seed));
+    json_object_set_new(j, "prompts", json_integer(r->prompts));
+    json_object_set_new(j, "prompt_len", json_integer(r->prompt_len));
+    json_object_set_new(j, "tokens", json_integer(r->tokens));
+    json_object_set_new(j, "engine", json_string(r->engine));
+    for (int i = 0; i < MD_NROLES; i++) {
+        const md_op *op = &r->ops[i];
+        json_t *o = json_object();
+        json_object_set_new(o, "id", json_string(op->id));
+        json_object_set_new(o, "role", json_string(md_role_name(i)));
+        json_object_set_new(o, "outside_families", json_boolean(!op->family[0]));
+        json_object_set_new(o, "shape", json_string(op->shape));
+        if (op->family[0]) {
+            json_object_set_new(o, "point", json_string(op->point));
+            json_object_set_new(o, "rule", json_string(op->rule_where));
+            json_object_set_new(o, "hash", json_string(op->hash));
+            json_object_set_new(o, "fused_residual", json_boolean(op->fused_residual));
+            if (op->plant[0]) {
+                json_object_set_new(o, "planted", json_string(op->plant));
+                json_object_set_new(o, "planted_layer", op->plant_layer >= 0 ? json_integer(op->plant_layer)
+                                                                             : json_null());
+            }
+        }
+        json_array_append_new(ops, o);
+    }
+    json_object_set_new(j, "ops", ops);
+    json_object_set_new(f, "found", json_boolean(r->first.found));
+    if (r->first.found) {
+        json_object_set_new(f, "op", json_string(r->first.op));
+        json_object_set_new(f, "role", json_string(md_role_name(r->first.role)));
+        json_object_set_new(f, "layer", r->first.layer >= 0 ? json_integer(r->first.layer) : json_null());
+        json_object_set_new(f, "prompt", json_integer(r->first.prompt));
+        json_object_set_new(f, "position", json_integer(r->first.pos));
+        json_object_set_new(f, "mismatched", json_integer((json_int_t)r->first.mismatched));
+        json_object_set_new(f, "elements", json_integer((json_int_t)r->first.n));
+        json_object_set_new(f, "max_ulp", json_real(r->first.max_ulp));
+    }
+    json_object_set_new(j, "first_difference", f);
+    for (int p = 0; p < r->prompts; p++) {
+        const md_prompt_res *x = &r->pr[p];
+        json_t *o = json_object(), *pt = json_array(), *dv = json_array(), *ct = json_array();
+        for (int t = 0; t < r->prompt_len; t++)
+            json_array_append_new(pt, json_integer(x->prompt[t]));
+        for (int t = 0; t < x->ntok; t++)
+            json_array_append_new(dv, json_integer(x->dev[t])), json_array_append_new(ct, json_integer(x->ctl[t]));
+        json_object_set_new(o, "prompt", pt);
+        json_object_set_new(o, "device", dv);
+        json_object_set_new(o, "control", ct);
+        json_object_set_new(o, "identical", json_boolean(!x->diverged));
+        json_object_set_new(o, "agreed", json_integer(x->agreed));
+        if (x->diverged) {
+            json_object_set_new(o, "first_divergence", json_integer(x->agreed));
+            json_object_set_new(o, "device_token", json_integer(x->dev_tok));
+            json_object_set_new(o, "control_token", json_integer(x->ctl_tok));
+        }
+        json_object_set_new(o, "logits_steps", json_integer(x->logits_steps));
+        json_object_set_new(o, "logits_equal", json_integer(x->logits_equal));
+        json_object_set_new(o, "first_logits_difference",
+                            x->first_logit_step >= 0 ? json_integer(x->first_logit_step) : json_null());
+        json_object_set_new(o, "max_ulp", json_real(x->max_ulp));
+        json_object_set_new(o, "max_abs", json_real(x->max_abs));
+        json_array_append_new(pr, o);
+    }
+    json_object_set_new(j, "per_prompt", pr);
+    json_object_set_new(j, "prompts_identical", json_integer(r->prompts_identical));
+    json_object_set_new(j, "match_rate", json_real(r->prompts ? (double)r->prompts_identical / r->prompts : 0));
+    json_object_set_new(j, "tokens_agreed", json_integer(r->tokens_agreed));
+    json_object_set_new(j, "tokens_total", json_integer(r->tokens_total));
+    json_object_set_new(j, "logits_steps", json_integer(r->logits_steps));
+    json_object_set_new(j, "logits_equal", json_integer(r->logits_equal));
+    json_object_set_new(j, "max_ulp", json_real(r->max_ulp));
+    json_object_set_new(j, "max_abs", json_real(r->max_abs));
+    json_t *mt = json_object();
+    json_object_set_new(mt, "mean_logprob", json_real(r->mean_logprob_dev));
+    json_object_set_new(mt, "control_mean_logprob", json_real(r->mean_logprob_ctl));
+    json_object_set_new(mt, "top5_agreement", json_real(r->topk_agreement));
+    json_object_set_new(mt, "match_rate", json_real(r->prompts ? (double)r->prompts_identical / r->prompts : 0));
+    json_object_set_new(mt, "token_agreement",
+                        json_real(r->tokens_total ? (double)r->tokens_agreed / (double)r->tokens_total : 1));
+    json_object_set_new(j, "metrics", mt);
+    json_object_set_new(cost, "steps", json_integer(r->steps));
+    json_object_set_new(cost, "device_s", json_real(r->t_device));
+    json_object_set_new(cost, "reference_s", json_real(r->t_ref));
+    json_object_set_new(cost, "reference_s_per_token", json_real(per_token(r, r->t_ref)));
+    json_object_set_new(cost, "device_s_per_token", json_real(per_token(r, r->t_device)));
+    json_object_set_new(cost, "outside_s", json_real(r->t_outside));
+    json_object_set_new(cost, "weights_s", json_real(r->t_weights));
+    json_object_set_new(cost, "total_s", json_real(r->t_total));
+    json_object_set_new(cost, "device_calls", json_integer(r->dev_calls));
+    json_object_set_new(cost, "reference_calls", json_integer(r->ref_calls));
+    json_object_set_new(j, "cost", cost);
+    json_object_set_new(j, "pass", json_boolean(r->pass));
+    char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    json_decref(j);
+    if (!s)
+        return NULL;
+    size_t n = strlen(s);
+    char *t = realloc(s, n + 2);
+    if (!t) {
+        free(s);
+        return NULL;
+    }
+    t[n] = '\n', t[n + 1] = 0;
+    return t;
+}
+
+char *md_html(const md_result *r)
+{
+    html_doc d;
+    char title[256], buf[512];
+    snprintf(title, sizeof title, "parity model: %s on %s (%s)", r->model, r->class_name, md_scale_name(r->scale));
+    html_begin(&d, title);
+    char v1[64], v2[64], v3[128], v4[128];
+    snprintf(v1, sizeof v1, "%lld / %lld", r->logits_equal, r->logits_steps);
+    snprintf(v2, sizeof v2, "%d / %d", r->prompts_identical, r->prompts);
+    first_text(r, buf, sizeof buf);
+    snprintf(v3, sizeof v3, "%.3f ms per token (%lld steps)", r->steps ? 1e3 * r->t_ref / (double)r->steps : 0,
+             r->steps);
+    snprintf(v4, sizeof v4, "%s", r->pass ? "yes" : "NO");
+    const char *const facts[][2] = {{"model parity", v4},
+                                    {"logits steps bit-identical", v1},
+                                    {"prompts identical", v2},
+                                    {"first difference in bits", buf},
+                                    {"exact reference cost", v3}};
+    html_facts(&d, facts, sizeof facts / sizeof facts[0]);
+    html_heading(&d, 2, "Ops");
+    html_raw(&d, "<table><tr><th>op</th><th>role</th><th>point</th><th>shape</th></tr>\n");
+    for (int i = 0; i < MD_NROLES; i++) {
+        const md_op *op = &r->ops[i];
+        html_raw(&d, "<tr><td>");
+        html_esc(&d, op->id);
+        html_raw(&d, "</td><td>");
+        html_esc(&d, md_role_name(i));
+        html_raw(&d, "</td><td>");
+        html_esc(&d, op->family[0] ? op->point : "outside the families");
+        if (op->plant[0]) {
+            html_raw(&d, " <b>planted: ");
+            html_esc(&d, op->plant);
+            html_raw(&d, "</b>");
+        }
+        html_raw(&d, "</td><td>");
+        html_esc(&d, op->shape);
+        html_raw(&d, "</td></tr>\n");
+    }
+    html_raw(&d, "</table>\n");
+    html_heading(&d, 2, "Transcripts (control | device; the first divergence marked)");
+    for (int p = 0; p < r->prompts; p++) {
+        const md_prompt_res *x = &r->pr[p];
+        html_rawf(&d, "<h3>prompt %d: %s</h3>\n<table><tr><th>token</th><th>control</th><th>device</th></tr>\n", p,
+                  x->diverged ? "diverged" : "identical");
+        for (int t = 0; t < x->ntok; t++) {
+            int mark = x->diverged && t == x->agreed, after = x->diverged && t > x->agreed;
+            html_rawf(&d, "<tr%s><td>%d</td><td>%lld</td><td>%s%lld%s</td></tr>\n",
+                      mark ? " style=\"background:#f6c6c6;font-weight:bold\"" : after ? " style=\"color:#888\"" : "",
+                      t, (long long)x->ctl[t], mark ? "&#9654; " : "", (long long)x->dev[t],
+                      mark ? " (first divergence)" : "");
+        }
+        html_raw(&d, "</table>\n");
+    }
+    return html_end(&d);
+}
