@@ -211,5 +211,26 @@ rc=$?
 grep -q '^  gemm.splitk eager_graphed: FAIL (negative control did not fail)' "$T/int2" \
   || fail "a control that never fails was not reported as one"
 
+# A registry that `registry lint` refuses is refused by campaign and lkb
+# (exit 2, the first error named, no report written); --allow-lint-errors
+# runs it and says so.
+cp -r "$KERNELS" "$T/klint"
+sed -i 's/^params = { split_k = 4 }$/params = { split_k = 4, bogus_param = 3 }/' "$T/klint/cpu/common/KERNEL_FAMILIES.toml"
+"$PARITY" campaign --class cpu --kernels "$T/klint" --shapes small --no-ledger --json "$T/lint.json" > /dev/null 2> "$T/lint.err"
+rc=$?
+[ $rc -eq 2 ] || fail "campaign on a registry with a lint error: exit $rc, want 2"
+[ -e "$T/lint.json" ] && fail "campaign refused for lint wrote its --json"
+grep -q "fails lint: 1 error; the first: .*KERNEL_FAMILIES.toml:[0-9]*:[0-9]*: error: param 'bogus_param'" "$T/lint.err" \
+  || fail "campaign lint refusal does not name the first error: $(cat "$T/lint.err")"
+"$PARITY" campaign --class cpu --kernels "$T/klint" --shapes small --no-ledger --allow-lint-errors > "$T/lint.out" 2> /dev/null
+rc=$?
+[ $rc -eq 0 ] || fail "campaign --allow-lint-errors: exit $rc, want 0"
+grep -q "^Registry lint: .*fails lint: 1 error.*run anyway (--allow-lint-errors)" "$T/lint.out" || fail "campaign --allow-lint-errors does not say so"
+"$PARITY" lkb --class cpu --kernels "$T/klint" --json "$T/lkb.json" > /dev/null 2> "$T/lkb.err"
+rc=$?
+[ $rc -eq 2 ] || fail "lkb on a registry with a lint error: exit $rc, want 2"
+[ -e "$T/lkb.json" ] && fail "lkb refused for lint wrote its --json"
+grep -q "error: param 'bogus_param'" "$T/lkb.err" || fail "lkb lint refusal does not name the error"
+
 [ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "cli_campaign: all checks passed"

@@ -140,5 +140,15 @@ else
   echo "cli_gate: flock(1) not found: the --traces lock is not tested"
 fi
 
+# an after side that `registry lint` refuses: exit 2 naming it, no --json
+cp -r "$KERNELS" "$T/lint"
+sed -i 's/^params = { split_k = 4 }$/params = { split_k = 4, bogus_param = 3 }/' "$(mf lint)"
+gate --before "$T/A" --after "$T/lint" --json "$T/lint.json" > /dev/null 2> "$T/e"
+[ $? -eq 2 ] || fail "gate with a lint error after: want 2"
+[ -e "$T/lint.json" ] && fail "gate refused for lint wrote its --json"
+grep -q -- "--after $T/lint fails lint: 1 error; the first: .*error: param 'bogus_param'" "$T/e" || fail "gate lint refusal: $(cat "$T/e")"
+gate --before "$T/A" --after "$T/lint" --allow-lint-errors > "$T/o" 2> /dev/null
+grep -q "^registry lint: --after $T/lint fails lint" "$T/o" || fail "gate --allow-lint-errors does not say so"
+
 [ $fails -eq 0 ] && echo "cli_gate: all passed"
 exit $((fails != 0))

@@ -5,6 +5,7 @@
 
 #include "device.h"
 #include "fit.h"
+#include "lkb.h"
 #include "nx_philox.h"
 #include "refimpl.h"
 #include "nx_limits.h"
@@ -375,4 +376,43 @@ nx_status cli_load_space(const char *spec, const struct fit_ctx *ctx, struct fit
     if (!st && !space->count)
         st = nx_err_set(err, NX_EINVAL, "--space: no candidates");
     return st;
+}
+
+int cli_refuse_lint(const char *cmd, const char *opt, const char *dir, const reg_registry *r, int allow, char *said,
+                    size_t len)
+{
+    if (said && len)
+        said[0] = 0;
+    char *a = NULL, *b = NULL;
+    size_t errors = reg_lint(r, &a) + lkb_lint(r, &b);
+    if (!errors) {
+        free(a);
+        free(b);
+        return 0;
+    }
+    /* the first finding that is an error, not a warning */
+    char first[1024] = "";
+    const char *texts[2] = {a, b};
+    for (int k = 0; k < 2 && !*first; k++)
+        for (const char *p = texts[k]; p && *p && !*first;) {
+            const char *e = strchr(p, '\n');
+            size_t l = e ? (size_t)(e - p) : strlen(p);
+            const char *m = strstr(p, ": error: ");
+            if (m && (size_t)(m - p) < l)
+                snprintf(first, sizeof first, "%.*s", (int)l, p);
+            p = e ? e + 1 : p + l;
+        }
+    free(a);
+    free(b);
+    char text[1400];
+    snprintf(text, sizeof text, "%s%s%s fails lint: %zu error%s; the first: %s", opt ? opt : "", opt ? " " : "", dir,
+             errors, errors == 1 ? "" : "s", *first ? first : "(see `parity registry lint`)");
+    if (!allow) {
+        cli_error(cmd, "%s (run `parity registry lint %s`; --allow-lint-errors runs anyway)", text, dir);
+        return EXIT_INPUT;
+    }
+    fprintf(stderr, "parity %s: warning: %s; running anyway (--allow-lint-errors)\n", cmd, text);
+    if (said && len)
+        snprintf(said, len, "%s; run anyway (--allow-lint-errors)", text);
+    return 0;
 }

@@ -53,6 +53,16 @@ int cli_check_outputs(const char *cmd, const cli_file *outs, size_t nouts, const
 /* Whether the directory that holds (or would hold) PATH exists. */
 int cli_dir_exists(const char *path);
 
+/* Refuses (exit 2, nothing written) a registry that `parity registry lint`
+ * refuses: every lint rule, the LKB's included.  Prints "CMD: OPT DIR fails
+ * lint: N error(s); the first: FILE:LINE:COL: error: ..." and returns
+ * EXIT_INPUT; with allow (--allow-lint-errors) prints a warning on stderr,
+ * writes the same sentence (without the refusal) into said (when not NULL),
+ * and returns 0.  0 for a clean registry, said "" . */
+struct reg_registry;
+int cli_refuse_lint(const char *cmd, const char *opt, const char *dir, const struct reg_registry *r, int allow,
+                    char *said, size_t len);
+
 /* The run options campaign and gate share, each text NULL when not given:
  * --repeats (2 ... 1000), --threads (1 ... 4096), --seed (an unsigned
  * integer), --dist (by name; required), --engine (one built into this

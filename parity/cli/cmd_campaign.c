@@ -46,7 +46,7 @@ static const char campaign_usage[] =
     "                       [--dist normal|uniform|int|adversarial] [--engine fast|mpfr]\n"
     "                       [--against D [--against-traces DIR]] [--quiet]\n"
     "                       [--model M] [--ledger FILE | --no-ledger] [--kernel-src DIR]\n"
-    "                       [--shard i/N] [--html FILE]\n"
+    "                       [--shard i/N] [--html FILE] [--allow-lint-errors]\n"
     "\n"
     "Runs every family point visible from class C in the registry (default\n"
     "kernels/) on the class's backend and checks it:\n"
@@ -78,6 +78,9 @@ static const char campaign_usage[] =
     "class).  Shape presets: small (seconds) and 8b-layer (one decoder layer of an\n"
     "8B-class model: hidden 4096, intermediate 14336, 32/8 heads of dim 128,\n"
     "context 4096, batch 16).\n"
+    "\n"
+    "A registry that `parity registry lint` refuses is refused (exit 2, naming\n"
+    "its first error); --allow-lint-errors runs it anyway and says so.\n"
     "\n"
     "options:\n"
     "  --class C        the hardware class (required): cpu, sm80, sm89, sm90, ...\n"
@@ -151,7 +154,7 @@ int cmd_campaign(int argc, char **argv)
                *html = NULL, *traces = NULL, *rep_s = NULL, *thr_s = NULL, *seed_s = NULL, *dist_s = "normal", *eng_s = NULL,
                *against = NULL, *against_tr = NULL, *ledger_path = "out/ledger.sqlite", *model = NULL,
                *kernel_src = NULL, *shard_s = NULL;
-    int bad = 0, quiet = 0, no_ledger = 0;
+    int bad = 0, quiet = 0, no_ledger = 0, allow_lint = 0;
     unsigned char *in_shard = NULL;
     for (int i = 1; i < argc && !bad; i++) {
         if (cli_flag(argv, i, "--help") || cli_flag(argv, i, "-h")) {
@@ -160,6 +163,10 @@ int cmd_campaign(int argc, char **argv)
         }
         if (cli_flag(argv, i, "--quiet") || cli_flag(argv, i, "-q")) {
             quiet = 1;
+            continue;
+        }
+        if (cli_flag(argv, i, "--allow-lint-errors")) {
+            allow_lint = 1;
             continue;
         }
         if (cli_flag(argv, i, "--no-ledger")) {
@@ -211,6 +218,11 @@ int cmd_campaign(int argc, char **argv)
     reg_registry *reg;
     if (reg_load(kdir, &reg, &err) != NX_OK)
         return cli_fail("campaign", &err);
+    char lint_said[1600];
+    if (cli_refuse_lint("campaign", "--kernels", kdir, reg, allow_lint, lint_said, sizeof lint_said)) {
+        reg_free(reg);
+        return EXIT_INPUT;
+    }
     char **ids = NULL;
     size_t nids = 0;
     if (reg_list_points(reg, cls, &ids, &nids, &err) != NX_OK) {
@@ -419,6 +431,8 @@ int cmd_campaign(int argc, char **argv)
         rc = EXIT_INPUT;
     fputs(exit_lines ? exit_lines : no_ledger ? "Promoted into the LKB: not known (--no-ledger)\nLKB residual delta: "
                                                 "not known (--no-ledger)\n" : "", stdout);
+    if (*lint_said)
+        printf("Registry lint: %s\n", lint_said);
     free(exit_lines);
     for (size_t i = 0; i < n; i++)
         camp_result_free(&res[i]);

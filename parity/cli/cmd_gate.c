@@ -16,7 +16,7 @@ static const char gate_usage[] =
     "                   [--families F1,F2,...] [--seed S] [--dist D] [--engine E]\n"
     "                   [--repeats N] [--threads N] [--traces DIR] [--json FILE]\n"
     "                   [--no-bench] [--slack R] [--false-alarm P] [--pairs N]\n"
-    "                   [--quiet]\n"
+    "                   [--quiet] [--allow-lint-errors]\n"
     "                   [--registry-path P]\n"
     "\n"
     "The promotion rule as a command.  A and B are two registry directories (the\n"
@@ -57,6 +57,8 @@ static const char gate_usage[] =
     "                   (default 0.01)\n"
     "  --pairs N        interleaved timing pairs per point, 11 ... 1001 (default 31)\n"
     "  --quiet          no progress lines\n"
+    "  --allow-lint-errors  gate registries that `parity registry lint` refuses\n"
+    "                   (without it: exit 2 naming the first error; nothing written)\n"
     "\n"
     "exit status: 0 the gate passes; 1 it fails (a point not byte-identical, a\n"
     "gate changed, a point removed, a point slower beyond the band); 2 usage or\n"
@@ -108,7 +110,8 @@ int cmd_gate(int argc, char **argv)
     const char *before = NULL, *after = NULL, *cls = NULL, *preset = "small", *fams = NULL, *seed_s = NULL,
                *dist_s = "normal", *eng_s = NULL, *rep_s = NULL, *thr_s = NULL, *traces = NULL, *json = NULL,
                *rel_s = NULL, *abs_s = NULL, *pairs_s = NULL, *reg_path = "kernels";
-    int bad = 0, quiet = 0, no_bench = 0;
+    int bad = 0, quiet = 0, no_bench = 0, allow_lint = 0;
+    char lint_before[1600] = "", lint_after[1600] = "";
     for (int i = 1; i < argc && !bad; i++) {
         if (cli_flag(argv, i, "--help") || cli_flag(argv, i, "-h")) {
             fputs(gate_usage, stdout);
@@ -116,6 +119,10 @@ int cmd_gate(int argc, char **argv)
         }
         if (cli_flag(argv, i, "--quiet") || cli_flag(argv, i, "-q")) {
             quiet = 1;
+            continue;
+        }
+        if (cli_flag(argv, i, "--allow-lint-errors")) {
+            allow_lint = 1;
             continue;
         }
         if (cli_flag(argv, i, "--no-bench")) {
@@ -191,6 +198,23 @@ int cmd_gate(int argc, char **argv)
     }
     o.before = dir_a;
     o.after = dir_b;
+    /* a side that `registry lint` refuses is refused, named as given */
+    for (int k = 0; k < 2; k++) {
+        reg_registry *lr = NULL;
+        const char *d = k ? dir_b : dir_a, *opt = k ? "--after" : "--before", *as = k ? after : before;
+        if (reg_load(d, &lr, &err) != NX_OK) {
+            nx_err_prefix(&err, "%s", opt);
+            rc = cli_fail("gate", &err);
+            goto out;
+        }
+        int refused = cli_refuse_lint("gate", opt, as, lr, allow_lint, k ? lint_after : lint_before,
+                                      sizeof lint_before);
+        reg_free(lr);
+        if (refused) {
+            rc = EXIT_INPUT;
+            goto out;
+        }
+    }
     if (!(o.backend = backend_for(dir_b, cls, &err))) {
         rc = cli_fail("gate", &err);
         goto out;
@@ -220,6 +244,10 @@ int cmd_gate(int argc, char **argv)
     if (t)
         fputs(t, stdout);
     free(t);
+    if (*lint_before)
+        printf("registry lint: %s\n", lint_before);
+    if (*lint_after)
+        printf("registry lint: %s\n", lint_after);
     /* a gate that ends as bad input (exit 2) writes nothing */
     if (json && rc != EXIT_INPUT) {
         char *j = gate_json(&o, &r);

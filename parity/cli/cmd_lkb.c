@@ -12,7 +12,7 @@
 
 static const char lkb_usage[] =
     "usage: parity lkb --class C [--model M] [--kernels DIR] [--json FILE|-] [--ledger FILE]\n"
-    "                  [--before DIR|REV [--registry-path P]] [--lint]\n"
+    "                  [--before DIR|REV [--registry-path P]] [--lint] [--allow-lint-errors]\n"
     "\n"
     "The LKB report of class C (docs/lkb.md):\n"
     "  - with --model M, LKB coverage of M's decode step (DIR/models/M/STEP.toml) at\n"
@@ -45,6 +45,8 @@ static const char lkb_usage[] =
     "                 repository at the current directory whose --registry-path P\n"
     "                 (default kernels) is exported with git archive\n"
     "  --lint         only the LKB lint rules (also part of `parity registry lint`)\n"
+    "  --allow-lint-errors  report on a registry that `parity registry lint`\n"
+    "                 refuses (without it: exit 2, naming the first error)\n"
     "\n"
     "exit status: 0 the report was made (lint: clean); 2 usage or input error\n"
     "(lint: an error, such as a silent residual entry); 3 out of memory.\n";
@@ -53,11 +55,15 @@ int cmd_lkb(int argc, char **argv)
 {
     const char *cls = NULL, *model = NULL, *dir = "kernels", *json = NULL, *ledger = "out/ledger.sqlite",
                *before = NULL, *reg_path = "kernels";
-    int bad = 0, lint = 0;
+    int bad = 0, lint = 0, allow_lint = 0;
     for (int i = 1; i < argc && !bad; i++) {
         if (cli_flag(argv, i, "--help") || cli_flag(argv, i, "-h")) {
             fputs(lkb_usage, stdout);
             return EXIT_PASS;
+        }
+        if (cli_flag(argv, i, "--allow-lint-errors")) {
+            allow_lint = 1;
+            continue;
         }
         if (cli_flag(argv, i, "--lint")) {
             lint = 1;
@@ -85,6 +91,10 @@ int cmd_lkb(int argc, char **argv)
     reg_registry *r = NULL;
     if (reg_load(dir, &r, &err) != NX_OK)
         return cli_fail("lkb", &err);
+    if (!lint && cli_refuse_lint("lkb", "--kernels", dir, r, allow_lint, NULL, 0)) {
+        reg_free(r);
+        return EXIT_INPUT;
+    }
     if (lint) {
         char *rep = NULL;
         size_t errors = lkb_lint(r, &rep);

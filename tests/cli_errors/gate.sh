@@ -27,8 +27,9 @@ option --repeats needs a value                               | $G --repeats
 option --threads needs a value                               | $G --threads
 option --traces needs a value                                | $G --traces
 option --json needs a value                                  | $G --json
-option --noise-rel needs a value                             | $G --noise-rel
-option --noise-abs needs a value                             | $G --noise-abs
+option --slack needs a value                                 | $G --slack
+option --false-alarm needs a value                           | $G --false-alarm
+option --pairs needs a value                                 | $G --pairs
 option --registry-path needs a value                         | $G --registry-path
 --shapes: unknown preset 'big'                               | $G --shapes big --json w/j.json
 --json dir.json: is not a regular file                       | $G --json dir.json --traces w/tr
@@ -39,10 +40,12 @@ option --registry-path needs a value                         | $G --registry-pat
 --seed: '-1' is not an unsigned integer                      | $G --seed -1 --json w/j.json
 --dist: unknown distribution 'q'                             | $G --dist q --json w/j.json
 --engine: 'q' is not an engine built into this binary        | $G --engine q --json w/j.json
---noise-rel: 'x' is not a number in [0, 1e9]                 | $G --noise-rel x --json w/j.json
---noise-rel: '1e10' is not a number in [0, 1e9]              | $G --noise-rel 1e10 --json w/j.json
---noise-abs: '-1' is not a number in [0, 1e9]                | $G --noise-abs -1 --json w/j.json
---noise-abs: 'nan' is not a number in [0, 1e9]               | $G --noise-abs nan --json w/j.json
+--slack: 'x' is not a number in [0, 1e9]                     | $G --slack x --json w/j.json
+--slack: '1e10' is not a number in [0, 1e9]                  | $G --slack 1e10 --json w/j.json
+--false-alarm: '-1' is not a number in [0, 1e9]              | $G --false-alarm -1 --json w/j.json
+--false-alarm: 'nan' is not a number in [0, 1e9]             | $G --false-alarm nan --json w/j.json
+--false-alarm: '0' is not a probability in (0, 1)            | $G --false-alarm 0 --json w/j.json
+--pairs: '10' is not an integer in [11, 1001]                | $G --pairs 10 --json w/j.json
 --before: 'nodir' is neither a directory nor a git revision  | gate --before nodir --after $K --class cpu --json w/j.json --traces w/tr
 --after: 'nodir' is neither a directory nor a git revision   | gate --before $K --after nodir --class cpu --json w/j.json --traces w/tr
 class 'zz' has no backend in this build                      | gate --before $K --after $K --class zz --json w/j.json --traces w/tr
@@ -57,6 +60,6 @@ EOF
 fi
 
 helps <<'EOF'
-gate --help | --before --after --class --shapes --families --seed --dist --engine --repeats --threads --traces --json --no-bench --noise-rel --noise-abs --quiet --registry-path
+gate --help | --before --after --class --shapes --families --seed --dist --engine --repeats --threads --traces --json --no-bench --slack --false-alarm --pairs --quiet --registry-path --allow-lint-errors
 EOF
 finish
