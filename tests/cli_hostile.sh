@@ -309,5 +309,58 @@ run 0 "tree show --n 2^20" tree show pairwise --n 1048576
 run 2 "tree show --n 2^20 + 1" tree show pairwise --n 1048577
 has err "--n: '1048577' is not an integer in [0, 1048576]" "tree show --n 2^20 + 1"
 
+# ---- LKB files (issue 23): a broken [[measurement]] or value is a lint
+# error naming file, line and key, never a crash or a NaN in the report ---
+if [ -n "$KERNELS" ]; then
+  # lintk NAME WANT_LINE: both lints exit 2 (not a signal) and name it
+  lintk() {
+    run 2 "registry lint: $1" registry lint "$T/lk"
+    has out "$2" "registry lint: $1"
+    run 2 "lkb --lint: $1" lkb --lint --kernels "$T/lk"
+    has out "$2" "lkb --lint: $1"
+  }
+  fresh() { rm -rf "$T/lk"; cp -r "$KERNELS" "$T/lk"; }
+  M=$T/lk/cpu/MEASUREMENTS.toml
+  fresh; { printf '[[measurement]]\n'; cat "$KERNELS/cpu/MEASUREMENTS.toml"; } > "$M"
+  lintk "[[measurement]] without id" "$M:1:1: missing key 'id'"
+  fresh; { printf '[[measurement]]\nid = "x"\n'; cat "$KERNELS/cpu/MEASUREMENTS.toml"; } > "$M"
+  lintk "[[measurement]] without point" "$M:1:1: missing key 'point'"
+  fresh; { printf '[[measurement]]\nid = 7\n'; cat "$KERNELS/cpu/MEASUREMENTS.toml"; } > "$M"
+  lintk "[[measurement]] id not a string" "$M:2:6: key 'id' must be a string"
+  fresh; { printf '[[measurement]]\nid = "x"\npoint = ["gemm.splitk"]\n'; cat "$KERNELS/cpu/MEASUREMENTS.toml"; } > "$M"
+  lintk "[[measurement]] point not a string" "$M:3:9: key 'point' must be a string"
+  fresh; { printf '[[measurement]]\nbogus = 1\n'; cat "$KERNELS/cpu/MEASUREMENTS.toml"; } > "$M"
+  lintk "[[measurement]] with an unknown key" "$M:2:9: unknown key 'bogus' in [[measurement]]"
+  # the same, last in the file: the records before it were read
+  fresh; { cat "$KERNELS/cpu/MEASUREMENTS.toml"; printf '\n[[measurement]]\nbogus = 1\n'; } > "$M"
+  lintk "an unknown key in the last [[measurement]]" "unknown key 'bogus' in [[measurement]]"
+  # numbers: finite, and counts that fit
+  for v in nan inf -inf; do
+    fresh; sed -i "0,/^median_s = .*/s//median_s = $v/" "$M"
+    lintk "median_s = $v" "'median_s' must be a finite number >= 0"
+    grep -q "^$M:[0-9]*:12: error\|$M:[0-9]*:12:" "$T/out" || fail "median_s = $v: no file:line:column: $(head -c 300 "$T/out")"
+  done
+  fresh; sed -i "0,/^rows = .*/s//rows = 1e300/" "$M"
+  lintk "rows = 1e300" "'rows' must be at most 2147483647"
+  # STEP.toml: per names layer or step
+  S=$T/lk/models/llama3-8b/STEP.toml
+  fresh; sed -i '0,/^per = "step"/s//per = "epoch"/' "$S"
+  lintk "per = epoch" "$S:15:7: 'per' must be \"layer\" or \"step\""
+  # HARDWARE.toml [rates]: 5e-324 gave "coverage -nan%", inf a time of 0
+  H=$T/lk/cpu/HARDWARE.toml
+  for v in 5e-324 inf nan 0 1e13; do
+    fresh; sed -i "s/^vector_tflops = .*/vector_tflops = $v/" "$H"
+    lintk "vector_tflops = $v" "$H:20: error: [rates] vector_tflops must be a number in [1e-6, 1e12]"
+  done
+  # an empty class folder and a STEP.toml that is not TOML: said, not a crash
+  # (and under the sanitizers: no qsort(NULL, 0), no leak)
+  fresh; mkdir -p "$T/lk/cpu/empty"
+  run 0 "lkb, an empty folder in the class" lkb --class cpu --kernels "$T/lk"
+  fresh; printf 'this is = = not TOML\n' > "$S"
+  lintk "STEP.toml that does not parse" "$S:1:"
+  run 2 "lkb --model, STEP.toml that does not parse" lkb --class cpu --kernels "$T/lk" --model llama3-8b --allow-lint-errors
+  has err "$S:1:" "lkb --model, STEP.toml that does not parse"
+fi
+
 [ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "cli_hostile: all passed"

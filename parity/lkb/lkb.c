@@ -230,16 +230,20 @@ static nx_status walk(const char *kdir, const char *cls, const char *rel, int de
         if (de->d_name[0] == '.')
             continue;
         char **g = realloc(names, (nn + 1) * sizeof *g);
-        if (!g || !(g[nn] = strdup(de->d_name))) {
-            free(g ? g : names);
+        if (g)
+            names = g;
+        if (!g || !(names[nn] = strdup(de->d_name))) {
+            for (size_t i = 0; i < nn; i++)
+                free(names[i]);
+            free(names);
             closedir(d);
             return oom(err);
         }
-        names = g;
         nn++;
     }
     closedir(d);
-    qsort(names, nn, sizeof *names, cmp_names);
+    if (nn > 1) /* an empty folder: names is NULL, which qsort may not be given */
+        qsort(names, nn, sizeof *names, cmp_names);
     kernel_toml kt;
     nx_status st = kt_load(dir, &kt, probs, err);
     const char *scope = "class";
@@ -832,6 +836,15 @@ nx_status lkb_compute(const reg_registry *r, const char *cls, const lkb_opts *o,
 
 /* ---- lint ---------------------------------------------------------------- */
 
+/* Whether class cls's MEASUREMENTS.toml failed to load (unread[c] set). */
+static int class_unread(const reg_registry *r, const unsigned char *unread, const char *cls)
+{
+    for (size_t c = 0; unread && c < reg_class_count(r); c++)
+        if (unread[c] && strcmp(reg_class_name(r, c), cls) == 0)
+            return 1;
+    return 0;
+}
+
 size_t lkb_lint(const reg_registry *r, char **report)
 {
     nx_sbuf b = {0};
@@ -840,19 +853,24 @@ size_t lkb_lint(const reg_registry *r, char **report)
     const char *kdir = reg_dir(r);
     lkb_records recs = {0};
     nx_err e = {0};
-    /* every class's records */
-    for (size_t c = 0; c < reg_class_count(r); c++)
+    /* every class's records; a class whose file has an error is said once,
+     * not again for every id its evidence names (those records are not read) */
+    size_t ncls = reg_class_count(r);
+    unsigned char *unread = calloc(ncls ? ncls : 1, 1);
+    for (size_t c = 0; c < ncls; c++)
         if (lkb_records_load(kdir, reg_class_name(r, c), &recs, &e)) {
             nx_sbuf_printf(&b, "%s: error: %s\n", kdir, e.msg);
             errors++;
+            if (unread)
+                unread[c] = 1;
         }
     /* evidence rows name existing records of their class */
     reg_evidence_row *ev = NULL;
     size_t nev = 0;
     if (reg_evidence_rows(r, &ev, &nev, &e) == NX_OK) {
         for (size_t i = 0; i < nev; i++) {
-            if (!ev[i].measurement || !ev[i].class_name)
-                continue; /* reg_lint reports the missing key */
+            if (!ev[i].measurement || !ev[i].class_name || class_unread(r, unread, ev[i].class_name))
+                continue; /* reg_lint reports the missing key; the records' own error is said */
             const lkb_record *x = NULL;
             for (size_t k = 0; k < recs.n && !x; k++)
                 if (strcmp(recs.r[k].id, ev[i].measurement) == 0)
@@ -914,7 +932,7 @@ size_t lkb_lint(const reg_registry *r, char **report)
                                x->where, cls, kind[x->kind], x->what, kdir);
                 errors++;
             }
-            if (x->measurement) {
+            if (x->measurement && !(unread && unread[c])) {
                 int found = 0;
                 for (size_t k = 0; k < recs.n && !found; k++)
                     found = strcmp(recs.r[k].id, x->measurement) == 0;
@@ -1045,6 +1063,7 @@ size_t lkb_lint(const reg_registry *r, char **report)
     if (d)
         closedir(d);
     lkb_records_free(&recs);
+    free(unread);
     *report = nx_sbuf_take(&b);
     return errors;
 }

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -258,12 +259,16 @@ nx_status lkb_step_load(const char *kernels_dir, const char *model, lkb_step *s,
     nx_sbuf_printf(&b, "%s/models/%s/STEP.toml", kernels_dir, model);
     s->path = nx_sbuf_take(&b);
     s->model = strdup(model);
-    if (!s->path || !s->model)
-        return nx_err_set(err, NX_ENOMEM, "out of memory");
     tc_node *root = NULL;
-    nx_status st = tc_parse_file(s->path, &root, err);
-    if (st)
+    nx_status st;
+    if (!s->path || !s->model)
+        st = nx_err_set(err, NX_ENOMEM, "out of memory");
+    else
+        st = tc_parse_file(s->path, &root, err);
+    if (st) { /* a file that does not parse: path and model were leaked here */
+        lkb_step_free(s);
         return st;
+    }
     static const char *const top[] = {"model", "description", "layers", "op", NULL};
     static const char *const opk[] = {"id", "family", "per", "count", "shape", "flops", "bytes", NULL};
     const tc_node *layers = tc_get(root, "layers"), *ops = tc_get(root, "op"), *m = tc_get(root, "model");
@@ -328,13 +333,16 @@ out:
 
 /* ---- microbenchmark records -------------------------------------------- */
 
+static void record_free(lkb_record *r)
+{
+    free(r->id), free(r->class_name), free(r->point), free(r->shape), free(r->backend), free(r->kernel);
+    free(r->utc), free(r->host), free(r->where), free(r->baseline), free(r->energy_source);
+}
+
 void lkb_records_free(lkb_records *rs)
 {
-    for (size_t i = 0; i < rs->n; i++) {
-        lkb_record *r = &rs->r[i];
-        free(r->id), free(r->class_name), free(r->point), free(r->shape), free(r->backend), free(r->kernel);
-        free(r->utc), free(r->host), free(r->where), free(r->baseline), free(r->energy_source);
-    }
+    for (size_t i = 0; i < rs->n; i++)
+        record_free(&rs->r[i]);
     free(rs->r);
     rs->r = NULL;
     rs->n = 0;
@@ -382,6 +390,7 @@ nx_status lkb_records_load(const char *kernels_dir, const char *class_name, lkb_
         all[na++] = *k;
     all[na] = NULL;
     const tc_node *ms = tc_get(root, "measurement");
+    lkb_record *partial = NULL;
     if ((st = keys_ok(root, top, "MEASUREMENTS.toml", err)))
         goto out;
     if (ms && ms->kind != TC_ARRAY) {
@@ -402,6 +411,7 @@ nx_status lkb_records_load(const char *kernels_dir, const char *class_name, lkb_
         out->r = g;
         lkb_record *r = &out->r[out->n++];
         memset(r, 0, sizeof *r);
+        partial = r;
         r->where = loc(t);
         r->class_name = strdup(class_name);
         if ((st = keys_ok(t, all, "[[measurement]]", err)) || (st = want_str(t, "id", 1, &r->id, err)) ||
@@ -418,8 +428,11 @@ nx_status lkb_records_load(const char *kernels_dir, const char *class_name, lkb_
         double v[16] = {0};
         int have[16] = {0};
         for (size_t k = 0; nums[k] && !st; k++)
-            if ((have[k] = get_num(t, nums[k], &v[k])) < 0 || (have[k] && v[k] < 0))
-                st = tc_errf(err, NX_EINVAL, tc_get(t, nums[k]), "'%s' must be a number >= 0", nums[k]);
+            if ((have[k] = get_num(t, nums[k], &v[k])) < 0 || (have[k] && !(v[k] >= 0 && v[k] < HUGE_VAL)))
+                st = tc_errf(err, NX_EINVAL, tc_get(t, nums[k]), "'%s' must be a finite number >= 0", nums[k]);
+        for (size_t k = 0; k < 3 && !st; k++) /* rows, warmup, repeats: counts, cast to integers */
+            if (have[k] && v[k] > 2147483647.0)
+                st = tc_errf(err, NX_EINVAL, tc_get(t, nums[k]), "'%s' must be at most 2147483647", nums[k]);
         if (st)
             break;
         if (!have[0] || v[0] < 1 || !have[3] || !have[4] || !have[5]) {
@@ -443,6 +456,12 @@ nx_status lkb_records_load(const char *kernels_dir, const char *class_name, lkb_
                              r->id, out->r[j].where);
                 break;
             }
+        if (!st)
+            partial = NULL;
+    }
+    if (partial) { /* a record left half read (no id, a key of the wrong type): callers see whole ones only */
+        record_free(partial);
+        out->n--;
     }
 out:
     tc_free(root);

@@ -289,8 +289,11 @@ char *reg_rates_problems(const reg_registry *r)
                 known |= strcmp(*k, v->key) == 0;
             if (!known)
                 rg_put_loc(&b, v), nx_sbuf_printf(&b, ": unknown key '%s' in [rates]\n", v->key);
-            else if ((v->kind != TC_INT && v->kind != TC_FLOAT) || (v->kind == TC_INT ? v->i <= 0 : !(v->f > 0)))
-                rg_put_loc(&b, v), nx_sbuf_printf(&b, ": [rates] %s must be a positive number\n", v->key);
+            else if ((v->kind != TC_INT && v->kind != TC_FLOAT) ||
+                     (v->kind == TC_INT ? v->i <= 0 || v->i > 1000000000000LL : !(v->f >= 1e-6 && v->f <= 1e12)))
+                /* a rate is divided into bytes and flops: 5e-324 made the roofline's times inf and the
+                 * coverage NaN, inf made them 0 */
+                rg_put_loc(&b, v), nx_sbuf_printf(&b, ": [rates] %s must be a number in [1e-6, 1e12]\n", v->key);
         }
     }
     return nx_sbuf_take(&b);
