@@ -1,0 +1,113 @@
+#!/bin/sh
+# cli_model.sh PARITY KERNELS: `parity model` (docs/model.md).  The cpu
+# class runs its declared points, so against the exact reference of the
+# same points every op, every logits step and every transcript must be
+# bit-identical; a planted kernel bug (the device running another split
+# count in one gemm op, from a registry copy with that point added) must
+# show up as a bit difference first at the planted op and layer, in the
+# logits, and, at 40 tokens, as a transcript divergence.  The expected
+# counts come from the options (prompts x tokens) and the plant, never
+# from parity's output; transcripts are re-checked with `parity transcript`.
+set -u
+PARITY=$1
+KERNELS=$2
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+# value of a JSON path (a Python expression on j) in FILE
+jv() { python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print($2)" "$1"; }
+# the transcripts of a report as two JSONL files, for `parity transcript`
+jsonl() {
+  python3 -c "
+import json,sys
+j=json.load(open(sys.argv[1]))
+open(sys.argv[2],'w').write(''.join(json.dumps(p['control'])+'\n' for p in j['per_prompt']))
+open(sys.argv[3],'w').write(''.join(json.dumps(p['device'])+'\n' for p in j['per_prompt']))" "$1" "$2" "$3"
+}
+expect_rc() { # WANT WHAT CMD...
+  want=$1; what=$2; shift 2
+  "$@" > "$T/out" 2> "$T/err"; rc=$?
+  [ "$rc" = "$want" ] || { fail "$what: exit $rc, want $want"; cat "$T/out" "$T/err" | head -20; }
+}
+M="$PARITY model --kernels $KERNELS --class cpu --model llama3-8b"
+
+# ---- help and input errors (exit 2, the message names what is wrong)
+expect_rc 0 "--help" $PARITY model --help
+grep -q "usage: parity model" "$T/out" || fail "--help prints the usage"
+expect_rc 2 "no --class" $PARITY model --model llama3-8b --kernels "$KERNELS"
+expect_rc 2 "bad --scale" $M --scale huge
+grep -q "huge" "$T/err" || fail "bad --scale is named"
+expect_rc 2 "unknown model" $PARITY model --kernels "$KERNELS" --class cpu --model nosuch
+expect_rc 2 "an MoE step is not a dense decoder" $PARITY model --kernels "$KERNELS" --class cpu --model mixtral-8x7b
+grep -q "dense decoder" "$T/err" || fail "mixtral: the message says the loop runs dense decoders"
+expect_rc 2 "bad --plant" $M --plant down_proj
+expect_rc 2 "--plant of another family" $M --plant down_proj=rmsnorm.plain
+expect_rc 2 "--plant of a layer that does not exist" $M --plant down_proj@2=gemm.seq
+expect_rc 2 "--plant of an op outside the families" $M --plant rope=gemm.seq
+
+# ---- the control: 4 prompts x 32 tokens, every bit equal (exit 0)
+expect_rc 0 "tiny 4x32 against the reference" $M --json "$T/a.json" --html "$T/a.html"
+grep -q "^Model parity: yes" "$T/out" || fail "4x32: the text says model parity"
+grep -q "^First difference in bits: none" "$T/out" || fail "4x32: no op differed"
+grep -q "rope .*outside the families" "$T/out" || fail "rope is reported as outside the families"
+grep -q "down_proj .*gemm.splitk " "$T/out" || fail "down_proj is lowered to gemm.splitk (FUSIONS.toml, rows [1, 16])"
+grep -q "mlp_norm .*rmsnorm.fused_add" "$T/out" || fail "mlp_norm is lowered to rmsnorm.fused_add (its op rule)"
+[ "$(jv "$T/a.json" "j['logits_steps'], j['logits_equal'], j['tokens_total'], j['tokens_agreed']")" = "128 128 128 128" ] ||
+  fail "4x32: 128 logits steps, all equal, 128 tokens agreed: $(jv "$T/a.json" "j['logits_steps'], j['logits_equal'], j['tokens_total'], j['tokens_agreed']")"
+[ "$(jv "$T/a.json" "j['pass'], j['first_difference']['found'], j['dims']['layers'], j['dims']['hidden'], j['dims']['heads'], j['dims']['vocab']")" = "True False 2 256 8 4096" ] ||
+  fail "4x32: pass, nothing differed, tiny = 2 layers, hidden 256, 8 heads, vocabulary 4096"
+# 4 prompts of 8 tokens then 32 generated: 8 + 31 forward steps each
+[ "$(jv "$T/a.json" "j['cost']['steps']")" = 156 ] || fail "4x32: 156 forward steps, got $(jv "$T/a.json" "j['cost']['steps']")"
+jsonl "$T/a.json" "$T/ac.jsonl" "$T/ad.jsonl"
+expect_rc 0 "parity transcript agrees: identical" $PARITY transcript "$T/ac.jsonl" "$T/ad.jsonl"
+python3 - "$T/a.html" <<'EOF' || fail "4x32: the HTML page parses and shows 4 prompts"
+import sys
+from html.parser import HTMLParser
+class P(HTMLParser):
+    h3 = 0
+    def handle_starttag(self, tag, a):
+        if tag == "h3": self.h3 += 1
+p = P(); p.feed(open(sys.argv[1]).read()); sys.exit(0 if p.h3 == 4 else 1)
+EOF
+# the same with the MPFR engine on fewer tokens: the engines give the same bits
+expect_rc 0 "MPFR reference" $M --engine mpfr --prompts 1 --prompt-len 2 --tokens 2
+
+# ---- the plant mechanism alone changes nothing: the declared point planted
+expect_rc 0 "planting the declared point" $M --prompts 2 --tokens 8 --plant down_proj@0=gemm.splitk
+
+# ---- a planted bug: down_proj at layer 0 runs split_k = 2, declared 4
+R=$T/k
+cp -r "$KERNELS" "$R"
+python3 - "$R/cpu/common/KERNEL_FAMILIES.toml" <<'EOF'
+import sys
+p = sys.argv[1]; s = open(p).read()
+pt = '''[[family.point]]
+id = "splitk2"
+kernel = "cpu_gemm_splitk"
+description = "split-K over 2 slices: a neighbour of splitk (split_k = 4)"
+params = { split_k = 2 }
+[family.point.numerics.k]
+acc = "fp32"
+tree = "split({split_k}, stride({vec}, seq, pairwise), seq)"
+out = "fp32"
+
+'''
+i = s.index('[[family.evidence]]')  # the gemm family's first evidence row: its points end here
+open(p, 'w').write(s[:i] + pt + s[i:])
+EOF
+expect_rc 1 "planted split_k = 2 in down_proj at layer 0" $PARITY model --kernels "$R" --class cpu --model llama3-8b \
+  --plant down_proj@0=gemm.splitk2 --tokens 40 --json "$T/b.json" --html "$T/b.html"
+[ "$(jv "$T/b.json" "j['first_difference']['op'], j['first_difference']['layer']")" = "down_proj 0" ] ||
+  fail "planted: the first op to differ is down_proj at layer 0, got $(jv "$T/b.json" "j['first_difference']")"
+grep -q "^First difference in bits: op 'down_proj' (down projection, layer 0)" "$T/out" ||
+  fail "planted: the text names down_proj at layer 0"
+grep -q "^Model parity: NO" "$T/out" || fail "planted: the text says no model parity"
+[ "$(jv "$T/b.json" "j['logits_equal'] < j['logits_steps']")" = True ] || fail "planted: some logits differ in bits"
+[ "$(jv "$T/b.json" "j['prompts_identical'] < 4")" = True ] || fail "planted, 40 tokens: a transcript diverges"
+jsonl "$T/b.json" "$T/bc.jsonl" "$T/bd.jsonl"
+expect_rc 1 "parity transcript agrees: diverged" $PARITY transcript "$T/bc.jsonl" "$T/bd.jsonl"
+grep -q "first divergence" "$T/b.html" || fail "planted: the HTML page marks the first divergence"
+
+[ "$fails" = 0 ] || { echo "$fails failure(s)"; exit 1; }
+echo "cli_model: ok"
