@@ -36,6 +36,12 @@ typedef struct dev_backend {
      * family's output tensors to `out`. */
     nx_status (*run)(const fam_spec *spec, const st_file *in, st_file *out, const dev_opts *opts,
                      nx_err *err);
+    /* Optional (NULL: not told).  NX_OK when the backend has no such kernel
+     * (that is `supports`' business) or its kernel accepts the point's
+     * params; else the error naming the param the kernel refuses (a
+     * split count out of range, a NaN epsilon): an input error of the
+     * point, never a skip. */
+    nx_status (*check_params)(const fam_spec *spec, const char *kernel, nx_err *err);
 } dev_backend;
 
 const dev_backend *dev_cpu_backend(void);

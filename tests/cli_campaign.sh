@@ -232,5 +232,19 @@ rc=$?
 [ -e "$T/lkb.json" ] && fail "lkb refused for lint wrote its --json"
 grep -q "error: param 'bogus_param'" "$T/lkb.err" || fail "lkb lint refusal does not name the error"
 
+# A kernel that refuses its point's params is the point's input error,
+# naming the param (exit 2), never "skipped: no kernel".
+cp -r "$KERNELS" "$T/kp"
+sed -i 's/^params = { split_k = 4 }$/params = { split_k = 1073741824 }/' "$T/kp/cpu/common/KERNEL_FAMILIES.toml"
+sed -i '/^kernel = "cpu_rmsnorm"$/a params = { eps = nan }' "$T/kp/cpu/common/KERNEL_FAMILIES.toml"
+"$PARITY" campaign --class cpu --kernels "$T/kp" --shapes small --no-ledger > "$T/kp.out" 2> /dev/null
+rc=$?
+[ $rc -eq 2 ] || fail "kernels refusing their params: exit $rc, want 2"
+grep -q "^gemm.splitk .*ERROR: gemm.splitk: the cpu backend's kernel 'cpu_gemm_splitk' refuses the point's params: .*split_k = 1073741824" "$T/kp.out" \
+  || fail "split_k = 2^30 not an input error naming split_k"
+grep -q "^rmsnorm.plain .*ERROR: .*refuses the point's params: .*param 'eps' = 'nan'" "$T/kp.out" \
+  || fail "eps = nan not an input error naming eps"
+grep -q "skipped: the cpu backend has no kernel" "$T/kp.out" && fail "a refused param said as a skip"
+
 [ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "cli_campaign: all checks passed"

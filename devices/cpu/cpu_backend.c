@@ -355,7 +355,16 @@ static nx_status cpu_run_point(const fam_spec *spec, const st_file *in, st_file 
     return st;
 }
 
-static const dev_backend cpu_backend = {"cpu", cpu_available, cpu_describe, cpu_supports, cpu_run_point};
+static nx_status cpu_check_params(const fam_spec *spec, const char *kernel, nx_err *err)
+{
+    const cpu_kernel *k = spec && spec->family ? kernel_by_id(kernel ? kernel : spec->kernel ? spec->kernel : "") : NULL;
+    if (!k || strcmp(k->family, spec->family) != 0)
+        return NX_OK;
+    return k->check(spec, k, err);
+}
+
+static const dev_backend cpu_backend = {"cpu", cpu_available, cpu_describe, cpu_supports, cpu_run_point,
+                                        cpu_check_params};
 
 const dev_backend *dev_cpu_backend(void)
 {

@@ -400,7 +400,7 @@ done:
     return st;
 }
 
-static const dev_backend cuda_backend = {"cuda", cuda_available, cuda_describe, cuda_supports, cuda_run};
+static const dev_backend cuda_backend = {"cuda", cuda_available, cuda_describe, cuda_supports, cuda_run, NULL};
 
 const dev_backend *dev_cuda_backend(void)
 {

@@ -800,6 +800,13 @@ nx_status camp_run_point(const reg_registry *reg, const char *class_name, const 
     }
     for (int c = 0; c < CK_COUNT; c++)
         res->checks[c].negative = c <= CK_ROWS && vd_in_list(fam_param_get(&spec, "negative_control"), check_names[c]);
+    /* a kernel that exists but refuses the point's params is the point's
+     * input error, named, never a skip */
+    if (o->backend->check_params && (st = o->backend->check_params(&spec, spec.kernel, err))) {
+        nx_err_prefix(err, "%s: the %s backend's kernel '%s' refuses the point's params", id, o->backend->name,
+                      spec.kernel ? spec.kernel : "(none)");
+        goto out;
+    }
     if (!o->backend->supports(&spec, spec.kernel)) {
         for (int c = 0; c < CK_COUNT; c++) {
             res->checks[c].verdict = CV_SKIP;
