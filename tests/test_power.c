@@ -114,7 +114,8 @@ static nx_status planted_run(const fam_spec *spec, const st_file *in, st_file *o
     return st;
 }
 
-static const dev_backend PLANTED = {"planted", planted_available, planted_describe, planted_supports, planted_run};
+static const dev_backend PLANTED = {.name = "planted", .available = planted_available, .describe = planted_describe,
+                                    .supports = planted_supports, .run = planted_run};
 
 /* Resolves id, changes the declared point as `declare` says (the kernel
  * keeps TRUTH), runs the check; it must fail naming `red` and containing

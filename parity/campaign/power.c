@@ -89,6 +89,9 @@ static const struct {
     {"paged_decode_attention", "split", "/2,*2"},
 };
 
+/* The largest point (input elements) whose own shape is also run in fp32. */
+#define OWN_SHAPE_MAX_ELEMS (1u << 17)
+
 /* Lengths at which two trees are compared for equivalence: every length up
  * to 64 and the lengths the presets and the variants reduce over. */
 static const size_t equiv_lengths[] = {96, 97, 100, 101, 128, 160, 163, 180, 200, 203, 256, 384, 512, 1024, 1536};
@@ -106,6 +109,7 @@ void pw_opts_default(pw_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->seed = 1;
+    o->threads = 1; /* the power runs are small: threads only wait on each other */
     o->engine = (int)ref_engine_default();
     o->neighbours = 1;
 }
@@ -893,9 +897,22 @@ static nx_status build_cases(pw_ctx *x, const fam_spec *spec, nx_err *err)
     /* int inputs make every sum exact, so outputs land on rounding ties */
     static const nx_dist dists[3] = {NX_DIST_NORMAL, NX_DIST_ADVERSARIAL, NX_DIST_INT};
     nx_status st = NX_OK;
-    /* first the point's own shape in fp32: cheap, and it tells most
-     * neighbours apart before the larger variants are needed */
-    for (size_t v = 0; v < sizeof variants / sizeof variants[0] && !st; v++) {
+    /* first the point's own shape in fp32: cheap at a small shape, and it
+     * tells most neighbours apart before the larger variants are needed;
+     * left out at large shapes (8b-layer), where each neighbour would cost
+     * a full reference run */
+    uint64_t elems = 0;
+    ref_tensor_desc *dd = NULL;
+    size_t ndd = 0;
+    if (ref_inputs(spec, &dd, &ndd, NULL) == NX_OK)
+        for (size_t k = 0; k < ndd; k++) {
+            uint64_t e = 1;
+            for (int a = 0; a < dd[k].ndim; a++)
+                e *= (uint64_t)dd[k].shape[a];
+            elems += e;
+        }
+    free(dd);
+    for (size_t v = 0; v < sizeof variants / sizeof variants[0] && !st && elems <= OWN_SHAPE_MAX_ELEMS; v++) {
         if (strcmp(variants[v].family, fam))
             continue;
         pw_case *c;

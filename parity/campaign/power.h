@@ -47,12 +47,14 @@ typedef enum pw_seen {
 
 typedef struct pw_opts {
     unsigned long long seed; /* the campaign's seed; the power inputs derive from it */
-    int threads;             /* kernel (graphed) and reference threads, 0 = all */
+    int threads;             /* kernel (graphed) and reference threads, 0 = all; default 1 */
     int engine;              /* ref_engine */
     int neighbours;          /* 1: also report the neighbours (part 2); 0: runs only */
 } pw_opts;
 
-/* Defaults: seed 1, all threads, the fastest engine, neighbours on. */
+/* Defaults: seed 1, one thread (the runs are small; more threads only
+ * wait on each other, badly so on a busy machine), the fastest engine,
+ * neighbours on. */
 void pw_opts_default(pw_opts *o);
 
 typedef struct pw_neighbour {
