@@ -150,5 +150,27 @@ grep -q -- "--after $T/lint fails lint: 1 error; the first: .*error: param 'bogu
 gate --before "$T/A" --after "$T/lint" --allow-lint-errors > "$T/o" 2> /dev/null
 grep -q "^registry lint: --after $T/lint fails lint" "$T/o" || fail "gate --allow-lint-errors does not say so"
 
+# Without --class the gate finds the classes the change touches: the cpu
+# template's split count hard-coded to 4 leaves cpu's view unchanged (its
+# split_k is 4) but changes cpu-split8's, whose kernel runs 8: gated there,
+# it fails; --class cpu alone passes, which is why every class is found.
+cp -r "$KERNELS" "$T/hard4"
+sed -i '0,/tree = "split({split_k}, stride({vec}, seq, pairwise), seq)"/s//tree = "split(4, stride({vec}, seq, pairwise), seq)"/' "$(mf hard4)"
+gate --before "$T/A" --after "$T/hard4" --class cpu > /dev/null 2>&1
+[ $? -eq 0 ] || fail "hard-coded split(4): --class cpu should pass (the view of cpu is unchanged)"
+"$PARITY" gate --quiet --no-bench --before "$T/A" --after "$T/hard4" --json "$T/touch.json" > "$T/touch" 2>&1
+rc=$?
+[ $rc -eq 1 ] || fail "hard-coded split(4), every touched class: exit $rc, want 1"
+grep -q '^classes the change touches: 1$' "$T/touch" || fail "touched classes: $(head -3 "$T/touch")"
+grep -q '^  cpu-split8: gemm.splitk: numerics hash [0-9a-f]* -> [0-9a-f]*$' "$T/touch" || fail "cpu-split8 not named with why"
+grep -q '^parity gate: class cpu-split8,' "$T/touch" || fail "cpu-split8 not gated"
+grep -q '^parity gate: class cpu,' "$T/touch" && fail "an untouched class was gated"
+grep -q '^gate over 1 touched class(es): FAIL$' "$T/touch" || fail "no overall verdict"
+grep -q '"why": "gemm.splitk: numerics hash' "$T/touch.json" || fail "json: the class's why"
+# identical registries touch no class and pass
+"$PARITY" gate --quiet --no-bench --before "$T/A" --after "$T/same" > "$T/touch0" 2>&1
+[ $? -eq 0 ] || fail "identical registries, every touched class: want 0"
+grep -q '^classes the change touches: 0$' "$T/touch0" || fail "identical registries touch a class"
+
 [ $fails -eq 0 ] && echo "cli_gate: all passed"
 exit $((fails != 0))

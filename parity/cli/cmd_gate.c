@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 
 static const char gate_usage[] =
-    "usage: parity gate --before A --after B --class C [--shapes small|8b-layer]\n"
+    "usage: parity gate --before A --after B [--class C] [--shapes small|8b-layer]\n"
     "                   [--families F1,F2,...] [--seed S] [--dist D] [--engine E]\n"
     "                   [--repeats N] [--threads N] [--traces DIR] [--json FILE]\n"
     "                   [--no-bench] [--slack R] [--false-alarm P] [--pairs N]\n"
@@ -44,7 +44,12 @@ static const char gate_usage[] =
     "                   (required)\n"
     "  --registry-path P  the registry's path inside the repository, for git\n"
     "                   revisions (default kernels)\n"
-    "  --class C        the hardware class (required; must exist on both sides)\n"
+    "  --class C        gate this class only (it must exist on both sides); without\n"
+    "                   it, every class the change touches: each class of either\n"
+    "                   registry whose resolved view of a point (numerics hash,\n"
+    "                   kernel, params, tolerance) differs or that gained or lost a\n"
+    "                   point, named with why; a touched class whose backend cannot\n"
+    "                   run here is said, not gated\n"
     "  --shapes P       shape preset (default small)\n"
     "  --families LIST  only these families\n"
     "  --seed S, --dist D, --engine E, --repeats N, --threads N  as for campaign\n"
@@ -144,8 +149,8 @@ int cmd_gate(int argc, char **argv)
     }
     if (bad)
         return EXIT_INPUT;
-    if (!before || !after || !cls) {
-        cli_error("gate", "needs --before A --after B --class C (see --help)");
+    if (!before || !after) {
+        cli_error("gate", "needs --before A --after B (see --help)");
         return EXIT_INPUT;
     }
     if (!camp_preset_known(preset)) {
@@ -215,42 +220,102 @@ int cmd_gate(int argc, char **argv)
             goto out;
         }
     }
-    if (!(o.backend = backend_for(dir_b, cls, &err))) {
-        rc = cli_fail("gate", &err);
-        goto out;
+    /* the classes to gate: --class, or every class the change touches */
+    gate_touch *touched = NULL;
+    size_t ntouched = 0;
+    if (!cls) {
+        if (gate_touched(dir_a, dir_b, preset, fams, &touched, &ntouched, &err) != NX_OK) {
+            rc = cli_fail("gate", &err);
+            goto out;
+        }
+        printf("classes the change touches: %zu\n", ntouched);
+        for (size_t k = 0; k < ntouched; k++)
+            printf("  %s: %s\n", touched[k].class_name, touched[k].why);
     }
-    char why[256] = "";
-    if (!o.backend->available(why, sizeof why)) {
-        cli_error("gate", "class %s: its backend %s cannot run here (%s)", cls, o.backend->name, why);
-        rc = EXIT_INPUT;
-        goto out;
+    json_t *jall = json_object(), *jcls = json_array(), *jskip = json_array();
+    int any_fail = 0, any_input = 0;
+    for (size_t k = 0; k < (cls ? 1 : ntouched); k++) {
+        const char *c = cls ? cls : touched[k].class_name;
+        o.class_name = c;
+        o.before = dir_a;
+        o.after = dir_b;
+        if (!(o.backend = backend_for(dir_b, c, &err)) && !(o.backend = backend_for(dir_a, c, &err))) {
+            if (cls) {
+                rc = cli_fail("gate", &err);
+                goto done;
+            }
+            printf("class %s: not gated here: %s\n", c, err.msg);
+            json_array_append_new(jskip, json_pack("{s:s,s:s}", "class", c, "why", err.msg));
+            continue;
+        }
+        char why[256] = "";
+        if (!o.backend->available(why, sizeof why)) {
+            if (cls) {
+                cli_error("gate", "class %s: its backend %s cannot run here (%s)", c, o.backend->name, why);
+                rc = EXIT_INPUT;
+                goto done;
+            }
+            printf("class %s: not gated here: its backend %s cannot run here (%s)\n", c, o.backend->name, why);
+            json_array_append_new(jskip, json_pack("{s:s,s:s}", "class", c, "why", why));
+            continue;
+        }
+        gate_report r;
+        if (gate_run(&o, &r, &err) != NX_OK) {
+            rc = cli_fail("gate", &err);
+            goto done;
+        }
+        o.lock_traces = NULL; /* the traces folder is locked once, by the first class */
+        if (tmp_a || tmp_b) {
+            /* name the revisions, not the temporary directories */
+            o.before = before;
+            o.after = after;
+        }
+        any_input |= r.errors != 0;
+        any_fail |= r.failed || r.removed;
+        if (fams && r.n == 0 && cls) {
+            cli_error("gate", "--families: no point of class %s belongs to '%s'", c, fams);
+            any_input = 1;
+        }
+        if (!cls)
+            printf("\n");
+        char *t = gate_text(&o, &r);
+        if (t)
+            fputs(t, stdout);
+        free(t);
+        char *j = gate_json(&o, &r);
+        json_t *jo = j ? json_loads(j, 0, NULL) : NULL;
+        free(j);
+        if (!jo) {
+            gate_free(&r);
+            cli_error("gate", "out of memory");
+            rc = EXIT_INTERNAL;
+            goto done;
+        }
+        if (cls) {
+            json_object_update(jall, jo);
+            json_decref(jo);
+        } else {
+            json_object_set_new(jo, "why", json_string(touched[k].why));
+            json_array_append_new(jcls, jo);
+        }
+        gate_free(&r);
     }
-    gate_report r;
-    if (gate_run(&o, &r, &err) != NX_OK) {
-        rc = cli_fail("gate", &err);
-        goto out;
+    rc = any_input ? EXIT_INPUT : any_fail ? EXIT_PARITY : EXIT_PASS;
+    if (!cls) {
+        printf("\ngate over %zu touched class(es): %s\n", ntouched,
+               any_input ? "input error" : any_fail ? "FAIL" : "PASS");
+        json_object_set_new(jall, "classes", jcls);
+        json_object_set_new(jall, "not_gated", jskip);
+        json_object_set_new(jall, "pass", json_boolean(!any_fail && !any_input));
+        jcls = jskip = NULL;
     }
-    if (tmp_a || tmp_b) {
-        /* name the revisions, not the temporary directories */
-        o.before = before;
-        o.after = after;
-    }
-    rc = r.errors ? EXIT_INPUT : (r.failed || r.removed) ? EXIT_PARITY : EXIT_PASS;
-    if (fams && r.n == 0) {
-        cli_error("gate", "--families: no point of class %s belongs to '%s'", cls, fams);
-        rc = EXIT_INPUT;
-    }
-    char *t = gate_text(&o, &r);
-    if (t)
-        fputs(t, stdout);
-    free(t);
     if (*lint_before)
         printf("registry lint: %s\n", lint_before);
     if (*lint_after)
         printf("registry lint: %s\n", lint_after);
     /* a gate that ends as bad input (exit 2) writes nothing */
     if (json && rc != EXIT_INPUT) {
-        char *j = gate_json(&o, &r);
+        char *j = json_dumps(jall, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         nx_err werr = {0};
         if (!j) {
             cli_error("gate", "out of memory");
@@ -260,7 +325,11 @@ int cmd_gate(int argc, char **argv)
         }
         free(j);
     }
-    gate_free(&r);
+done:
+    json_decref(jall);
+    json_decref(jcls);
+    json_decref(jskip);
+    gate_touched_free(touched, ntouched);
 out:
     gate_side_free(dir_a, tmp_a);
     gate_side_free(dir_b, tmp_b);

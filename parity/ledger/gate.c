@@ -577,3 +577,144 @@ char *gate_json(const gate_opts *o, const gate_report *r)
     json_decref(root);
     return s;
 }
+
+/* ---- the classes a change touches ------------------------------------- */
+
+/* What differs between two resolved views of one point, said into b;
+ * returns 1 when something does. */
+static int view_diff(const fam_spec *a, const fam_spec *b, nx_sbuf *t)
+{
+    int n = 0;
+#define SAID(...) (nx_sbuf_printf(t, "%s", n++ ? ", " : ""), nx_sbuf_printf(t, __VA_ARGS__))
+    if (strcmp(a->hash ? a->hash : "", b->hash ? b->hash : "") != 0)
+        SAID("numerics hash %.12s -> %.12s", a->hash ? a->hash : "none", b->hash ? b->hash : "none");
+    if (strcmp(a->kernel ? a->kernel : "", b->kernel ? b->kernel : "") != 0)
+        SAID("kernel %s -> %s", a->kernel ? a->kernel : "none", b->kernel ? b->kernel : "none");
+    for (int side = 0; side < 2; side++) {
+        const fam_spec *x = side ? b : a, *y = side ? a : b;
+        for (size_t i = 0; i < x->nparams; i++) {
+            const char *vx = x->params[i].value, *vy = fam_param_get(y, x->params[i].name);
+            if (side == 0 && (!vy || strcmp(vx, vy) != 0))
+                SAID("param %s %s -> %s", x->params[i].name, vx, vy ? vy : "(unset)");
+            else if (side == 1 && !vy)
+                SAID("param %s (unset) -> %s", x->params[i].name, vx);
+        }
+    }
+    char ta[256], tb[256];
+    ledger_tolerance_text(&a->tol, ta, sizeof ta);
+    ledger_tolerance_text(&b->tol, tb, sizeof tb);
+    if (strcmp(ta, tb) != 0)
+        SAID("declared tolerance %s -> %s", *ta ? ta : "none", *tb ? tb : "none");
+#undef SAID
+    return n > 0;
+}
+
+void gate_touched_free(gate_touch *t, size_t n)
+{
+    for (size_t i = 0; t && i < n; i++)
+        free(t[i].why);
+    free(t);
+}
+
+/* The changes of one class, into *why; their count. */
+static size_t class_changes(const reg_registry *ra, const reg_registry *rb, const char *cls, const char *preset,
+                            const char *families, char **why)
+{
+    char **ia = NULL, **ib = NULL;
+    size_t na = 0, nb = 0, n = 0;
+    nx_err e;
+    int has_a = reg_list_points(ra, cls, &ia, &na, &e) == NX_OK, has_b = reg_list_points(rb, cls, &ib, &nb, &e) == NX_OK;
+    nx_sbuf t = {0};
+    if (!has_a || !has_b) {
+        nx_sbuf_printf(&t, "the class exists only %s the change", has_a ? "before" : "after");
+        n = 1;
+    }
+    for (size_t i = 0; has_a && has_b && i < nb; i++) {
+        char fam[128];
+        family_of(ib[i], fam, sizeof fam);
+        if (!in_list(families, fam))
+            continue;
+        if (!has(ia, na, ib[i])) {
+            nx_sbuf_printf(&t, "%s%s: new", n++ ? "; " : "", ib[i]);
+            continue;
+        }
+        const char *shape = camp_preset_shape(preset, fam);
+        fam_spec sa = {0}, sb = {0};
+        int oka = reg_resolve(ra, cls, ib[i], shape, &sa, &e) == NX_OK, okb = reg_resolve(rb, cls, ib[i], shape, &sb, &e) == NX_OK;
+        if (oka != okb) {
+            nx_sbuf_printf(&t, "%s%s: resolves %s the change only", n++ ? "; " : "", ib[i], oka ? "before" : "after");
+        } else if (oka) {
+            nx_sbuf d = {0};
+            if (view_diff(&sa, &sb, &d)) {
+                char *dt = nx_sbuf_take(&d);
+                nx_sbuf_printf(&t, "%s%s: %s", n++ ? "; " : "", ib[i], dt ? dt : "changed");
+                free(dt);
+            } else {
+                free(nx_sbuf_take(&d));
+            }
+        }
+        fam_spec_free(&sa);
+        fam_spec_free(&sb);
+    }
+    for (size_t i = 0; has_a && has_b && i < na; i++) {
+        char fam[128];
+        family_of(ia[i], fam, sizeof fam);
+        if (in_list(families, fam) && !has(ib, nb, ia[i]))
+            nx_sbuf_printf(&t, "%s%s: removed", n++ ? "; " : "", ia[i]);
+    }
+    free_ids(ia, na);
+    free_ids(ib, nb);
+    *why = nx_sbuf_take(&t);
+    return n;
+}
+
+nx_status gate_touched(const char *before, const char *after, const char *preset, const char *families,
+                       gate_touch **out, size_t *n, nx_err *err)
+{
+    *out = NULL;
+    *n = 0;
+    reg_registry *ra = NULL, *rb = NULL;
+    nx_status st;
+    if ((st = reg_load(before, &ra, err))) {
+        nx_err_prefix(err, "--before %s", before);
+        return st;
+    }
+    if ((st = reg_load(after, &rb, err))) {
+        nx_err_prefix(err, "--after %s", after);
+        reg_free(ra);
+        return st;
+    }
+    size_t ca = reg_class_count(ra), cb = reg_class_count(rb);
+    gate_touch *t = calloc(ca + cb + 1, sizeof *t);
+    if (!t)
+        st = nx_err_set(err, NX_ENOMEM, "out of memory");
+    for (size_t i = 0; t && i < cb + ca; i++) {
+        const char *cls = i < cb ? reg_class_name(rb, i) : reg_class_name(ra, i - cb);
+        if (i >= cb) { /* a class only before the change */
+            int seen = 0;
+            for (size_t k = 0; k < cb && !seen; k++)
+                seen = strcmp(reg_class_name(rb, k), cls) == 0;
+            if (seen)
+                continue;
+        }
+        char *why = NULL;
+        size_t c = class_changes(ra, rb, cls, preset, families, &why);
+        if (!c) {
+            free(why);
+            continue;
+        }
+        gate_touch *g = &t[(*n)++];
+        snprintf(g->class_name, sizeof g->class_name, "%s", cls);
+        g->why = why;
+        g->changes = c;
+    }
+    reg_free(ra);
+    reg_free(rb);
+    if (st) {
+        gate_touched_free(t, *n);
+        *n = 0;
+        return st;
+    }
+    *out = t;
+    return NX_OK;
+}

@@ -80,6 +80,22 @@ void gate_free(gate_report *r);
 nx_status gate_side(const char *arg, const char *registry_path, char **dir, char **tmp, nx_err *err);
 void gate_side_free(char *dir, char *tmp);
 
+/* A class whose resolved view of some point differs between the two
+ * registries: its points at the preset's shapes (only the families listed,
+ * NULL: all) compared field by field (numerics hash, kernel, legacy kernel,
+ * params, declared tolerance), and points added or removed. */
+typedef struct gate_touch {
+    char class_name[64];
+    char *why;          /* "gemm.splitk: params split_k 4 -> 6; ..." (malloc'd) */
+    size_t changes;     /* points whose view changed, were added or removed */
+} gate_touch;
+
+/* Every class of either registry the change touches, in the after
+ * registry's order, then classes only before.  *out malloc'd. */
+nx_status gate_touched(const char *before, const char *after, const char *preset, const char *families,
+                       gate_touch **out, size_t *n, nx_err *err);
+void gate_touched_free(gate_touch *t, size_t n);
+
 char *gate_text(const gate_opts *o, const gate_report *r);
 char *gate_json(const gate_opts *o, const gate_report *r);
 

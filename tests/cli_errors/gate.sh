@@ -9,10 +9,10 @@ G="gate --before $K --after $K --class cpu"
 
 errors <<'EOF'
 # fragment                                                   | arguments
-needs --before A --after B --class C                         | gate
-needs --before A --after B --class C                         | gate --before $K --after $K --json w/j.json
-needs --before A --after B --class C                         | gate --before $K --class cpu
-needs --before A --after B --class C                         | gate --after $K --class cpu
+needs --before A --after B                                   | gate
+needs --before A --after B                                   | gate --before $K --json w/j.json
+needs --before A --after B                                   | gate --before $K --class cpu
+needs --before A --after B                                   | gate --after $K --class cpu
 unknown argument '--bogus'                                   | $G --bogus
 unknown argument 'extra'                                     | $G extra
 option --before needs a value                                | gate --before
