@@ -13,8 +13,9 @@
 static const char model_usage[] =
     "usage: parity model --class C --model M [--scale tiny|small|full] [--prompts P]\n"
     "                    [--prompt-len L] [--tokens T] [--seed S] [--threads N]\n"
-    "                    [--engine fast|mpfr] [--kernels DIR] [--plant OP[@LAYER]=FAMILY.POINT]\n"
-    "                    [--json FILE|-] [--html FILE]\n"
+    "                    [--engine fast|mpfr] [--kernels DIR] [--against D]\n"
+    "                    [--plant OP[@LAYER]=FAMILY.POINT]\n"
+    "                    [--rtol R --atol A] [--json FILE|-] [--html FILE] [--metrics FILE]\n"
     "\n"
     "Runs model M's decode step (DIR/models/M/STEP.toml) greedily for T tokens from\n"
     "P prompts of L tokens, every op lowered by class C's FUSIONS.toml rules (as\n"
@@ -44,21 +45,35 @@ static const char model_usage[] =
     "                   of one token are too small to share; a team costs more)\n"
     "  --engine E       the reference's engine (default: the fastest built in)\n"
     "  --kernels DIR    the registry (default kernels)\n"
+    "  --against D      the control is class D's backend with D's own lowering\n"
+    "                   instead of the exact reference: bits where every op runs the\n"
+    "                   same point on both, else the logits within the lm head's\n"
+    "                   declared tolerance (torch.testing's bf16 default as the last\n"
+    "                   resort) and the transcripts' match rate\n"
+    "  --rtol R --atol A  the logits' tolerance where the points differ (default: the\n"
+    "                   lm head point's declared one)\n"
     "  --plant OP[@LAYER]=FAMILY.POINT\n"
     "                   a planted kernel bug: the device runs FAMILY.POINT for op OP\n"
     "                   (at LAYER only, 0-based) while the control evaluates the\n"
     "                   declared point (the power test, docs/model.md)\n"
     "  --json FILE      also write the report as JSON (- : JSON on stdout, no text)\n"
     "  --html FILE      also write an HTML page: the transcripts side by side\n"
+    "  --metrics FILE   also write the metrics (`parity tier3 FILE BARS` reads them)\n"
     "\n"
-    "exit status: 0 model parity (every logits step and transcript bit-identical);\n"
-    "1 a difference in bits; 2 usage or input error; 3 internal error.\n";
+    "Tier 3: where the registry declares bars for the model\n"
+    "(DIR/models/M/TIER3.json, the format of `parity tier3`), the metrics are\n"
+    "checked against them; a missed bar fails the run.\n"
+    "\n"
+    "exit status: 0 model parity (every op, logits step and transcript bit-identical;\n"
+    "with --against a class running other points: the logits within the tolerance)\n"
+    "and every declared Tier 3 bar met;\n"
+    "1 a parity check failed; 2 usage or input error; 3 internal error.\n";
 
 int cmd_model(int argc, char **argv)
 {
     const char *cls = NULL, *model = NULL, *dir = "kernels", *json = NULL, *html = NULL, *scale = "tiny",
                *prompts = NULL, *plen = NULL, *tokens = NULL, *seed = NULL, *threads = NULL, *engine = NULL,
-               *plant = NULL;
+               *plant = NULL, *against = NULL, *rtol = NULL, *atol = NULL, *metrics = NULL;
     int bad = 0;
     for (int i = 1; i < argc && !bad; i++) {
         if (cli_flag(argv, i, "--help") || cli_flag(argv, i, "-h")) {
@@ -72,7 +87,9 @@ int cmd_model(int argc, char **argv)
             cli_opt(argc, argv, &i, "--prompt-len", &plen, &bad) ||
             cli_opt(argc, argv, &i, "--tokens", &tokens, &bad) || cli_opt(argc, argv, &i, "--seed", &seed, &bad) ||
             cli_opt(argc, argv, &i, "--threads", &threads, &bad) ||
-            cli_opt(argc, argv, &i, "--engine", &engine, &bad) || cli_opt(argc, argv, &i, "--plant", &plant, &bad))
+            cli_opt(argc, argv, &i, "--engine", &engine, &bad) || cli_opt(argc, argv, &i, "--plant", &plant, &bad) ||
+            cli_opt(argc, argv, &i, "--against", &against, &bad) || cli_opt(argc, argv, &i, "--rtol", &rtol, &bad) ||
+            cli_opt(argc, argv, &i, "--atol", &atol, &bad) || cli_opt(argc, argv, &i, "--metrics", &metrics, &bad))
             continue;
         cli_error("model", "unknown argument '%s' (see --help)", argv[i]);
         return EXIT_INPUT;
@@ -88,6 +105,20 @@ int cmd_model(int argc, char **argv)
     o.prompts = 4, o.prompt_len = 8, o.tokens = 32, o.seed = 1, o.threads = 1;
     o.engine = (int)ref_engine_default();
     o.plant = plant;
+    o.against = against;
+    if (!!rtol != !!atol) {
+        cli_error("model", "--rtol and --atol go together");
+        return EXIT_INPUT;
+    }
+    if (rtol) {
+        char *e1, *e2;
+        o.rtol = strtod(rtol, &e1), o.atol = strtod(atol, &e2);
+        if (!*rtol || *e1 || !*atol || *e2 || !(o.rtol >= 0) || !(o.atol >= 0) || o.rtol > 1e300 || o.atol > 1e300) {
+            cli_error("model", "--rtol '%s' --atol '%s': expected numbers >= 0", rtol, atol);
+            return EXIT_INPUT;
+        }
+        o.has_tol = 1;
+    }
     int sc = md_scale_from_name(scale);
     if (sc < 0) {
         cli_error("model", "--scale '%s': expected tiny, small or full", scale);
@@ -128,8 +159,9 @@ int cmd_model(int argc, char **argv)
         }
         o.engine = e;
     }
-    const cli_file outs[] = {{"--json", json && strcmp(json, "-") != 0 ? json : NULL}, {"--html", html}};
-    if (cli_check_outputs("model", outs, 2, NULL, 0) || cli_check_outside("model", outs, 2, "--kernels", dir))
+    const cli_file outs[] = {
+        {"--json", json && strcmp(json, "-") != 0 ? json : NULL}, {"--html", html}, {"--metrics", metrics}};
+    if (cli_check_outputs("model", outs, 3, NULL, 0) || cli_check_outside("model", outs, 3, "--kernels", dir))
         return EXIT_INPUT;
     nx_err err = {0};
     reg_registry *r = NULL;
@@ -140,9 +172,19 @@ int cmd_model(int argc, char **argv)
     reg_free(r);
     if (st != NX_OK)
         return cli_fail("model", &err);
-    int rc = res.pass ? EXIT_PASS : EXIT_PARITY, to_stdout = json && !strcmp(json, "-");
-    char *t = to_stdout ? NULL : md_text(&res), *j = json ? md_json(&res) : NULL, *h = html ? md_html(&res) : NULL;
-    if ((!to_stdout && !t) || (json && !j) || (html && !h)) {
+    int rc = res.pass && (!res.has_tier3 || tier3_pass(&res.tier3)) ? EXIT_PASS : EXIT_PARITY,
+        to_stdout = json && !strcmp(json, "-");
+    char *t = to_stdout ? NULL : md_text(&res), *j = json ? md_json(&res) : NULL, *h = html ? md_html(&res) : NULL,
+         *mt = NULL;
+    if (metrics) {
+        json_t *m = md_metrics_json(&res);
+        char *s = m ? json_dumps(m, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+        json_decref(m);
+        if (s && (mt = malloc(strlen(s) + 2)))
+            sprintf(mt, "%s\n", s);
+        free(s);
+    }
+    if ((!to_stdout && !t) || (json && !j) || (html && !h) || (metrics && !mt)) {
         cli_error("model", "out of memory");
         rc = EXIT_INTERNAL;
     } else {
@@ -154,8 +196,10 @@ int cmd_model(int argc, char **argv)
             rc = cli_fail("model", &err);
         if (h && rc != EXIT_INTERNAL && rc != EXIT_INPUT && report_write_atomic(html, h, &err) != NX_OK)
             rc = cli_fail("model", &err);
+        if (mt && rc != EXIT_INTERNAL && rc != EXIT_INPUT && report_write_atomic(metrics, mt, &err) != NX_OK)
+            rc = cli_fail("model", &err);
     }
-    free(t), free(j), free(h);
+    free(t), free(j), free(h), free(mt);
     md_result_free(&res);
     return rc;
 }

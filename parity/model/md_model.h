@@ -18,8 +18,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "nx_error.h"
 #include "registry.h"
+#include "tier3.h"
 
 typedef enum md_scale { MD_SCALE_TINY, MD_SCALE_SMALL, MD_SCALE_FULL } md_scale;
 const char *md_scale_name(md_scale s);
@@ -43,6 +46,9 @@ typedef struct md_op {
     char hash[72];            /* the resolved point's hash */
     int fused_residual;       /* a norm whose point takes the residual (rmsnorm residual = true) */
     char plant[160];          /* the device runs this point instead (--plant), else "" */
+    char point2[160];         /* --against D: D's point for the op */
+    char hash2[72];           /* the control's point's hash */
+    int same;                 /* the control runs the same point (equal hashes): bits expected */
     int plant_layer;          /* -1: every layer */
 } md_op;
 
@@ -64,6 +70,13 @@ typedef struct md_opts {
      * that layer) while the control evaluates the declared one: a planted
      * kernel bug (the power test), NULL: none. */
     const char *plant;
+    /* a class whose backend runs the control with its own lowering,
+     * instead of the exact reference; NULL: the reference */
+    const char *against;
+    /* the logits' tolerance where the points differ, given by the user
+     * (over the declared one) when has_tol */
+    int has_tol;
+    double rtol, atol;
 } md_opts;
 
 /* Where the two runs first differed in bits. */
@@ -76,6 +89,7 @@ typedef struct md_first_diff {
     int role;
     int layer;              /* -1: a per-step op */
     int outside;            /* an op outside the families (never with equal inputs) */
+    int declared;           /* the two runs' points for the op differ (a declared difference) */
     size_t mismatched, n;   /* elements of its output */
     double max_ulp;
 } md_first_diff;
@@ -89,6 +103,7 @@ typedef struct md_prompt_res {
     int dev_tok, ctl_tok;    /* at the divergence */
     int logits_steps;        /* generated steps whose logits were compared (up to the divergence) */
     int logits_equal;        /* of those, bit-equal */
+    int logits_within;       /* of those, within the tolerance */
     int first_logit_step;    /* first generated step with logits differing in bits, -1 none */
     double max_ulp, max_abs; /* over the compared steps */
     double logprob_dev, logprob_ctl; /* sum over steps of log p(control token) under each run's logits */
@@ -103,12 +118,16 @@ typedef struct md_result {
     int prompts, prompt_len, tokens;
     uint64_t seed;
     char engine[16];
+    char against[64];        /* the control's class (--against), "" : the exact reference */
+    int all_same;            /* every family op runs the control's point: bit parity expected */
+    double rtol, atol;       /* the logits' tolerance where points differ */
+    char tol_why[200];
     md_prompt_res *pr;
     md_first_diff first;
     /* overall */
     int prompts_identical;
     long long tokens_agreed, tokens_total;
-    long long logits_steps, logits_equal;
+    long long logits_steps, logits_equal, logits_within;
     double max_ulp, max_abs;
     double mean_logprob_dev, mean_logprob_ctl; /* per generated token, over the control's transcript steps compared */
     double topk_agreement;
@@ -116,7 +135,11 @@ typedef struct md_result {
     double t_weights, t_device, t_ref, t_outside, t_total;
     long long steps;         /* forward steps per run (prompt and generated tokens of every prompt) */
     long long dev_calls, ref_calls;
-    int pass;                /* every logits step bit-equal and every transcript identical */
+    int pass;                /* every logits step and every transcript bit-identical */
+    /* Tier 3: the model's declared bars (DIR/models/<model>/TIER3.json) */
+    int has_tier3;
+    char tier3_bars[1200];   /* the bars file, "" when the model declares none */
+    tier3_result tier3;
 } md_result;
 
 /* Runs the model on class cls of the loaded registry r. */
@@ -129,5 +152,12 @@ char *md_json(const md_result *res);
 char *md_html(const md_result *res);
 
 const char *md_role_name(int role);
+
+/* Tier 3 (md_tier3.c): the metrics the loop computes, as `parity tier3`
+ * reads them (a new reference), and their check against the bars the
+ * model declares in DIR/models/<model>/TIER3.json (none: has_tier3 = 0).
+ * A malformed bars file is NX_EINVAL naming it. */
+json_t *md_metrics_json(const md_result *res);
+nx_status md_tier3(const char *kernels_dir, md_result *res, nx_err *err);
 
 #endif

@@ -26,9 +26,11 @@ static void first_text(const md_result *r, char *s, size_t n)
     char layer[32] = "per step";
     if (f->layer >= 0)
         snprintf(layer, sizeof layer, "layer %d", f->layer);
-    snprintf(s, n, "op '%s' (%s, %s), prompt %d at position %d (%s): %zu of %zu elements differ, max %.0f ulp",
+    snprintf(s, n, "op '%s' (%s, %s), prompt %d at position %d (%s): %zu of %zu elements differ, max %.0f ulp%s",
              f->op, md_role_name(f->role), layer, f->prompt, f->pos, f->generated ? "a generated token's step" :
-             "a prompt token", f->mismatched, f->n, f->max_ulp);
+             "a prompt token", f->mismatched, f->n, f->max_ulp,
+             !r->against[0] ? "" : f->declared ? " (a declared difference: the classes run different points there)"
+                                               : " (not declared: both classes run the same point there)");
 }
 
 char *md_text(const md_result *r)
@@ -42,13 +44,20 @@ char *md_text(const md_result *r)
                    d->full_hidden, d->hq, d->hkv, d->d, d->full_hq, d->full_hkv, d->full_d, d->mlp, d->full_mlp,
                    d->vocab, d->full_vocab, d->page);
     nx_sbuf_printf(&b, "Weights: Philox seed %llu (docs/model.md); %d prompts x %d tokens, then %d generated "
-                   "greedily; control: the exact reference (%s engine) of the same points\n",
-                   (unsigned long long)r->seed, r->prompts, r->prompt_len, r->tokens, r->engine);
+                   "greedily; ",
+                   (unsigned long long)r->seed, r->prompts, r->prompt_len, r->tokens);
+    if (r->against[0])
+        nx_sbuf_printf(&b, "control: class %s's backend with its own lowering\n", r->against);
+    else
+        nx_sbuf_printf(&b, "control: the exact reference (%s engine) of the same points\n", r->engine);
     nx_sbuf_printf(&b, "\nOps (lowered at C1 by the class's FUSIONS.toml):\n");
     for (int i = 0; i < MD_NROLES; i++) {
         const md_op *op = &r->ops[i];
         if (op->family[0]) {
             nx_sbuf_printf(&b, "  %-12s %-20s %-32s %s", op->id, md_role_name(i), op->point, op->shape);
+            if (r->against[0])
+                nx_sbuf_printf(&b, "  %s: %s (%s)", r->against, op->point2,
+                               op->same ? "the same point" : "another point: a declared difference");
             if (op->fused_residual)
                 nx_sbuf_printf(&b, " (residual add fused)");
             if (op->plant[0]) {
@@ -69,6 +78,9 @@ char *md_text(const md_result *r)
     if (r->logits_equal != r->logits_steps)
         nx_sbuf_printf(&b, "; max %.0f ulp (bf16), max abs error %.6g", r->max_ulp, r->max_abs);
     nx_sbuf_printf(&b, " (steps up to each prompt's first divergence)\n");
+    if (!r->all_same)
+        nx_sbuf_printf(&b, "Logits within rtol %g, atol %g (%s): %lld of %lld steps\n", r->rtol, r->atol, r->tol_why,
+                       r->logits_within, r->logits_steps);
     char ft[512];
     first_text(r, ft, sizeof ft);
     nx_sbuf_printf(&b, "First difference in bits: %s\n", ft);
@@ -92,14 +104,33 @@ char *md_text(const md_result *r)
     nx_sbuf_printf(&b, "Metrics: mean log-probability of the control's tokens: device %.6f, control %.6f; top-5 "
                    "agreement %.4f\n",
                    r->mean_logprob_dev, r->mean_logprob_ctl, r->topk_agreement);
-    nx_sbuf_printf(&b, "Cost: %lld forward steps per run; device %.3f s (%.3f ms per token, %lld calls), exact "
-                   "reference %.3f s (%.3f ms per token, %lld calls), outside the families %.3f s, weights %.3f s, "
+    if (r->has_tier3) {
+        char *t = tier3_result_text(&r->tier3);
+        if (t)
+            nx_sbuf_printf(&b, "%s", t);
+        free(t);
+    } else {
+        nx_sbuf_printf(&b, "Tier 3: no bars declared (models/%s/TIER3.json)\n", r->model);
+    }
+    char who[96];
+    if (r->against[0])
+        snprintf(who, sizeof who, "class %s", r->against);
+    else
+        snprintf(who, sizeof who, "exact reference");
+    nx_sbuf_printf(&b, "Cost: %lld forward steps per run; device %.3f s (%.3f ms per token, %lld calls), %s "
+                   "%.3f s (%.3f ms per token, %lld calls), outside the families %.3f s, weights %.3f s, "
                    "total %.3f s\n",
-                   r->steps, r->t_device, 1e3 * per_token(r, r->t_device), r->dev_calls, r->t_ref,
+                   r->steps, r->t_device, 1e3 * per_token(r, r->t_device), r->dev_calls, who, r->t_ref,
                    1e3 * per_token(r, r->t_ref), r->ref_calls, r->t_outside, r->t_weights, r->t_total);
-    nx_sbuf_printf(&b, "Model parity: %s\n",
-                   r->pass ? "yes (every logits step and every transcript bit-identical to the control)"
-                           : "NO (the device's bits differ from the exact reference of its declared points)");
+    if (r->all_same)
+        nx_sbuf_printf(&b, "Model parity: %s\n",
+                       r->pass ? "yes (every logits step and every transcript bit-identical to the control)"
+                       : r->against[0] ? "NO (the bits differ from the other class's run of the same points)"
+                                       : "NO (the device's bits differ from the exact reference of its declared points)");
+    else
+        nx_sbuf_printf(&b, "Model parity: bit parity not expected (the classes run different points); logits within "
+                       "the tolerance: %s; transcripts %d / %d identical\n",
+                       r->pass ? "yes" : "NO", r->prompts_identical, r->prompts);
     return nx_sbuf_take(&b);
 }
 
@@ -124,6 +155,16 @@ char *md_json(const md_result *r)
     json_object_set_new(j, "prompt_len", json_integer(r->prompt_len));
     json_object_set_new(j, "tokens", json_integer(r->tokens));
     json_object_set_new(j, "engine", json_string(r->engine));
+    json_object_set_new(j, "control", json_string(r->against[0] ? r->against : "reference"));
+    json_object_set_new(j, "bit_parity_expected", json_boolean(r->all_same));
+    if (!r->all_same) {
+        json_t *t = json_object();
+        json_object_set_new(t, "rtol", json_real(r->rtol));
+        json_object_set_new(t, "atol", json_real(r->atol));
+        json_object_set_new(t, "why", json_string(r->tol_why));
+        json_object_set_new(j, "logits_tolerance", t);
+        json_object_set_new(j, "logits_within", json_integer(r->logits_within));
+    }
     for (int i = 0; i < MD_NROLES; i++) {
         const md_op *op = &r->ops[i];
         json_t *o = json_object();
@@ -136,6 +177,11 @@ char *md_json(const md_result *r)
             json_object_set_new(o, "rule", json_string(op->rule_where));
             json_object_set_new(o, "hash", json_string(op->hash));
             json_object_set_new(o, "fused_residual", json_boolean(op->fused_residual));
+            if (r->against[0]) {
+                json_object_set_new(o, "control_point", json_string(op->point2));
+                json_object_set_new(o, "control_hash", json_string(op->hash2));
+            }
+            json_object_set_new(o, "same_point", json_boolean(op->same));
             if (op->plant[0]) {
                 json_object_set_new(o, "planted", json_string(op->plant));
                 json_object_set_new(o, "planted_layer", op->plant_layer >= 0 ? json_integer(op->plant_layer)
@@ -155,6 +201,7 @@ char *md_json(const md_result *r)
         json_object_set_new(f, "mismatched", json_integer((json_int_t)r->first.mismatched));
         json_object_set_new(f, "elements", json_integer((json_int_t)r->first.n));
         json_object_set_new(f, "max_ulp", json_real(r->first.max_ulp));
+        json_object_set_new(f, "declared", json_boolean(r->first.declared));
     }
     json_object_set_new(j, "first_difference", f);
     for (int p = 0; p < r->prompts; p++) {
@@ -191,24 +238,23 @@ char *md_json(const md_result *r)
     json_object_set_new(j, "logits_equal", json_integer(r->logits_equal));
     json_object_set_new(j, "max_ulp", json_real(r->max_ulp));
     json_object_set_new(j, "max_abs", json_real(r->max_abs));
-    json_t *mt = json_object();
-    json_object_set_new(mt, "mean_logprob", json_real(r->mean_logprob_dev));
-    json_object_set_new(mt, "control_mean_logprob", json_real(r->mean_logprob_ctl));
-    json_object_set_new(mt, "top5_agreement", json_real(r->topk_agreement));
-    json_object_set_new(mt, "match_rate", json_real(r->prompts ? (double)r->prompts_identical / r->prompts : 0));
-    json_object_set_new(mt, "token_agreement",
-                        json_real(r->tokens_total ? (double)r->tokens_agreed / (double)r->tokens_total : 1));
-    json_object_set_new(j, "metrics", mt);
+    json_object_set_new(j, "metrics", md_metrics_json(r));
+    if (r->has_tier3) {
+        json_t *t3 = tier3_result_json(&r->tier3);
+        json_object_set_new(j, "tier3", t3 ? t3 : json_null());
+        json_object_set_new(j, "tier3_bars", json_string(r->tier3_bars));
+    }
     json_object_set_new(cost, "steps", json_integer(r->steps));
     json_object_set_new(cost, "device_s", json_real(r->t_device));
-    json_object_set_new(cost, "reference_s", json_real(r->t_ref));
-    json_object_set_new(cost, "reference_s_per_token", json_real(per_token(r, r->t_ref)));
+    json_object_set_new(cost, r->against[0] ? "control_s" : "reference_s", json_real(r->t_ref));
+    json_object_set_new(cost, r->against[0] ? "control_s_per_token" : "reference_s_per_token",
+                        json_real(per_token(r, r->t_ref)));
     json_object_set_new(cost, "device_s_per_token", json_real(per_token(r, r->t_device)));
     json_object_set_new(cost, "outside_s", json_real(r->t_outside));
     json_object_set_new(cost, "weights_s", json_real(r->t_weights));
     json_object_set_new(cost, "total_s", json_real(r->t_total));
     json_object_set_new(cost, "device_calls", json_integer(r->dev_calls));
-    json_object_set_new(cost, "reference_calls", json_integer(r->ref_calls));
+    json_object_set_new(cost, r->against[0] ? "control_calls" : "reference_calls", json_integer(r->ref_calls));
     json_object_set_new(j, "cost", cost);
     json_object_set_new(j, "pass", json_boolean(r->pass));
     char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
