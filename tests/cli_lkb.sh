@@ -282,6 +282,16 @@ q "$L" "CREATE TABLE run(class TEXT, complete INTEGER, started_s INTEGER, starte
         INSERT INTO run VALUES ('x', 1, 1767139200, '2025-12-31T00:00:00Z'), ('x', 0, 1, '1970-01-01T00:00:01Z')"
 "$P" lkb --class x --kernels "$R" --ledger "$L" --json "$T/t0.json" > /dev/null 2>&1 || fail "lkb with a ledger"
 [ "$(jq_ "$T/t0.json" '$.ttpv[0].speed_s')" = 194400 ] || fail "TTPV since the first campaign: $(jq_ "$T/t0.json" '$.ttpv[0].speed_s'), want 194400"
+# a winning record before the class's first campaign: TTPV 0, said so, never negative
+L2=$T/late.sqlite
+q "$L2" "CREATE TABLE run(class TEXT, complete INTEGER, started_s INTEGER, started_utc TEXT);
+        INSERT INTO run VALUES ('x', 1, 1767571200, '2026-01-05T00:00:00Z')"
+"$P" lkb --class x --kernels "$R" --ledger "$L2" --json "$T/late.json" > "$T/late.out" 2>&1 || fail "lkb with a later ledger"
+[ "$(jq_ "$T/late.json" '$.ttpv[0].speed_s')" = 0 ] || fail "TTPV before t0: $(jq_ "$T/late.json" '$.ttpv[0].speed_s'), want 0"
+[ "$(jq_ "$T/late.json" '$.ttpv[0].speed_before_t0')" = 1 ] || fail "TTPV before t0 not flagged"
+grep -q "f.a: speed 00:00:00 (record m-a-16 at 2026-01-02T06:00:00Z, before the class's first campaign: TTPV 0)" "$T/late.out" \
+  || fail "TTPV before t0 line: $(grep 'f.a: speed' "$T/late.out")"
+grep -q -- "-[0-9]*:[0-9]*:[0-9]*\|speed -" "$T/late.out" && fail "a negative time printed"
 # no energy reading at all: said, never guessed
 sed -i '/^energy/d; /_energy_/d' "$R/x/MEASUREMENTS.toml"
 "$P" lkb --class x --kernels "$R" --json - > "$T/ne.json" 2>&1 || fail "lkb without energy"

@@ -685,15 +685,21 @@ static nx_status ttpv(const lkb_records *recs, const char *cls, const char *ledg
                 return oom(err);
         }
         t->energy_readable |= x->has_energy;
-        if (lkb_record_beats_speed(x) && (!t->speed_known || x->utc_s - t0 < t->speed_s)) {
+        /* a record before the class's first campaign (t0): the value was
+         * there from the start, TTPV 0, never a negative time */
+        int64_t since = x->utc_s - t0 > 0 ? x->utc_s - t0 : 0;
+        int early = x->utc_s < t0;
+        if (lkb_record_beats_speed(x) && (!t->speed_known || since < t->speed_s)) {
             t->speed_known = 1;
-            t->speed_s = x->utc_s - t0;
+            t->speed_s = since;
+            t->speed_early = early;
             snprintf(t->speed_id, sizeof t->speed_id, "%s", x->id);
             snprintf(t->speed_utc, sizeof t->speed_utc, "%s", x->utc);
         }
-        if (lkb_record_beats_energy(x) && (!t->energy_known || x->utc_s - t0 < t->energy_s)) {
+        if (lkb_record_beats_energy(x) && (!t->energy_known || since < t->energy_s)) {
             t->energy_known = 1;
-            t->energy_s = x->utc_s - t0;
+            t->energy_s = since;
+            t->energy_early = early;
             snprintf(t->energy_id, sizeof t->energy_id, "%s", x->id);
             snprintf(t->energy_utc, sizeof t->energy_utc, "%s", x->utc);
         }

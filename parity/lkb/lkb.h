@@ -143,7 +143,8 @@ typedef struct lkb_ttpv {
     int speed_known, energy_known; /* a winning record exists */
     int energy_readable;           /* some record of the point has an energy reading */
     char speed_id[160], energy_id[160];
-    int64_t speed_s, energy_s;     /* seconds since t0 */
+    int64_t speed_s, energy_s;     /* seconds since t0; never negative */
+    int speed_early, energy_early; /* the record predates t0: TTPV 0, said so */
     char speed_utc[32], energy_utc[32];
 } lkb_ttpv;
 

@@ -17,12 +17,13 @@ static double pct(double f)
     return 100.0 * f;
 }
 
-static void put_ttpv(nx_sbuf *b, int known, int64_t secs, const char *id, const char *utc)
+static void put_ttpv(nx_sbuf *b, int known, int64_t secs, int early, const char *id, const char *utc)
 {
     char d[64];
     ledger_format_duration(secs, d, sizeof d);
     if (known)
-        nx_sbuf_printf(b, "%s (record %s at %s)", d, id, utc);
+        nx_sbuf_printf(b, "%s (record %s at %s%s)", d, id, utc,
+                       early ? ", before the class's first campaign: TTPV 0" : "");
 }
 
 char *lkb_text(const lkb_report *r)
@@ -109,12 +110,12 @@ char *lkb_text(const lkb_report *r)
         const lkb_ttpv *t = &r->ttpv[i];
         nx_sbuf_printf(&b, "  %s: speed ", t->point);
         if (t->speed_known)
-            put_ttpv(&b, 1, t->speed_s, t->speed_id, t->speed_utc);
+            put_ttpv(&b, 1, t->speed_s, t->speed_early, t->speed_id, t->speed_utc);
         else
             nx_sbuf_printf(&b, "not yet (no record beat its baseline beyond the noise band)");
         nx_sbuf_printf(&b, "; energy ");
         if (t->energy_known)
-            put_ttpv(&b, 1, t->energy_s, t->energy_id, t->energy_utc);
+            put_ttpv(&b, 1, t->energy_s, t->energy_early, t->energy_id, t->energy_utc);
         else if (!t->energy_readable)
             nx_sbuf_printf(&b, "not measured: no energy counter readable here");
         else
@@ -227,8 +228,10 @@ char *lkb_json(const lkb_report *r)
         json_t *e = json_object();
         json_object_set_new(e, "point", json_string(t->point));
         json_object_set_new(e, "speed_s", t->speed_known ? json_integer(t->speed_s) : json_null());
+        json_object_set_new(e, "speed_before_t0", json_boolean(t->speed_known && t->speed_early));
         json_object_set_new(e, "speed_record", t->speed_known ? json_string(t->speed_id) : json_null());
         json_object_set_new(e, "energy_s", t->energy_known ? json_integer(t->energy_s) : json_null());
+        json_object_set_new(e, "energy_before_t0", json_boolean(t->energy_known && t->energy_early));
         json_object_set_new(e, "energy_record", t->energy_known ? json_string(t->energy_id) : json_null());
         json_object_set_new(e, "energy", json_string(t->energy_known ? "measured" : t->energy_readable
                                                                                     ? "not yet"
