@@ -1043,7 +1043,7 @@ static nx_status build_cases(pw_ctx *x, const fam_spec *spec, nx_err *err)
 static void diagnose(pw_ctx *x, size_t fc, const st_file *fdev, const nb_list *l, char *buf,
                      size_t len)
 {
-    size_t best = (size_t)-1, bi = 0;
+    size_t best = (size_t)-1, bi = 0, also[3], nalso = 0;
     ref_opts ro = {x->o->threads, (ref_engine)x->o->engine};
     dev_opts dop = {DEV_GRAPHED, x->o->threads, NULL};
     /* the failing case, the order probes and the two fp32 cases: a
@@ -1060,10 +1060,10 @@ static void diagnose(pw_ctx *x, size_t fc, const st_file *fdev, const nb_list *l
         st_init(&devs[u]);
         ran[u] = u == 0 || x->be->run(&x->cases[use[u]].spec, &x->cases[use[u]].in, &devs[u], &dop, NULL) == NX_OK;
     }
-    for (size_t i = 0; i < l->n && best; i++) {
+    for (size_t i = 0; i < l->n; i++) {
         size_t m = 0;
         int ok = 1;
-        for (size_t u = 0; u < nu && ok && m < best; u++) {
+        for (size_t u = 0; u < nu && ok && (m < best || (best == 0 && m == 0)); u++) {
             if (!ran[u])
                 continue;
             const pw_case *c = &x->cases[use[u]];
@@ -1081,7 +1081,9 @@ static void diagnose(pw_ctx *x, size_t fc, const st_file *fdev, const nb_list *l
             st_free(&o);
             fam_spec_free(&ns);
         }
-        if (ok && m < best)
+        if (ok && m == 0 && best == 0 && nalso < 3)
+            also[nalso++] = i; /* another exact match: said too */
+        else if (ok && m < best)
             best = m, bi = i;
     }
     for (size_t u = 1; u < nu; u++)
@@ -1116,9 +1118,24 @@ static void diagnose(pw_ctx *x, size_t fc, const st_file *fdev, const nb_list *l
             snprintf(buf, len, "%s: the kernel reduces %s, the point declares %s", d->red, d->text, declared);
         else
             snprintf(buf, len, "the kernel's bits match the neighbour %s, not the declared point", nm);
+        for (size_t a = 0; a < nalso; a++) {
+            char an[256];
+            nb_name(x->spec, &l->v[also[a]], an, sizeof an);
+            size_t k = strlen(buf);
+            snprintf(buf + k, len - k, "%s%s", a ? ", " : " (these inputs give the same bits for ", an);
+            if (a + 1 == nalso) {
+                k = strlen(buf);
+                snprintf(buf + k, len - k, ")");
+            }
+        }
     } else {
-        snprintf(buf, len, "the closest neighbouring point is %s (%zu elements still differ over the failing input, the "
-                 "order probes and the fp32 inputs)%s%s", nm, best,
+        char reds[160] = "";
+        for (size_t r2 = 0; r2 < x->spec->nreds; r2++) {
+            size_t k = strlen(reds);
+            snprintf(reds + k, sizeof reds - k, "%s%s", r2 ? ", " : "", x->spec->reds[r2].name);
+        }
+        snprintf(buf, len, "no neighbouring point of %s gives the kernel's bits; the closest is %s (%zu elements still "
+                 "differ over the failing input, the order probes and the fp32 inputs)%s%s", reds, nm, best,
                  *declared ? "; the point declares " : "", declared);
     }
 }

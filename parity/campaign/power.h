@@ -66,7 +66,8 @@ typedef struct pw_neighbour {
 
 typedef struct pw_result {
     pw_verdict verdict;
-    char detail[2048];  /* one paragraph: the point, what was run, and the verdict */
+    char detail[1536];  /* one paragraph: the point, what was run, and the verdict
+                           (short enough to sit inside a campaign check's detail) */
     char suspect[32];   /* on failure: the reduction (or elementwise step) named */
     size_t runs;        /* kernel runs (each also evaluated by the reference) */
     size_t probe_rows;  /* order probe rows among them */
