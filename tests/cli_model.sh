@@ -70,6 +70,28 @@ class P(HTMLParser):
         if tag == "h3": self.h3 += 1
 p = P(); p.feed(open(sys.argv[1]).read()); sys.exit(0 if p.h3 == 4 else 1)
 EOF
+# Tier 3: the metrics written with --metrics meet the sample's bars in parity tier3 too
+expect_rc 0 "tier3 on the written metrics" $M --prompts 1 --tokens 4 --metrics "$T/m.json"
+expect_rc 0 "parity tier3 reads the metrics against the model's bars" \
+  $PARITY tier3 "$T/m.json" "$KERNELS/models/llama3-8b/TIER3.json"
+[ "$(jv "$T/m.json" "j['top5_agreement'], j['logprob_gap'], j['match_rate']")" = "1.0 0.0 1.0" ] ||
+  fail "bit-identical runs: top-5 agreement 1, log-probability gap 0, match rate 1: $(cat "$T/m.json")"
+
+# ---- --against: cpu2 runs the same points (bits), cpu-split8 another split count
+expect_rc 0 "--against cpu2" $M --prompts 2 --tokens 8 --against cpu2 --json "$T/c2.json"
+[ "$(jv "$T/c2.json" "j['bit_parity_expected'], j['control'], j['first_difference']['found']")" = "True cpu2 False" ] ||
+  fail "--against cpu2: the same points, nothing differs"
+$M --prompts 2 --tokens 16 --against cpu-split8 --rtol 0 --atol 0 --json "$T/s8.json" > "$T/out" 2>&1; rc=$?
+[ "$(jv "$T/s8.json" "j['bit_parity_expected'], j['ops'][2]['same_point'], j['first_difference']['declared']")" = "False False True" ] ||
+  fail "--against cpu-split8: gemm.splitk differs (split 8), and the first difference is a declared one"
+# with a zero tolerance the verdict is exactly "every compared logits step bit-identical"
+want=$(jv "$T/s8.json" "0 if j['logits_equal'] == j['logits_steps'] else 1")
+[ "$rc" = "$want" ] || fail "--against cpu-split8, rtol = atol = 0: exit $rc, want $want"
+grep -q "bit parity not expected" "$T/out" || fail "--against cpu-split8: the text says bit parity is not expected"
+expect_rc 0 "--against cpu-split8 within a loose tolerance" $M --prompts 2 --tokens 16 --against cpu-split8 --rtol 1 --atol 1
+expect_rc 2 "--rtol without --atol" $M --against cpu-split8 --rtol 1
+expect_rc 2 "--against a class without a backend here" $M --against nosuch
+
 # the same with the MPFR engine on fewer tokens: the engines give the same bits
 expect_rc 0 "MPFR reference" $M --engine mpfr --prompts 1 --prompt-len 2 --tokens 2
 
@@ -108,6 +130,14 @@ grep -q "^Model parity: NO" "$T/out" || fail "planted: the text says no model pa
 jsonl "$T/b.json" "$T/bc.jsonl" "$T/bd.jsonl"
 expect_rc 1 "parity transcript agrees: diverged" $PARITY transcript "$T/bc.jsonl" "$T/bd.jsonl"
 grep -q "first divergence" "$T/b.html" || fail "planted: the HTML page marks the first divergence"
+
+# ---- Tier 3 bars the run misses, or cannot read
+printf '{"top5_agreement": 1.5}\n' > "$R/models/llama3-8b/TIER3.json"
+expect_rc 1 "a Tier 3 bar missed" $PARITY model --kernels "$R" --class cpu --model llama3-8b --prompts 1 --tokens 2
+grep -q "FAIL top5_agreement" "$T/out" || fail "a missed bar is named"
+printf '{"top5_agreement": }\n' > "$R/models/llama3-8b/TIER3.json"
+expect_rc 2 "malformed TIER3.json" $PARITY model --kernels "$R" --class cpu --model llama3-8b --prompts 1 --tokens 2
+grep -q "TIER3.json" "$T/err" || fail "a malformed bars file is named"
 
 [ "$fails" = 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "cli_model: ok"
