@@ -60,6 +60,7 @@ static struct {
     int restore_outr;       /* the kernel rounds red's out in rne */
     int restore_acc;        /* the kernel accumulates red in fp32 */
     const char *param, *value;
+    int legacy_only;        /* only the legacy kernel runs the truth */
 } TRUTH;
 
 static nx_status to_truth(const fam_spec *s, fam_spec *o, nx_err *err)
@@ -95,6 +96,8 @@ static nx_status planted_describe(char *json, size_t len, nx_err *err)
 
 static int planted_supports(const fam_spec *spec, const char *kernel)
 {
+    if (TRUTH.legacy_only)
+        return dev_cpu_backend()->supports(spec, kernel);
     fam_spec t;
     if (to_truth(spec, &t, NULL) != NX_OK)
         return 0;
@@ -105,6 +108,8 @@ static int planted_supports(const fam_spec *spec, const char *kernel)
 
 static nx_status planted_run(const fam_spec *spec, const st_file *in, st_file *out, const dev_opts *opts, nx_err *err)
 {
+    if (TRUTH.legacy_only && !(opts && opts->kernel && strstr(opts->kernel, "_legacy")))
+        return dev_cpu_backend()->run(spec, in, out, opts, err);
     fam_spec t;
     nx_status st = to_truth(spec, &t, err);
     if (st)
@@ -356,6 +361,39 @@ static void test_planted_moe_lanes(void **state)
     expect_fail("moe_grouped_gemm.vec", declare_seq_for_vec, "k", "k: the kernel reduces stride(8, seq, pairwise)");
 }
 
+static void legacy_split2(fam_spec *s)
+{
+    (void)s;
+    TRUTH.legacy_only = 1;
+    TRUTH.red = "k";
+    TRUTH.tree = "split(2, stride(8, seq, pairwise), seq)";
+    TRUTH.param = "split_k";
+    TRUTH.value = "2";
+}
+
+/* The legacy kernel of a point must give the same bits as the new one:
+ * here it splits in 2 where the point (and the new kernel) split in 4. */
+static void test_planted_legacy(void **state)
+{
+    (void)state;
+    expect_fail("gemm.splitk", legacy_split2, "k",
+                "the legacy kernel does not realise the declared point");
+    fam_spec s;
+    resolve("gemm.splitk", &s);
+    memset(&TRUTH, 0, sizeof TRUTH);
+    legacy_split2(&s);
+    pw_opts o;
+    pw_opts_default(&o);
+    pw_result r;
+    nx_err e = {0};
+    assert_int_equal(pw_check_point(&PLANTED, &s, &o, &r, &e), NX_OK);
+    assert_non_null(strstr(r.detail, "k: the kernel reduces split(2, stride(8, seq, pairwise), seq), the point declares "
+                                     "split(4, stride(8, seq, pairwise), seq)"));
+    pw_result_free(&r);
+    fam_spec_free(&s);
+    memset(&TRUTH, 0, sizeof TRUTH);
+}
+
 /* With the truth restored to the declared point the wrapper is the cpu
  * backend: the same points pass through it (the planted tests fail for
  * the bug, not for the wrapper). */
@@ -392,7 +430,7 @@ int main(void)
         cmocka_unit_test(test_planted_combine_order), cmocka_unit_test(test_planted_lane_width),
         cmocka_unit_test(test_planted_out_rounding), cmocka_unit_test(test_planted_attention_combine),
         cmocka_unit_test(test_planted_split_length), cmocka_unit_test(test_planted_accumulator),
-        cmocka_unit_test(test_planted_moe_lanes),
+        cmocka_unit_test(test_planted_moe_lanes),   cmocka_unit_test(test_planted_legacy),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
