@@ -16,6 +16,7 @@ static const char model_usage[] =
     "                    [--engine fast|mpfr] [--kernels DIR] [--against D]\n"
     "                    [--plant OP[@LAYER]=FAMILY.POINT]\n"
     "                    [--rtol R --atol A] [--json FILE|-] [--html FILE] [--metrics FILE]\n"
+    "                    [--ledger FILE]\n"
     "\n"
     "Runs model M's decode step (DIR/models/M/STEP.toml) greedily for T tokens from\n"
     "P prompts of L tokens, every op lowered by class C's FUSIONS.toml rules (as\n"
@@ -59,6 +60,9 @@ static const char model_usage[] =
     "  --json FILE      also write the report as JSON (- : JSON on stdout, no text)\n"
     "  --html FILE      also write an HTML page: the transcripts side by side\n"
     "  --metrics FILE   also write the metrics (`parity tier3 FILE BARS` reads them)\n"
+    "  --ledger FILE    record the run in the campaign ledger (docs/ledger.md): one\n"
+    "                   point model.M whose Tier 2 is this verdict, so that\n"
+    "                   `parity ttbp --class C --model M` says when M reached parity\n"
     "\n"
     "Tier 3: where the registry declares bars for the model\n"
     "(DIR/models/M/TIER3.json, the format of `parity tier3`), the metrics are\n"
@@ -73,7 +77,8 @@ int cmd_model(int argc, char **argv)
 {
     const char *cls = NULL, *model = NULL, *dir = "kernels", *json = NULL, *html = NULL, *scale = "tiny",
                *prompts = NULL, *plen = NULL, *tokens = NULL, *seed = NULL, *threads = NULL, *engine = NULL,
-               *plant = NULL, *against = NULL, *rtol = NULL, *atol = NULL, *metrics = NULL;
+               *plant = NULL, *against = NULL, *rtol = NULL, *atol = NULL, *metrics = NULL,
+               *ledger = NULL;
     int bad = 0;
     for (int i = 1; i < argc && !bad; i++) {
         if (cli_flag(argv, i, "--help") || cli_flag(argv, i, "-h")) {
@@ -89,7 +94,8 @@ int cmd_model(int argc, char **argv)
             cli_opt(argc, argv, &i, "--threads", &threads, &bad) ||
             cli_opt(argc, argv, &i, "--engine", &engine, &bad) || cli_opt(argc, argv, &i, "--plant", &plant, &bad) ||
             cli_opt(argc, argv, &i, "--against", &against, &bad) || cli_opt(argc, argv, &i, "--rtol", &rtol, &bad) ||
-            cli_opt(argc, argv, &i, "--atol", &atol, &bad) || cli_opt(argc, argv, &i, "--metrics", &metrics, &bad))
+            cli_opt(argc, argv, &i, "--atol", &atol, &bad) || cli_opt(argc, argv, &i, "--metrics", &metrics, &bad) ||
+            cli_opt(argc, argv, &i, "--ledger", &ledger, &bad))
             continue;
         cli_error("model", "unknown argument '%s' (see --help)", argv[i]);
         return EXIT_INPUT;
@@ -161,7 +167,8 @@ int cmd_model(int argc, char **argv)
     }
     const cli_file outs[] = {
         {"--json", json && strcmp(json, "-") != 0 ? json : NULL}, {"--html", html}, {"--metrics", metrics}};
-    if (cli_check_outputs("model", outs, 3, NULL, 0) || cli_check_outside("model", outs, 3, "--kernels", dir))
+    const cli_file ins[] = {{"--ledger", ledger}};
+    if (cli_check_outputs("model", outs, 3, ins, 1) || cli_check_outside("model", outs, 3, "--kernels", dir))
         return EXIT_INPUT;
     nx_err err = {0};
     reg_registry *r = NULL;
@@ -169,9 +176,10 @@ int cmd_model(int argc, char **argv)
         return cli_fail("model", &err);
     md_result res;
     nx_status st = md_run(r, cls, &o, &res, &err);
-    reg_free(r);
-    if (st != NX_OK)
+    if (st != NX_OK) {
+        reg_free(r);
         return cli_fail("model", &err);
+    }
     int rc = res.pass && (!res.has_tier3 || tier3_pass(&res.tier3)) ? EXIT_PASS : EXIT_PARITY,
         to_stdout = json && !strcmp(json, "-");
     char *t = to_stdout ? NULL : md_text(&res), *j = json ? md_json(&res) : NULL, *h = html ? md_html(&res) : NULL,
@@ -199,7 +207,16 @@ int cmd_model(int argc, char **argv)
         if (mt && rc != EXIT_INTERNAL && rc != EXIT_INPUT && report_write_atomic(metrics, mt, &err) != NX_OK)
             rc = cli_fail("model", &err);
     }
+    if (ledger && rc != EXIT_INTERNAL && rc != EXIT_INPUT) {
+        char *lines = NULL;
+        if (md_record(ledger, r, &o, &res, rc, &lines, &err) != NX_OK)
+            rc = cli_fail("model", &err);
+        else if (lines && !to_stdout)
+            fputs(lines, stdout);
+        free(lines);
+    }
     free(t), free(j), free(h), free(mt);
     md_result_free(&res);
+    reg_free(r);
     return rc;
 }

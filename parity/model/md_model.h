@@ -160,4 +160,12 @@ const char *md_role_name(int role);
 json_t *md_metrics_json(const md_result *res);
 nx_status md_tier3(const char *kernels_dir, md_result *res, nx_err *err);
 
+/* Records the run in the campaign ledger at path (md_ledger.c): a run of
+ * the class labelled with the model, one point model.<M> whose Tier 2 is
+ * the model-level verdict (basis bits where every op runs the control's
+ * point), so that `parity ttbp --class C --model M` reads it.
+ * *exit_lines: the ledger's closing lines (malloc'd). */
+nx_status md_record(const char *path, const reg_registry *r, const md_opts *o, const md_result *res, int exit_status,
+                    char **exit_lines, nx_err *err);
+
 #endif
