@@ -261,9 +261,19 @@ grep -q '^  f: a rows 1, 16$' "$T/x.out" || fail "envelope line: $(grep -A2 enve
 [ "$(jq_ "$T/x.json" '$.single_class[0].point')" = g.d ] || fail "the single-class point is g.d"
 grep -q '^  source x/m1/model.cu (m1, 4 lines): why: none given; measurement: none; listed in FORKS.md$' "$T/x.out" \
   || fail "per-model source line: $(grep model.cu "$T/x.out")"
-# promotion candidates: the two sources and the shadow of k1 (users x, y)
-[ "$(jq_ "$T/x.json" '$.promotion_candidates')" = '["f.a","x/common/k1/a.cu","x/common/k1/b.cuh"]' ] \
+# promotion candidates: the two sources and the shadow of k1 (KERNEL.toml
+# users x, y), and the copy point g.c, which the rules of x and of y (its
+# child) both route toy's op m1 to: users x/toy and y/toy, derived from data
+[ "$(jq_ "$T/x.json" '$.promotion_candidates')" = '["f.a","x/common/k1/a.cu","x/common/k1/b.cuh","g.c"]' ] \
   || fail "promotion candidates: $(jq_ "$T/x.json" '$.promotion_candidates')"
+grep -q '^  g.c (users: x/toy, y/toy)$' "$T/x.out" || fail "g.c's derived users: $(grep 'g.c (users' "$T/x.out")"
+# hand-written users must name classes or models of the registry
+cp -r "$R" "$T/ul"
+sed -i 's/^users = \[/users = ["qwen9", /' "$T/ul/x/common/k1/KERNEL.toml"
+grep -q '"qwen9"' "$T/ul/x/common/k1/KERNEL.toml" || fail "planting an unknown user"
+"$P" registry lint "$T/ul" > "$T/ul.out" 2>&1
+[ $? -eq 2 ] || fail "an unknown user is not a lint error"
+grep -q "k1/KERNEL.toml:[0-9]*: error: users: 'qwen9' is no class" "$T/ul.out" || fail "unknown user message: $(grep qwen9 "$T/ul.out")"
 # the class y: bundle bx is x's alone, so nothing single-class on y; its own residual is the inherited copy point
 "$P" lkb --class y --kernels "$R" --json "$T/y.json" > /dev/null 2>&1 || fail "lkb y"
 [ "$(jq_ "$T/y.json" '$.residual_single_class')" = 0 ] || fail "y: single-class"
@@ -306,6 +316,26 @@ printf '1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n' > "$B/x/common/k1/old.cu"
 [ "$(jq_ "$T/yl.json" '$.yield.residual_lines_deleted')" = 10 ] || fail "yield lines: $(jq_ "$T/yl.json" '$.yield')"
 [ "$(jq_ "$T/yl.json" '$.yield.points')" = "g.d (was a copy)" ] || fail "yield points: $(jq_ "$T/yl.json" '$.yield.points')"
 [ "$(jq_ "$T/yl.json" '$.yield.families_promoted')" = 0 ] || fail "yield families"
+# g.d replaced a copy with the same numerics point, and the rules of x and y
+# route toy's m2 to it: two users, a promotion.  A brand-new point is none.
+A2=$T/after2
+cp -r "$R" "$A2"
+printf '\n[[family.point]]\nid = "e"\nkernel = "kd"\n[family.point.numerics.k]\ntree = "seq"\n' >> "$A2/x/common/KERNEL_FAMILIES.toml"
+"$P" lkb --class x --kernels "$A2" --before "$B" --json "$T/yn.json" > "$T/yn.out" 2>&1 || fail "lkb --before (new point): $(cat "$T/yn.out")"
+[ "$(jq_ "$T/yn.json" '$.yield.points')" = "g.d (was a copy)" ] || fail "a new point counted as promoted: $(jq_ "$T/yn.json" '$.yield.points')"
+[ "$(jq_ "$T/yn.json" '$.yield.not_promotions')" = "g.e (new: nothing of the residual went)" ] \
+  || fail "the new point not said: $(jq_ "$T/yn.json" '$.yield.not_promotions')"
+# the copy replaced where only class x's rules reach it: one user, no promotion
+B1=$T/before1
+cp -r "$B" "$B1"
+cp -r "$R" "$T/after1"
+sed -i '/^rows = \[1, 16\]$/d' "$T/after1/x/common/FUSIONS.toml"
+mkdir -p "$T/after1/y/common"
+printf '[[rule]]\nfamily = "g"\npoint = "c"\n' > "$T/after1/y/common/FUSIONS.toml"
+"$P" lkb --class x --kernels "$T/after1" --before "$B1" --json "$T/y1.json" > "$T/y1.out" 2>&1 || fail "lkb --before (one user): $(cat "$T/y1.out")"
+[ "$(jq_ "$T/y1.json" '$.yield.points_promoted')" = 0 ] || fail "a single-user point counted as promoted: $(jq_ "$T/y1.json" '$.yield')"
+[ "$(jq_ "$T/y1.json" '$.yield.not_promotions')" = "g.d (was a copy; 1 user: rule 1 needs two)" ] \
+  || fail "the single user not said: $(jq_ "$T/y1.json" '$.yield.not_promotions')"
 
 # the same from a git revision: the registry committed, then its old source deleted
 if command -v git > /dev/null; then

@@ -2,6 +2,7 @@
  * model's step, the evidence envelope, the residual and its single-class
  * bucket, promotion candidates, TTPV and parameterization yield. */
 #include "lkb.h"
+#include "campaign.h"
 
 #include <dirent.h>
 #include <sqlite3.h>
@@ -78,7 +79,8 @@ static lkb_residual *res_push(res_list *l)
 static void res_free(lkb_residual *v, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        free(v[i].what), free(v[i].scope), free(v[i].why), free(v[i].measurement), free(v[i].users_text);
+        free(v[i].what), free(v[i].scope), free(v[i].why), free(v[i].measurement), free(v[i].users_text),
+            free(v[i].kernel_id);
         free(v[i].where);
     }
     free(v);
@@ -112,14 +114,14 @@ static int is_data_file(const char *rel_in_class, const char *name)
 }
 
 typedef struct kernel_toml {
-    char *why, *measurement, *users_text, *where;
+    char *id, *why, *measurement, *users_text, *where;
     int users;
     char *shadow_point, *shadow_why, *shadow_measurement, *shadow_where;
 } kernel_toml;
 
 static void kt_free(kernel_toml *k)
 {
-    free(k->why), free(k->measurement), free(k->users_text), free(k->where);
+    free(k->id), free(k->why), free(k->measurement), free(k->users_text), free(k->where);
     free(k->shadow_point), free(k->shadow_why), free(k->shadow_measurement), free(k->shadow_where);
     memset(k, 0, sizeof *k);
 }
@@ -137,9 +139,25 @@ static const char *str_of(const tc_node *t, const char *key)
     return v && v->kind == TC_STRING ? v->str : NULL;
 }
 
-/* Reads DIR/KERNEL.toml when present; problems (unknown keys, kinds) are
- * appended to probs as "file:line: error: ..." lines. */
-static nx_status kt_load(const char *dir, kernel_toml *k, nx_sbuf *probs, nx_err *err)
+/* Whether name is a class (KDIR/NAME/HARDWARE.toml) or a model
+ * (KDIR/models/NAME/STEP.toml) of the registry. */
+static int user_exists(const char *kdir, const char *name)
+{
+    char p[4400];
+    struct stat sb;
+    if (!*name || strchr(name, '/'))
+        return 0;
+    snprintf(p, sizeof p, "%s/%s/HARDWARE.toml", kdir, name);
+    if (stat(p, &sb) == 0)
+        return 1;
+    snprintf(p, sizeof p, "%s/models/%s/STEP.toml", kdir, name);
+    return stat(p, &sb) == 0;
+}
+
+/* Reads DIR/KERNEL.toml when present; problems (unknown keys, kinds, users
+ * that name no class or model of KDIR) are appended to probs as
+ * "file:line: error: ..." lines. */
+static nx_status kt_load(const char *kdir, const char *dir, kernel_toml *k, nx_sbuf *probs, nx_err *err)
 {
     memset(k, 0, sizeof *k);
     char path[4200];
@@ -170,14 +188,23 @@ static nx_status kt_load(const char *dir, kernel_toml *k, nx_sbuf *probs, nx_err
         }
     }
     k->where = strdup(path);
+    k->id = lkb_strdup(str_of(root, "id"));
     k->why = lkb_strdup(str_of(root, "why"));
     k->measurement = lkb_strdup(str_of(root, "measurement"));
     const tc_node *u = tc_get(root, "users");
     if (u && u->kind == TC_ARRAY) {
         nx_sbuf b = {0};
         for (size_t i = 0; i < u->nitems; i++)
-            if (u->items[i]->kind == TC_STRING)
+            if (u->items[i]->kind == TC_STRING) {
                 nx_sbuf_printf(&b, "%s%s", k->users ? ", " : "", u->items[i]->str), k->users++;
+                if (probs && !user_exists(kdir, u->items[i]->str)) {
+                    char *l = node_loc(u->items[i]);
+                    nx_sbuf_printf(probs, "%s: error: users: '%s' is no class (%s/NAME/HARDWARE.toml) and no model "
+                                   "(%s/models/NAME/STEP.toml) of the registry\n",
+                                   l, u->items[i]->str, kdir, kdir);
+                    free(l);
+                }
+            }
         k->users_text = nx_sbuf_take(&b);
     }
     const tc_node *sh = tc_get(root, "shadow");
@@ -245,7 +272,7 @@ static nx_status walk(const char *kdir, const char *cls, const char *rel, int de
     if (nn > 1) /* an empty folder: names is NULL, which qsort may not be given */
         qsort(names, nn, sizeof *names, cmp_names);
     kernel_toml kt;
-    nx_status st = kt_load(dir, &kt, probs, err);
+    nx_status st = kt_load(kdir, dir, &kt, probs, err);
     const char *scope = "class";
     char first[256] = "";
     if (*rel) {
@@ -269,6 +296,7 @@ static nx_status walk(const char *kdir, const char *cls, const char *rel, int de
             e->in_forks = in_forks(forks, key) || in_forks(forks, kt.shadow_point);
             e->users = kt.users ? kt.users : 1;
             e->users_text = lkb_strdup(kt.users_text);
+            e->kernel_id = lkb_strdup(kt.id);
             e->where = lkb_strdup(kt.shadow_where);
             e->scope = strdup(scope);
         }
@@ -300,6 +328,7 @@ static nx_status walk(const char *kdir, const char *cls, const char *rel, int de
         e->measurement = lkb_strdup(kt.measurement);
         e->users = kt.users ? kt.users : 1;
         e->users_text = lkb_strdup(kt.users_text);
+        e->kernel_id = lkb_strdup(kt.id);
         e->where = lkb_strdup(kt.where ? kt.where : full);
         e->in_forks = in_forks(forks, e->what);
         if (!e->what || !e->scope)
@@ -474,7 +503,7 @@ void lkb_report_free(lkb_report *rep)
     for (size_t i = 0; i < rep->nttpv; i++)
         free(rep->ttpv[i].point);
     free(rep->ttpv);
-    free(rep->yield.families_promoted), free(rep->yield.points_promoted);
+    free(rep->yield.families_promoted), free(rep->yield.points_promoted), free(rep->yield.points_not);
     lkb_step_free(&rep->step);
     memset(rep, 0, sizeof *rep);
 }
@@ -493,6 +522,220 @@ static const reg_point_meta *family_find(const reg_point_meta *m, size_t n, cons
         if (strcmp(m[i].family, fam) == 0)
             return &m[i];
     return NULL;
+}
+
+/* ---- users: who runs a residual entry --------------------------------- */
+
+/* One route: class cls, running model's step, lowers an op to point (at
+ * C = 1, 16 or 128), whose kernel at cls is kernel. */
+typedef struct route {
+    char *cls, *model, *point, *kernel, *where;
+} route;
+
+typedef struct routes {
+    route *v;
+    size_t n;
+} routes;
+
+static void routes_free(routes *rt)
+{
+    for (size_t i = 0; i < rt->n; i++)
+        free(rt->v[i].cls), free(rt->v[i].model), free(rt->v[i].point), free(rt->v[i].kernel), free(rt->v[i].where);
+    free(rt->v);
+    memset(rt, 0, sizeof *rt);
+}
+
+/* The models of the registry: the folders of KDIR/models with a STEP.toml,
+ * sorted.  *out malloc'd (free each and the array). */
+static size_t list_models(const char *kdir, char ***out)
+{
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s/models", kdir);
+    *out = NULL;
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    size_t n = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        char p[8600];
+        struct stat sb;
+        if (de->d_name[0] == '.')
+            continue;
+        snprintf(p, sizeof p, "%s/%s/STEP.toml", dir, de->d_name);
+        if (stat(p, &sb) != 0 || !S_ISREG(sb.st_mode))
+            continue;
+        char **g = realloc(*out, (n + 1) * sizeof *g);
+        if (!g || !(g[n] = strdup(de->d_name))) {
+            if (g)
+                *out = g;
+            break;
+        }
+        *out = g;
+        n++;
+    }
+    closedir(d);
+    if (n > 1)
+        qsort(*out, n, sizeof **out, cmp_names);
+    return n;
+}
+
+/* Every route of every class and model of the registry.  A class whose
+ * rules or a model whose step do not load is left out (lint says why). */
+static nx_status routes_all(const reg_registry *r, routes *out, nx_err *err)
+{
+    memset(out, 0, sizeof *out);
+    char **models = NULL;
+    size_t nmod = list_models(reg_dir(r), &models);
+    nx_status st = NX_OK;
+    for (size_t c = 0; c < reg_class_count(r) && !st; c++) {
+        const char *cls = reg_class_name(r, c);
+        rules rs;
+        nx_err e;
+        reg_point_meta *m = NULL;
+        size_t nm = 0;
+        if (rules_load(r, cls, &rs, &e))
+            continue;
+        if (reg_point_metas(r, cls, &m, &nm, &e)) {
+            rules_free(&rs);
+            continue;
+        }
+        for (size_t k = 0; k < nmod && !st; k++) {
+            lkb_step step;
+            if (lkb_step_load(reg_dir(r), models[k], &step, &e))
+                continue;
+            for (size_t i = 0; i < step.nops && !st; i++) {
+                const lkb_op *op = &step.ops[i];
+                for (int b = 0; b < 3 && op->family && !st; b++) {
+                    const rule *x = rule_for(&rs, op, batch_c[b]);
+                    char pid[300];
+                    if (!x)
+                        continue;
+                    snprintf(pid, sizeof pid, "%s.%s", x->family, x->point);
+                    const reg_point_meta *pm = meta_find(m, nm, pid);
+                    int seen = 0;
+                    for (size_t q = 0; q < out->n && !seen; q++)
+                        seen = !strcmp(out->v[q].cls, cls) && !strcmp(out->v[q].model, models[k]) &&
+                               !strcmp(out->v[q].point, pid);
+                    if (seen || !pm)
+                        continue;
+                    route *g = realloc(out->v, (out->n + 1) * sizeof *g);
+                    if (!g) {
+                        st = oom(err);
+                        break;
+                    }
+                    out->v = g;
+                    route *y = &out->v[out->n++];
+                    y->cls = strdup(cls), y->model = strdup(models[k]), y->point = strdup(pid);
+                    y->kernel = lkb_strdup(pm->kernel), y->where = lkb_strdup(pm->where);
+                    if (!y->cls || !y->model || !y->point)
+                        st = oom(err);
+                }
+            }
+            lkb_step_free(&step);
+        }
+        rules_free(&rs);
+        reg_point_metas_free(m, nm);
+    }
+    for (size_t k = 0; k < nmod; k++)
+        free(models[k]);
+    free(models);
+    if (st)
+        routes_free(out);
+    return st;
+}
+
+/* 1 when class c is cls or inherits from it. */
+static int in_subtree(const reg_registry *r, const char *c, const char *cls)
+{
+    for (int depth = 0; c && depth < 64; depth++, c = reg_class_parent(r, c))
+        if (strcmp(c, cls) == 0)
+            return 1;
+    return 0;
+}
+
+/* Whether route y runs residual entry e of class cls: a copy point, the
+ * same declaration (the class sees it where cls does); a shadow, its point
+ * at cls or a class below; a source, a point whose kernel is the source's
+ * KERNEL.toml id at cls or below; a per-model entry, that model only. */
+static int route_runs(const reg_registry *r, const char *cls, const char *copy_where, const lkb_residual *e,
+                      const route *y)
+{
+    int model_ok = !e->scope || strcmp(e->scope, "class") == 0 || strcmp(e->scope, y->model) == 0;
+    if (!model_ok)
+        return 0;
+    switch (e->kind) {
+    case LKB_RES_COPY:
+        return strcmp(y->point, e->what) == 0 && copy_where && y->where && strcmp(copy_where, y->where) == 0;
+    case LKB_RES_SHADOW:
+        return strcmp(y->point, e->what) == 0 && in_subtree(r, y->cls, cls);
+    default:
+        return e->kernel_id && y->kernel && strcmp(e->kernel_id, y->kernel) == 0 && in_subtree(r, y->cls, cls);
+    }
+}
+
+/* The users of every entry of l (class cls): the routes that run it, then
+ * the KERNEL.toml `users` that name a class or model no route already has;
+ * a per-model source is run by its model at cls at least. */
+static nx_status derive_users(const reg_registry *r, const char *cls, const routes *rt, lkb_residual *v, size_t n,
+                              nx_err *err)
+{
+    reg_point_meta *m = NULL;
+    size_t nm = 0;
+    nx_status st = reg_point_metas(r, cls, &m, &nm, err);
+    for (size_t i = 0; i < n && !st; i++) {
+        lkb_residual *e = &v[i];
+        const reg_point_meta *pm = e->kind == LKB_RES_COPY ? meta_find(m, nm, e->what) : NULL;
+        nx_sbuf b = {0};
+        int users = 0;
+        nx_sbuf_printf(&b, "%s", "");
+        for (size_t k = 0; k < rt->n; k++)
+            if (route_runs(r, cls, pm ? pm->where : NULL, e, &rt->v[k])) {
+                int dup = 0; /* one (class, model) pair once, whatever the point */
+                for (size_t q = 0; q < k && !dup; q++)
+                    dup = route_runs(r, cls, pm ? pm->where : NULL, e, &rt->v[q]) && !strcmp(rt->v[q].cls, rt->v[k].cls) &&
+                          !strcmp(rt->v[q].model, rt->v[k].model);
+                if (!dup)
+                    nx_sbuf_printf(&b, "%s%s/%s", users++ ? ", " : "", rt->v[k].cls, rt->v[k].model);
+            }
+        if (!users && e->kind == LKB_RES_SOURCE && e->scope && strcmp(e->scope, "class") != 0)
+            nx_sbuf_printf(&b, "%s/%s", cls, e->scope), users++;
+        /* hand-written names add a user where no derived pair has them */
+        char *hand = e->users_text;
+        int extra = 0;
+        for (char *p = hand; p && *p;) {
+            size_t l = strcspn(p, ",");
+            char name[128];
+            snprintf(name, sizeof name, "%.*s", (int)(l < sizeof name ? l : sizeof name - 1), p);
+            char *q = name;
+            while (*q == ' ')
+                q++;
+            int have = 0;
+            const char *txt = b.s ? b.s : "";
+            for (const char *t = txt; *t && !have;) {
+                size_t tl = strcspn(t, ",");
+                const char *sl = memchr(t, '/', tl);
+                size_t cl = sl ? (size_t)(sl - t) : tl;
+                have = (cl == strlen(q) && !strncmp(t, q, cl)) ||
+                       (sl && tl - cl - 1 == strlen(q) && !strncmp(sl + 1, q, tl - cl - 1));
+                t += tl;
+                while (*t == ',' || *t == ' ')
+                    t++;
+            }
+            if (!have && *q)
+                nx_sbuf_printf(&b, "%s%s (KERNEL.toml)", users + extra++ ? ", " : "", q);
+            p += l;
+            while (*p == ',' || *p == ' ')
+                p++;
+        }
+        free(e->users_text);
+        e->users_text = nx_sbuf_take(&b);
+        e->users = users + extra;
+        if (!e->users_text)
+            st = oom(err);
+    }
+    reg_point_metas_free(m, nm);
+    return st;
 }
 
 /* One op at C: its category, the point serving it, its time. */
@@ -733,6 +976,7 @@ static nx_status yield(const reg_registry *r, const char *cls, const char *befor
         return st;
     }
     res_list l = {0};
+    routes rt = {0};
     reg_point_meta *mb = NULL, *ma = NULL;
     size_t nb = 0, na = 0;
     long long dummy;
@@ -744,9 +988,12 @@ static nx_status yield(const reg_registry *r, const char *cls, const char *befor
     residual_totals(l.v, l.n, &y->count_before, &y->loc_before, &dummy, &dummy, &dummy);
     y->count_after = rep->res_count;
     y->loc_after = rep->res_loc;
-    nx_sbuf fb = {0}, pb = {0};
+    if ((st = routes_all(r, &rt, err)))
+        goto out;
+    nx_sbuf fb = {0}, pb = {0}, nb_ = {0};
     nx_sbuf_printf(&fb, "%s", "");
     nx_sbuf_printf(&pb, "%s", "");
+    nx_sbuf_printf(&nb_, "%s", "");
     for (size_t i = 0; i < na; i++) {
         int first_of_family = 1;
         for (size_t k = 0; k < i; k++)
@@ -756,15 +1003,48 @@ static nx_status yield(const reg_registry *r, const char *cls, const char *befor
         if (!ma[i].id || strcmp(ma[i].how, "copy") == 0)
             continue;
         const reg_point_meta *old = meta_find(mb, nb, ma[i].id);
-        if (!old || strcmp(old->how, "copy") == 0)
-            nx_sbuf_printf(&pb, "%s%s%s", y->npoints++ ? ", " : "", ma[i].id, old ? " (was a copy)" : "");
+        if (!old) {
+            nx_sbuf_printf(&nb_, "%s%s (new: nothing of the residual went)", y->nnot++ ? ", " : "", ma[i].id);
+            continue;
+        }
+        if (strcmp(old->how, "copy") != 0)
+            continue;
+        /* a copy replaced: a promotion when the numerics point is the same
+         * and two users run it (rule 1) */
+        int users = 0;
+        for (size_t k = 0; k < rt.n; k++) {
+            int dup = 0;
+            if (strcmp(rt.v[k].point, ma[i].id) || !rt.v[k].where || !ma[i].where || strcmp(rt.v[k].where, ma[i].where))
+                continue;
+            for (size_t q = 0; q < k && !dup; q++)
+                dup = !strcmp(rt.v[q].point, ma[i].id) && !strcmp(rt.v[q].cls, rt.v[k].cls) &&
+                      !strcmp(rt.v[q].model, rt.v[k].model);
+            users += !dup;
+        }
+        fam_spec sa = {0}, sb = {0};
+        nx_err e2;
+        const char *shape = camp_preset_shape("small", ma[i].family);
+        int same = reg_resolve(b, cls, ma[i].id, shape, &sb, &e2) == NX_OK &&
+                   reg_resolve(r, cls, ma[i].id, shape, &sa, &e2) == NX_OK && sa.hash && sb.hash &&
+                   strcmp(sa.hash, sb.hash) == 0;
+        fam_spec_free(&sa);
+        fam_spec_free(&sb);
+        if (!same)
+            nx_sbuf_printf(&nb_, "%s%s (was a copy; its numerics point changed)", y->nnot++ ? ", " : "", ma[i].id);
+        else if (users < 2)
+            nx_sbuf_printf(&nb_, "%s%s (was a copy; %d user: rule 1 needs two)", y->nnot++ ? ", " : "", ma[i].id,
+                           users);
+        else
+            nx_sbuf_printf(&pb, "%s%s (was a copy)", y->npoints++ ? ", " : "", ma[i].id);
     }
     y->families_promoted = nx_sbuf_take(&fb);
     y->points_promoted = nx_sbuf_take(&pb);
+    y->points_not = nx_sbuf_take(&nb_);
     y->computed = 1;
-    if (!y->families_promoted || !y->points_promoted)
+    if (!y->families_promoted || !y->points_promoted || !y->points_not)
         st = oom(err);
 out:
+    routes_free(&rt);
     res_free(l.v, l.n);
     reg_point_metas_free(mb, nb);
     reg_point_metas_free(ma, na);
@@ -799,6 +1079,13 @@ nx_status lkb_compute(const reg_registry *r, const char *cls, const lkb_opts *o,
         st = envelope(m, nm, &recs, cls, rep, err);
     if (!st)
         st = residual_of(r, cls, &l, NULL, err);
+    if (!st) {
+        routes rt;
+        if (!(st = routes_all(r, &rt, err))) {
+            st = derive_users(r, cls, &rt, l.v, l.n, err);
+            routes_free(&rt);
+        }
+    }
     if (!st) {
         rep->res = l.v, rep->nres = l.n;
         l.v = NULL, l.n = 0;

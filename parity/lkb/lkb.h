@@ -99,8 +99,10 @@ typedef struct lkb_residual {
     long long lines;    /* source: its lines */
     char *why, *measurement; /* NULL when not given */
     int in_forks;       /* listed in DIR/FORKS.md */
-    int users;          /* KERNEL.toml `users` (classes or models running it), else 1 */
-    char *users_text;   /* "sm90, sm100", or NULL */
+    int users;          /* its users (docs/lkb.md "Users"): the (class, model) pairs whose
+                           lowering routes an op to it, plus KERNEL.toml `users` not among them */
+    char *users_text;   /* "sm80/llama3-8b, sm89/llama3-8b", or NULL */
+    char *kernel_id;    /* source and shadow: KERNEL.toml `id`, or NULL */
     char *where;        /* the KERNEL.toml or manifest line that says why, or the file */
 } lkb_residual;
 
@@ -158,6 +160,10 @@ typedef struct lkb_yield {
     long long loc_before, loc_after, count_before, count_after;
     char *families_promoted, *points_promoted; /* comma lists, "" none */
     size_t nfamilies, npoints;
+    /* points that are no promotion, with why: new (nothing of the residual
+     * went), one user (rule 1 needs two), numerics changed; comma list */
+    char *points_not;
+    size_t nnot;
 } lkb_yield;
 
 typedef struct lkb_report {

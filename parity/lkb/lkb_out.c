@@ -102,6 +102,8 @@ char *lkb_text(const lkb_report *r)
         nx_sbuf_printf(&b, "  families promoted: %zu%s%s\n", y->nfamilies, y->nfamilies ? ": " : "",
                        y->families_promoted);
         nx_sbuf_printf(&b, "  points promoted: %zu%s%s\n", y->npoints, y->npoints ? ": " : "", y->points_promoted);
+        if (y->nnot)
+            nx_sbuf_printf(&b, "  not promotions: %s\n", y->points_not);
     }
     nx_sbuf_printf(&b, "\nTTPV (t0: %s):\n", r->t0_what);
     if (!r->nttpv)
@@ -249,6 +251,7 @@ char *lkb_json(const lkb_report *r)
         json_object_set_new(y, "residual_count_before", json_integer(r->yield.count_before));
         json_object_set_new(y, "families_promoted", json_integer((json_int_t)r->yield.nfamilies));
         json_object_set_new(y, "points_promoted", json_integer((json_int_t)r->yield.npoints));
+        json_object_set_new(y, "not_promotions", json_string(r->yield.points_not ? r->yield.points_not : ""));
         json_object_set_new(y, "families", json_string(r->yield.families_promoted));
         json_object_set_new(y, "points", json_string(r->yield.points_promoted));
         json_object_set_new(o, "yield", y);
