@@ -1,6 +1,7 @@
 /* cmd_model.c: `parity model`, model-level parity (parity/model/,
  * docs/model.md): a model's decode step run on a class's backend against
  * the exact reference of the same points; options, the call, printing. */
+#include "campaign.h"
 #include "cli.h"
 #include "md_model.h"
 #include "refimpl.h"
@@ -67,6 +68,9 @@ static const char model_usage[] =
     "Tier 3: where the registry declares bars for the model\n"
     "(DIR/models/M/TIER3.json, the format of `parity tier3`), the metrics are\n"
     "checked against them; a missed bar fails the run.\n"
+    "\n"
+    "A class (or D) whose device cannot run here (no GPU) is a skip, said as such,\n"
+    "with exit 0 and nothing written.\n"
     "\n"
     "exit status: 0 model parity (every op, logits step and transcript bit-identical;\n"
     "with --against a class running other points: the logits within the tolerance)\n"
@@ -174,6 +178,17 @@ int cmd_model(int argc, char **argv)
     reg_registry *r = NULL;
     if (reg_load(dir, &r, &err) != NX_OK)
         return cli_fail("model", &err);
+    /* a class whose device cannot run here is a skip, as in a campaign */
+    const char *const sides[2] = {cls, against};
+    for (int k = 0; k < 2; k++) {
+        const dev_backend *be = sides[k] ? camp_class_backend(r, sides[k]) : NULL;
+        char why[256] = "";
+        if (be && !be->available(why, sizeof why)) {
+            printf("parity model: class %s: skipped: %s (backend %s)\n", sides[k], why, be->name);
+            reg_free(r);
+            return EXIT_PASS;
+        }
+    }
     md_result res;
     nx_status st = md_run(r, cls, &o, &res, &err);
     if (st != NX_OK) {
