@@ -16,6 +16,7 @@
 #include "device.h"
 #include "lkb.h"
 #include "md_int.h"
+#include "nx_limits.h"
 #include "nx_philox.h"
 #include "refimpl.h"
 #include "safetensors.h"
@@ -205,18 +206,32 @@ typedef struct md_weights {
     uint16_t *embed, *final_norm, *lm_head;
 } md_weights;
 
-/* count elements of tensor `name`: mean + std * normal, rounded to fp32
- * and then to bf16 (rne). */
-static uint16_t *gen_bf16(uint64_t seed, const char *name, size_t count, double mean, double std, int threads)
+/* count elements of tensor `name`: mean + std * z, z element i of
+ * Philox's `normal` (nx_philox_normal: nx_philox_fill at fp64 gives the
+ * same doubles, drawn 32 blocks at a time over the threads), rounded to
+ * fp32 and then to bf16 (rne). */
+static uint16_t *gen_bf16(uint64_t seed, const char *name, size_t count, double mean, double std)
 {
+    enum { CHUNK = 1 << 20 };
     uint16_t *w = malloc((count ? count : 1) * sizeof *w);
-    if (!w)
+    double *z = malloc((count < CHUNK ? (count ? count : 1) : CHUNK) * sizeof *z);
+    if (!w || !z) {
+        free(w), free(z);
         return NULL;
+    }
     uint32_t id = nx_philox_tensor_id(name);
-    int nt = threads > 0 ? threads : omp_get_max_threads();
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (size_t i = 0; i < count; i++)
-        w[i] = md_f_to_bf16((float)(mean + std * nx_philox_normal(seed, id, i)));
+    nx_dist_spec d;
+    nx_dist_spec_init(&d, NX_DIST_NORMAL);
+    for (size_t at = 0; at < count; at += CHUNK) {
+        size_t n = count - at < CHUNK ? count - at : CHUNK;
+        if (nx_philox_fill(seed, id, &d, NX_FP64, at, n, z, 0, NULL)) {
+            free(w), free(z);
+            return NULL;
+        }
+        for (size_t i = 0; i < n; i++)
+            w[at + i] = md_f_to_bf16((float)(mean + std * z[i]));
+    }
+    free(z);
     return w;
 }
 
@@ -231,11 +246,19 @@ static void weights_free(md_weights *w, long long layers)
     memset(w, 0, sizeof *w);
 }
 
-static nx_status weights_make(const md_dims *d, uint64_t seed, int threads, md_weights *w, nx_err *err)
+static nx_status weights_make(const md_dims *d, uint64_t seed, md_weights *w, nx_err *err)
 {
     memset(w, 0, sizeof *w);
     size_t H = (size_t)d->hidden, Q = (size_t)((d->hq + 2 * d->hkv) * d->d), A = (size_t)(d->hq * d->d),
            M = (size_t)d->mlp, V = (size_t)d->vocab;
+    /* every bf16 weight, against --max-bytes (docs/limits.md) */
+    uint64_t per_layer = 2 * H + Q * H + H * A + 3 * M * H, total = 0;
+    if (!nx_limits_mul(per_layer, (uint64_t)d->layers, &total) || total + H + 2 * V * H < total ||
+        !nx_limits_mul(total + H + 2 * V * H, 2, &total))
+        total = UINT64_MAX;
+    nx_status st = nx_limits_bytes(total, "the model's bf16 weights", err);
+    if (st)
+        return st;
     if (!(w->l = calloc((size_t)d->layers, sizeof *w->l)))
         return nx_err_set(err, NX_ENOMEM, "model weights: out of memory");
     int ok = 1;
@@ -244,24 +267,24 @@ static nx_status weights_make(const md_dims *d, uint64_t seed, int threads, md_w
         md_layer_w *x = &w->l[i];
         /* linear weights N(0, 1/K): activations keep their scale */
         snprintf(n, sizeof n, "layers.%lld.attn_norm", i);
-        ok &= !!(x->attn_norm = gen_bf16(seed, n, H, 1.0, 0.1, threads));
+        ok &= !!(x->attn_norm = gen_bf16(seed, n, H, 1.0, 0.1));
         snprintf(n, sizeof n, "layers.%lld.wqkv", i);
-        ok &= !!(x->wqkv = gen_bf16(seed, n, Q * H, 0.0, 1.0 / sqrt((double)H), threads));
+        ok &= !!(x->wqkv = gen_bf16(seed, n, Q * H, 0.0, 1.0 / sqrt((double)H)));
         snprintf(n, sizeof n, "layers.%lld.wo", i);
-        ok &= !!(x->wo = gen_bf16(seed, n, H * A, 0.0, 1.0 / sqrt((double)A), threads));
+        ok &= !!(x->wo = gen_bf16(seed, n, H * A, 0.0, 1.0 / sqrt((double)A)));
         snprintf(n, sizeof n, "layers.%lld.mlp_norm", i);
-        ok &= !!(x->mlp_norm = gen_bf16(seed, n, H, 1.0, 0.1, threads));
+        ok &= !!(x->mlp_norm = gen_bf16(seed, n, H, 1.0, 0.1));
         snprintf(n, sizeof n, "layers.%lld.wgu", i);
-        ok &= !!(x->wgu = gen_bf16(seed, n, 2 * M * H, 0.0, 1.0 / sqrt((double)H), threads));
+        ok &= !!(x->wgu = gen_bf16(seed, n, 2 * M * H, 0.0, 1.0 / sqrt((double)H)));
         snprintf(n, sizeof n, "layers.%lld.wdown", i);
-        ok &= !!(x->wdown = gen_bf16(seed, n, H * M, 0.0, 1.0 / sqrt((double)M), threads));
+        ok &= !!(x->wdown = gen_bf16(seed, n, H * M, 0.0, 1.0 / sqrt((double)M)));
     }
     if (ok)
-        ok &= !!(w->embed = gen_bf16(seed, "embed", V * H, 0.0, 1.0, threads));
+        ok &= !!(w->embed = gen_bf16(seed, "embed", V * H, 0.0, 1.0));
     if (ok)
-        ok &= !!(w->final_norm = gen_bf16(seed, "final_norm", H, 1.0, 0.1, threads));
+        ok &= !!(w->final_norm = gen_bf16(seed, "final_norm", H, 1.0, 0.1));
     if (ok)
-        ok &= !!(w->lm_head = gen_bf16(seed, "lm_head", V * H, 0.0, 1.0 / sqrt((double)H), threads));
+        ok &= !!(w->lm_head = gen_bf16(seed, "lm_head", V * H, 0.0, 1.0 / sqrt((double)H)));
     if (!ok) {
         weights_free(w, d->layers);
         return nx_err_set(err, NX_ENOMEM, "model weights: out of memory");
@@ -958,7 +981,7 @@ nx_status md_run(const reg_registry *r, const char *cls, const md_opts *o, md_re
         res->ops[prole].plant_layer = player;
     }
     double tw = now();
-    if ((st = weights_make(&m.d, o->seed, o->threads, &m.w, err)))
+    if ((st = weights_make(&m.d, o->seed, &m.w, err)))
         goto out;
     res->t_weights = now() - tw;
     if (!(m.inv_freq = calloc((size_t)m.d.d / 2, sizeof *m.inv_freq)) ||
