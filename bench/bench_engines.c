@@ -1,4 +1,4 @@
-/* bench_engines.c: the engines of issue 3 against a plain loop, one run.
+/* bench_engines.c: the fast and MPFR engines against a plain loop, one run.
  *
  * Cases: three configurations x four trees, n terms per row over R rows:
  *   fp32  fp32 inputs, { acc = "fp32" } (rne, fma)

@@ -4,7 +4,7 @@
  * Every value of every format is exactly a binary64 number, so a decoded
  * value is a double and an engine keeps its intermediate values as doubles
  * that are exact members of their format.  Rounding an exact value into a
- * format is in nx_round.h (MPFR) and the fast engines. */
+ * format is in nx_mp.h (MPFR) and nx_round_fast.h (integer bit masks). */
 #ifndef NX_FORMAT_H
 #define NX_FORMAT_H
 

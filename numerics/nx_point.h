@@ -1,6 +1,6 @@
 /* nx_point.h: a numerics point (docs/numerics.md §3) and its atom (§5), resolved
  * into typed fields.  Reading one from TOML is the registry's job
- * (parity/point_toml.c); this module owns defaults and validation. */
+ * (family/point_toml.c); this module owns defaults and validation. */
 #ifndef NX_POINT_H
 #define NX_POINT_H
 

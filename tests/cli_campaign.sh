@@ -246,5 +246,9 @@ grep -q "^rmsnorm.plain .*ERROR: .*refuses the point's params: .*param 'eps' = '
   || fail "eps = nan not an input error naming eps"
 grep -q "skipped: the cpu backend has no kernel" "$T/kp.out" && fail "a refused param said as a skip"
 
+# --version: the project's version (CMake's project()) and the git revision built
+"$PARITY" --version | grep -qE '^parity [0-9]+\.[0-9]+\.[0-9]+ \(git ([0-9a-f]{7,40}(-dirty)?|unknown: not built from a git checkout)\)$' \
+  || fail "--version: $("$PARITY" --version)"
+
 [ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "cli_campaign: all checks passed"

@@ -1,5 +1,6 @@
 /* main.c: the `parity` command: dispatch to one file per subcommand. */
 #include "cli.h"
+#include "parity_gitrev.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -75,7 +76,7 @@ int main(int argc, char **argv)
         return EXIT_PASS;
     }
     if (!strcmp(cmd, "--version")) {
-        puts("parity 0.1.0");
+        printf("parity %s (git %s)\n", PARITY_VERSION, PARITY_GIT_REVISION);
         return EXIT_PASS;
     }
     if (!strcmp(cmd, "reduce"))
