@@ -131,6 +131,62 @@ jsonl "$T/b.json" "$T/bc.jsonl" "$T/bd.jsonl"
 expect_rc 1 "parity transcript agrees: diverged" $PARITY transcript "$T/bc.jsonl" "$T/bd.jsonl"
 grep -q "first divergence" "$T/b.html" || fail "planted: the HTML page marks the first divergence"
 
+# ---- checkpoints: the Philox weights saved and read back give the same
+# transcripts; a checkpoint written here (F32, other names and dims) runs
+expect_rc 0 "--save-weights" $M --prompts 2 --tokens 8 --save-weights "$T/w.safetensors" --json "$T/w1.json"
+expect_rc 0 "--weights (read back)" $M --prompts 2 --tokens 8 --weights "$T/w.safetensors" --json "$T/w2.json"
+[ "$(jv "$T/w1.json" "[p['control'] for p in j['per_prompt']]")" = "$(jv "$T/w2.json" "[p['control'] for p in j['per_prompt']]")" ] ||
+  fail "a saved and re-read checkpoint gives the transcripts of the Philox weights"
+cat > "$T/names.toml" <<'EOF'
+rope_base = 10000
+[dims]
+layers = 1
+hidden = 64
+heads = 4
+kv_heads = 2
+head_dim = 16
+mlp = 128
+vocab = 512
+[names]
+embed = "tok.w"
+lm_head = "out.w"
+final_norm = "norm.w"
+wq = "l{L}.q"
+wk = "l{L}.k"
+wv = "l{L}.v"
+wo = "l{L}.o"
+w_gate = "l{L}.g"
+w_up = "l{L}.u"
+w_down = "l{L}.d"
+attn_norm = "l{L}.n1"
+mlp_norm = "l{L}.n2"
+EOF
+python3 - "$T/c.safetensors" <<'EOF'
+import json, random, struct, sys
+random.seed(5)
+H, A, KV, M, V = 64, 64, 32, 128, 512
+shapes = {"tok.w": [V, H], "out.w": [V, H], "norm.w": [H], "l0.q": [A, H], "l0.k": [KV, H], "l0.v": [KV, H],
+          "l0.o": [H, A], "l0.g": [M, H], "l0.u": [M, H], "l0.d": [H, M], "l0.n1": [H], "l0.n2": [H]}
+hdr, data, off = {}, b"", 0
+for name, sh in shapes.items():
+    n = 1
+    for x in sh: n *= x
+    std = 1.0 if name == "tok.w" else 0.1 if len(sh) == 1 else sh[1] ** -0.5
+    mean = 1.0 if len(sh) == 1 else 0.0
+    b = struct.pack("<%df" % n, *[random.gauss(mean, std) for _ in range(n)])
+    hdr[name] = {"dtype": "F32", "shape": sh, "data_offsets": [off, off + len(b)]}
+    data += b; off += len(b)
+h = json.dumps(hdr).encode(); h += b" " * (-len(h) % 8)
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + data)
+EOF
+expect_rc 0 "a checkpoint with its own names and dims" $M --prompts 2 --tokens 8 --weights "$T/c.safetensors" \
+  --names "$T/names.toml" --json "$T/c.json"
+[ "$(jv "$T/c.json" "j['dims']['layers'], j['dims']['hidden'], j['dims']['heads'], j['dims']['vocab'], j['ops'][4]['shape']")" = \
+  "1 64 4 512 B=1,HQ=4,HKV=2,D=16,P=16,NP=2,MAXP=1" ] || fail "the map's dims: $(jv "$T/c.json" "j['dims'], j['ops'][4]")"
+sed 's/^hidden = 64/hidden = 32/' "$T/names.toml" > "$T/names2.toml"
+expect_rc 2 "a tensor of another shape" $M --prompts 1 --tokens 1 --weights "$T/c.safetensors" --names "$T/names2.toml"
+grep -q "tensor 'tok.w' must be \[512, 32\]" "$T/err" || fail "the misshaped tensor is named with the shape it must have"
+
 # ---- the ledger: a failing model run, then a passing one a day later:
 # parity ttbp --model gives the model point a TTBP of exactly one day
 L=$T/ledger.sqlite

@@ -17,7 +17,8 @@ static const char model_usage[] =
     "                    [--engine fast|mpfr] [--kernels DIR] [--against D]\n"
     "                    [--plant OP[@LAYER]=FAMILY.POINT]\n"
     "                    [--rtol R --atol A] [--json FILE|-] [--html FILE] [--metrics FILE]\n"
-    "                    [--ledger FILE]\n"
+    "                    [--ledger FILE] [--weights FILE.safetensors] [--names MAP.toml]\n"
+    "                    [--save-weights FILE.safetensors]\n"
     "\n"
     "Runs model M's decode step (DIR/models/M/STEP.toml) greedily for T tokens from\n"
     "P prompts of L tokens, every op lowered by class C's FUSIONS.toml rules (as\n"
@@ -47,6 +48,12 @@ static const char model_usage[] =
     "                   of one token are too small to share; a team costs more)\n"
     "  --engine E       the reference's engine (default: the fastest built in)\n"
     "  --kernels DIR    the registry (default kernels)\n"
+    "  --weights FILE   the weights from a safetensors checkpoint (BF16, F16 or F32)\n"
+    "                   instead of Philox\n"
+    "  --names MAP      a TOML map: [names] each weight's tensor name ({L} the layer;\n"
+    "                   default: the Hugging Face Llama names), [dims] the model's\n"
+    "                   dimensions (default: the scale's), rope_base (docs/model.md)\n"
+    "  --save-weights FILE  write the run's weights as a checkpoint under those names\n"
     "  --against D      the control is class D's backend with D's own lowering\n"
     "                   instead of the exact reference: bits where every op runs the\n"
     "                   same point on both, else the logits within the lm head's\n"
@@ -82,7 +89,7 @@ int cmd_model(int argc, char **argv)
     const char *cls = NULL, *model = NULL, *dir = "kernels", *json = NULL, *html = NULL, *scale = "tiny",
                *prompts = NULL, *plen = NULL, *tokens = NULL, *seed = NULL, *threads = NULL, *engine = NULL,
                *plant = NULL, *against = NULL, *rtol = NULL, *atol = NULL, *metrics = NULL,
-               *ledger = NULL;
+               *ledger = NULL, *weights = NULL, *names = NULL, *save_weights = NULL;
     int bad = 0;
     for (int i = 1; i < argc && !bad; i++) {
         if (cli_flag(argv, i, "--help") || cli_flag(argv, i, "-h")) {
@@ -99,7 +106,9 @@ int cmd_model(int argc, char **argv)
             cli_opt(argc, argv, &i, "--engine", &engine, &bad) || cli_opt(argc, argv, &i, "--plant", &plant, &bad) ||
             cli_opt(argc, argv, &i, "--against", &against, &bad) || cli_opt(argc, argv, &i, "--rtol", &rtol, &bad) ||
             cli_opt(argc, argv, &i, "--atol", &atol, &bad) || cli_opt(argc, argv, &i, "--metrics", &metrics, &bad) ||
-            cli_opt(argc, argv, &i, "--ledger", &ledger, &bad))
+            cli_opt(argc, argv, &i, "--ledger", &ledger, &bad) || cli_opt(argc, argv, &i, "--weights", &weights, &bad) ||
+            cli_opt(argc, argv, &i, "--names", &names, &bad) ||
+            cli_opt(argc, argv, &i, "--save-weights", &save_weights, &bad))
             continue;
         cli_error("model", "unknown argument '%s' (see --help)", argv[i]);
         return EXIT_INPUT;
@@ -116,6 +125,7 @@ int cmd_model(int argc, char **argv)
     o.engine = (int)ref_engine_default();
     o.plant = plant;
     o.against = against;
+    o.weights = weights, o.names = names, o.save_weights = save_weights;
     if (!!rtol != !!atol) {
         cli_error("model", "--rtol and --atol go together");
         return EXIT_INPUT;
@@ -169,10 +179,12 @@ int cmd_model(int argc, char **argv)
         }
         o.engine = e;
     }
-    const cli_file outs[] = {
-        {"--json", json && strcmp(json, "-") != 0 ? json : NULL}, {"--html", html}, {"--metrics", metrics}};
-    const cli_file ins[] = {{"--ledger", ledger}};
-    if (cli_check_outputs("model", outs, 3, ins, 1) || cli_check_outside("model", outs, 3, "--kernels", dir))
+    const cli_file outs[] = {{"--json", json && strcmp(json, "-") != 0 ? json : NULL},
+                             {"--html", html},
+                             {"--metrics", metrics},
+                             {"--save-weights", save_weights}};
+    const cli_file ins[] = {{"--ledger", ledger}, {"--weights", weights}, {"--names", names}};
+    if (cli_check_outputs("model", outs, 4, ins, 3) || cli_check_outside("model", outs, 4, "--kernels", dir))
         return EXIT_INPUT;
     nx_err err = {0};
     reg_registry *r = NULL;

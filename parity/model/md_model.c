@@ -197,15 +197,6 @@ static nx_status scale_dims(const lkb_report *rep, const int *role_of, md_scale 
 
 /* ---- weights ------------------------------------------------------------ */
 
-typedef struct md_layer_w {
-    uint16_t *attn_norm, *wqkv, *wo, *mlp_norm, *wgu, *wdown;
-} md_layer_w;
-
-typedef struct md_weights {
-    md_layer_w *l;
-    uint16_t *embed, *final_norm, *lm_head;
-} md_weights;
-
 /* count elements of tensor `name`: mean + std * z, z element i of
  * Philox's `normal` (nx_philox_normal: nx_philox_fill at fp64 gives the
  * same doubles, drawn 32 blocks at a time over the threads), rounded to
@@ -235,7 +226,7 @@ static uint16_t *gen_bf16(uint64_t seed, const char *name, size_t count, double 
     return w;
 }
 
-static void weights_free(md_weights *w, long long layers)
+void md_weights_free(md_weights *w, long long layers)
 {
     if (w->l)
         for (long long i = 0; i < layers; i++) {
@@ -286,7 +277,7 @@ static nx_status weights_make(const md_dims *d, uint64_t seed, md_weights *w, nx
     if (ok)
         ok &= !!(w->lm_head = gen_bf16(seed, "lm_head", V * H, 0.0, 1.0 / sqrt((double)H)));
     if (!ok) {
-        weights_free(w, d->layers);
+        md_weights_free(w, d->layers);
         return nx_err_set(err, NX_ENOMEM, "model weights: out of memory");
     }
     return NX_OK;
@@ -864,6 +855,10 @@ nx_status md_run(const reg_registry *r, const char *cls, const md_opts *o, md_re
     }
     if ((st = map_roles(&rep, role_of, err)) || (st = scale_dims(&rep, role_of, o->scale, &res->dims, err)))
         goto out;
+    md_names names;
+    memset(&names, 0, sizeof names);
+    if ((st = md_names_load(o->names, &names, &res->dims, err)))
+        goto out;
     m.d = res->dims;
     m.maxp = (o->prompt_len + o->tokens + m.d.page - 1) / m.d.page;
     m.np = m.maxp * o->prompts;
@@ -981,7 +976,10 @@ nx_status md_run(const reg_registry *r, const char *cls, const md_opts *o, md_re
         res->ops[prole].plant_layer = player;
     }
     double tw = now();
-    if ((st = weights_make(&m.d, o->seed, &m.w, err)))
+    if (o->weights ? (st = md_ckpt_load(o->weights, &names, &m.d, &m.w, err))
+                   : (st = weights_make(&m.d, o->seed, &m.w, err)))
+        goto out;
+    if (o->save_weights && (st = md_ckpt_save(o->save_weights, &names, &m.d, &m.w, err)))
         goto out;
     res->t_weights = now() - tw;
     if (!(m.inv_freq = calloc((size_t)m.d.d / 2, sizeof *m.inv_freq)) ||
@@ -993,7 +991,7 @@ nx_status md_run(const reg_registry *r, const char *cls, const md_opts *o, md_re
     }
     /* rope frequencies: base 500000 (Llama 3), in binary64 */
     for (long long i = 0; i < m.d.d / 2; i++)
-        m.inv_freq[i] = pow(500000.0, -2.0 * (double)i / (double)m.d.d);
+        m.inv_freq[i] = pow(names.rope_base > 0 ? names.rope_base : 500000.0, -2.0 * (double)i / (double)m.d.d);
     /* the page pool handed out in a shuffled order (Fisher-Yates over Philox) */
     {
         uint32_t id = nx_philox_tensor_id("kv_pages");
@@ -1125,9 +1123,10 @@ out:
         free(seqs[p].block_table);
     free(seqs);
     lane_free(&L0, m.d.layers), lane_free(&L1, m.d.layers);
-    weights_free(&m.w, m.d.layers);
+    md_weights_free(&m.w, m.d.layers);
     free(m.inv_freq), free(m.page_order);
     free(role_of);
+    md_names_free(&names);
     lkb_report_free(&rep);
     lkb_report_free(&rep2);
     if (st)

@@ -77,6 +77,10 @@ typedef struct md_opts {
      * (over the declared one) when has_tol */
     int has_tol;
     double rtol, atol;
+    /* weights from a safetensors checkpoint (NULL: Philox), its names and
+     * dims from a TOML map (NULL: the defaults, docs/model.md), and a file
+     * to write the run's weights to as a checkpoint (NULL: none) */
+    const char *weights, *names, *save_weights;
 } md_opts;
 
 /* Where the two runs first differed in bits. */
