@@ -1238,3 +1238,47 @@ void st_put_bits(const st_tensor *t, uint8_t *data, size_t i, uint64_t value)
             (uint8_t)((data[byte + 1] & ~hi) | (v >> (8 - sh)));
     }
 }
+
+nx_status st_text_stage(const char *path, const char *text, size_t len, char **tmp, nx_err *err)
+{
+    *tmp = NULL;
+    int fd = st_tmp_create(path, tmp, err); /* short name, mode 0666 & ~umask, removed on signals */
+    if (fd < 0)
+        return err ? err->code : NX_EIO;
+    const char *what = "write";
+    size_t off = 0;
+    while (off < len) {
+        ssize_t w = write(fd, text + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            if (w == 0)
+                errno = EIO;
+            goto fail;
+        }
+        off += (size_t)w;
+    }
+    what = "fsync";
+    if (fsync(fd) != 0)
+        goto fail;
+    what = "close";
+    if (close(fd) != 0) {
+        fd = -1;
+        goto fail;
+    }
+    return NX_OK;
+fail:;
+    int e = errno;
+    if (fd >= 0)
+        close(fd);
+    nx_status st = nx_err_set(err, NX_EIO, "%s: %s of temporary file %s failed: %s", path, what, *tmp, strerror(e));
+    st_tmp_discard(tmp);
+    return st;
+}
+
+nx_status st_write_text_atomic(const char *path, const char *text, nx_err *err)
+{
+    char *tmp;
+    nx_status st = st_text_stage(path, text, strlen(text), &tmp, err);
+    return st ? st : st_tmp_commit(&tmp, path, err);
+}

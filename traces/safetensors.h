@@ -152,6 +152,16 @@ void st_tmp_discard(char **tmp);
  * order; the header is padded with spaces to a multiple of 8 bytes. */
 nx_status st_write_atomic(const char *path, const st_file *f, nx_err *err);
 
+/* The one writer of text outputs (reports, JSON, TOML records).
+ * st_text_stage: writes text (len bytes) to a new temporary beside path
+ * (st_tmp_create), all of it, retrying a write interrupted by a signal,
+ * then fsync and close; *tmp is for st_tmp_commit or st_tmp_discard (on
+ * failure it is already removed and the error names path and the step).
+ * st_write_text_atomic: st_text_stage then st_tmp_commit: path is replaced
+ * whole, or left as it was. */
+nx_status st_text_stage(const char *path, const char *text, size_t len, char **tmp, nx_err *err);
+nx_status st_write_text_atomic(const char *path, const char *text, nx_err *err);
+
 /* --- elements ------------------------------------------------------------- */
 
 /* The raw bit pattern of element i (row-major), right-aligned.  Multi-byte

@@ -110,27 +110,7 @@ void report_table(FILE *f, const camp_result *r, size_t n, const report_meta *m)
 
 nx_status report_write_atomic(const char *path, const char *text, nx_err *err)
 {
-    char *tmp;
-    int fd = st_tmp_create(path, &tmp, err);
-    if (fd < 0)
-        return err ? err->code : NX_EIO;
-    size_t len = strlen(text), off = 0;
-    while (off < len) {
-        ssize_t w = write(fd, text + off, len - off);
-        if (w <= 0) {
-            nx_status st = nx_err_set(err, NX_EIO, "%s: write failed: %s", path, strerror(errno));
-            close(fd);
-            st_tmp_discard(&tmp);
-            return st;
-        }
-        off += (size_t)w;
-    }
-    if (fsync(fd) != 0 || close(fd) != 0) {
-        nx_status st = nx_err_set(err, NX_EIO, "%s: cannot write: %s", path, strerror(errno));
-        st_tmp_discard(&tmp);
-        return st;
-    }
-    return st_tmp_commit(&tmp, path, err);
+    return st_write_text_atomic(path, text, err);
 }
 
 static const char *verdict_name(camp_verdict v)
