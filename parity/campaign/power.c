@@ -27,16 +27,17 @@
  * lists the params that make the inputs and the output fp32 (every
  * reduction's own `out` is made fp32 as well). */
 static const struct {
-    const char *family, *shape, *fp32, *fills;
+    const char *family, *shape, *fp32, *fills, *fp16;
 } variants[] = {
-    {"gemm", "M=5,N=29,K=203", "in=fp32,out=fp32", ""},
-    {"gemv_w4a16", "B=3,N=21,K=180,group=36", "", ""},
-    {"gemv_w4a16", "B=2,N=19,K=384", "", ""},
-    {"moe_grouped_gemm", "T=7,E=5,H=101,N=13,topk=3", "in=fp32", ""},
+    {"gemm", "M=5,N=29,K=203", "in=fp32,out=fp32", "", "out=fp16"},
+    {"gemv_w4a16", "B=3,N=21,K=180,group=36", "", "", ""},
+    {"gemv_w4a16", "B=2,N=19,K=384", "", "", ""},
+    {"moe_grouped_gemm", "T=7,E=5,H=101,N=13,topk=3", "in=fp32", "", ""},
     /* every context 1100 positions: three splits of a 512 split, the last short */
-    {"paged_decode_attention", "B=2,HQ=2,HKV=1,D=13,P=16,NP=72,MAXP=72", "in=fp32,out=fp32", "context_lens=1100"},
-    {"rmsnorm", "T=32,H=163", "in=fp32,out=fp32", ""},
-    {"silu_and_mul", "T=5,H=97", "in=fp32,out=fp32", ""},
+    {"paged_decode_attention", "B=2,HQ=2,HKV=1,D=13,P=16,NP=72,MAXP=72", "in=fp32,out=fp32", "context_lens=1100",
+     "out=fp16"},
+    {"rmsnorm", "T=32,H=163", "in=fp32,out=fp32", "", "out=fp16"},
+    {"silu_and_mul", "T=5,H=97", "in=fp32,out=fp32", "", "out=fp16"},
 };
 
 /* FPRev-style order probes: row r of `tensor` ([rows, len]) holds fillers
@@ -952,6 +953,23 @@ static nx_status build_cases(pw_ctx *x, const fam_spec *spec, nx_err *err)
                 if (!(st = ref_generate(&c->spec, &go, &c->in, err)))
                     st = apply_fills(c, variants[v].fills, err);
             }
+    }
+    /* fp16 outputs under adversarial inputs: the fp16 store's subnormal and
+     * tie paths, which no bf16 point reaches */
+    for (size_t v = 0; v < sizeof variants / sizeof variants[0] && !st; v++) {
+        if (strcmp(variants[v].family, fam) || !*variants[v].fp16)
+            continue;
+        pw_case *c;
+        if ((st = add_case(x, &c, err)) || (st = pw_spec_copy(spec, &c->spec, err)))
+            break;
+        x->ncases++;
+        if ((st = set_params(&c->spec, variants[v].shape, err)) || (st = set_params(&c->spec, variants[v].fp16, err)))
+            break;
+        snprintf(c->label, sizeof c->label, "fp16 outputs, adversarial inputs, %s", variants[v].shape);
+        c->prio = 5;
+        ref_gen_opts go = {x->o->seed, NX_DIST_ADVERSARIAL, 0, x->o->threads};
+        if (!(st = ref_generate(&c->spec, &go, &c->in, err)))
+            st = apply_fills(c, variants[v].fills, err);
     }
     for (size_t p = 0; p < sizeof probes / sizeof probes[0] && !st; p++) {
         if (strcmp(probes[p].family, fam) || !fam_reduction_get(spec, probes[p].red))
