@@ -549,8 +549,8 @@ static void push_tree(nb_list *l, const char *red, const char *declared, const c
     free(c);
 }
 
-/* Tree neighbours of a declared tree text: every integer +-1, halved and
- * doubled; every combinator among seq, pairwise, halving replaced by the
+/* Tree neighbours of a declared tree text: every integer +-1, halved,
+ * doubled and 1; every combinator among seq, pairwise, halving replaced by the
  * others or reversed; the whole tree reversed, split in two, and a plain
  * seq strided over 8 lanes. */
 static void tree_neighbours(nb_list *l, const char *red, const char *t)
@@ -564,8 +564,10 @@ static void tree_neighbours(nb_list *l, const char *red, const char *t)
             while (j < n && isdigit((unsigned char)t[j]))
                 j++;
             long v = strtol(t + i, NULL, 10);
-            long alt[4] = {v - 1, v + 1, v % 2 == 0 ? v / 2 : 0, 2 * v};
-            for (int a = 0; a < 4; a++) {
+            /* 1: a split or lane count that follows something else (the
+             * thread count of one thread, a batch) */
+            long alt[5] = {v - 1, v + 1, v % 2 == 0 ? v / 2 : 0, 2 * v, v > 2 ? 1 : 0};
+            for (int a = 0; a < 5; a++) {
                 if (alt[a] < 1)
                     continue;
                 snprintf(cand, sizeof cand, "%.*s%ld%s", (int)i, t, alt[a], t + j);
