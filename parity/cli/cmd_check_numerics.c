@@ -7,6 +7,7 @@
  * bit, or, for a point whose tree uses `atomic` (no defined order), within
  * the tree's bound of the exact value (nx_bound, every order covered). */
 #include "cli.h"
+#include "pa_core.h"
 #include "rows_input.h"
 #include "compare.h"
 #include "html.h"
@@ -48,9 +49,7 @@ typedef struct cn_job {
     int have_pt;
     st_file in, yf;
     npy_array ny;
-    nx_program *prog;
-    double *a, *b, *ref, *exact, *bound;
-    uint64_t *gb, *rb;
+    pa_check_out c;
 } cn_job;
 
 static void job_free(cn_job *j)
@@ -60,14 +59,7 @@ static void job_free(cn_job *j)
     st_free(&j->in);
     st_free(&j->yf);
     npy_free(&j->ny);
-    nx_program_free(j->prog);
-    free(j->a);
-    free(j->b);
-    free(j->ref);
-    free(j->exact);
-    free(j->bound);
-    free(j->gb);
-    free(j->rb);
+    pa_check_out_free(&j->c);
 }
 
 static int ends_with(const char *s, const char *suf)
@@ -102,7 +94,7 @@ static nx_status numerics_html(const char *path, const cn_job *j, const char *ou
     html_heat h;
     if (html_heat_init(&h, ((int64_t)rows + w - 1) / w, w) == 0) {
         for (size_t r = 0; r < rows; r++)
-            if (j->gb[r] != j->rb[r])
+            if (j->c.gb[r] != j->c.rb[r])
                 html_heat_add(&h, (int64_t)r / w, (int64_t)r % w);
         char rl[64], cl[64];
         snprintf(rl, sizeof rl, "row / %lld", (long long)w);
@@ -113,7 +105,7 @@ static nx_status numerics_html(const char *path, const cn_job *j, const char *ou
         d.oom = 1;
     }
     html_heading(&d, 2, "The point's tree");
-    html_tree_svg(&d, j->prog, pt ? pt : "?", 0);
+    html_tree_svg(&d, j->c.prog, pt ? pt : "?", 0);
     free(pt);
     char *text = html_end(&d);
     if (!text)
@@ -170,25 +162,14 @@ int cmd_check_numerics(int argc, char **argv)
     npy_init(&j.ny);
     nx_err err = {0};
     nx_status st;
-    const st_tensor *ta, *tb, *ty;
+    const st_tensor *ty;
     /* the point and IN, as `parity reduce` reads them */
     if ((st = pt_from_text(numerics, "--numerics", &j.pt, &err)))
         goto fail;
     j.have_pt = 1;
-    if ((st = st_read(inp, &j.in, &err)) || (st = rows_check_inputs(inp, &j.in, &ta, &tb, &err)))
+    if ((st = st_read(inp, &j.in, &err)) || (st = pa_check_prepare(&j.pt, inp, &j.in, &j.c, &err)))
         goto fail;
-    size_t rows = (size_t)ta->shape[0], n = (size_t)ta->shape[1];
-    if (j.pt.nclasses) {
-        st = nx_err_set(&err, NX_EINVAL, "--numerics: row classes are accepted by `parity reduce` only, not by "
-                                         "check --numerics yet");
-        goto fail;
-    }
-    if ((st = nx_program_build(&j.pt, n, tb != NULL, &j.prog, &err))) {
-        nx_err_prefix(&err, "--numerics");
-        goto fail;
-    }
-    if ((st = rows_check_work(inp, ta, j.prog, &err)))
-        goto fail;
+    size_t rows = j.c.rows;
     /* the kernel's output */
     if (ends_with(outp, ".npy")) {
         if ((st = npy_read(outp, dtype, &j.ny, &err)))
@@ -208,107 +189,17 @@ int cmd_check_numerics(int argc, char **argv)
         }
     }
     const char *tname = ty == &j.ny.t ? "the array" : name;
-    nx_fmt of = j.prog->out;
-    st_dtype want = rows_dtype_of_fmt(of);
-    int widened = ((uint64_t)rows * st_dtype_bits(want)) % 8 != 0; /* reduce writes such rows as F32 */
-    if (ty->dtype != want && !(widened && ty->dtype == ST_F32)) {
-        st = nx_err_set(&err, NX_EINVAL, "%s: tensor '%s' has dtype %s; the point's out format %s is %s%s", outp, tname,
-                        st_dtype_name(ty->dtype), nx_format(of)->name, st_dtype_name(want),
-                        widened ? " (or F32, widened)" : "");
+    if ((st = pa_check_numerics(inp, &j.in, outp, tname, ty, mpfr, threads, &j.c, &err)))
+        goto fail;
+    const cmp_result res = j.c.res;
+    const char *why = j.c.why;
+    char *verdict = pa_check_text(&j.c, outp);
+    if (!verdict) {
+        st = nx_err_set(&err, NX_ENOMEM, "out of memory");
         goto fail;
     }
-    if (ty->ndim != 1 || (size_t)ty->shape[0] != rows) {
-        char sh[128] = "";
-        size_t k = 0;
-        for (int d = 0; d < ty->ndim && k + 24 < sizeof sh; d++)
-            k += (size_t)snprintf(sh + k, sizeof sh - k, "%s%lld", d ? ", " : "", (long long)ty->shape[d]);
-        st = nx_err_set(&err, NX_EINVAL, "%s: tensor '%s' has shape [%s]; %s has %zu rows, so [%zu] is expected", outp,
-                        tname, sh, inp, rows, rows);
-        goto fail;
-    }
-    nx_fmt yfmt = ty->dtype == want ? of : NX_FP32;
-    /* the reference */
-    j.a = malloc((ta->nelem ? ta->nelem : 1) * sizeof *j.a);
-    j.b = tb ? malloc((tb->nelem ? tb->nelem : 1) * sizeof *j.b) : NULL;
-    j.ref = malloc((rows ? rows : 1) * sizeof *j.ref);
-    j.gb = malloc((rows ? rows : 1) * sizeof *j.gb);
-    j.rb = malloc((rows ? rows : 1) * sizeof *j.rb);
-    if (!j.a || (tb && !j.b) || !j.ref || !j.gb || !j.rb) {
-        st = nx_err_set(&err, NX_ENOMEM, "out of memory for %zu x %zu values", rows, n);
-        goto fail;
-    }
-    if ((st = rows_decode(ta, j.a, &err)) || (tb && (st = rows_decode(tb, j.b, &err)))) {
-        nx_err_prefix(&err, "%s", inp);
-        goto fail;
-    }
-    nx_rows in;
-    memset(&in, 0, sizeof in);
-    in.rows = rows;
-    in.a_fmt = (nx_fmt)rows_fmt_of_dtype(ta->dtype);
-    in.a = j.a;
-    in.b_fmt = tb ? (nx_fmt)rows_fmt_of_dtype(tb->dtype) : NX_FP64;
-    in.b = j.b;
-    if ((st = (mpfr ? nx_mpfr_reduce : nx_fast_reduce)(j.prog, &in, j.ref, threads, &err)))
-        goto fail;
-    for (size_t r = 0; r < rows; r++) {
-        j.gb[r] = st_get_bits(ty, ty->data, r);
-        uint64_t bits = 0;
-        if (nx_encode(yfmt, j.ref[r], &bits, NULL) != NX_OK) {
-            st = nx_err_set(&err, NX_EINVAL, "the reference has no %s encoding at row %zu (a NaN in a format without NaN)",
-                            nx_format(yfmt)->name, r);
-            goto fail;
-        }
-        j.rb[r] = bits;
-    }
-    /* Tier 2 */
-    cmp_options opt;
-    char why[512];
-    if (!j.prog->nondeterministic) {
-        cmp_options_init(&opt, CMP_BITWISE);
-        snprintf(why, sizeof why, "bit-exact: the output must have the bits of the point's reference");
-    } else {
-        /* no defined order: within the tree's bound of the exact value,
-         * every order of the `atomic` additions covered */
-        j.exact = malloc((rows ? rows : 1) * sizeof *j.exact);
-        j.bound = malloc((rows ? rows : 1) * sizeof *j.bound);
-        nx_bound_row *br = malloc((rows ? rows : 1) * sizeof *br);
-        if (!j.exact || !j.bound || !br) {
-            free(br);
-            st = nx_err_set(&err, NX_ENOMEM, "out of memory");
-            goto fail;
-        }
-        st = nx_bound_rows(j.prog, &in, j.ref, br, threads, &err);
-        for (size_t r = 0; r < rows && !st; r++) {
-            j.exact[r] = br[r].exact;
-            /* the exact value is rounded to binary64: widen by its rounding */
-            j.bound[r] = br[r].bound + fabs(br[r].exact) * 0x1p-52;
-        }
-        free(br);
-        if (st)
-            goto fail;
-        cmp_options_init(&opt, CMP_BOUND);
-    }
-    int64_t shp[1] = {(int64_t)rows};
-    cmp_input ci = {yfmt, rows, j.gb, j.rb, j.exact, j.bound, 1, shp};
-    cmp_result res;
-    if ((st = cmp_compare(&ci, &opt, &res, &err))) {
-        nx_err_prefix(&err, "%s: tensor '%s'", outp, tname);
-        goto fail;
-    }
-    /* "not bit-exact" only when some bit differs (the judge's rule, verdict.h) */
-    if (opt.policy == CMP_BOUND)
-        snprintf(why, sizeof why,
-                 "%s: the tree uses 'atomic' (no defined order); within the bound its tree gives against the exact "
-                 "value, in any order (docs/tolerance.md)", res.bits_differ ? "not bit-exact" : "bit-exact, judged by the bound");
-    char first[96] = "";
-    if (res.first_mismatch != CMP_NO_INDEX)
-        snprintf(first, sizeof first, ", first at row %zu", res.first_mismatch);
-    printf("%-46s %-10s %s: %zu / %zu rows differ%s\n", outp,
-           res.mismatched ? "FAIL" : opt.policy == CMP_BITWISE ? "bits" : "bound", why, res.mismatched, rows, first);
-    char *text = cmp_result_text(&res);
-    if (res.mismatched && text)
-        report_indent(stdout, text, 4);
-    free(text);
+    fputs(verdict, stdout);
+    free(verdict);
     int rc = res.mismatched ? EXIT_PARITY : EXIT_PASS;
     if (json) {
         json_t *o = json_object();

@@ -1,6 +1,7 @@
 /* cmd_fit.c: `parity fit`: searches a space of numerics points for one that
  * reproduces given outputs bit for bit (docs/fit.md, parity/fit/). */
 #include "cli.h"
+#include "pa_core.h"
 #include "rows_input.h"
 #include "nx_limits.h"
 #include "fit.h"
@@ -46,7 +47,7 @@ static const char usage[] =
 typedef struct pair_data {
     st_file in, yf;
     npy_array ny;
-    double *a, *b, *c, *y;
+    pa_fit_vals v;
 } pair_data;
 
 static int ends_with(const char *s, const char *suf)
@@ -61,7 +62,7 @@ static nx_status load_pair(const char *inp, const char *yp, pair_data *d, fit_pa
     nx_status st;
     if ((st = st_read(inp, &d->in, err)) || (st = rows_check_inputs_c(inp, &d->in, &ta, &tb, &tc, err)))
         return st;
-    size_t rows = (size_t)ta->shape[0], n = (size_t)ta->shape[1];
+    size_t rows = (size_t)ta->shape[0];
     if (ends_with(yp, ".npy")) {
         if ((st = npy_read(yp, NULL, &d->ny, err)))
             return st;
@@ -73,43 +74,7 @@ static nx_status load_pair(const char *inp, const char *yp, pair_data *d, fit_pa
             return nx_err_set(err, NX_EINVAL, "%s: no tensor 'y' (expected the outputs, shape [%zu])", yp, rows);
     }
     const char *tn = ty == &d->ny.t ? "the array" : "tensor 'y'";
-    if (ty->ndim != 1 || (size_t)ty->shape[0] != rows)
-        return nx_err_set(err, NX_EINVAL, "%s: %s has %d dimension(s) of shape [%lld...]; %s has %zu rows, so [%zu] is "
-                                          "expected",
-                          yp, tn, ty->ndim, ty->ndim ? (long long)ty->shape[0] : 0LL, inp, rows, rows);
-    int f = rows_fmt_of_dtype(ty->dtype);
-    if (f < 0)
-        return nx_err_set(err, NX_EINVAL, "%s: %s: dtype %s is not a number format of docs/numerics.md §1", yp, tn,
-                          st_dtype_name(ty->dtype));
-    *yfmt = (nx_fmt)f;
-    size_t ne = ta->nelem ? ta->nelem : 1;
-    d->a = malloc(ne * sizeof *d->a);
-    d->b = tb ? malloc(ne * sizeof *d->b) : NULL;
-    d->c = tc ? malloc((rows ? rows : 1) * sizeof *d->c) : NULL;
-    d->y = malloc((rows ? rows : 1) * sizeof *d->y);
-    if (!d->a || (tb && !d->b) || (tc && !d->c) || !d->y)
-        return nx_err_set(err, NX_ENOMEM, "out of memory for %zu x %zu values", rows, n);
-    if ((st = rows_decode(ta, d->a, err)) || (tb && (st = rows_decode(tb, d->b, err))) ||
-        (tc && (st = rows_decode(tc, d->c, err)))) {
-        nx_err_prefix(err, "%s", inp);
-        return st;
-    }
-    if ((st = rows_decode(ty, d->y, err))) {
-        nx_err_prefix(err, "%s", yp);
-        return st;
-    }
-    memset(fp, 0, sizeof *fp);
-    fp->in.rows = rows;
-    fp->in.a_fmt = (nx_fmt)rows_fmt_of_dtype(ta->dtype);
-    fp->in.a = d->a;
-    fp->in.b_fmt = tb ? (nx_fmt)rows_fmt_of_dtype(tb->dtype) : NX_FP64;
-    fp->in.b = d->b;
-    fp->in.c_fmt = tc ? (nx_fmt)rows_fmt_of_dtype(tc->dtype) : NX_FP64;
-    fp->in.c = d->c;
-    fp->n = n;
-    fp->dot = tb != NULL;
-    fp->y = d->y;
-    return NX_OK;
+    return pa_fit_pair(inp, ta, tb, tc, yp, tn, ty, &d->v, fp, yfmt, err);
 }
 
 int cmd_fit(int argc, char **argv)
@@ -185,12 +150,8 @@ int cmd_fit(int argc, char **argv)
         st = load_pair(ins[p], refs[p], &pd[p], &fp[p], &f, &err);
         if (st)
             break;
-        if (p && f != yfmt)
-            st = nx_err_set(&err, NX_EINVAL, "%s: y is %s but %s's is %s: one point has one out format", refs[p],
-                            nx_format(f)->name, refs[0], nx_format(yfmt)->name);
-        else if (p && fp[p].dot != fp[0].dot)
-            st = nx_err_set(&err, NX_EINVAL, "%s: %s 'b' but %s %s: the pairs must all be dot products or all sums",
-                            ins[p], fp[p].dot ? "has" : "has no", ins[0], fp[0].dot ? "has" : "has not");
+        if (p)
+            st = pa_fit_pairs_agree(fp, p, f, yfmt, ins[p], refs[p], ins[0], refs[0], &err);
         yfmt = f;
     }
     if (st)
@@ -281,10 +242,7 @@ out:
         st_free(&pd[p].in);
         st_free(&pd[p].yf);
         npy_free(&pd[p].ny);
-        free(pd[p].a);
-        free(pd[p].b);
-        free(pd[p].c);
-        free(pd[p].y);
+        pa_fit_vals_free(&pd[p].v);
     }
     return rc;
 }

@@ -1,6 +1,7 @@
 /* cmd_reveal.c: `parity reveal`: a black-box kernel probed for the numerics
  * point it realises (docs/reveal.md, parity/reveal/). */
 #include "cli.h"
+#include "pa_core.h"
 #include "cli_html.h"
 #include "fit.h"
 #include "nx_tree.h"
@@ -62,49 +63,17 @@ static const char usage[] =
     "1 the probes reveal no tree, no point of the space fits, or a confirmation\n"
     "row differs; 2 usage or bad input; 3 the kernel failed, or internal error.\n";
 
-static void free_hints(rv_opts *o)
-{
-    for (size_t i = 0; i < o->nhints; i++)
-        free(o->hints[i]);
-    free(o->hints);
-    o->hints = NULL;
-    o->nhints = 0;
-}
-
-/* --space: the trees of its candidates (trees, and the trees of inline
- * points; docs/fit.md "--space"), each once, in space order: tried first
- * as spellings of the revealed order. */
+/* --space: the trees of its candidates, tried first as spellings of the
+ * revealed order (pa_reveal_hints). */
 static nx_status load_hints(const char *spec, nx_fmt in, rv_opts *o, nx_err *err)
 {
     fit_space sp;
     fit_space_init(&sp, NX_FP32);
     fit_ctx ctx = {.out = NX_FP32, .in_fmt = in, .dot = 1};
     nx_status st = cli_load_space(spec, &ctx, &sp, err);
-    if (!st && !(o->hints = calloc(sp.count, sizeof *o->hints)))
-        st = nx_err_set(err, NX_ENOMEM, "out of memory");
-    for (size_t i = 0; i < sp.count && !st; i++) {
-        nx_point pt;
-        if ((st = fit_cand_point(&sp, i, &pt, err))) {
-            nx_err_prefix(err, "--space");
-            break;
-        }
-        char *t = nx_tree_print(pt.tree);
-        nx_point_free(&pt);
-        if (!t) {
-            st = nx_err_set(err, NX_ENOMEM, "out of memory");
-            break;
-        }
-        int seen = 0;
-        for (size_t h = 0; h < o->nhints && !seen; h++)
-            seen = strcmp(o->hints[h], t) == 0;
-        if (seen)
-            free(t);
-        else
-            o->hints[o->nhints++] = t;
-    }
+    if (!st)
+        st = pa_reveal_hints(&sp, o, err);
     fit_space_free(&sp);
-    if (st)
-        free_hints(o);
     return st;
 }
 
@@ -197,7 +166,7 @@ int cmd_reveal(int argc, char **argv)
                    : dl ? rv_kernel_dlopen(dl, (nx_fmt)in, &k, &err)
                         : rv_kernel_point(sim, (nx_fmt)in, &k, &err);
     if (st) {
-        free_hints(&o);
+        pa_free_hints(&o);
         return cli_fail("reveal", &err);
     }
     rv_result res = {0};
@@ -269,6 +238,6 @@ out:
     }
     rv_result_free(&res);
     rv_kernel_free(k);
-    free_hints(&o);
+    pa_free_hints(&o);
     return rc;
 }

@@ -1,0 +1,475 @@
+/* parity_api.c: the C ABI of libparity.so (parity_api.h).  Each function
+ * wraps the caller's memory in safetensors tensors that borrow it (no
+ * copy) and runs what the CLI runs: pa_core.c for reduce, check --numerics
+ * and fit, parity/reveal for reveal. */
+#define _GNU_SOURCE /* dladdr */
+#include "parity_api.h"
+
+#include "fit.h"
+#include "nx_limits.h"
+#include "pa_core.h"
+#include "parity_probe.h"
+#include "point_toml.h"
+#include "reveal.h"
+#include "rows.h"
+#include "rows_input.h"
+#include "trace.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define API __attribute__((visibility("default")))
+
+_Static_assert(sizeof(parity_api_probe) == sizeof(parity_probe), "parity_api_probe is parity_probe");
+
+#ifndef PARITY_VERSION
+#define PARITY_VERSION "unknown"
+#endif
+
+API int parity_api_version(void)
+{
+    return PARITY_API_VERSION;
+}
+
+API const char *parity_version(void)
+{
+    return PARITY_VERSION;
+}
+
+API void parity_free(void *p)
+{
+    free(p);
+}
+
+/* nx_status to the CLI's exit status (cli_fail's mapping). */
+static int fail(parity_error *e, const nx_err *x)
+{
+    int code = x->code == NX_ENOMEM || x->code == NX_EINTERNAL ? PARITY_EINTERNAL : PARITY_EINPUT;
+    if (e) {
+        e->code = code;
+        snprintf(e->msg, sizeof e->msg, "%s", x->msg);
+    }
+    return code;
+}
+
+static int ok(parity_error *e, int code)
+{
+    if (e) {
+        e->code = code;
+        e->msg[0] = 0;
+    }
+    return code;
+}
+
+static int input_error(parity_error *e, const char *fmt, const char *what)
+{
+    nx_err x;
+    nx_err_set(&x, NX_EINVAL, fmt, what);
+    return fail(e, &x);
+}
+
+/* A tensor named name that borrows t's memory. */
+static nx_status view(const char *arg, const char *name, const parity_tensor *t, st_tensor *out, nx_err *err)
+{
+    memset(out, 0, sizeof *out);
+    out->name = (char *)name;
+    if (!t->dtype || !trace_dtype_from_name(t->dtype, &out->dtype))
+        return nx_err_set(err, NX_EINVAL, "%s: unknown dtype '%s'", arg, t->dtype ? t->dtype : "(null)");
+    if (t->ndim < 0 || t->ndim > ST_MAX_NDIM || (t->ndim && !t->shape))
+        return nx_err_set(err, NX_EINVAL, "%s: %d dimensions (at most %d)", arg, t->ndim, ST_MAX_NDIM);
+    out->ndim = t->ndim;
+    uint64_t ne = 1;
+    for (int d = 0; d < t->ndim; d++) {
+        if (t->shape[d] < 0)
+            return nx_err_set(err, NX_EINVAL, "%s: dimension %d is %lld", arg, d, (long long)t->shape[d]);
+        out->shape[d] = t->shape[d];
+        if (t->shape[d] && ne > UINT64_MAX / 64 / (uint64_t)t->shape[d])
+            return nx_err_set(err, NX_EINVAL, "%s: too many elements", arg);
+        ne *= (uint64_t)t->shape[d];
+    }
+    uint64_t bits = ne * (uint64_t)st_dtype_bits(out->dtype);
+    if (bits % 8)
+        return nx_err_set(err, NX_EINVAL, "%s: %llu elements of %s do not fill whole bytes", arg,
+                          (unsigned long long)ne, st_dtype_name(out->dtype));
+    out->nelem = ne;
+    out->nbytes = bits / 8;
+    out->data = (uint8_t *)t->data;
+    out->owns_data = false;
+    if (!t->data && ne)
+        return nx_err_set(err, NX_EINVAL, "%s: no data", arg);
+    return NX_OK;
+}
+
+/* The inputs a, b, c as the st_file `parity reduce` reads (borrowed). */
+typedef struct in_view {
+    st_tensor t[3];
+    st_file f;
+} in_view;
+
+static nx_status in_file(const parity_tensor *a, const parity_tensor *b, const parity_tensor *c, in_view *v,
+                         nx_err *err)
+{
+    memset(v, 0, sizeof *v);
+    nx_status st;
+    if (!a)
+        return nx_err_set(err, NX_EINVAL, "a: missing");
+    size_t k = 0;
+    if ((st = view("a", "a", a, &v->t[k++], err)))
+        return st;
+    if (b && b->data && (st = view("b", "b", b, &v->t[k++], err)))
+        return st;
+    if (c && c->data && (st = view("c", "c", c, &v->t[k++], err)))
+        return st;
+    v->f.tensors = v->t;
+    v->f.ntensors = k;
+    v->f.tensors_cap = k;
+    return NX_OK;
+}
+
+static pa_engine engine_of(const char *s, int *bad)
+{
+    *bad = 0;
+    if (!s || !strcmp(s, "auto"))
+        return PA_ENGINE_AUTO;
+    if (!strcmp(s, "fast"))
+        return PA_ENGINE_FAST;
+    if (!strcmp(s, "mpfr"))
+        return PA_ENGINE_MPFR;
+    *bad = 1;
+    return PA_ENGINE_AUTO;
+}
+
+API int parity_point_parse(const char *point, size_t rows, char **canonical, char *out_dtype, parity_error *e)
+{
+    if (canonical)
+        *canonical = NULL;
+    if (!point)
+        return input_error(e, "%s: missing", "point");
+    nx_point pt;
+    nx_err err = {0};
+    if (pt_from_text(point, "point", &pt, &err))
+        return fail(e, &err);
+    int rc = PARITY_OK;
+    if (out_dtype) {
+        int widened;
+        snprintf(out_dtype, 16, "%s", st_dtype_name(pa_y_dtype(nx_point_out(&pt), rows, &widened)));
+    }
+    if (canonical && !(*canonical = nx_point_print(&pt))) {
+        nx_err_set(&err, NX_ENOMEM, "out of memory");
+        rc = fail(e, &err);
+    }
+    nx_point_free(&pt);
+    return rc ? rc : ok(e, PARITY_OK);
+}
+
+API int parity_reduce(const char *point, const parity_tensor *a, const parity_tensor *b, const parity_tensor *c,
+                      const char *engine, int threads, size_t check, void *y, size_t y_bytes, parity_error *e)
+{
+    int bad;
+    pa_engine eng = engine_of(engine, &bad);
+    if (bad)
+        return input_error(e, "engine: unknown engine '%s' (expected auto, fast or mpfr)", engine);
+    if (!point)
+        return input_error(e, "%s: missing", "point");
+    nx_err err = {0};
+    in_view v;
+    nx_point pt;
+    if (in_file(a, b, c, &v, &err) || pt_from_text(point, "point", &pt, &err))
+        return fail(e, &err);
+    pa_reduce_out o;
+    nx_status st = pa_reduce(&pt, "the inputs", &v.f, eng, check ? check : 32, threads, 0, &o, &err);
+    if (!st) {
+        int widened;
+        parity_tensor yt = {y, st_dtype_name(pa_y_dtype(o.prog->out, o.rows, &widened)), 1,
+                            (int64_t[1]){(int64_t)o.rows}};
+        st_tensor ty;
+        if (!(st = view("y", "y", &yt, &ty, &err))) {
+            if (ty.nbytes != y_bytes)
+                st = nx_err_set(&err, NX_EINVAL, "y: %zu bytes, but %zu rows of %s need %llu", y_bytes, o.rows,
+                                yt.dtype, (unsigned long long)ty.nbytes);
+            else
+                st = pa_y_encode(&o, &ty, ty.data, &err);
+        }
+    }
+    pa_reduce_out_free(&o);
+    nx_point_free(&pt);
+    return st ? fail(e, &err) : ok(e, PARITY_OK);
+}
+
+API int parity_check_numerics(const char *point, const parity_tensor *a, const parity_tensor *b,
+                              const parity_tensor *y, const char *name, const char *engine, int threads,
+                              char **verdict, parity_error *e)
+{
+    if (verdict)
+        *verdict = NULL;
+    int mpfr = engine && !strcmp(engine, "mpfr");
+    if (engine && !mpfr && strcmp(engine, "fast"))
+        return input_error(e, "engine: unknown engine '%s' (expected fast or mpfr)", engine);
+    if (!point)
+        return input_error(e, "%s: missing", "point");
+    if (!y)
+        return input_error(e, "%s: missing", "y");
+    nx_err err = {0};
+    in_view v;
+    nx_point pt;
+    st_tensor ty;
+    if (in_file(a, b, NULL, &v, &err) || pt_from_text(point, "point", &pt, &err))
+        return fail(e, &err);
+    const char *yname = name ? name : "y";
+    pa_check_out o;
+    nx_status st = pa_check_prepare(&pt, "the inputs", &v.f, &o, &err);
+    if (!st && !(st = view(yname, "y", y, &ty, &err)))
+        st = pa_check_numerics("the inputs", &v.f, yname, "y", &ty, mpfr, threads, &o, &err);
+    int rc = PARITY_OK;
+    if (!st) {
+        rc = o.res.mismatched ? PARITY_FAIL : PARITY_OK;
+        if (verdict && !(*verdict = pa_check_text(&o, yname)))
+            st = nx_err_set(&err, NX_ENOMEM, "out of memory");
+    }
+    pa_check_out_free(&o);
+    nx_point_free(&pt);
+    return st ? fail(e, &err) : ok(e, rc);
+}
+
+/* Lines appended to a malloc'd text. */
+static int appendf(char **s, size_t *len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int appendf(char **s, size_t *len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *n = k < 0 ? NULL : realloc(*s, *len + (size_t)k + 1);
+    if (!n)
+        return -1;
+    va_start(ap, fmt);
+    vsnprintf(n + *len, (size_t)k + 1, fmt, ap);
+    va_end(ap);
+    *s = n;
+    *len += (size_t)k;
+    return 0;
+}
+
+API int parity_fit(size_t npairs, const parity_tensor *a, const parity_tensor *b, const parity_tensor *y,
+                   const char *space, int threads, char **point, char **report, parity_error *e)
+{
+    if (point)
+        *point = NULL;
+    if (report)
+        *report = NULL;
+    if (!npairs || !a || !y)
+        return input_error(e, "%s: at least one pair of inputs and outputs is needed", "pairs");
+    nx_err err = {0};
+    nx_status st = NX_OK;
+    in_view *iv = calloc(npairs, sizeof *iv);
+    st_tensor *ty = calloc(npairs, sizeof *ty);
+    pa_fit_vals *vals = calloc(npairs, sizeof *vals);
+    fit_pair *fp = calloc(npairs, sizeof *fp);
+    char (*ins)[32] = calloc(npairs, sizeof *ins), (*ys)[32] = calloc(npairs, sizeof *ys);
+    fit_space sp;
+    fit_space_init(&sp, NX_FP32);
+    fit_result res;
+    memset(&res, 0, sizeof res);
+    char *text = NULL;
+    size_t tlen = 0;
+    int rc = PARITY_OK;
+    if (!iv || !ty || !vals || !fp || !ins || !ys) {
+        st = nx_err_set(&err, NX_ENOMEM, "out of memory");
+        goto out;
+    }
+    nx_fmt yfmt = NX_FP32;
+    for (size_t p = 0; p < npairs && !st; p++) {
+        snprintf(ins[p], sizeof ins[p], "inputs[%zu]", p);
+        snprintf(ys[p], sizeof ys[p], "outputs[%zu]", p);
+        const st_tensor *ta, *tb, *tc;
+        nx_fmt f = NX_FP32;
+        if ((st = in_file(&a[p], b ? &b[p] : NULL, NULL, &iv[p], &err)) ||
+            (st = rows_check_inputs_c(ins[p], &iv[p].f, &ta, &tb, &tc, &err)) ||
+            (st = view(ys[p], "y", &y[p], &ty[p], &err)) ||
+            (st = pa_fit_pair(ins[p], ta, tb, tc, ys[p], "y", &ty[p], &vals[p], &fp[p], &f, &err)))
+            break;
+        if (p)
+            st = pa_fit_pairs_agree(fp, p, f, yfmt, ins[p], ys[p], ins[0], ys[0], &err);
+        yfmt = f;
+    }
+    if (st)
+        goto out;
+    fit_ctx ctx = {.out = yfmt, .in_fmt = fp[0].in.a_fmt, .dot = fp[0].dot};
+    sp.out = yfmt;
+    if (space) {
+        if (!(st = fit_space_parse(&sp, &ctx, space, "space", &err)) && !sp.count)
+            st = nx_err_set(&err, NX_EINVAL, "space: no candidates");
+    } else
+        st = fit_space_default(&sp, &ctx, 0, &err);
+    if (st)
+        goto out;
+    fit_opts o = {.threads = threads, .engine = NX_ENGINE_FAST, .classes = 1, .verify = 1};
+    if ((st = fit_run(fp, npairs, &sp, &o, &res, &err)))
+        goto out;
+    int bad = 0;
+    if (res.found) {
+        bad |= appendf(&text, &tlen, "reproduces all %zu rows (verified with MPFR)%s; %zu candidate(s) fit on their own\n",
+                       res.total_rows, res.nclasses ? " with row classes" : "", res.nfit);
+        for (size_t i = 0; i < res.nalt; i++) {
+            char *t = fit_cand_text(&sp, res.alt[i]);
+            bad |= appendf(&text, &tlen, "also fits: %s\n", t ? t : "?");
+            free(t);
+        }
+        if (point && !(*point = strdup(res.point)))
+            bad = 1;
+    } else {
+        rc = PARITY_FAIL;
+        bad |= appendf(&text, &tlen, "no point in the space (%zu candidates) reproduces every row; closest:\n",
+                       res.evaluated);
+        for (size_t i = 0; i < res.nnear; i++) {
+            char *t = fit_cand_text(&sp, res.near[i].cand);
+            bad |= appendf(&text, &tlen, "closest %zu: %zu/%zu rows differ: %s\n", i + 1, res.near[i].mismatches,
+                           res.total_rows, t ? t : "?");
+            free(t);
+        }
+    }
+    if (bad)
+        st = nx_err_set(&err, NX_ENOMEM, "out of memory");
+    else if (report) {
+        *report = text;
+        text = NULL;
+    }
+out:
+    free(text);
+    fit_result_free(&res);
+    fit_space_free(&sp);
+    for (size_t p = 0; vals && p < npairs; p++)
+        pa_fit_vals_free(&vals[p]);
+    free(iv);
+    free(ty);
+    free(vals);
+    free(fp);
+    free(ins);
+    free(ys);
+    if (st && point) {
+        free(*point);
+        *point = NULL;
+    }
+    return st ? fail(e, &err) : ok(e, rc);
+}
+
+/* --- reveal through a callback --------------------------------------------
+ * The kernel is called as `parity reveal --dlopen` calls a C function:
+ * rv_kernel_dlopen opens this library (already loaded: the same handle) at
+ * the trampoline below, which calls the function parity_reveal was given.
+ * One reveal at a time: the callback is process-wide. */
+
+static pthread_mutex_t reveal_lock = PTHREAD_MUTEX_INITIALIZER;
+static parity_api_probe_fn reveal_fn;
+
+API int parity_api_reveal_trampoline(parity_probe *p)
+{
+    return reveal_fn((parity_api_probe *)p);
+}
+
+API int parity_reveal(parity_api_probe_fn fn, size_t n, const char *dtype, const char *space, unsigned long long seed,
+                      char **point, char **order, parity_reveal_info *info, parity_error *e)
+{
+    if (point)
+        *point = NULL;
+    if (order)
+        *order = NULL;
+    if (info)
+        memset(info, 0, sizeof *info);
+    if (!fn)
+        return input_error(e, "%s: no kernel function", "fn");
+    if (n < 2 || n > (1u << 20))
+        return input_error(e, "%s: must be in 2 .. 1048576", "n");
+    st_dtype dt;
+    int in = -1;
+    if (dtype && st_dtype_from_name(dtype, &dt))
+        in = rows_fmt_of_dtype(dt);
+    if (in != NX_FP32 && in != NX_BF16 && in != NX_FP16 && in != NX_FP64)
+        return input_error(e, "dtype: '%s' is not one of F32, BF16, F16, F64", dtype ? dtype : "(null)");
+    nx_err err = {0};
+    nx_status st = NX_OK;
+    rv_opts o = {0};
+    o.n = n;
+    o.seed = seed;
+    if (space) {
+        fit_space sp;
+        fit_space_init(&sp, NX_FP32);
+        fit_ctx ctx = {.out = NX_FP32, .in_fmt = (nx_fmt)in, .dot = 1};
+        if (!(st = fit_space_parse(&sp, &ctx, space, "space", &err)) && !sp.count)
+            st = nx_err_set(&err, NX_EINVAL, "space: no candidates");
+        if (!st)
+            st = pa_reveal_hints(&sp, &o, &err);
+        fit_space_free(&sp);
+        if (st)
+            return fail(e, &err);
+    }
+    Dl_info dl;
+    if (!dladdr((void *)parity_api_reveal_trampoline, &dl) || !dl.dli_fname) {
+        pa_free_hints(&o);
+        nx_err_set(&err, NX_EINTERNAL, "reveal: cannot find the library's own path");
+        return fail(e, &err);
+    }
+    char spec[4200];
+    snprintf(spec, sizeof spec, "%s:parity_api_reveal_trampoline", dl.dli_fname);
+    pthread_mutex_lock(&reveal_lock);
+    reveal_fn = fn;
+    rv_kernel *k = NULL;
+    rv_result res = {0};
+    int rc = PARITY_OK, res_found_order = 0;
+    if ((st = rv_kernel_dlopen(spec, (nx_fmt)in, &k, &err)))
+        goto out;
+    st = rv_reveal_order(k, &o, &res, &err);
+    if (st == NX_EUNSUPPORTED) {
+        rc = PARITY_FAIL;
+        st = NX_OK;
+        goto done;
+    }
+    if (st)
+        goto out;
+    if (!res.tree_text) {
+        rc = PARITY_FAIL;
+        goto done;
+    }
+    res_found_order = 1;
+    if ((st = rv_reveal_arith(k, &o, &res, &err)))
+        goto out;
+    if (!res.point)
+        rc = PARITY_FAIL;
+done:
+    if (order && res.tree_text && !(*order = strdup(res.tree_text)))
+        st = nx_err_set(&err, NX_ENOMEM, "out of memory");
+    if (point && res.point && !(*point = strdup(res.point)))
+        st = nx_err_set(&err, NX_ENOMEM, "out of memory");
+    if (info)
+        *info = (parity_reveal_info){k->calls, k->probes, res.order_calls, res.order_probes, res.arith_calls,
+                                     res.arith_probes, res.confirm_rows, res.confirm_ok, res.alternatives};
+out:
+    if (k)
+        rv_kernel_free(k);
+    reveal_fn = NULL;
+    pthread_mutex_unlock(&reveal_lock);
+    rv_result_free(&res);
+    pa_free_hints(&o);
+    if (st) {
+        if (point) {
+            free(*point);
+            *point = NULL;
+        }
+        if (order) {
+            free(*order);
+            *order = NULL;
+        }
+        return fail(e, &err);
+    }
+    ok(e, rc);
+    if (e && rc == PARITY_FAIL)
+        snprintf(e->msg, sizeof e->msg, "%s", err.msg[0] ? err.msg
+                                              : !res_found_order ? "the order was not revealed"
+                                                                 : "no point of the space reproduces the kernel with "
+                                                                   "the revealed order");
+    return rc;
+}

@@ -1,0 +1,116 @@
+/* parity_api.h: the C ABI of libparity.so (SONAME libparity.so.1), for
+ * other languages (the Python package in python/, docs/python.md) and for
+ * C programs that want the harness in process.  Plain C types only; no
+ * other header of parity is needed.
+ *
+ * Every function runs the code the `parity` command runs: parity_reduce is
+ * `parity reduce`, parity_check_numerics `parity check --numerics`,
+ * parity_fit `parity fit`, parity_reveal `parity reveal --dlopen`, and the
+ * parity_capture_* functions of traces/capture.h (exported here too) write
+ * the traces `parity check` reads.
+ *
+ * Status codes are the CLI's exit statuses: PARITY_OK, PARITY_FAIL (a
+ * parity check failed: bits differ, nothing fits), PARITY_EINPUT (bad
+ * input: the message names the argument, tensor, key or row),
+ * PARITY_EINTERNAL (the engines disagreed, or memory ran out).  Strings
+ * handed back (char **) are malloc'd: free them with parity_free.
+ *
+ * Tensors are borrowed, never copied: data points at the caller's
+ * elements, little-endian, row-major and contiguous (the layout of a
+ * safetensors tensor).  dtype is a safetensors name ("F32", "BF16",
+ * "F8_E4M3") or a docs/numerics.md format name ("fp32", "bf16", "e4m3").
+ * The functions are safe to call from several threads at once, except
+ * parity_reveal, which runs one reveal at a time. */
+#ifndef PARITY_API_H
+#define PARITY_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Incremented when a signature or a struct of this header changes. */
+#define PARITY_API_VERSION 1
+
+enum { PARITY_OK = 0, PARITY_FAIL = 1, PARITY_EINPUT = 2, PARITY_EINTERNAL = 3 };
+
+typedef struct parity_error {
+    int code;             /* one of the statuses above */
+    char msg[1024];       /* what is wrong and where; "" on success */
+} parity_error;
+
+typedef struct parity_tensor {
+    const void *data;     /* the caller's elements */
+    const char *dtype;
+    int ndim;             /* at most 8 */
+    const int64_t *shape;
+} parity_tensor;
+
+/* PARITY_API_VERSION of the library loaded, and the project's version. */
+int parity_api_version(void);
+const char *parity_version(void);
+void parity_free(void *p);
+
+/* A numerics point (inline TOML, docs/numerics.md §3): its canonical text
+ * (*canonical, may be NULL) and the dtype `parity reduce` writes y in for
+ * rows rows (out_dtype, 16 bytes; NULL: not asked). */
+int parity_point_parse(const char *point, size_t rows, char **canonical, char *out_dtype, parity_error *err);
+
+/* `parity reduce`: point over the rows of a [rows, n] (b: the second
+ * operands of a dot product, or NULL; c [rows]: start values, or NULL).
+ * y receives rows elements of out_dtype (parity_point_parse's); y_bytes
+ * is its size.  engine: "auto" (NULL), "fast" or "mpfr"; threads <= 0:
+ * every core; check: the rows auto re-evaluates with MPFR (0: 32). */
+int parity_reduce(const char *point, const parity_tensor *a, const parity_tensor *b, const parity_tensor *c,
+                  const char *engine, int threads, size_t check, void *y, size_t y_bytes, parity_error *err);
+
+/* `parity check --numerics`: y (one value per row, the point's out dtype)
+ * against point's reference on a (and b).  name names y in the verdict
+ * (the CLI's Y path); *verdict (may be NULL) receives the verdict text
+ * `parity check` prints.  PARITY_OK: bit for bit (or within the bound of
+ * an `atomic` tree); PARITY_FAIL: rows differ. */
+int parity_check_numerics(const char *point, const parity_tensor *a, const parity_tensor *b, const parity_tensor *y,
+                          const char *name, const char *engine, int threads, char **verdict, parity_error *err);
+
+/* `parity fit`: npairs IN/Y pairs (a[i], b[i] or b NULL / b[i].data NULL,
+ * y[i] [rows]); space: `--space` text, NULL for the default space.
+ * *point: the fitted point's canonical inline TOML (PARITY_OK), or NULL;
+ * *report (may be NULL): the lines the CLI prints (the closest candidates
+ * when nothing fits: PARITY_FAIL). */
+int parity_fit(size_t npairs, const parity_tensor *a, const parity_tensor *b, const parity_tensor *y,
+               const char *space, int threads, char **point, char **report, parity_error *err);
+
+/* The probe record of parity/reveal/parity_probe.h (ABI 1). */
+typedef struct parity_api_probe {
+    int abi;
+    const char *dtype;
+    size_t rows, n;
+    const void *a, *b;
+    void *y;
+    const char *y_dtype;
+} parity_api_probe;
+typedef int (*parity_api_probe_fn)(parity_api_probe *p);
+
+typedef struct parity_reveal_info {
+    size_t calls, probes;               /* kernel calls and rows, in all */
+    size_t order_calls, order_probes;
+    size_t arith_calls, arith_probes;
+    size_t confirm_rows, confirm_ok;
+    size_t alternatives;
+} parity_reveal_info;
+
+/* `parity reveal`: the kernel fn, called with batches of probe rows in
+ * dtype ("F32", "BF16", "F16", "F64"), n terms per row.  space: `--space`
+ * text (hints), or NULL; seed 0: the CLI's default.  *point: the revealed
+ * point (PARITY_OK), or NULL (PARITY_FAIL: the order or the arithmetic
+ * was not found); *order (may be NULL): the revealed order's tree text. */
+int parity_reveal(parity_api_probe_fn fn, size_t n, const char *dtype, const char *space, unsigned long long seed,
+                  char **point, char **order, parity_reveal_info *info, parity_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
