@@ -1,0 +1,356 @@
+"""The Python package against real numpy and torch CPU kernels: reduce,
+assert_bits, fit, reveal, capture; zero copy, errors naming the argument,
+the GIL released during long C work."""
+
+import ctypes
+import os
+import subprocess
+import threading
+import time
+import tracemalloc
+
+import numpy as np
+import pytest
+import torch
+
+import parity
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SEQ = '{ acc = "fp32", fma = false, tree = "seq" }'
+
+
+def rand(rows, n, seed, dtype=np.float32):
+    g = np.random.default_rng(seed)
+    return g.standard_normal((rows, n)).astype(dtype), g.standard_normal((rows, n)).astype(dtype)
+
+
+# --- kernels: two numpy, two torch CPU reductions ----------------------------
+
+def np_cumsum(a, b):
+    """fp32 products, added one after the other: numpy's cumsum is a loop."""
+    return np.cumsum(a * b, axis=1)[:, -1].copy()
+
+
+def np_sum(a, b):
+    """numpy's own float32 sum: 8 lanes, then pairwise."""
+    return (a * b).sum(axis=1)
+
+
+def np_sum64(a, b):
+    """products exact in fp64, numpy's pairwise sum in fp64, one rounding to fp32."""
+    return (a.astype(np.float64) * b).sum(axis=1).astype(np.float32)
+
+
+def torch_cumsum(a, b):
+    return torch.cumsum(a * b, dim=1)[:, -1].contiguous()
+
+
+def torch_sum64(a, b):
+    return (a.double() * b.double()).sum(dim=1).float()
+
+
+def torch_sum(a, b):
+    """torch's vectorised float32 sum: lanes added in a fixed pattern."""
+    return (a * b).sum(dim=1)
+
+
+# fit searches the default space of docs/fit.md; reveal names any tree
+FIT_KERNELS = [("numpy", np_cumsum), ("numpy", np_sum64), ("torch", torch_cumsum), ("torch", torch_sum64)]
+REVEAL_KERNELS = [("numpy", np_cumsum), ("numpy", np_sum), ("torch", torch_cumsum), ("torch", torch_sum)]
+
+
+def as_kind(kind, x):
+    return torch.from_numpy(x) if kind == "torch" else x
+
+
+def as_np(y):
+    return y.numpy() if isinstance(y, torch.Tensor) else y
+
+
+# --- Point ------------------------------------------------------------------
+
+def test_point_prints_canonical_and_round_trips():
+    p = parity.Point('{tree="pairwise"}')
+    assert str(p).startswith("{") and 'tree = "pairwise"' in str(p)
+    assert parity.Point(str(p)) == p
+    assert parity.Point(p) == p and hash(parity.Point(str(p))) == hash(p)
+    assert p.out_dtype() == "F32"
+    assert parity.Point('{ tree = "seq", out = "bf16" }').out_dtype() == "BF16"
+
+
+def test_point_errors_name_the_key():
+    with pytest.raises(ValueError, match="point"):
+        parity.Point('{ tree = "nonsense(" }')
+    with pytest.raises(TypeError, match="point"):
+        parity.Point(3)
+
+
+# --- reduce -------------------------------------------------------------------
+
+def test_reduce_worked_example_of_the_contract():
+    # docs/numerics.md §6: a fp16 [[1, 2], [3, 4]], c fp32 [0.5, -10], pairwise
+    a = np.array([[1, 2], [3, 4]], dtype=np.float16)
+    c = np.array([0.5, -10], dtype=np.float32)
+    y = parity.reduce('{ tree = "pairwise" }', a, c=c)
+    assert y.dtype == np.float32
+    assert [int(v) for v in y.view(np.uint32)] == [0x40600000, 0xc0400000]
+
+
+def test_reduce_equals_the_cli(tmp_path):
+    a, b = rand(7, 33, 1)
+    point = '{ acc = "fp32", tree = "split(4, seq, pairwise)" }'
+    y = parity.reduce(point, a, b)
+    inp = tmp_path / "in.safetensors"
+    write_safetensors(inp, {"a": a, "b": b})
+    out = tmp_path / "y.safetensors"
+    subprocess.run([cli(), "reduce", "--numerics", point, "--in", str(inp), "--out", str(out)], check=True)
+    assert read_y(out).tobytes() == y.tobytes()
+
+
+def test_reduce_torch_in_torch_out_and_bf16():
+    a, b = rand(5, 16, 2)
+    ta, tb = torch.from_numpy(a).bfloat16(), torch.from_numpy(b).bfloat16()
+    y = parity.reduce('{ tree = "seq", out = "bf16" }', ta, tb)
+    assert isinstance(y, torch.Tensor) and y.dtype == torch.bfloat16 and y.shape == (5,)
+    # the same patterns handed over from numpy as bits
+    na = parity.bits(ta.view(torch.int16).numpy().view(np.uint16), "bf16")
+    nb = parity.bits(tb.view(torch.int16).numpy().view(np.uint16), "bf16")
+    ny = parity.reduce('{ tree = "seq", out = "bf16" }', na, nb)
+    assert isinstance(ny, parity.bits) and ny.array.tobytes() == y.view(torch.int16).numpy().tobytes()
+
+
+def test_reduce_is_zero_copy():
+    a, b = rand(512, 2048, 3)          # 4 MiB each
+    parity.reduce(SEQ, a, b)           # warm
+    tracemalloc.start()
+    parity.reduce(SEQ, a, b)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert peak < a.nbytes // 16, "Python allocated %d bytes for a %d-byte input" % (peak, a.nbytes)
+    ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+    tracemalloc.start()
+    parity.reduce(SEQ, ta, tb)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert peak < a.nbytes // 16
+
+
+def test_reduce_zero_copy_by_rss():
+    # the library reads the caller's pages: resident memory grows by far
+    # less than a copy of the inputs would take
+    a, b = rand(2048, 4096, 4)         # 32 MiB each
+    parity.reduce(SEQ, a[:1], b[:1])
+    before = rss()
+    parity.reduce(SEQ, a, b, engine="fast")
+    assert rss() - before < a.nbytes // 4
+
+
+def test_dtype_and_shape_errors_name_the_argument():
+    a, b = rand(4, 8, 5)
+    with pytest.raises(TypeError, match="^a: numpy dtype int32"):
+        parity.reduce(SEQ, a.astype(np.int32), b)
+    with pytest.raises(TypeError, match="^b: torch dtype torch.int64"):
+        parity.reduce(SEQ, torch.from_numpy(a), torch.zeros(4, 8, dtype=torch.int64))
+    with pytest.raises(TypeError, match="^a: expected a numpy array"):
+        parity.reduce(SEQ, [[1.0, 2.0]])
+    with pytest.raises(ValueError, match=r"^a: expected shape \[rows, n\], got \[32\]"):
+        parity.reduce(SEQ, a.reshape(-1))
+    with pytest.raises(ValueError, match=r"^b: shape \[4, 4\] differs from a's \[4, 8\]"):
+        parity.reduce(SEQ, a, b[:, :4].copy())
+    with pytest.raises(ValueError, match="^a: the array is not C-contiguous"):
+        parity.reduce(SEQ, np.asfortranarray(a), b)
+    with pytest.raises(ValueError, match="^a: the tensor is not contiguous"):
+        parity.reduce(SEQ, torch.from_numpy(a).t(), torch.from_numpy(b).t())
+    with pytest.raises(ValueError, match=r"^c: expected shape \[4\]"):
+        parity.reduce(SEQ, a, b, c=np.zeros(3, np.float32))
+    with pytest.raises(TypeError, match="bits"):
+        parity.reduce(SEQ, parity.bits(a, "bf16"))
+    with pytest.raises(ValueError, match="engine"):
+        parity.reduce(SEQ, a, b, engine="fastest")
+
+
+# --- assert_bits --------------------------------------------------------------
+
+def test_assert_bits_passes_on_the_reference():
+    a, b = rand(9, 40, 6)
+    text = parity.assert_bits(np_cumsum(a, b), point=SEQ, a=a, b=b)
+    assert "bits" in text and "0 / 9 rows differ" in text
+
+
+def test_assert_bits_fails_with_the_verdict_of_parity_check(tmp_path):
+    a, b = rand(9, 40, 7)
+    y = np_cumsum(a, b)
+    other = '{ acc = "fp32", fma = false, tree = "pairwise" }'
+    with pytest.raises(AssertionError) as e:
+        parity.assert_bits(y, point=other, a=a, b=b, name="y.npy")
+    msg = str(e.value)
+    assert msg.split()[0] == "y.npy" and "FAIL" in msg and "rows differ, first at row" in msg
+    # the very text `parity check --numerics` prints
+    write_safetensors(tmp_path / "in.safetensors", {"a": a, "b": b})
+    np.save(tmp_path / "y.npy", y)
+    r = subprocess.run([cli(), "check", "--numerics", other, "--in", str(tmp_path / "in.safetensors"),
+                        "--out", "y.npy"], cwd=tmp_path, capture_output=True, text=True)
+    assert r.returncode == 1
+    assert r.stdout.rstrip("\n") == msg
+
+
+def test_pytest_fixture_shows_the_verdict(pytester):
+    pytester.makeconftest('import sys\nsys.path.insert(0, %r)\npytest_plugins = ["parity.pytest_plugin"]\n'
+                          % os.path.join(ROOT, "python"))
+    pytester.makepyfile('''
+import numpy as np
+def test_kernel(parity_bits):
+    a = np.arange(12, dtype=np.float32).reshape(3, 4) / 7
+    y = np.cumsum(a, axis=1)[:, -1].copy()
+    parity_bits(y, point='{ tree = "pairwise" }', a=a)
+''')
+    r = pytester.runpytest_subprocess()
+    r.assert_outcomes(failed=1)
+    r.stdout.fnmatch_lines(["*FAIL*rows differ, first at row*", "*parity verdict*"])
+
+
+# --- fit ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind,kernel", FIT_KERNELS, ids=[k.__name__ for _, k in FIT_KERNELS])
+def test_fit_reproduces_the_kernel_on_fresh_inputs(kind, kernel):
+    pairs, outs = [], []
+    for rows, n, seed in ((14, 300, 10), (11, 517, 11)):
+        a, b = (as_kind(kind, x) for x in rand(rows, n, seed))
+        pairs.append((a, b))
+        outs.append(kernel(a, b))
+    p = parity.fit(pairs, outs)
+    assert isinstance(p, parity.Point)
+    a, b = (as_kind(kind, x) for x in rand(13, 389, 12))
+    parity.assert_bits(kernel(a, b), point=p, a=a, b=b)
+
+
+def test_fit_not_found_lists_the_closest():
+    a, b = rand(6, 64, 13)
+    y = np_cumsum(a, b)
+    with pytest.raises(parity.NotFound) as e:
+        parity.fit((a, b), y, space="pairwise; halving")
+    assert "closest 1:" in str(e.value)
+
+
+# --- reveal -------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind,kernel", REVEAL_KERNELS, ids=[k.__name__ for _, k in REVEAL_KERNELS])
+def test_reveal_of_a_python_callable(kind, kernel):
+    info = {}
+    dtype = torch.float32 if kind == "torch" else np.float32
+    p = parity.reveal(kernel, n=64, dtype=dtype, info=info)
+    assert info["calls"] > 0 and info["confirm_ok"] == info["confirm_rows"]
+    a, b = (as_kind(kind, x) for x in rand(17, 64, 14))
+    parity.assert_bits(kernel(a, b), point=p, a=a, b=b)
+
+
+def test_reveal_batches_probes_into_rounds():
+    calls = []
+
+    def kernel(a, b):
+        calls.append(a.shape[0])
+        return np_cumsum(a, b)
+    info = {}
+    parity.reveal(kernel, n=32, info=info)
+    assert len(calls) == info["calls"] and sum(calls) == info["probes"]
+    assert info["probes"] > 10 * info["calls"], "probes are batched, many rows per call"
+
+
+def test_reveal_hands_back_the_kernels_exception():
+    def broken(a, b):
+        raise KeyError("inside the kernel")
+    with pytest.raises(KeyError, match="inside the kernel"):
+        parity.reveal(broken, n=8)
+
+
+def test_reveal_argument_errors():
+    with pytest.raises(TypeError, match="^fn"):
+        parity.reveal(3, n=8)
+    with pytest.raises(ValueError, match="^n"):
+        parity.reveal(np_cumsum, n=1)
+    with pytest.raises(TypeError, match="^dtype"):
+        parity.reveal(np_cumsum, n=8, dtype=np.int32)
+
+
+# --- capture ------------------------------------------------------------------
+
+def test_capture_writes_a_trace_parity_reads(tmp_path):
+    path = tmp_path / "t.safetensors"
+    a = torch.arange(8, dtype=torch.float32).reshape(2, 4)
+    parity.capture(str(path), family="gemm", point="splitk4", cls="cpu", kernel="my_kernel_v1",
+                   outputs={"y": a.sum(1)}, inputs={"a": a}, shape={"M": 2, "K": 4}, batch="rows=0..1",
+                   device={"sku": "cpu", "threads": 1}, created="2026-01-01T00:00:00Z")
+    r = subprocess.run([cli(), "inspect", str(path)], capture_output=True, text=True)
+    assert r.returncode == 0 and "in.a" in r.stdout and "my_kernel_v1" in r.stdout
+    with pytest.raises(ValueError, match="batch"):
+        parity.capture(str(tmp_path / "bad.safetensors"), family="gemm", point="p", cls="cpu", kernel="k",
+                       outputs={"y": a.sum(1)}, shape="M=2", batch="rows=3..1", seed=1, dist="normal")
+    assert not (tmp_path / "bad.safetensors").exists()
+
+
+# --- the GIL --------------------------------------------------------------------
+
+def test_the_gil_is_released_during_long_c_work():
+    a, b = rand(64, 4096, 15)
+    point = '{ acc = "fp32", tree = "seq" }'
+    t0 = time.perf_counter()
+    parity.reduce(point, a, b, engine="mpfr", threads=1)
+    alone = time.perf_counter() - t0
+    ticks = [0]
+    done = threading.Event()
+
+    def spin():
+        while not done.is_set():
+            ticks[0] += 1
+            time.sleep(0.001)
+    t = threading.Thread(target=spin)
+    t.start()
+    time.sleep(0.01)
+    start = ticks[0]
+    parity.reduce(point, a, b, engine="mpfr", threads=1)
+    during = ticks[0] - start
+    done.set()
+    t.join()
+    # with the GIL held the thread could not tick at all while C works
+    assert alone > 0.05, "the work must be long enough to tell (%.3f s)" % alone
+    assert during >= alone / 0.001 * 0.3, "%d ticks in %.3f s of C work" % (during, alone)
+
+
+# --- helpers --------------------------------------------------------------------
+
+def cli():
+    if os.environ.get("PARITY_CLI"):
+        return os.environ["PARITY_CLI"]
+    build = os.environ.get("PARITY_BUILD", "build")
+    return os.path.join(build if os.path.isabs(build) else os.path.join(ROOT, build), "parity")
+
+
+def rss():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def write_safetensors(path, tensors):
+    import json
+    import struct
+    names = {np.dtype("<f4"): "F32", np.dtype("<f8"): "F64", np.dtype("<f2"): "F16"}
+    header, off, blobs = {}, 0, []
+    for k, v in tensors.items():
+        raw = np.ascontiguousarray(v).tobytes()
+        header[k] = {"dtype": names[v.dtype], "shape": list(v.shape), "data_offsets": [off, off + len(raw)]}
+        off += len(raw)
+        blobs.append(raw)
+    h = json.dumps(header).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+
+
+def read_y(path):
+    import json
+    import struct
+    raw = open(path, "rb").read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    h = json.loads(raw[8:8 + n])
+    s, e = h["y"]["data_offsets"]
+    return np.frombuffer(raw[8 + n + s:8 + n + e], dtype={"F32": "<f4", "F64": "<f8", "F16": "<f2"}[h["y"]["dtype"]])
