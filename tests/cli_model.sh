@@ -122,6 +122,10 @@ expect_rc 1 "planted split_k = 2 in down_proj at layer 0" $PARITY model --kernel
   --plant down_proj@0=gemm.splitk2 --tokens 40 --json "$T/b.json" --html "$T/b.html"
 [ "$(jv "$T/b.json" "j['first_difference']['op'], j['first_difference']['layer']")" = "down_proj 0" ] ||
   fail "planted: the first op to differ is down_proj at layer 0, got $(jv "$T/b.json" "j['first_difference']")"
+# every op before the planted one ran on bit-identical inputs, so in every
+# prompt where anything differs the first op to differ is the planted one
+[ "$(jv "$T/b.json" "sorted(set((p['first_difference']['op'], p['first_difference']['layer']) for p in j['per_prompt'] if p['first_difference']))")" = "[('down_proj', 0)]" ] ||
+  fail "planted: per prompt, the first op to differ is down_proj at layer 0: $(jv "$T/b.json" "[p['first_difference'] for p in j['per_prompt']]")"
 grep -q "^First difference in bits: op 'down_proj' (down projection, layer 0)" "$T/out" ||
   fail "planted: the text names down_proj at layer 0"
 grep -q "^Model parity: NO" "$T/out" || fail "planted: the text says no model parity"

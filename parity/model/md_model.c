@@ -385,11 +385,8 @@ static nx_status take_out(const md_op *op, const st_file *out, const char *name,
 }
 
 /* The op's outputs of the two lanes differ: the first time, note where. */
-static void note_diff(md_ctx *c, int role, const uint16_t *a, const uint16_t *b, size_t n)
+static void fill_diff(md_ctx *c, md_first_diff *f, int role, const uint16_t *a, const uint16_t *b, size_t n)
 {
-    md_first_diff *f = &c->res->first;
-    if (f->found || !memcmp(a, b, n * 2))
-        return;
     f->found = 1;
     f->prompt = c->cur_prompt;
     f->pos = c->cur_pos;
@@ -407,6 +404,19 @@ static void note_diff(md_ctx *c, int role, const uint16_t *a, const uint16_t *b,
             if (u > f->max_ulp)
                 f->max_ulp = u;
         }
+}
+
+/* The op's outputs of the two lanes differ: the first time overall, and
+ * the first time in this prompt, note where. */
+static void note_diff(md_ctx *c, int role, const uint16_t *a, const uint16_t *b, size_t n)
+{
+    md_first_diff *f = &c->res->first, *fp = &c->res->pr[c->cur_prompt].first;
+    if ((f->found && fp->found) || !memcmp(a, b, n * 2))
+        return;
+    if (!f->found)
+        fill_diff(c, f, role, a, b, n);
+    if (!fp->found)
+        fill_diff(c, fp, role, a, b, n);
 }
 
 /* Runs a family op on both lanes: outs[k] of each lane receive output k

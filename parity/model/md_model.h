@@ -112,6 +112,7 @@ typedef struct md_prompt_res {
     double max_ulp, max_abs; /* over the compared steps */
     double logprob_dev, logprob_ctl; /* sum over steps of log p(control token) under each run's logits */
     int topk_agree, topk_steps;      /* steps whose top-5 sets were equal */
+    md_first_diff first;     /* the first op whose bits differed in this prompt */
 } md_prompt_res;
 
 typedef struct md_result {

@@ -99,6 +99,13 @@ char *md_text(const md_result *r)
         if (pr->first_logit_step >= 0)
             nx_sbuf_printf(&b, "; logits first differed at token %d, max %.0f ulp", pr->first_logit_step,
                            pr->max_ulp);
+        if (pr->first.found) {
+            if (pr->first.layer >= 0)
+                nx_sbuf_printf(&b, "; first op to differ: %s at layer %d, position %d", pr->first.op,
+                               pr->first.layer, pr->first.pos);
+            else
+                nx_sbuf_printf(&b, "; first op to differ: %s, position %d", pr->first.op, pr->first.pos);
+        }
         nx_sbuf_printf(&b, "\n");
     }
     nx_sbuf_printf(&b, "Metrics: mean log-probability of the control's tokens: device %.6f, control %.6f; top-5 "
@@ -227,6 +234,16 @@ char *md_json(const md_result *r)
                             x->first_logit_step >= 0 ? json_integer(x->first_logit_step) : json_null());
         json_object_set_new(o, "max_ulp", json_real(x->max_ulp));
         json_object_set_new(o, "max_abs", json_real(x->max_abs));
+        if (x->first.found) {
+            json_t *f = json_object();
+            json_object_set_new(f, "op", json_string(x->first.op));
+            json_object_set_new(f, "layer", x->first.layer >= 0 ? json_integer(x->first.layer) : json_null());
+            json_object_set_new(f, "position", json_integer(x->first.pos));
+            json_object_set_new(f, "mismatched", json_integer((json_int_t)x->first.mismatched));
+            json_object_set_new(o, "first_difference", f);
+        } else {
+            json_object_set_new(o, "first_difference", json_null());
+        }
         json_array_append_new(pr, o);
     }
     json_object_set_new(j, "per_prompt", pr);
