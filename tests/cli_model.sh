@@ -195,7 +195,7 @@ grep -q "tensor 'tok.w' must be \[512, 32\]" "$T/err" || fail "the misshaped ten
 # parity ttbp --model gives the model point a TTBP of exactly one day
 L=$T/ledger.sqlite
 PARITY_LEDGER_CLOCK=2026-01-01T00:00:00Z expect_rc 1 "a planted run recorded" \
-  $PARITY model --kernels "$R" --class cpu --model llama3-8b --plant down_proj@0=gemm.splitk2 --tokens 40 --ledger "$L"
+  $PARITY model --kernels "$R" --class cpu --model llama3-8b --plant down_proj@0=gemm.splitk2 --prompts 3 --tokens 1 --ledger "$L"
 PARITY_LEDGER_CLOCK=2026-01-02T00:00:00Z expect_rc 0 "a parity run recorded" $M --prompts 2 --tokens 8 --ledger "$L"
 expect_rc 0 "ttbp of the model" $PARITY ttbp --class cpu --model llama3-8b --ledger "$L" --json "$T/ttbp.json"
 [ "$(jv "$T/ttbp.json" "[(p['id'], p['ttbp_s']) for p in j['points']]")" = "[('model.llama3-8b', 86400)]" ] ||
