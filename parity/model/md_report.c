@@ -300,12 +300,16 @@ char *md_html(const md_result *r)
     first_text(r, buf, sizeof buf);
     snprintf(v3, sizeof v3, "%.3f ms per token (%lld steps)", r->steps ? 1e3 * r->t_ref / (double)r->steps : 0,
              r->steps);
-    snprintf(v4, sizeof v4, "%s", r->pass ? "yes" : "NO");
+    snprintf(v4, sizeof v4, "%s", r->pass ? "yes" : !r->all_same ? "NO: logits outside the tolerance (other points)"
+                                                                   : "NO");
+    char ctl[96];
+    snprintf(ctl, sizeof ctl, "%s", r->against[0] ? r->against : "the exact reference of the same points");
     const char *const facts[][2] = {{"model parity", v4},
+                                    {"control", ctl},
                                     {"logits steps bit-identical", v1},
                                     {"prompts identical", v2},
                                     {"first difference in bits", buf},
-                                    {"exact reference cost", v3}};
+                                    {r->against[0] ? "control cost" : "exact reference cost", v3}};
     html_facts(&d, facts, sizeof facts / sizeof facts[0]);
     html_heading(&d, 2, "Ops");
     html_raw(&d, "<table><tr><th>op</th><th>role</th><th>point</th><th>shape</th></tr>\n");
@@ -330,8 +334,15 @@ char *md_html(const md_result *r)
     html_heading(&d, 2, "Transcripts (control | device; the first divergence marked)");
     for (int p = 0; p < r->prompts; p++) {
         const md_prompt_res *x = &r->pr[p];
-        html_rawf(&d, "<h3>prompt %d: %s</h3>\n<table><tr><th>token</th><th>control</th><th>device</th></tr>\n", p,
-                  x->diverged ? "diverged" : "identical");
+        html_rawf(&d, "<h3>prompt %d: %s", p, x->diverged ? "diverged" : "identical");
+        if (x->first.found) {
+            html_raw(&d, "; first op to differ: ");
+            html_esc(&d, x->first.op);
+            if (x->first.layer >= 0)
+                html_rawf(&d, " at layer %d", x->first.layer);
+            html_rawf(&d, ", position %d", x->first.pos);
+        }
+        html_raw(&d, "</h3>\n<table><tr><th>token</th><th>control</th><th>device</th></tr>\n");
         for (int t = 0; t < x->ntok; t++) {
             int mark = x->diverged && t == x->agreed, after = x->diverged && t > x->agreed;
             html_rawf(&d, "<tr%s><td>%d</td><td>%lld</td><td>%s%lld%s</td></tr>\n",
