@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -160,5 +161,89 @@ nx_status fam_spec_add_elem(fam_spec *s, const char *name, fam_elem_impl impl, c
     s->nelems++;
     if (!e[s->nelems - 1].name)
         return nx_err_set(err, NX_ENOMEM, "out of memory");
+    return NX_OK;
+}
+
+/* ---- typed readers ------------------------------------------------------ */
+
+const char *fam_spec_family(const fam_spec *s)
+{
+    return s && s->family ? s->family : "?";
+}
+
+const char *fam_spec_point(const fam_spec *s)
+{
+    return s && s->point ? s->point : "?";
+}
+
+nx_status fam_get_long(const fam_spec *s, const char *name, long def, long *out, nx_err *err)
+{
+    if (!fam_param_get(s, name)) {
+        *out = def;
+        return NX_OK;
+    }
+    return fam_param_long(s, name, out, err);
+}
+
+nx_status fam_get_dim(const fam_spec *s, const char *name, long def, long *out, nx_err *err)
+{
+    if (!fam_param_get(s, name)) {
+        if (def < 0)
+            return nx_err_set(err, NX_EINVAL, "%s.%s: dimension '%s' has no value (give it with --shape %s=...)",
+                              fam_spec_family(s), fam_spec_point(s), name, name);
+        *out = def;
+        return NX_OK;
+    }
+    nx_status st = fam_param_long(s, name, out, err);
+    if (st)
+        return st;
+    if (*out < 1 || *out > (1L << 30))
+        return nx_err_set(err, NX_EINVAL, "%s.%s: dimension %s = %ld is outside [1, 2^30]", fam_spec_family(s),
+                          fam_spec_point(s), name, *out);
+    return NX_OK;
+}
+
+nx_status fam_get_bool(const fam_spec *s, const char *name, int def, int *out, nx_err *err)
+{
+    const char *v = fam_param_get(s, name);
+    if (!v)
+        *out = def;
+    else if (!strcmp(v, "true"))
+        *out = 1;
+    else if (!strcmp(v, "false"))
+        *out = 0;
+    else
+        return nx_err_set(err, NX_EINVAL, "%s.%s: param '%s' = '%s' is not true or false", fam_spec_family(s),
+                          fam_spec_point(s), name, v);
+    return NX_OK;
+}
+
+nx_status fam_get_fmt(const fam_spec *s, const char *name, nx_fmt def, nx_fmt *out, nx_err *err)
+{
+    const char *v = fam_param_get(s, name);
+    if (!v) {
+        *out = def;
+        return NX_OK;
+    }
+    int f = nx_fmt_from_name(v);
+    if (f < 0)
+        return nx_err_set(err, NX_EINVAL, "%s.%s: param '%s' = '%s' is not a format of docs/numerics.md §1",
+                          fam_spec_family(s), fam_spec_point(s), name, v);
+    *out = (nx_fmt)f;
+    return NX_OK;
+}
+
+nx_status fam_get_f32(const fam_spec *s, const char *name, const char *def, float *out, nx_err *err)
+{
+    const char *v = fam_param_get(s, name);
+    if (!v)
+        v = def;
+    char *end;
+    errno = 0;
+    float x = strtof(v, &end); /* glibc: correctly rounded (rne), hex floats too */
+    if (end == v || *end || !isfinite(x))
+        return nx_err_set(err, NX_EINVAL, "%s.%s: param '%s' = '%s' is not a finite fp32 number", fam_spec_family(s),
+                          fam_spec_point(s), name, v);
+    *out = x;
     return NX_OK;
 }

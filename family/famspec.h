@@ -69,6 +69,27 @@ nx_status fam_param_double(const fam_spec *s, const char *name, double *out, nx_
 const fam_reduction *fam_reduction_get(const fam_spec *s, const char *name);
 const fam_elem *fam_elem_get(const fam_spec *s, const char *name);
 
+/* The spec's family and point ids for messages ("?" when unset). */
+const char *fam_spec_family(const fam_spec *s);
+const char *fam_spec_point(const fam_spec *s);
+
+/* Typed readers of a spec's params, the one set that refimpl, the cpu and
+ * the cuda backends read through (a backend adds its own limits on top).
+ * An absent param takes def; a present one must parse, else an error
+ * "FAMILY.POINT: param 'NAME' = 'VALUE' is not ...".
+ *   fam_get_long: an integer;
+ *   fam_get_dim:  a dimension in [1, 2^30]; def < 0: required (the error
+ *                 says how to give it: --shape NAME=...);
+ *   fam_get_bool: true or false;
+ *   fam_get_fmt:  a format name of docs/numerics.md §1;
+ *   fam_get_f32:  a finite number (decimal or hex) rounded once to fp32,
+ *                 to nearest even; def is its text. */
+nx_status fam_get_long(const fam_spec *s, const char *name, long def, long *out, nx_err *err);
+nx_status fam_get_dim(const fam_spec *s, const char *name, long def, long *out, nx_err *err);
+nx_status fam_get_bool(const fam_spec *s, const char *name, int def, int *out, nx_err *err);
+nx_status fam_get_fmt(const fam_spec *s, const char *name, nx_fmt def, nx_fmt *out, nx_err *err);
+nx_status fam_get_f32(const fam_spec *s, const char *name, const char *def, float *out, nx_err *err);
+
 /* Building one by hand (tests, the registry): append copies. */
 nx_status fam_spec_set_param(fam_spec *s, const char *name, const char *value, nx_err *err);
 /* Takes ownership of *pt (the caller must not free it afterwards). */

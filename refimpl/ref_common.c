@@ -75,65 +75,26 @@ ref_engine ref_engine_default(void)
 
 /* --- params ------------------------------------------------------------------- */
 
-static const char *fam_of(const fam_spec *s)
-{
-    return s->family ? s->family : "?";
-}
-
-static const char *point_of(const fam_spec *s)
-{
-    return s->point ? s->point : "?";
-}
-
 nx_status ref_dim(const fam_spec *s, const char *name, long def, long *out, nx_err *err)
 {
-    if (!fam_param_get(s, name)) {
-        if (def < 0)
-            return nx_err_set(err, NX_EINVAL, "%s.%s: dimension '%s' has no value (give it with --shape %s=...)",
-                              fam_of(s), point_of(s), name, name);
-        *out = def;
-        return NX_OK;
-    }
-    nx_status st = fam_param_long(s, name, out, err);
-    if (st)
-        return st;
-    if (*out < 1 || *out > (1L << 30))
-        return nx_err_set(err, NX_EINVAL, "%s.%s: dimension %s = %ld is outside [1, 2^30]", fam_of(s), point_of(s),
-                          name, *out);
-    return NX_OK;
+    return fam_get_dim(s, name, def, out, err);
 }
 
 nx_status ref_param_bool(const fam_spec *s, const char *name, int def, int *out, nx_err *err)
 {
-    const char *v = fam_param_get(s, name);
-    if (!v)
-        *out = def;
-    else if (!strcmp(v, "true"))
-        *out = 1;
-    else if (!strcmp(v, "false"))
-        *out = 0;
-    else
-        return nx_err_set(err, NX_EINVAL, "%s.%s: param '%s' = '%s' is not true or false", fam_of(s), point_of(s),
-                          name, v);
-    return NX_OK;
+    return fam_get_bool(s, name, def, out, err);
 }
 
 nx_status ref_param_fmt(const fam_spec *s, const char *name, nx_fmt def, nx_fmt *out, nx_err *err)
 {
-    const char *v = fam_param_get(s, name);
-    if (!v) {
-        *out = def;
-        return NX_OK;
-    }
-    int f = nx_fmt_from_name(v);
-    if (f < 0)
-        return nx_err_set(err, NX_EINVAL, "%s.%s: param '%s' = '%s' is not a format of docs/numerics.md §1", fam_of(s),
-                          point_of(s), name, v);
-    if (rows_fmt_of_dtype(rows_dtype_of_fmt((nx_fmt)f)) != f || !nx_format((nx_fmt)f)->is_signed)
+    nx_status st = fam_get_fmt(s, name, def, out, err);
+    if (st || !fam_param_get(s, name))
+        return st;
+    nx_fmt f = *out;
+    if (rows_fmt_of_dtype(rows_dtype_of_fmt(f)) != (int)f || !nx_format(f)->is_signed)
         return nx_err_set(err, NX_EINVAL, "%s.%s: param '%s' = '%s': a tensor format needs a signed safetensors dtype "
                           "of its own (tf32, e8m13 and e8m0 have none)",
-                          fam_of(s), point_of(s), name, v);
-    *out = (nx_fmt)f;
+                          fam_spec_family(s), fam_spec_point(s), name, fam_param_get(s, name));
     return NX_OK;
 }
 
@@ -141,8 +102,8 @@ nx_status ref_need_red(const fam_spec *s, const char *name, const fam_reduction 
 {
     *out = fam_reduction_get(s, name);
     if (!*out)
-        return nx_err_set(err, NX_EINVAL, "%s.%s: the point declares no numerics for reduction '%s'", fam_of(s),
-                          point_of(s), name);
+        return nx_err_set(err, NX_EINVAL, "%s.%s: the point declares no numerics for reduction '%s'", fam_spec_family(s),
+                          fam_spec_point(s), name);
     return NX_OK;
 }
 
@@ -344,7 +305,7 @@ static nx_status check_packed4(const fam_spec *s, const st_tensor *t, const ref_
                               "%s.%s: input tensor '%s': byte %zu (the last of row %zu) has %u in its high nibble, "
                               "the padding after value %zu of the row, which must be 0 (two int4 per byte, low "
                               "nibble first)",
-                              fam_of(s), point_of(s), d->name, r * rb + rb - 1, r, (unsigned)(b >> 4), n - 1);
+                              fam_spec_family(s), fam_spec_point(s), d->name, r * rb + rb - 1, r, (unsigned)(b >> 4), n - 1);
     }
     return NX_OK;
 }
@@ -358,7 +319,7 @@ static nx_status check_inputs(const fam_spec *s, const st_file *in, const ref_te
         while (k < nd && strcmp(d[k].name, in->tensors[i].name) != 0)
             k++;
         if (k == nd)
-            return nx_err_set(err, NX_EINVAL, "%s.%s: unexpected input tensor '%s'", fam_of(s), point_of(s),
+            return nx_err_set(err, NX_EINVAL, "%s.%s: unexpected input tensor '%s'", fam_spec_family(s), fam_spec_point(s),
                               in->tensors[i].name);
     }
     for (size_t k = 0; k < nd; k++) {
@@ -366,19 +327,19 @@ static nx_status check_inputs(const fam_spec *s, const st_file *in, const ref_te
         shape_text(want, sizeof want, d[k].ndim, d[k].shape);
         const st_tensor *t = st_find(in, d[k].name);
         if (!t)
-            return nx_err_set(err, NX_EINVAL, "%s.%s: missing input tensor '%s' (expected %s %s = %s)", fam_of(s),
-                              point_of(s), d[k].name, st_dtype_name(d[k].dtype), d[k].dims, want);
+            return nx_err_set(err, NX_EINVAL, "%s.%s: missing input tensor '%s' (expected %s %s = %s)", fam_spec_family(s),
+                              fam_spec_point(s), d[k].name, st_dtype_name(d[k].dtype), d[k].dims, want);
         if (t->dtype != d[k].dtype)
             return nx_err_set(err, NX_EINVAL, "%s.%s: input tensor '%s' has dtype %s; expected %s %s = %s",
-                              fam_of(s), point_of(s), d[k].name, st_dtype_name(t->dtype), st_dtype_name(d[k].dtype),
+                              fam_spec_family(s), fam_spec_point(s), d[k].name, st_dtype_name(t->dtype), st_dtype_name(d[k].dtype),
                               d[k].dims, want);
         int same = t->ndim == d[k].ndim;
         for (int q = 0; same && q < t->ndim; q++)
             same = t->shape[q] == d[k].shape[q];
         if (!same) {
             shape_text(got, sizeof got, t->ndim, t->shape);
-            return nx_err_set(err, NX_EINVAL, "%s.%s: input tensor '%s' has shape %s; expected %s = %s", fam_of(s),
-                              point_of(s), d[k].name, got, d[k].dims, want);
+            return nx_err_set(err, NX_EINVAL, "%s.%s: input tensor '%s' has shape %s; expected %s = %s", fam_spec_family(s),
+                              fam_spec_point(s), d[k].name, got, d[k].dims, want);
         }
         if (d[k].kind == REF_FLOAT)
             continue;
@@ -394,7 +355,7 @@ static nx_status check_inputs(const fam_spec *s, const st_file *in, const ref_te
             long v = ref_int_at(t, e);
             if (v < d[k].lo || v > d[k].hi)
                 return nx_err_set(err, NX_EINVAL, "%s.%s: input tensor '%s': element %zu is %ld, outside [%ld, %ld]",
-                                  fam_of(s), point_of(s), d[k].name, e, v, d[k].lo, d[k].hi);
+                                  fam_spec_family(s), fam_spec_point(s), d[k].name, e, v, d[k].lo, d[k].hi);
         }
     }
     return NX_OK;
@@ -444,7 +405,7 @@ nx_status ref_program(ref_job *j, const fam_reduction *r, size_t n, int dot, con
     nx_program *p;
     nx_status st = nx_program_build(&r->point, n, dot, &p, err);
     if (st) {
-        nx_err_prefix(err, "%s.%s: reduction '%s' (tree %s) at n = %zu", fam_of(j->spec), point_of(j->spec), r->name,
+        nx_err_prefix(err, "%s.%s: reduction '%s' (tree %s) at n = %zu", fam_spec_family(j->spec), fam_spec_point(j->spec), r->name,
                       r->tree_text, n);
         return st;
     }
@@ -498,10 +459,10 @@ nx_status ref_limit_inputs(const fam_spec *s, const ref_tensor_desc *d, size_t n
              !__builtin_add_overflow(total, b, &total);
         if (!ok)
             return nx_err_set(err, NX_EINVAL, "%s.%s: the size of the inputs overflows 64 bits at tensor '%s' = %s",
-                              fam_of(s), point_of(s), d[k].name, d[k].dims);
+                              fam_spec_family(s), fam_spec_point(s), d[k].name, d[k].dims);
     }
     char what[256];
-    size_t l = (size_t)snprintf(what, sizeof what, "%s.%s: the inputs", fam_of(s), point_of(s));
+    size_t l = (size_t)snprintf(what, sizeof what, "%s.%s: the inputs", fam_spec_family(s), fam_spec_point(s));
     for (size_t k = 0; k < nd && l < sizeof what; k++) {
         char sh[96];
         shape_text(sh, sizeof sh, d[k].ndim, d[k].shape);
@@ -676,7 +637,7 @@ nx_status ref_emit(ref_job *j, const char *name, nx_fmt f, int ndim, const int64
         return st;
     st = rows_encode(f, v, t->nelem, t, t->data, err);
     if (st)
-        nx_err_prefix(err, "%s.%s: output '%s' in %s", fam_of(j->spec), point_of(j->spec), name, nx_format(f)->name);
+        nx_err_prefix(err, "%s.%s: output '%s' in %s", fam_spec_family(j->spec), fam_spec_point(j->spec), name, nx_format(f)->name);
     return st;
 }
 
@@ -719,7 +680,7 @@ nx_status ref_run_opts(const fam_spec *spec, const st_file *in, st_file *out, co
         st = nx_err_set(err, NX_EINVAL,
                         "%s.%s: at this shape an array of %llu values (8 bytes each) is more than the limit of %llu "
                         "bytes (raise it with --max-bytes)",
-                        fam_of(spec), point_of(spec), (unsigned long long)refused,
+                        fam_spec_family(spec), fam_spec_point(spec), (unsigned long long)refused,
                         (unsigned long long)nx_limits_get()->max_bytes);
     for (int i = 0; i < j.nthreads; i++)
         ref_math_clear(&j.maths[i]);

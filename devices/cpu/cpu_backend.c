@@ -25,88 +25,39 @@ const cpu_kernel *const cpu_kernels[] = {
 };
 const size_t cpu_nkernels = sizeof cpu_kernels / sizeof cpu_kernels[0];
 
-static const char *fam_of(const fam_spec *s)
-{
-    return s->family ? s->family : "?";
-}
-
-static const char *point_of(const fam_spec *s)
-{
-    return s->point ? s->point : "?";
-}
-
 /* --- params ------------------------------------------------------------------------ */
+
+/* famspec.h's readers, said as the cpu backend's ("cpu: FAMILY.POINT: ..."). */
+static nx_status said(nx_status st, nx_err *err)
+{
+    if (st)
+        nx_err_prefix(err, "cpu");
+    return st;
+}
 
 nx_status cpu_long(const fam_spec *s, const char *name, long def, long *out, nx_err *err)
 {
-    if (!fam_param_get(s, name)) {
-        *out = def;
-        return NX_OK;
-    }
-    return fam_param_long(s, name, out, err);
+    return said(fam_get_long(s, name, def, out, err), err);
 }
 
 nx_status cpu_dim(const fam_spec *s, const char *name, long def, long *out, nx_err *err)
 {
-    if (!fam_param_get(s, name)) {
-        if (def < 0)
-            return nx_err_set(err, NX_EINVAL, "cpu: %s.%s: dimension '%s' has no value", fam_of(s), point_of(s),
-                              name);
-        *out = def;
-        return NX_OK;
-    }
-    nx_status st = fam_param_long(s, name, out, err);
-    if (st)
-        return st;
-    if (*out < 1 || *out > (1L << 30))
-        return nx_err_set(err, NX_EINVAL, "cpu: %s.%s: dimension %s = %ld is outside [1, 2^30]", fam_of(s),
-                          point_of(s), name, *out);
-    return NX_OK;
+    return said(fam_get_dim(s, name, def, out, err), err);
 }
 
 nx_status cpu_bool(const fam_spec *s, const char *name, int def, int *out, nx_err *err)
 {
-    const char *v = fam_param_get(s, name);
-    if (!v)
-        *out = def;
-    else if (!strcmp(v, "true"))
-        *out = 1;
-    else if (!strcmp(v, "false"))
-        *out = 0;
-    else
-        return nx_err_set(err, NX_EINVAL, "cpu: %s.%s: param '%s' = '%s' is not true or false", fam_of(s),
-                          point_of(s), name, v);
-    return NX_OK;
+    return said(fam_get_bool(s, name, def, out, err), err);
 }
 
 nx_status cpu_fmt(const fam_spec *s, const char *name, nx_fmt def, nx_fmt *out, nx_err *err)
 {
-    const char *v = fam_param_get(s, name);
-    if (!v) {
-        *out = def;
-        return NX_OK;
-    }
-    int f = nx_fmt_from_name(v);
-    if (f < 0)
-        return nx_err_set(err, NX_EINVAL, "cpu: %s.%s: param '%s' = '%s' is not a format", fam_of(s), point_of(s),
-                          name, v);
-    *out = (nx_fmt)f;
-    return NX_OK;
+    return said(fam_get_fmt(s, name, def, out, err), err);
 }
 
 nx_status cpu_f32(const fam_spec *s, const char *name, const char *def, float *out, nx_err *err)
 {
-    const char *v = fam_param_get(s, name);
-    if (!v)
-        v = def;
-    char *end;
-    errno = 0;
-    float x = strtof(v, &end); /* glibc: correctly rounded (rne), hex floats too */
-    if (end == v || *end || !isfinite(x))
-        return nx_err_set(err, NX_EINVAL, "cpu: %s.%s: param '%s' = '%s' is not a finite fp32 number", fam_of(s),
-                          point_of(s), name, v);
-    *out = x;
-    return NX_OK;
+    return said(fam_get_f32(s, name, def, out, err), err);
 }
 
 /* --- numerics checks ---------------------------------------------------------------- */
@@ -124,7 +75,7 @@ nx_status cpu_check_red(const fam_spec *s, const cpu_kernel *k, const char *name
         *out = r;
     if (!r)
         return nx_err_set(err, NX_EUNSUPPORTED, "cpu: %s.%s declares no numerics for reduction '%s' (kernel %s "
-                          "realises %s = %s)", fam_of(s), point_of(s), name, k->id, name, tree);
+                          "realises %s = %s)", fam_spec_family(s), fam_spec_point(s), name, k->id, name, tree);
     const nx_point *p = &r->point;
     char *txt = nx_tree_print(p->tree);
     if (!txt)
@@ -133,7 +84,7 @@ nx_status cpu_check_red(const fam_spec *s, const cpu_kernel *k, const char *name
     nx_status st = NX_OK;
     if (!same)
         st = nx_err_set(err, NX_EUNSUPPORTED, "cpu: kernel %s realises %s = %s; %s.%s declares %s", k->id, name, tree,
-                        fam_of(s), point_of(s), txt);
+                        fam_spec_family(s), fam_spec_point(s), txt);
     free(txt);
     if (st)
         return st;
@@ -158,7 +109,7 @@ nx_status cpu_check_red(const fam_spec *s, const cpu_kernel *k, const char *name
         what = "out_rounding (the kernel rounds its stores in rne)";
     if (what)
         return nx_err_set(err, NX_EUNSUPPORTED, "cpu: kernel %s cannot realise %s.%s reduction '%s': %s", k->id,
-                          fam_of(s), point_of(s), name, what);
+                          fam_spec_family(s), fam_spec_point(s), name, what);
     return NX_OK;
 }
 
@@ -169,10 +120,10 @@ nx_status cpu_check_elem(const fam_spec *s, const cpu_kernel *k, const char *nam
     if (!approx && !cr)
         return nx_err_set(err, NX_EUNSUPPORTED,
                           "cpu: kernel %s computes %s correctly rounded; %s.%s declares the approximation %s", k->id,
-                          name, fam_of(s), point_of(s), e->approx ? e->approx : "?");
+                          name, fam_spec_family(s), fam_spec_point(s), e->approx ? e->approx : "?");
     if (approx && (cr || !e->approx || strcmp(e->approx, approx) != 0))
         return nx_err_set(err, NX_EUNSUPPORTED, "cpu: kernel %s computes %s as %s; %s.%s declares %s", k->id, name,
-                          approx, fam_of(s), point_of(s), cr ? "cr" : e->approx);
+                          approx, fam_spec_family(s), fam_spec_point(s), cr ? "cr" : e->approx);
     return NX_OK;
 }
 
@@ -214,12 +165,12 @@ static nx_status pick(const fam_spec *s, const char *id, const cpu_kernel **out,
             }
         }
         return nx_err_set(err, NX_EUNSUPPORTED, "cpu: no kernel of family '%s' realises point %s.%s", s->family,
-                          s->family, point_of(s));
+                          s->family, fam_spec_point(s));
     }
     const cpu_kernel *k = kernel_by_id(id);
     if (!k)
         return nx_err_set(err, NX_EUNSUPPORTED, "cpu: no kernel '%s' in the cpu backend (point %s.%s)", id,
-                          s->family, point_of(s));
+                          s->family, fam_spec_point(s));
     if (strcmp(k->family, s->family) != 0)
         return nx_err_set(err, NX_EINVAL, "cpu: kernel '%s' belongs to family '%s', not '%s'", id, k->family,
                           s->family);
@@ -252,7 +203,7 @@ static nx_status check_inputs(const fam_spec *s, const st_file *in, nx_err *err)
     for (size_t k = 0; k < nd && !st; k++)
         if (d[k].kind == REF_FLOAT && !cpu_fmt_readable((nx_fmt)d[k].fmt))
             st = nx_err_set(err, NX_EUNSUPPORTED, "cpu: %s.%s: input tensor '%s': the cpu backend does not read %s",
-                            fam_of(s), point_of(s), d[k].name, nx_format((nx_fmt)d[k].fmt)->name);
+                            fam_spec_family(s), fam_spec_point(s), d[k].name, nx_format((nx_fmt)d[k].fmt)->name);
     free(d);
     return st;
 }

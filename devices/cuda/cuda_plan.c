@@ -320,67 +320,6 @@ int cu_tree_match(const char *tmpl, const char *tree, char binds[][32], size_t m
 
 /* ---- reading the spec ------------------------------------------------------ */
 
-static const char *fam_of(const fam_spec *s)
-{
-    return s->family ? s->family : "?";
-}
-
-static const char *point_of(const fam_spec *s)
-{
-    return s->point ? s->point : "?";
-}
-
-/* A dimension in [1, 2^30] (the reference's rule); def < 0: required. */
-static nx_status get_dim(const fam_spec *s, const char *name, long def, long *out, nx_err *err)
-{
-    if (!fam_param_get(s, name)) {
-        if (def < 0)
-            return nx_err_set(err, NX_EINVAL, "%s.%s: dimension '%s' has no value (give it with --shape %s=...)",
-                              fam_of(s), point_of(s), name, name);
-        *out = def;
-        return NX_OK;
-    }
-    nx_status st = fam_param_long(s, name, out, err);
-    if (st)
-        return st;
-    if (*out < 1 || *out > (1L << 30))
-        return nx_err_set(err, NX_EINVAL, "%s.%s: dimension %s = %ld is outside [1, 2^30]", fam_of(s), point_of(s),
-                          name, *out);
-    return NX_OK;
-}
-
-static nx_status get_bool(const fam_spec *s, const char *name, int def, int *out, nx_err *err)
-{
-    const char *v = fam_param_get(s, name);
-    if (!v)
-        *out = def;
-    else if (!strcmp(v, "true"))
-        *out = 1;
-    else if (!strcmp(v, "false"))
-        *out = 0;
-    else
-        return nx_err_set(err, NX_EINVAL, "%s.%s: param '%s' = '%s' is not true or false", fam_of(s), point_of(s),
-                          name, v);
-    return NX_OK;
-}
-
-/* A decimal or hex number rounded once to fp32 (rne): strtof is correctly
- * rounded, as the reference's exact parse then one rounding. */
-static nx_status get_f32(const fam_spec *s, const char *name, const char *def, float *out, nx_err *err)
-{
-    const char *v = fam_param_get(s, name);
-    if (!v)
-        v = def;
-    char *end;
-    errno = 0;
-    float x = strtof(v, &end);
-    if (end == v || *end || (errno && errno != ERANGE) || isnan(x))
-        return nx_err_set(err, NX_EINVAL, "%s.%s: param '%s' = '%s' is not a number", fam_of(s), point_of(s), name,
-                          v);
-    *out = x;
-    return NX_OK;
-}
-
 static int cu_dtype_of_fmt(int f)
 {
     switch (f) {
@@ -405,11 +344,11 @@ static int cu_mode_of(int m)
 /* A format param among those the kernels take. */
 static nx_status get_fmt(const fam_spec *s, const char *name, int def, const int *allowed, int *out, nx_err *err)
 {
-    const char *v = fam_param_get(s, name);
-    int f = v ? nx_fmt_from_name(v) : def;
-    if (f < 0)
-        return nx_err_set(err, NX_EINVAL, "%s.%s: param '%s' = '%s' is not a format of docs/numerics.md §1", fam_of(s),
-                          point_of(s), name, v);
+    nx_fmt f0;
+    nx_status st = fam_get_fmt(s, name, (nx_fmt)def, &f0, err);
+    if (st)
+        return st;
+    int f = (int)f0;
     for (const int *a = allowed; *a >= 0; a++)
         if (*a == f) {
             *out = f;
@@ -419,8 +358,8 @@ static nx_status get_fmt(const fam_spec *s, const char *name, int def, const int
     for (const int *a = allowed; *a >= 0; a++)
         snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", a == allowed ? "" : " ",
                  nx_format((nx_fmt)*a)->name);
-    return nx_err_set(err, NX_EUNSUPPORTED, "%s.%s: param '%s' = '%s': the CUDA kernels take %s", fam_of(s),
-                      point_of(s), name, nx_format((nx_fmt)f)->name, list);
+    return nx_err_set(err, NX_EUNSUPPORTED, "%s.%s: param '%s' = '%s': the CUDA kernels take %s", fam_spec_family(s),
+                      fam_spec_point(s), name, nx_format((nx_fmt)f)->name, list);
 }
 
 /* A conversion to fmt with the rounding and saturation of point pt. */
@@ -429,10 +368,10 @@ static nx_status cvt_of(const fam_spec *s, const char *what, int fmt, const nx_p
     int d = cu_dtype_of_fmt(fmt), m = cu_mode_of(nx_point_out_rounding(pt));
     if (d < 0)
         return nx_err_set(err, NX_EUNSUPPORTED, "%s.%s: %s format %s: the CUDA kernels write fp32, fp16 or bf16",
-                          fam_of(s), point_of(s), what, nx_format((nx_fmt)fmt)->name);
+                          fam_spec_family(s), fam_spec_point(s), what, nx_format((nx_fmt)fmt)->name);
     if (m < 0)
         return nx_err_set(err, NX_EUNSUPPORTED, "%s.%s: %s rounding %s: the CUDA kernels round rne, rz, ru or rd",
-                          fam_of(s), point_of(s), what, nx_mode_name(nx_point_out_rounding(pt)));
+                          fam_spec_family(s), fam_spec_point(s), what, nx_mode_name(nx_point_out_rounding(pt)));
     c->fmt = d;
     c->mode = m;
     c->saturate = pt->saturate != 0;
@@ -524,7 +463,7 @@ static nx_status match_reduction(const fam_spec *s, const cu_kernel *k, const ch
     const fam_reduction *r = fam_reduction_get(s, rq->name);
     if (!r)
         return nx_err_set(err, NX_EINVAL, "%s.%s: the point declares no reduction '%s' (kernel %s needs it)",
-                          fam_of(s), point_of(s), rq->name, k->id);
+                          fam_spec_family(s), fam_spec_point(s), rq->name, k->id);
     char *decl = nx_point_print(&r->point), *dtree = nx_tree_print(r->point.tree);
     char alts[1024] = "";
     char *best = NULL;
@@ -562,7 +501,7 @@ static nx_status match_reduction(const fam_spec *s, const cu_kernel *k, const ch
         if (strstr(c->point, "{atom}")) {
             if (!atom) {
                 st = nx_err_set(err, NX_EUNSUPPORTED, "%s.%s: kernel %s has no atom for class %s and input %s",
-                                fam_of(s), point_of(s), k->id, cls, rq->in ? rq->in : "?");
+                                fam_spec_family(s), fam_spec_point(s), k->id, cls, rq->in ? rq->in : "?");
                 break;
             }
             snprintf(va, sizeof va, "atom=%s", atom);
@@ -600,12 +539,12 @@ static nx_status match_reduction(const fam_spec *s, const cu_kernel *k, const ch
             st = nx_err_set(err, NX_EUNSUPPORTED,
                             "%s.%s: reduction '%s' declares %s; kernel %s on %s realises %s (docs/cuda.md, "
                             "devices/cuda/POINTS.md)",
-                            fam_of(s), point_of(s), rq->name, decl, k->id, cls, best);
+                            fam_spec_family(s), fam_spec_point(s), rq->name, decl, k->id, cls, best);
         else
             st = nx_err_set(err, NX_EUNSUPPORTED,
                             "%s.%s: reduction '%s' declares tree '%s'; kernel %s on %s realises %s "
                             "(devices/cuda/POINTS.md)",
-                            fam_of(s), point_of(s), rq->name, dtree, k->id, cls, alts[0] ? alts : "nothing");
+                            fam_spec_family(s), fam_spec_point(s), rq->name, dtree, k->id, cls, alts[0] ? alts : "nothing");
     }
     if (!st) {
         *realised = best;
@@ -635,7 +574,7 @@ static nx_status elem_mode(const fam_spec *s, const cu_kernel *k, const char *na
     return nx_err_set(err, NX_EUNSUPPORTED,
                       "%s.%s: elementwise '%s' is declared as %s; kernel %s evaluates it correctly rounded (cr) or "
                       "as %s",
-                      fam_of(s), point_of(s), name, e->approx ? e->approx : "an approximation", k->id, approx);
+                      fam_spec_family(s), fam_spec_point(s), name, e->approx ? e->approx : "an approximation", k->id, approx);
 }
 
 void cu_plan_free(cu_plan *p)
@@ -675,7 +614,7 @@ static nx_status grid_check(const fam_spec *s, long x, long y, long z, nx_err *e
 {
     if (x > GRID_X_MAX || y > GRID_YZ_MAX || z > GRID_YZ_MAX)
         return nx_err_set(err, NX_EUNSUPPORTED, "%s.%s: the launch grid %ld x %ld x %ld exceeds CUDA's limits",
-                          fam_of(s), point_of(s), x, y, z);
+                          fam_spec_family(s), fam_spec_point(s), x, y, z);
     return NX_OK;
 }
 
@@ -693,14 +632,14 @@ static nx_status plan_gemm(const fam_spec *s, cu_plan *p, nx_err *err)
     int in = 0, out = 0, bias = 0;
     float alpha = 1, beta = 0;
     nx_status st;
-    if ((st = get_dim(s, "M", -1, &c->M, err)) || (st = get_dim(s, "N", -1, &c->N, err)) ||
-        (st = get_dim(s, "K", -1, &c->K, err)) || (st = get_fmt(s, "in", NX_BF16, ins, &in, err)) ||
-        (st = get_fmt(s, "out", NX_BF16, outs, &out, err)) || (st = get_f32(s, "alpha", "1", &alpha, err)) ||
-        (st = get_f32(s, "beta", "0", &beta, err)) || (st = get_bool(s, "bias", 0, &bias, err)))
+    if ((st = fam_get_dim(s, "M", -1, &c->M, err)) || (st = fam_get_dim(s, "N", -1, &c->N, err)) ||
+        (st = fam_get_dim(s, "K", -1, &c->K, err)) || (st = get_fmt(s, "in", NX_BF16, ins, &in, err)) ||
+        (st = get_fmt(s, "out", NX_BF16, outs, &out, err)) || (st = fam_get_f32(s, "alpha", "1", &alpha, err)) ||
+        (st = fam_get_f32(s, "beta", "0", &beta, err)) || (st = fam_get_bool(s, "bias", 0, &bias, err)))
         return st;
     const char *inname = nx_format((nx_fmt)in)->name;
     if (!word_in(inname, p->kernel->policies))
-        return nx_err_set(err, NX_EUNSUPPORTED, "%s.%s: in = %s, but kernel %s takes %s", fam_of(s), point_of(s),
+        return nx_err_set(err, NX_EUNSUPPORTED, "%s.%s: in = %s, but kernel %s takes %s", fam_spec_family(s), fam_spec_point(s),
                           inname, p->kernel->id, p->kernel->policies);
     char binds[8][32];
     size_t nb = 0;
@@ -711,8 +650,8 @@ static nx_status plan_gemm(const fam_spec *s, cu_plan *p, nx_err *err)
     record(p, "k", real);
     const fam_reduction *k = fam_reduction_get(s, "k");
     if (nx_point_out(&k->point) != NX_FP32)
-        return nx_err_set(err, NX_EINVAL, "%s.%s: reduction 'k' has out = %s; gemm needs fp32", fam_of(s),
-                          point_of(s), nx_format(nx_point_out(&k->point))->name);
+        return nx_err_set(err, NX_EINVAL, "%s.%s: reduction 'k' has out = %s; gemm needs fp32", fam_spec_family(s),
+                          fam_spec_point(s), nx_format(nx_point_out(&k->point))->name);
     c->in = in == NX_E4M3 ? CU_E4M3 : in == NX_E5M2 ? CU_E5M2 : cu_dtype_of_fmt(in);
     c->alpha = alpha;
     c->beta = beta;
@@ -727,7 +666,7 @@ static nx_status plan_gemm(const fam_spec *s, cu_plan *p, nx_err *err)
     c->S = S > 0 ? S : 1;
     if (c->S > GRID_YZ_MAX || A < 1)
         return nx_err_set(err, NX_EUNSUPPORTED, "%s.%s: split %ld / align %ld is outside the kernel's range",
-                          fam_of(s), point_of(s), c->S, A);
+                          fam_spec_family(s), fam_spec_point(s), c->S, A);
     c->slice = c->has_split ? ceil_div(ceil_div(c->K, c->S), A) * A : c->K;
     c->wgmma = strcmp(p->kernel->id, "cuda_gemm_wgmma") == 0;
     long gx = c->wgmma ? ceil_div(c->N, CU_WGMMA_TILE_N) : ceil_div(c->N, CU_GEMM_TILE_N);
@@ -747,21 +686,21 @@ static nx_status plan_gemv(const fam_spec *s, cu_plan *p, nx_err *err)
 {
     cu_gemv_cfg *c = &p->u.gemv;
     nx_status st;
-    if ((st = get_dim(s, "B", 1, &c->B, err)) || (st = get_dim(s, "N", -1, &c->N, err)) ||
-        (st = get_dim(s, "K", -1, &c->K, err)) || (st = get_dim(s, "group", -1, &c->G, err)) ||
-        (st = get_bool(s, "zero_points", 0, &c->zero_points, err)) || (st = get_bool(s, "packed", 0, &c->packed, err)))
+    if ((st = fam_get_dim(s, "B", 1, &c->B, err)) || (st = fam_get_dim(s, "N", -1, &c->N, err)) ||
+        (st = fam_get_dim(s, "K", -1, &c->K, err)) || (st = fam_get_dim(s, "group", -1, &c->G, err)) ||
+        (st = fam_get_bool(s, "zero_points", 0, &c->zero_points, err)) || (st = fam_get_bool(s, "packed", 0, &c->packed, err)))
         return st;
     if (c->K % c->G)
-        return nx_err_set(err, NX_EINVAL, "%s.%s: group = %ld does not divide K = %ld", fam_of(s), point_of(s), c->G,
+        return nx_err_set(err, NX_EINVAL, "%s.%s: group = %ld does not divide K = %ld", fam_spec_family(s), fam_spec_point(s), c->G,
                           c->K);
     const char *sa = fam_param_get(s, "scale_apply");
     if (sa && strcmp(sa, "per_element") && strcmp(sa, "per_group"))
         return nx_err_set(err, NX_EINVAL, "%s.%s: param 'scale_apply' = '%s' is not per_element or per_group",
-                          fam_of(s), point_of(s), sa);
+                          fam_spec_family(s), fam_spec_point(s), sa);
     c->per_group = sa && !strcmp(sa, "per_group");
     if (!word_in(c->per_group ? "per_group" : "per_element", p->kernel->policies))
-        return nx_err_set(err, NX_EUNSUPPORTED, "%s.%s: scale_apply = %s, but kernel %s implements %s", fam_of(s),
-                          point_of(s), c->per_group ? "per_group" : "per_element", p->kernel->id,
+        return nx_err_set(err, NX_EUNSUPPORTED, "%s.%s: scale_apply = %s, but kernel %s implements %s", fam_spec_family(s),
+                          fam_spec_point(s), c->per_group ? "per_group" : "per_element", p->kernel->id,
                           p->kernel->policies);
     long ng = c->K / c->G, n = c->per_group ? ng : c->K;
     char binds[8][32], gb[8][32];
@@ -787,7 +726,7 @@ static nx_status plan_gemv(const fam_spec *s, cu_plan *p, nx_err *err)
     c->V = (int)bind_value(binds, nb, "V", 1);
     if (c->V < 1 || c->V > 1024 || A < 1 || S > GRID_YZ_MAX)
         return nx_err_set(err, NX_EUNSUPPORTED, "%s.%s: block %d / split %ld / align %ld is outside the kernel's range",
-                          fam_of(s), point_of(s), c->V, S, A);
+                          fam_spec_family(s), fam_spec_point(s), c->V, S, A);
     c->has_split = S > 0;
     c->S = S > 0 ? S : 1;
     c->slice = c->has_split ? ceil_div(ceil_div(n, c->S), A) * A : n;
@@ -806,9 +745,9 @@ static nx_status plan_rms(const fam_spec *s, cu_plan *p, nx_err *err)
     static const int ins[] = {NX_FP16, NX_BF16, NX_FP32, -1};
     int in, out;
     nx_status st;
-    if ((st = get_dim(s, "T", -1, &c->T, err)) || (st = get_dim(s, "H", -1, &c->H, err)) ||
+    if ((st = fam_get_dim(s, "T", -1, &c->T, err)) || (st = fam_get_dim(s, "H", -1, &c->H, err)) ||
         (st = get_fmt(s, "in", NX_BF16, ins, &in, err)) || (st = get_fmt(s, "out", in, ins, &out, err)) ||
-        (st = get_f32(s, "eps", "1e-6", &c->eps, err)) || (st = get_bool(s, "residual", 0, &c->residual, err)) ||
+        (st = fam_get_f32(s, "eps", "1e-6", &c->eps, err)) || (st = fam_get_bool(s, "residual", 0, &c->residual, err)) ||
         (st = elem_mode(s, p->kernel, "rsqrt", "rsqrt.approx.f32", &c->rsqrt_approx, err)))
         return st;
     char binds[8][32], tmpl[256];
@@ -826,7 +765,7 @@ static nx_status plan_rms(const fam_spec *s, cu_plan *p, nx_err *err)
         return nx_err_set(err, NX_EUNSUPPORTED,
                           "%s.%s: sumsq stride(%ld, ..., block=%ld): kernel %s takes 32 to 1024 threads (a power of "
                           "two for halving, a multiple of 32 for tile(32, halving, seq))",
-                          fam_of(s), point_of(s), L, V, p->kernel->id);
+                          fam_spec_family(s), fam_spec_point(s), L, V, p->kernel->id);
     c->in = cu_dtype_of_fmt(in);
     c->L = (int)L;
     c->V = (int)V;
@@ -845,26 +784,26 @@ static nx_status plan_attn(const fam_spec *s, cu_plan *p, nx_err *err)
     static const int ins[] = {NX_FP16, NX_BF16, NX_FP32, -1};
     int in, out;
     nx_status st;
-    if ((st = get_dim(s, "B", -1, &c->B, err)) || (st = get_dim(s, "HQ", -1, &c->HQ, err)) ||
-        (st = get_dim(s, "HKV", -1, &c->HKV, err)) || (st = get_dim(s, "D", -1, &c->D, err)) ||
-        (st = get_dim(s, "P", -1, &c->P, err)) || (st = get_dim(s, "NP", -1, &c->NP, err)) ||
-        (st = get_dim(s, "MAXP", -1, &c->MAXP, err)) || (st = get_fmt(s, "in", NX_BF16, ins, &in, err)) ||
+    if ((st = fam_get_dim(s, "B", -1, &c->B, err)) || (st = fam_get_dim(s, "HQ", -1, &c->HQ, err)) ||
+        (st = fam_get_dim(s, "HKV", -1, &c->HKV, err)) || (st = fam_get_dim(s, "D", -1, &c->D, err)) ||
+        (st = fam_get_dim(s, "P", -1, &c->P, err)) || (st = fam_get_dim(s, "NP", -1, &c->NP, err)) ||
+        (st = fam_get_dim(s, "MAXP", -1, &c->MAXP, err)) || (st = get_fmt(s, "in", NX_BF16, ins, &in, err)) ||
         (st = get_fmt(s, "out", in, ins, &out, err)) ||
         (st = elem_mode(s, p->kernel, "exp", "ex2.approx.ftz.f32", &c->exp_approx, err)))
         return st;
     if (c->HQ % c->HKV)
-        return nx_err_set(err, NX_EINVAL, "%s.%s: HQ = %ld is not a multiple of HKV = %ld", fam_of(s), point_of(s),
+        return nx_err_set(err, NX_EINVAL, "%s.%s: HQ = %ld is not a multiple of HKV = %ld", fam_spec_family(s), fam_spec_point(s),
                           c->HQ, c->HKV);
     if (c->MAXP * c->P > (1L << 30))
-        return nx_err_set(err, NX_EINVAL, "%s.%s: MAXP * P = %ld positions is too many", fam_of(s), point_of(s),
+        return nx_err_set(err, NX_EINVAL, "%s.%s: MAXP * P = %ld positions is too many", fam_spec_family(s), fam_spec_point(s),
                           c->MAXP * c->P);
     c->split = 0;
     if (fam_param_get(s, "split") && (st = fam_param_long(s, "split", &c->split, err)))
         return st;
     if (c->split < 0)
-        return nx_err_set(err, NX_EINVAL, "%s.%s: split = %ld is negative", fam_of(s), point_of(s), c->split);
+        return nx_err_set(err, NX_EINVAL, "%s.%s: split = %ld is negative", fam_spec_family(s), fam_spec_point(s), c->split);
     if (fam_param_get(s, "scale")) {
-        if ((st = get_f32(s, "scale", NULL, &c->scale, err)))
+        if ((st = fam_get_f32(s, "scale", NULL, &c->scale, err)))
             return st;
     } else {
         c->scale = crm_rsqrtf((float)c->D); /* fp32(1/sqrt(D)), correctly rounded */
@@ -894,7 +833,7 @@ static nx_status plan_attn(const fam_spec *s, cu_plan *p, nx_err *err)
         return nx_err_set(err, NX_EUNSUPPORTED,
                           "%s.%s: qk stride(%ld, ..., block=%ld): kernel %s takes 1 to 32 threads per position (a "
                           "power of two)",
-                          fam_of(s), point_of(s), tg, qv, p->kernel->id);
+                          fam_spec_family(s), fam_spec_point(s), tg, qv, p->kernel->id);
     c->qk_tg = (int)tg;
     c->qk_v = qv;
     c->pv_q = q;
@@ -919,7 +858,7 @@ static nx_status plan_attn(const fam_spec *s, cu_plan *p, nx_err *err)
         if (c->main.smem > 48 * 1024)
             return nx_err_set(err, NX_EUNSUPPORTED, "%s.%s: D = %ld: pv = stride(4, ...) keeps 4 x D partials in "
                               "48 KiB of shared memory",
-                              fam_of(s), point_of(s), c->D);
+                              fam_spec_family(s), fam_spec_point(s), c->D);
     }
     c->prob_bytes = (size_t)c->B * (size_t)c->HQ * (size_t)maxpos * sizeof(float);
     c->part_bytes = 0;
@@ -927,7 +866,7 @@ static nx_status plan_attn(const fam_spec *s, cu_plan *p, nx_err *err)
         if (c->nsplit_max * (long)sizeof(float) > 48 * 1024)
             return nx_err_set(err, NX_EUNSUPPORTED,
                               "%s.%s: %ld splits of %ld positions: the combine keeps at most %d split weights",
-                              fam_of(s), point_of(s), c->nsplit_max, c->split, 48 * 1024 / (int)sizeof(float));
+                              fam_spec_family(s), fam_spec_point(s), c->nsplit_max, c->split, 48 * 1024 / (int)sizeof(float));
         dim1(&c->combine, (unsigned)c->HQ, (unsigned)c->B, 1, CU_ATTN_THREADS);
         c->combine.smem = (size_t)c->nsplit_max * sizeof(float);
         c->part_bytes = (size_t)c->B * (size_t)c->HQ * (size_t)c->nsplit_max * (size_t)(c->D + 2) * sizeof(float);
@@ -987,12 +926,12 @@ nx_status cu_plan_make(const fam_spec *spec, const char *kernel_id, const char *
     if (!cls || (strcmp(cls, "sm80") && strcmp(cls, "sm89") && strcmp(cls, "sm90")))
         return nx_err_set(err, NX_EUNSUPPORTED, "%s.%s: class '%s': the CUDA backend has kernels for sm80, sm89 and "
                           "sm90",
-                          fam_of(spec), point_of(spec), cls ? cls : "(none)");
+                          fam_spec_family(spec), fam_spec_point(spec), cls ? cls : "(none)");
     snprintf(p->class_name, sizeof p->class_name, "%s", cls);
     const char *kid = kernel_id ? kernel_id : spec->kernel;
     p->kernel = kid ? cu_kernel_find(kid) : NULL;
     if (p->kernel && strcmp(p->kernel->family, spec->family))
-        return nx_err_set(err, NX_EINVAL, "%s.%s: kernel '%s' belongs to family %s", fam_of(spec), point_of(spec),
+        return nx_err_set(err, NX_EINVAL, "%s.%s: kernel '%s' belongs to family %s", fam_spec_family(spec), fam_spec_point(spec),
                           kid, p->kernel->family);
     /* Only the point's own kernel name is served by alias: another unknown id
      * (a legacy kernel to compare against) must not run the same code and
@@ -1000,7 +939,7 @@ nx_status cu_plan_make(const fam_spec *spec, const char *kernel_id, const char *
     if (!p->kernel && kid && kernel_id && spec->kernel && strcmp(kernel_id, spec->kernel) != 0)
         return nx_err_set(err, NX_EUNSUPPORTED, "%s.%s: kernel '%s' is not one of the CUDA backend's "
                           "(devices/cuda/POINTS.md)",
-                          fam_of(spec), point_of(spec), kid);
+                          fam_spec_family(spec), fam_spec_point(spec), kid);
     if (p->kernel) {
         nx_status st = plan_family(spec, p, err);
         if (st)
@@ -1017,7 +956,7 @@ nx_status cu_plan_make(const fam_spec *spec, const char *kernel_id, const char *
     candidates(spec, cand, &nc);
     if (nc == 0)
         return nx_err_set(err, NX_EUNSUPPORTED, "%s.%s: the CUDA backend has no kernel for family '%s'%s%s%s",
-                          fam_of(spec), point_of(spec), spec->family, kid ? " (asked for kernel '" : "",
+                          fam_spec_family(spec), fam_spec_point(spec), spec->family, kid ? " (asked for kernel '" : "",
                           kid ? kid : "", kid ? "')" : "");
     nx_err first = {0};
     nx_status st0 = NX_OK;
