@@ -387,6 +387,7 @@ nx_status pa_check_numerics(const char *inp, const st_file *in, const char *outp
                           outp, tname, sh, inp, rows, rows);
     }
     nx_fmt yfmt = ty->dtype == want ? of : NX_FP32;
+    o->yfmt = yfmt;
     /* the reference */
     a = malloc((ta->nelem ? ta->nelem : 1) * sizeof *a);
     b = tb ? malloc((tb->nelem ? tb->nelem : 1) * sizeof *b) : NULL;
@@ -486,6 +487,21 @@ char *pa_check_text(const pa_check_out *o, const char *outp)
     if (res->mismatched && text)
         report_indent(f, text, 4);
     free(text);
+    /* the rows by their bits: what a kernel author compares first */
+    const char *fn = nx_format(o->yfmt)->name;
+    const struct {
+        const char *what;
+        size_t row;
+    } at[2] = {{"first", res->first_mismatch}, {"worst", res->max_ulp_index}};
+    for (int k = 0; k < 2 && res->mismatched; k++) {
+        size_t r = at[k].row;
+        if (r == CMP_NO_INDEX || r >= o->rows)
+            continue;
+        fprintf(f, "    %s mismatch, row %zu: output %s 0x%0*llx (%.9g), reference 0x%0*llx (%.9g)\n", at[k].what, r,
+                fn, (nx_format(o->yfmt)->storage_bits + 3) / 4, (unsigned long long)o->gb[r],
+                nx_decode(o->yfmt, o->gb[r], NULL), (nx_format(o->yfmt)->storage_bits + 3) / 4,
+                (unsigned long long)o->rb[r], nx_decode(o->yfmt, o->rb[r], NULL));
+    }
     if (fclose(f) != 0) {
         free(buf);
         return NULL;

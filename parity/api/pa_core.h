@@ -67,6 +67,7 @@ typedef struct pa_check_out {
     cmp_result res;
     char why[512];
     uint64_t *gb, *rb;      /* [rows] the output's and the reference's patterns (owned) */
+    nx_fmt yfmt;            /* the format of the patterns */
 } pa_check_out;
 
 void pa_check_out_free(pa_check_out *o);
@@ -74,8 +75,9 @@ void pa_check_out_free(pa_check_out *o);
 nx_status pa_check_prepare(const nx_point *pt, const char *inp, const st_file *in, pa_check_out *o, nx_err *err);
 nx_status pa_check_numerics(const char *inp, const st_file *in, const char *outp, const char *tname,
                             const st_tensor *ty, int mpfr, int threads, pa_check_out *o, nx_err *err);
-/* The verdict as `parity check --numerics` prints it: the line, then the
- * comparison's report indented when rows differ (malloc'd). */
+/* The verdict as `parity check --numerics` prints it: the line, then,
+ * when rows differ, the comparison's report and the first and worst
+ * mismatching rows with both bit patterns, indented (malloc'd). */
 char *pa_check_text(const pa_check_out *o, const char *outp);
 
 /* `parity fit`: one IN/Y pair as fit_pair (rows decoded into *v); ta, tb,

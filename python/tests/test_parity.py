@@ -185,6 +185,10 @@ def test_assert_bits_fails_with_the_verdict_of_parity_check(tmp_path):
         parity.assert_bits(y, point=other, a=a, b=b, name="y.npy")
     msg = str(e.value)
     assert msg.split()[0] == "y.npy" and "FAIL" in msg and "rows differ, first at row" in msg
+    assert "Ulp histogram:" in msg and "first mismatch, row" in msg and "worst mismatch, row" in msg
+    row = int(msg.split("first mismatch, row ")[1].split(":")[0])
+    want = "output fp32 0x%08x" % int(y.view(np.uint32)[row])
+    assert want in msg, "the first mismatch names the output's bits (%s)" % want
     # the very text `parity check --numerics` prints
     write_safetensors(tmp_path / "in.safetensors", {"a": a, "b": b})
     np.save(tmp_path / "y.npy", y)
