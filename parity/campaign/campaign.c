@@ -6,6 +6,7 @@
 #include "refimpl.h"
 #include "rows.h"
 #include "trace.h"
+#include "power.h"
 #include "tier2.h"
 #include "tolerance.h"
 #include "nx_sbuf.h"
@@ -717,6 +718,53 @@ out:
     return st;
 }
 
+/* The power checks (power.h): a kernel that realises another point than
+ * the declared one fails Tier 2, said with what it realises; a pass says
+ * how much was tried and which neighbouring points the inputs could not
+ * tell apart. */
+static nx_status power(const camp_opts *o, const fam_spec *spec, camp_result *res, nx_err *err)
+{
+    pw_opts po;
+    pw_opts_default(&po);
+    po.seed = o->seed;
+    po.engine = o->engine;
+    pw_result pr;
+    double t0 = now();
+    nx_status st = pw_check_point(o->backend, spec, &po, &pr, err);
+    res->t_power += now() - t0;
+    if (st)
+        return st;
+    res->power_run = 1;
+    res->power_verdict = (int)pr.verdict;
+    res->power_dist = pr.ndist;
+    res->power_equiv = pr.nequiv;
+    res->power_unseen = pr.nunseen;
+    snprintf(res->power_detail, sizeof res->power_detail, "%s", pr.detail);
+    size_t k = 0;
+    for (size_t i = 0; i < pr.nneigh && k + 4 < sizeof res->power_unseen_names; i++)
+        if (pr.neigh[i].seen == PW_UNSEEN)
+            k += (size_t)snprintf(res->power_unseen_names + k, sizeof res->power_unseen_names - k, "%s%s",
+                                  k ? "; " : "", pr.neigh[i].what);
+    camp_check *c = &res->checks[CK_TIER2];
+    if (pr.verdict == PW_FAIL) {
+        char was[640];
+        snprintf(was, sizeof was, "%.600s", c->detail);
+        snprintf(c->detail, sizeof c->detail, "%s: power: %.1300s (on the campaign's own inputs: %s)", VD_FAIL,
+                 pr.detail, was);
+        c->verdict = CV_FAIL;
+        res->bit_exact = 0;
+    } else if (pr.verdict == PW_PASS && c->verdict == CV_PASS) {
+        size_t l = strlen(c->detail);
+        snprintf(c->detail + l, sizeof c->detail - l,
+                 "; power: %zu run(s), %zu order-probe row(s) bit-exact; neighbouring points %zu distinguished, %zu "
+                 "equivalent, %zu not distinguished%s%.400s",
+                 pr.runs, pr.probe_rows, pr.ndist, pr.nequiv, pr.nunseen, pr.nunseen ? " (a warning): " : "",
+                 pr.nunseen ? res->power_unseen_names : "");
+    }
+    pw_result_free(&pr);
+    return NX_OK;
+}
+
 /* A negative control whose check saw no difference under the campaign's
  * inputs may only be unable to show one: --dist int sums exactly in any
  * order, so no reduction-order control can differ there.  Such a check is
@@ -893,6 +941,9 @@ tier2:
         goto out;
     res->t_ref += now() - t0;
     st = tier2(&spec, inp, &runs[0], &ref, res, o, err);
+    if (!st && o->power && !res->checks[CK_DETERMINISM].negative && !res->checks[CK_EAGER_GRAPHED].negative &&
+        !res->checks[CK_NEW_LEGACY].negative && !res->checks[CK_ROWS].negative)
+        st = power(o, &spec, res, err);
     if (!st && o->against)
         st = cross_class(reg, &spec, o, res, &runs[0], err);
 out:

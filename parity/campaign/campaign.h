@@ -63,6 +63,15 @@ typedef struct camp_result {
     int64_t t2_cols;
     int t2_diff_dropped;
     double t_gen, t_run, t_ref, t_cmp; /* seconds */
+    /* The power checks (camp_opts.power): run (0: not), their verdict
+     * (pw_verdict), the neighbouring points distinguished, equivalent and
+     * not distinguished by the inputs, those not distinguished named, and
+     * the seconds they took. */
+    int power_run, power_verdict;
+    size_t power_dist, power_equiv, power_unseen;
+    char power_unseen_names[512];
+    char power_detail[1536];
+    double t_power;
     int error;             /* an input error (not a verdict): message in errmsg */
     char errmsg[NX_ERR_MSG_MAX];
 } camp_result;
@@ -96,6 +105,10 @@ typedef struct camp_opts {
      * the whole campaign (camp_result.t2_diff); each point that keeps its
      * mismatches takes them from it. */
     size_t *diff_budget;
+    /* 1: the power checks of every point that is no negative control
+     * (power.h, docs/power.md): a kernel that realises another point fails
+     * Tier 2, and what the inputs can tell apart is reported */
+    int power;
 } camp_opts;
 
 /* The backend that runs class cls: cpu for a chain reaching `cpu`, cuda

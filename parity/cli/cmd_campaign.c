@@ -46,7 +46,7 @@ static const char campaign_usage[] =
     "                       [--dist normal|uniform|int|adversarial] [--engine fast|mpfr]\n"
     "                       [--against D [--against-traces DIR]] [--quiet]\n"
     "                       [--model M] [--ledger FILE | --no-ledger] [--kernel-src DIR]\n"
-    "                       [--shard i/N] [--html FILE] [--allow-lint-errors]\n"
+    "                       [--shard i/N] [--html FILE] [--allow-lint-errors] [--no-power]\n"
     "\n"
     "Runs every family point visible from class C in the registry (default\n"
     "kernels/) on the class's backend and checks it:\n"
@@ -60,6 +60,13 @@ static const char campaign_usage[] =
     "  the point's declared tolerance, else within the bound derived from its\n"
     "  tree (docs/tolerance.md), else torch.testing's default as the last resort;\n"
     "  each said as such.\n"
+    "  Power (docs/power.md): each point that is no negative control also runs\n"
+    "  on inputs chosen to expose its reductions (awkward shapes, fp32 where the\n"
+    "  kernel takes it, several splits, order probes), each run against the\n"
+    "  exact reference of the same variant: a kernel that realises another\n"
+    "  point fails Tier 2, naming the reduction and the point it realises; the\n"
+    "  neighbouring points the inputs could not tell apart are named.  --no-power\n"
+    "  leaves them out.\n"
     "\n"
     "  Cross-class parity (--against D): each point's graphed run on C against\n"
     "  class D's at the same point, on the same inputs: where the registry says\n"
@@ -154,7 +161,7 @@ int cmd_campaign(int argc, char **argv)
                *html = NULL, *traces = NULL, *rep_s = NULL, *thr_s = NULL, *seed_s = NULL, *dist_s = "normal", *eng_s = NULL,
                *against = NULL, *against_tr = NULL, *ledger_path = "out/ledger.sqlite", *model = NULL,
                *kernel_src = NULL, *shard_s = NULL;
-    int bad = 0, quiet = 0, no_ledger = 0, allow_lint = 0;
+    int bad = 0, quiet = 0, no_ledger = 0, allow_lint = 0, no_power = 0;
     unsigned char *in_shard = NULL;
     for (int i = 1; i < argc && !bad; i++) {
         if (cli_flag(argv, i, "--help") || cli_flag(argv, i, "-h")) {
@@ -167,6 +174,10 @@ int cmd_campaign(int argc, char **argv)
         }
         if (cli_flag(argv, i, "--allow-lint-errors")) {
             allow_lint = 1;
+            continue;
+        }
+        if (cli_flag(argv, i, "--no-power")) {
+            no_power = 1;
             continue;
         }
         if (cli_flag(argv, i, "--no-ledger")) {
@@ -207,6 +218,7 @@ int cmd_campaign(int argc, char **argv)
     camp_cache cache = {0};
     st_init(&cache.in);
     o.cache = &cache;
+    o.power = !no_power;
     o.repeats = 3;
     o.seed = 1;
     o.engine = (int)ref_engine_default();

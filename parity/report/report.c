@@ -103,9 +103,30 @@ void report_table(FILE *f, const camp_result *r, size_t n, const report_meta *m)
                 report_indent(f, x->t2_text, 6);
         }
     }
+    /* power (docs/power.md): what the inputs could tell apart, per point */
+    int phead = 0;
+    double tp = 0;
+    for (size_t i = 0; i < n; i++) {
+        const camp_result *x = &r[i];
+        if (x->error || !x->power_run)
+            continue;
+        tp += x->t_power;
+        if (!phead++)
+            fprintf(f, "\npower: the neighbouring points a port plausibly realises instead, told apart by the inputs\n");
+        if (x->power_verdict == 2) /* PW_SKIP */
+            fprintf(f, "  %-38s not probed: %s\n", x->id, x->power_detail);
+        else
+            fprintf(f, "  %-38s %s: %zu distinguished, %zu equivalent, %zu not distinguished%s%s\n", x->id,
+                    x->power_verdict == 1 ? "FAIL" : "ok", x->power_dist, x->power_equiv, x->power_unseen,
+                    x->power_unseen ? " (a warning): " : "", x->power_unseen ? x->power_unseen_names : "");
+    }
     fprintf(f, "\n%zu point(s): %zu passed, %zu failed, %zu skipped, %zu input error(s)\n", n, pass, fail, skip, err);
-    fprintf(f, "time: generate %.2f s, run %.2f s, reference %.2f s, compare %.2f s (wall %.2f s)\n", tg, tr, tf, tc,
-            m->seconds);
+    if (phead)
+        fprintf(f, "time: generate %.2f s, run %.2f s, reference %.2f s, compare %.2f s, power %.2f s (wall %.2f s)\n",
+                tg, tr, tf, tc, tp, m->seconds);
+    else
+        fprintf(f, "time: generate %.2f s, run %.2f s, reference %.2f s, compare %.2f s (wall %.2f s)\n", tg, tr, tf,
+                tc, m->seconds);
 }
 
 nx_status report_write_atomic(const char *path, const char *text, nx_err *err)
@@ -167,11 +188,24 @@ nx_status report_json(const char *path, const camp_result *r, size_t n, const re
             json_object_set_new(t2, "output", json_string(x->t2_output));
             json_object_set_new(p, "tier2", t2);
         }
+        if (x->power_run) {
+            json_t *pw = json_object();
+            json_object_set_new(pw, "verdict", json_string(x->power_verdict == 0 ? "pass" : x->power_verdict == 1
+                                                           ? "fail" : "skip"));
+            json_object_set_new(pw, "detail", json_string(x->power_detail));
+            json_object_set_new(pw, "neighbours_distinguished", json_integer((json_int_t)x->power_dist));
+            json_object_set_new(pw, "neighbours_equivalent", json_integer((json_int_t)x->power_equiv));
+            json_object_set_new(pw, "neighbours_not_distinguished", json_integer((json_int_t)x->power_unseen));
+            json_object_set_new(pw, "not_distinguished", json_string(x->power_unseen_names));
+            json_object_set_new(p, "power", pw);
+        }
         json_t *tm = json_object();
         json_object_set_new(tm, "generate", json_real(x->t_gen));
         json_object_set_new(tm, "run", json_real(x->t_run));
         json_object_set_new(tm, "reference", json_real(x->t_ref));
         json_object_set_new(tm, "compare", json_real(x->t_cmp));
+        if (x->power_run)
+            json_object_set_new(tm, "power", json_real(x->t_power));
         json_object_set_new(p, "seconds", tm);
         if (camp_result_failed(x))
             failed++;
