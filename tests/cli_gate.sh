@@ -172,5 +172,21 @@ grep -q '"why": "gemm.splitk: numerics hash' "$T/touch.json" || fail "json: the 
 [ $? -eq 0 ] || fail "identical registries, every touched class: want 0"
 grep -q '^classes the change touches: 0$' "$T/touch0" || fail "identical registries touch a class"
 
+# a kernel swapped for one that splits by the thread count: byte-identical
+# on the gate's default inputs at 2 threads, but the power checks (one
+# thread, fp32) see split(1, ...) where split(4, ...) is declared
+cp -r "$KERNELS" "$T/thr"
+python3 - "$(mf thr)" <<'PY'
+import sys
+p = sys.argv[1]; s = open(p).read()
+old = 'id = "splitk"\nhow = "instantiation"\nkernel = "cpu_gemm_splitk"\n'
+assert old in s
+open(p, 'w').write(s.replace(old, 'id = "splitk"\nhow = "instantiation"\nkernel = "cpu_gemm_splitk_threads"\n', 1))
+PY
+gate --before "$T/A" --after "$T/thr" --families gemm > "$T/thr.out" 2>&1
+[ $? -eq 1 ] || fail "a kernel that splits by the thread count passes the gate"
+grep -q "gate changed: tier2 tier2: ok -> FAIL (after: FAIL: power: gemm.splitk: .*k: the kernel reduces split(1, stride(8, seq, pairwise), seq), the point declares split(4, stride(8, seq, pairwise), seq)" "$T/thr.out" \
+  || fail "the thread-split kernel not named by the power checks: $(grep -A3 '^gemm.splitk ' "$T/thr.out")"
+
 [ $fails -eq 0 ] && echo "cli_gate: all passed"
 exit $((fails != 0))
