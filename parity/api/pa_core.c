@@ -631,3 +631,42 @@ nx_status pa_y_encode(const pa_reduce_out *o, st_tensor *ty, uint8_t *data, nx_e
         nx_err_prefix(err, "cannot write the result (the element index is the row)");
     return st;
 }
+
+nx_status pa_reference(const char *kdir, const char *fp, const char **cls, const char **shape, const st_file *in,
+                       const char *inp, const ref_opts *o, reg_registry **reg, fam_spec *spec, st_file *out,
+                       nx_err *err)
+{
+    nx_status st;
+    if (!*shape)
+        *shape = st_get_meta(in, "shape");
+    if (!*cls)
+        *cls = st_get_meta(in, "class") ? st_get_meta(in, "class") : "cpu";
+    if ((st = reg_load(kdir, reg, err)) || (st = reg_resolve(*reg, *cls, fp, *shape, spec, err)))
+        return st;
+    const char *in_family = st_get_meta(in, "family");
+    if (in_family && strcmp(in_family, spec->family) != 0)
+        return nx_err_set(err, NX_EINVAL, "%s holds inputs of family '%s', not '%s'", inp, in_family, spec->family);
+    if ((st = ref_run_opts(spec, in, out, o, err)))
+        nx_err_prefix(err, "%s", inp);
+    return st;
+}
+
+char *pa_trace_text(const tc_trace *c)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return NULL;
+    fprintf(f, "%-46s %-8s %-10s %s\n", c->t.path, trace_mode_name(c->t.mode),
+            c->t2.verdict == CV_PASS ? (c->bit_exact ? "bits" : c->cmp.opt.policy == CMP_BOUND ? "bound" : "tolerance")
+                                       : "FAIL",
+            c->t2.detail);
+    if (c->t2.verdict == CV_FAIL)
+        report_indent(f, c->cmp_text, 4);
+    if (fclose(f) != 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}

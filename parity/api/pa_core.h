@@ -11,7 +11,10 @@
 
 #include "compare.h"
 #include "fit.h"
+#include "refimpl.h"
+#include "registry.h"
 #include "reveal.h"
+#include "trace_check.h"
 #include "nx_engine.h"
 #include "nx_point.h"
 #include "nx_program.h"
@@ -99,5 +102,15 @@ nx_status pa_fit_pairs_agree(const fit_pair *fp, size_t p, nx_fmt f, nx_fmt yfmt
  * order); pa_free_hints frees them. */
 nx_status pa_reveal_hints(const fit_space *sp, rv_opts *o, nx_err *err);
 void pa_free_hints(rv_opts *o);
+
+/* `parity ref`: family point fp's exact reference on the inputs in (named
+ * inp in messages) into *out.  *cls and *shape default to in's metadata
+ * (class: "cpu"); *reg and *spec are the caller's to free. */
+nx_status pa_reference(const char *kdir, const char *fp, const char **cls, const char **shape, const st_file *in,
+                       const char *inp, const ref_opts *o, reg_registry **reg, fam_spec *spec, st_file *out,
+                       nx_err *err);
+/* A checked trace's Tier 2 line as `parity check` prints it, and the
+ * comparison's report indented when it failed (malloc'd). */
+char *pa_trace_text(const tc_trace *c);
 
 #endif

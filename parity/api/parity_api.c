@@ -10,10 +10,13 @@
 #include "pa_core.h"
 #include "parity_probe.h"
 #include "point_toml.h"
+#include "refimpl.h"
+#include "registry.h"
 #include "reveal.h"
 #include "rows.h"
 #include "rows_input.h"
 #include "trace.h"
+#include "trace_check.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -21,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define API __attribute__((visibility("default")))
 
@@ -472,4 +476,182 @@ out:
                                                                  : "no point of the space reproduces the kernel with "
                                                                    "the revealed order");
     return rc;
+}
+
+/* --- family points: the reference, and a kernel's outputs checked -------- */
+
+struct parity_outputs {
+    st_file f;
+};
+
+API size_t parity_outputs_count(const parity_outputs *o)
+{
+    return o ? o->f.ntensors : 0;
+}
+
+API int parity_outputs_tensor(const parity_outputs *o, size_t i, const char **name, const char **dtype, int *ndim,
+                              const int64_t **shape, const void **data, size_t *nbytes)
+{
+    if (!o || i >= o->f.ntensors)
+        return PARITY_EINPUT;
+    const st_tensor *t = &o->f.tensors[i];
+    *name = t->name;
+    *dtype = st_dtype_name(t->dtype);
+    *ndim = t->ndim;
+    *shape = t->shape;
+    *data = t->data;
+    *nbytes = (size_t)t->nbytes;
+    return PARITY_OK;
+}
+
+API void parity_outputs_free(parity_outputs *o)
+{
+    if (!o)
+        return;
+    st_free(&o->f);
+    free(o);
+}
+
+/* Adds tensor name to f, borrowing t's memory (st_free leaves it alone). */
+static nx_status add_borrowed(st_file *f, const char *arg, const char *name, const parity_tensor *t, nx_err *err)
+{
+    st_tensor v, *added;
+    nx_status st;
+    if ((st = view(arg, name, t, &v, err)) || (st = st_add_tensor(f, name, v.dtype, v.ndim, v.shape, &added, err)))
+        return st;
+    if (added->owns_data)
+        free(added->data);
+    added->data = v.data;
+    added->owns_data = false;
+    return NX_OK;
+}
+
+static nx_status add_inputs(st_file *f, const char *prefix, size_t n, const char *const *names,
+                            const parity_tensor *ts, nx_err *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        char full[160];
+        if (!names || !names[i])
+            return nx_err_set(err, NX_EINVAL, "%s[%zu]: no name", *prefix ? "outputs" : "inputs", i);
+        snprintf(full, sizeof full, "%s%s", prefix, names[i]);
+        nx_status st = add_borrowed(f, full, full, &ts[i], err);
+        if (st)
+            return st;
+    }
+    return NX_OK;
+}
+
+static nx_status ref_engine_of(const char *s, ref_opts *o, nx_err *err)
+{
+    o->engine = ref_engine_default();
+    if (!s)
+        return NX_OK;
+    int e = ref_engine_from_name(s);
+    if (e < 0 || !ref_engine_available((ref_engine)e))
+        return nx_err_set(err, NX_EINVAL, "engine: '%s' is not an engine built into this library", s);
+    o->engine = (ref_engine)e;
+    return NX_OK;
+}
+
+API int parity_reference(const char *kernels, const char *fp, const char *cls, const char *shape, size_t ninputs,
+                         const char *const *names, const parity_tensor *inputs, const char *engine, int threads,
+                         parity_outputs **out, parity_error *e)
+{
+    *out = NULL;
+    if (!fp)
+        return input_error(e, "%s: missing", "family_point");
+    nx_err err = {0};
+    ref_opts o = {threads, ref_engine_default()};
+    st_file in;
+    st_init(&in);
+    reg_registry *reg = NULL;
+    fam_spec spec;
+    memset(&spec, 0, sizeof spec);
+    parity_outputs *res = calloc(1, sizeof *res);
+    nx_status st = res ? NX_OK : nx_err_set(&err, NX_ENOMEM, "out of memory");
+    if (!st)
+        st_init(&res->f);
+    if (!st && !(st = ref_engine_of(engine, &o, &err)) && !(st = add_inputs(&in, "", ninputs, names, inputs, &err)))
+        st = pa_reference(kernels ? kernels : "kernels", fp, &cls, &shape, &in, "inputs", &o, &reg, &spec, &res->f,
+                          &err);
+    st_free(&in);
+    fam_spec_free(&spec);
+    reg_free(reg);
+    if (st) {
+        parity_outputs_free(res);
+        return fail(e, &err);
+    }
+    *out = res;
+    return ok(e, PARITY_OK);
+}
+
+API int parity_check_point(const char *kernels, const char *fp, const char *cls, const char *shape, size_t ninputs,
+                           const char *const *in_names, const parity_tensor *inputs, size_t noutputs,
+                           const char *const *out_names, const parity_tensor *outputs, const char *kernel,
+                           const char *name, const char *engine, char **verdict, parity_error *e)
+{
+    if (verdict)
+        *verdict = NULL;
+    const char *dot = fp ? strchr(fp, '.') : NULL;
+    if (!dot || dot == fp || !dot[1])
+        return input_error(e, "family_point: expected FAMILY.POINT, got '%s'", fp ? fp : "(null)");
+    if (!shape)
+        return input_error(e, "%s: missing (e.g. \"M=16,N=64,K=256\")", "shape");
+    nx_err err = {0};
+    ref_opts o = {0, ref_engine_default()};
+    char family[160], point[160], batch[64], created[32];
+    snprintf(family, sizeof family, "%.*s", (int)(dot - fp), fp);
+    snprintf(point, sizeof point, "%s", dot + 1);
+    /* the batch: every row of the family's batch dimension, in order */
+    const char *bd = camp_batch_dim(family);
+    trace_dim *dims = NULL;
+    size_t nd = 0;
+    int64_t rows = -1;
+    nx_status st = ref_engine_of(engine, &o, &err);
+    if (!st && !(st = trace_parse_shape(shape, &dims, &nd, &err))) {
+        for (size_t i = 0; i < nd; i++)
+            if (bd && !strcmp(dims[i].name, bd))
+                rows = dims[i].value;
+        for (size_t i = 0; i < nd; i++)
+            free(dims[i].name);
+        free(dims);
+        if (rows <= 0)
+            st = nx_err_set(&err, NX_EINVAL, "shape: '%s' has no batch dimension %s of at least one row", shape,
+                            bd ? bd : "(unknown family)");
+    } else if (st)
+        nx_err_prefix(&err, "shape");
+    if (st)
+        return fail(e, &err);
+    snprintf(batch, sizeof batch, rows == 1 ? "rows=0" : "rows=0..%lld", (long long)rows - 1);
+    time_t now = time(NULL);
+    struct tm tmv;
+    strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tmv));
+    st_file f;
+    st_init(&f);
+    const char *meta[][2] = {{"parity.trace", "1"}, {"family", family}, {"point", point},
+                             {"class", cls ? cls : "cpu"}, {"kernel", kernel ? kernel : "python"},
+                             {"device", "{}"}, {"shape", shape}, {"mode", "eager"}, {"run", "0"},
+                             {"batch", batch}, {"created", created}, {"producer", "parity.py"}};
+    for (size_t i = 0; i < sizeof meta / sizeof *meta && !st; i++)
+        st = st_add_meta(&f, meta[i][0], meta[i][1], &err);
+    if (!st && !(st = add_inputs(&f, TRACE_INPUT_PREFIX, ninputs, in_names, inputs, &err)))
+        st = add_inputs(&f, "", noutputs, out_names, outputs, &err);
+    if (st) {
+        st_free(&f);
+        return fail(e, &err);
+    }
+    tc_trace c;
+    tc_trace_init(&c);
+    reg_registry *reg = NULL;
+    int rc = PARITY_OK;
+    if (!(st = trace_from_st(name ? name : "actual", &f, &c.t, &err)) &&
+        !(st = reg_load(kernels ? kernels : "kernels", &reg, &err)) &&
+        !(st = tc_check_trace(reg, NULL, NULL, (int)o.engine, &c, &err))) {
+        rc = c.t2.verdict == CV_FAIL ? PARITY_FAIL : PARITY_OK;
+        if (verdict && !(*verdict = pa_trace_text(&c)))
+            st = nx_err_set(&err, NX_ENOMEM, "out of memory");
+    }
+    tc_trace_free(&c);
+    reg_free(reg);
+    return st ? fail(e, &err) : ok(e, rc);
 }

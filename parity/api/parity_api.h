@@ -5,7 +5,9 @@
  *
  * Every function runs the code the `parity` command runs: parity_reduce is
  * `parity reduce`, parity_check_numerics `parity check --numerics`,
- * parity_fit `parity fit`, parity_reveal `parity reveal --dlopen`, and the
+ * parity_fit `parity fit`, parity_reveal `parity reveal --dlopen`,
+ * parity_reference `parity ref`, parity_check_point `parity check TRACE`
+ * on a trace held in memory, and the
  * parity_capture_* functions of traces/capture.h (exported here too) write
  * the traces `parity check` reads.
  *
@@ -108,6 +110,36 @@ typedef struct parity_reveal_info {
  * was not found); *order (may be NULL): the revealed order's tree text. */
 int parity_reveal(parity_api_probe_fn fn, size_t n, const char *dtype, const char *space, unsigned long long seed,
                   char **point, char **order, parity_reveal_info *info, parity_error *err);
+
+/* Tensors a function hands back (the reference's outputs), owned by the
+ * library until parity_outputs_free. */
+typedef struct parity_outputs parity_outputs;
+size_t parity_outputs_count(const parity_outputs *o);
+/* Tensor i: its name, dtype (safetensors name), shape and bytes. */
+int parity_outputs_tensor(const parity_outputs *o, size_t i, const char **name, const char **dtype, int *ndim,
+                          const int64_t **shape, const void **data, size_t *nbytes);
+void parity_outputs_free(parity_outputs *o);
+
+/* `parity ref`: family point fp ("gemm.splitk") of class cls (NULL:
+ * "cpu") at shape ("M=16,N=64,K=256"), from the registry in kernels (NULL:
+ * "kernels"), evaluated on the ninputs tensors inputs named names ("a",
+ * "b", ... as `parity gen` writes them).  engine: "fast", "mpfr" or NULL
+ * (the default). */
+int parity_reference(const char *kernels, const char *fp, const char *cls, const char *shape, size_t ninputs,
+                     const char *const *names, const parity_tensor *inputs, const char *engine, int threads,
+                     parity_outputs **out, parity_error *err);
+
+/* `parity check TRACE` of a kernel's outputs (noutputs tensors named
+ * out_names) on those inputs, as a trace of family point fp, class cls,
+ * shape and kernel id `kernel` (NULL: "python") that batch rows 0 .. R-1
+ * of the family's batch dimension: its Tier 2 against the point's exact
+ * reference, by the campaign's judge.  name names the trace in the
+ * verdict.  PARITY_OK: pass; PARITY_FAIL: the judge failed it; *verdict
+ * (may be NULL): the line `parity check` prints, and its report. */
+int parity_check_point(const char *kernels, const char *fp, const char *cls, const char *shape, size_t ninputs,
+                       const char *const *in_names, const parity_tensor *inputs, size_t noutputs,
+                       const char *const *out_names, const parity_tensor *outputs, const char *kernel,
+                       const char *name, const char *engine, char **verdict, parity_error *err);
 
 #ifdef __cplusplus
 }

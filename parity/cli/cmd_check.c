@@ -3,6 +3,7 @@
  * exact reference of its point (or of --reference), Tier 1 across traces of
  * one point (determinism, eager vs graphed, new vs legacy, row invariance). */
 #include "cli.h"
+#include "pa_core.h"
 #include "cli_html.h"
 #include "html.h"
 #include "refimpl.h"
@@ -159,13 +160,11 @@ int cmd_check(int argc, char **argv)
     printf("%-46s %-8s %-10s %s\n", "trace", "mode", "tier2", "detail");
     for (size_t i = 0; i < np; i++) {
         tc_trace *c = &cs[i];
-        printf("%-46s %-8s %-10s %s\n", c->t.path, trace_mode_name(c->t.mode),
-               c->t2.verdict == CV_PASS ? (c->bit_exact ? "bits" : c->cmp.opt.policy == CMP_BOUND ? "bound" : "tolerance")
-                                          : "FAIL", c->t2.detail);
-        if (c->t2.verdict == CV_FAIL) {
+        char *line = pa_trace_text(c);
+        fputs(line ? line : "out of memory\n", stdout);
+        free(line);
+        if (c->t2.verdict == CV_FAIL)
             failed++;
-            report_indent(stdout, c->cmp_text, 4);
-        }
         json_t *o = json_object();
         json_object_set_new(o, "trace", json_string(c->t.path));
         json_object_set_new(o, "point", json_string(c->id));

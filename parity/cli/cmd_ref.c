@@ -2,6 +2,7 @@
  * an input file (refimpl/), written atomically with the spec's hash and
  * every reduction's tree in __metadata__. */
 #include "cli.h"
+#include "pa_core.h"
 #include "registry.h"
 #include "refimpl.h"
 
@@ -113,27 +114,14 @@ int cmd_ref(int argc, char **argv)
     nx_status st;
     if ((st = st_read(inp, &in, &err)))
         goto done;
-    if (!shape)
-        shape = st_get_meta(&in, "shape");
-    if (!cls)
-        cls = st_get_meta(&in, "class") ? st_get_meta(&in, "class") : "cpu";
-    if ((st = reg_load(kdir, &reg, &err)) || (st = reg_resolve(reg, cls, fp, shape, &spec, &err)))
+    double t0 = now();
+    if ((st = pa_reference(kdir, fp, &cls, &shape, &in, inp, &o, &reg, &spec, &out, &err)))
         goto done;
-    const char *in_family = st_get_meta(&in, "family");
-    if (in_family && strcmp(in_family, spec.family) != 0) {
-        st = nx_err_set(&err, NX_EINVAL, "%s holds inputs of family '%s', not '%s'", inp, in_family, spec.family);
-        goto done;
-    }
     for (size_t i = 0; i < spec.nreds; i++)
         if (nx_tree_uses(spec.reds[i].point.tree, NX_T_ATOMIC))
             fprintf(stderr, "parity ref: note: reduction '%s' uses 'atomic', whose order is undefined; it is "
                             "evaluated in seq order, one admissible order, not a bit-exact reference\n",
                     spec.reds[i].name);
-    double t0 = now();
-    if ((st = ref_run_opts(&spec, &in, &out, &o, &err))) {
-        nx_err_prefix(&err, "%s", inp);
-        goto done;
-    }
     if (timing)
         fprintf(stderr, "parity ref: %s.%s evaluated in %.3f s (engine %s)\n", spec.family, spec.point, now() - t0,
                 ref_engine_name(o.engine));

@@ -178,3 +178,21 @@ def from_address(ptr, dtype, shape, kind):
         return np.frombuffer(buf, dtype=np.dtype(NUMPY_OF[dtype]), count=count).reshape(shape)
     w = WIDTH[dtype]
     return np.frombuffer(buf, dtype=np.uint16 if w == 2 else np.uint8, count=count).reshape(shape)
+
+
+def copy_from(ptr, dtype, shape, nbytes, kind):
+    """A copy of memory the library owns (its results), as an array of
+    kind: torch for torch inputs, else numpy (bits for bf16 / fp8)."""
+    raw = ctypes.string_at(ptr, nbytes) if nbytes else b""
+    if dtype not in WIDTH:  # integer outputs (indices, tokens): numpy's own
+        n = {"I32": "<i4", "I64": "<i8", "U8": "u1", "I8": "i1", "U32": "<u4", "U64": "<u8", "I16": "<i2",
+             "U16": "<u2", "BOOL": "?"}[dtype]
+        a = np.frombuffer(raw, dtype=np.dtype(n)).reshape(shape).copy()
+        return torch.from_numpy(a) if kind == "torch" else a
+    if kind == "torch" and dtype in TORCH_OF:
+        return torch.frombuffer(bytearray(raw), dtype=TORCH_OF[dtype]).reshape(shape) if raw else \
+            torch.empty(shape, dtype=TORCH_OF[dtype])
+    if dtype in NUMPY_OF:
+        return np.frombuffer(raw, dtype=np.dtype(NUMPY_OF[dtype])).reshape(shape).copy()
+    w = WIDTH[dtype]
+    return bits(np.frombuffer(raw, dtype=np.uint16 if w == 2 else np.uint8).reshape(shape).copy(), dtype)

@@ -292,6 +292,73 @@ def test_capture_writes_a_trace_parity_reads(tmp_path):
     assert not (tmp_path / "bad.safetensors").exists()
 
 
+# --- family points: reference, assert_point -------------------------------------
+
+def gen_inputs(tmp_path, fp, shape, seed=1):
+    """Inputs as `parity gen` writes them, read back as torch tensors."""
+    path = tmp_path / "gen.safetensors"
+    subprocess.run([cli(), "gen", fp, "--shape", shape, "--seed", str(seed), "-o", str(path), "--kernels",
+                    os.path.join(ROOT, "kernels")], check=True, capture_output=True)
+    return read_torch(path, with_meta=False), path
+
+
+def test_reference_equals_parity_ref(tmp_path):
+    ins, path = gen_inputs(tmp_path, "gemm.splitk", "M=4,N=8,K=64")
+    ref = parity.reference("gemm.splitk", ins, shape="M=4,N=8,K=64")
+    out = tmp_path / "ref.safetensors"
+    subprocess.run([cli(), "ref", "gemm.splitk", "--in", str(path), "-o", str(out), "--kernels",
+                    os.path.join(ROOT, "kernels")], check=True)
+    want = read_torch(out, with_meta=False)
+    assert set(ref) == set(want)
+    for k in ref:
+        assert ref[k].dtype == want[k].dtype and bytes(ref[k].view(torch.int16).numpy()) == \
+            bytes(want[k].view(torch.int16).numpy())
+
+
+def test_assert_point_passes_and_fails_as_parity_check_does(tmp_path):
+    shape = "M=4,N=8,K=64"
+    ins, _ = gen_inputs(tmp_path, "gemm.splitk", shape)
+    y = parity.reference("gemm.splitk", ins, shape=shape)["y"]
+    assert "bits" in parity.assert_point(y, "gemm.splitk", ins, shape=shape)
+    bad = y.clone()
+    bad.view(torch.int16)[1, 3] ^= 1
+    trace = str(tmp_path / "t.safetensors")
+    with pytest.raises(AssertionError) as e:
+        parity.assert_point(bad, "gemm.splitk", ins, shape=shape, name=trace)
+    msg = str(e.value)
+    assert "FAIL" in msg and "first at [1, 3]" in msg
+    # the same outputs captured as a trace and checked by the CLI: the same words
+    parity.capture(trace, family="gemm", point="splitk", cls="cpu", kernel="python", outputs={"y": bad},
+                   inputs=ins, shape=shape, batch="rows=0..3")
+    r = subprocess.run([cli(), "check", trace, "--kernels", os.path.join(ROOT, "kernels")], capture_output=True,
+                       text=True)
+    assert r.returncode == 1
+    lines = r.stdout.splitlines()
+    got = "\n".join(lines[1:1 + len(msg.splitlines())])
+    assert got == msg
+    with pytest.raises(ValueError, match="shape"):
+        parity.assert_point(y, "gemm.splitk", ins, shape="N=8,K=64")
+    with pytest.raises(TypeError, match="^inputs"):
+        parity.assert_point(y, "gemm.splitk", [1, 2], shape=shape)
+
+
+def read_torch(path, with_meta=True):
+    import json
+    import struct
+    raw = open(path, "rb").read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    h = json.loads(raw[8:8 + n])
+    body = raw[8 + n:]
+    dts = {"BF16": torch.bfloat16, "F32": torch.float32, "F16": torch.float16, "F64": torch.float64}
+    out = {}
+    for k, v in h.items():
+        if k == "__metadata__":
+            continue
+        s, e = v["data_offsets"]
+        out[k] = torch.frombuffer(bytearray(body[s:e]), dtype=dts[v["dtype"]]).reshape(v["shape"])
+    return (out, h.get("__metadata__", {})) if with_meta else out
+
+
 # --- the GIL --------------------------------------------------------------------
 
 def test_the_gil_is_released_during_long_c_work():
