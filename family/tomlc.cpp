@@ -713,12 +713,11 @@ nx_status tc_parse_file(const char *path, tc_node **root, nx_err *err)
         return nx_err_set(err, NX_EINVAL, "tc_parse_file: path is NULL");
     try {
         std::string text;
-        FILE *f = fopen(path, "rb");
-        if (!f) {
-            int e = errno;
-            return nx_err_set(err, NX_EIO, "%s: cannot open: %s", path,
-                              std::generic_category().message(e).c_str());
-        }
+        nx_err local{};
+        /* a FIFO or device is refused before it is read (or waited on) */
+        FILE *f = static_cast<FILE *>(nx_fopen_input(path, err ? err : &local));
+        if (!f)
+            return err ? err->code : local.code;
         char buf[1 << 16];
         size_t got;
         while ((got = fread(buf, 1, sizeof buf, f)) > 0) {

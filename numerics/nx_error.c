@@ -1,9 +1,13 @@
-/* nx_error.c: filling and prefixing nx_err values. */
+/* nx_error.c: filling and prefixing nx_err values; opening input files. */
 #include "nx_error.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 nx_status nx_err_set(nx_err *e, nx_status code, const char *fmt, ...)
 {
@@ -49,4 +53,61 @@ const char *nx_status_name(nx_status s)
     case NX_EINTERNAL: return "internal error";
     }
     return "unknown error";
+}
+
+int nx_open_input(const char *path, nx_err *e)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        nx_err_set(e, NX_EIO, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        int er = errno;
+        close(fd);
+        nx_err_set(e, NX_EIO, "%s: cannot stat: %s", path, strerror(er));
+        return -1;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        close(fd);
+        nx_err_set(e, NX_EIO, "%s: not a regular file (%s); nothing read from it", path,
+                   S_ISDIR(sb.st_mode)                           ? "a directory"
+                   : S_ISCHR(sb.st_mode) || S_ISBLK(sb.st_mode) ? "a device"
+                   : S_ISFIFO(sb.st_mode)                        ? "a FIFO"
+                   : S_ISSOCK(sb.st_mode)                        ? "a socket"
+                                                                 : "a special file");
+        return -1;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+        int er = errno;
+        close(fd);
+        nx_err_set(e, NX_EIO, "%s: cannot clear O_NONBLOCK: %s", path, strerror(er));
+        return -1;
+    }
+    return fd;
+}
+
+void *nx_fopen_input(const char *path, nx_err *e)
+{
+    int fd = nx_open_input(path, e);
+    if (fd < 0)
+        return NULL;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        nx_err_set(e, NX_EIO, "%s: cannot open: %s", path, strerror(errno));
+        close(fd);
+    }
+    return f;
+}
+
+nx_status nx_check_input(const char *path, nx_err *e)
+{
+    nx_err local = {0};
+    int fd = nx_open_input(path, e ? e : &local);
+    if (fd < 0)
+        return e ? e->code : local.code;
+    close(fd);
+    return NX_OK;
 }

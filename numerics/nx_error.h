@@ -41,6 +41,20 @@ void nx_err_prefix(nx_err *e, const char *fmt, ...)
 
 const char *nx_status_name(nx_status s);
 
+/* Input files, for every reader of the project (docs/limits.md, Files).
+ * A FIFO, a device or a directory given where a file is read is refused,
+ * naming the path and what it is, before any read: opened with O_NONBLOCK
+ * (a FIFO with no writer does not block the open), fstat'ed, and only a
+ * regular file is kept, with O_NONBLOCK cleared again.
+ * nx_open_input: the descriptor (O_RDONLY | O_CLOEXEC), or -1 with *e
+ *   (NX_EIO, both when it cannot be opened and when it is not a regular file).
+ * nx_fopen_input: the same as a FILE * ("rb"), or NULL with *e.
+ * nx_check_input: the check alone, for a path handed to a library that
+ *   opens it itself (SQLite, jansson); NX_OK or the error above. */
+int nx_open_input(const char *path, nx_err *e);
+void *nx_fopen_input(const char *path, nx_err *e); /* FILE *: stdio.h is not needed to include this header */
+nx_status nx_check_input(const char *path, nx_err *e);
+
 #ifdef __cplusplus
 }
 #endif

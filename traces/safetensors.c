@@ -234,10 +234,10 @@ static const char *json_kind(const json_t *v)
 static nx_status read_whole(const char *path, uint8_t **out, size_t *len,
                             nx_err *err)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    nx_err local;
+    int fd = nx_open_input(path, err ? err : &local); /* a FIFO or device: refused, never waited on */
     if (fd < 0)
-        return nx_err_set(err, NX_EIO, "%s: cannot open: %s", path,
-                          strerror(errno));
+        return err ? err->code : local.code;
     struct stat st;
     if (fstat(fd, &st) != 0) {
         int e = errno;
@@ -598,7 +598,7 @@ nx_status st_read_bytes(const char *path, uint8_t **out, size_t *len,
 
 static int map_whole(const char *path, st_file *out)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = nx_open_input(path, NULL); /* not a regular file: read_whole says so */
     if (fd < 0)
         return 0;
     struct stat sb;

@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "compare.h"
 #include "nx_limits.h"
@@ -117,6 +118,9 @@ static nx_status load(const char *path, json_t **out, nx_err *err)
     *out = NULL;
     nx_status st = nx_limits_file(path, 64, "a JSON tree", err); /* docs/limits.md */
     if (st)
+        return st;
+    struct stat sb;
+    if (stat(path, &sb) == 0 && (st = nx_check_input(path, err))) /* a FIFO: refused, not waited on */
         return st;
     *out = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
     if (*out)

@@ -335,9 +335,10 @@ static nx_status slurp(const char *path, char **buf, size_t *len, nx_err *err)
     nx_status lst = nx_limits_file(path, 32, "lines of token ids", err);
     if (lst)
         return lst;
-    FILE *fp = fopen(path, "rb");
+    nx_err local;
+    FILE *fp = nx_fopen_input(path, err ? err : &local); /* a FIFO: refused, not waited on */
     if (!fp)
-        return nx_err_set(err, NX_EIO, "%s: cannot open: %s", path, strerror(errno));
+        return err ? err->code : local.code;
     nx_sbuf b = {0};
     char chunk[65536];
     size_t k;

@@ -95,7 +95,7 @@ static int runs(int argc, char **argv)
         return EXIT_INPUT;
     nx_err err = {0};
     sqlite3 *db;
-    if (ledger_open_db(path, 0, &db, &err) != NX_OK)
+    if (ledger_open_read(path, &db, &err) != NX_OK)
         return cli_fail("ledger runs", &err);
     sqlite3_stmt *s = NULL;
     if (sqlite3_prepare_v2(db,

@@ -138,12 +138,59 @@ static void make_parent(const char *path)
     free(d);
 }
 
+/* An existing ledger must be a regular file (SQLite would open a FIFO
+ * blocking): "ledger PATH: No such file or directory", "ledger PATH:
+ * cannot open: not a regular file (a FIFO) ...". */
+static nx_status check_file(const char *path, nx_err *err)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return nx_err_set(err, NX_EIO, "ledger %s: %s", path, strerror(errno));
+    nx_err e = {0};
+    if (nx_check_input(path, &e) == NX_OK)
+        return NX_OK;
+    size_t pl = strlen(path);
+    const char *why = strncmp(e.msg, path, pl) == 0 && e.msg[pl] == ':' ? e.msg + pl + 2 : e.msg;
+    return nx_err_set(err, e.code, "ledger %s: cannot open: %s", path, why);
+}
+
+/* Brings db from its user_version to LEDGER_SCHEMA_VERSION in one
+ * transaction. */
+static nx_status migrate(sqlite3 *db, const char *path, nx_err *err)
+{
+    nx_status st;
+    if ((st = exec(db, path, "BEGIN IMMEDIATE", err)))
+        return st;
+    int v = user_version(db); /* another process may have migrated meanwhile */
+    int64_t now;
+    ledger_now(&now, NULL);
+    char ts[32];
+    ledger_format_utc(now, ts, sizeof ts);
+    for (; v < LEDGER_SCHEMA_VERSION && !st; v++) {
+        char sql[160];
+        snprintf(sql, sizeof sql,
+                 "INSERT INTO schema_migration(version, applied_utc) VALUES (%d, '%s'); PRAGMA user_version=%d",
+                 v + 1, ts, v + 1);
+        if ((st = exec(db, path, migrations[v], err)) == NX_OK)
+            st = exec(db, path, sql, err);
+    }
+    if (st) {
+        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+        nx_err_prefix(err, "migrating the schema");
+        return st;
+    }
+    return exec(db, path, "COMMIT", err);
+}
+
 nx_status ledger_open_db(const char *path, int create, sqlite3 **out, nx_err *err)
 {
     *out = NULL;
     struct stat sb;
     if (!create && stat(path, &sb) != 0)
         return nx_err_set(err, NX_EIO, "ledger %s: %s", path, strerror(errno));
+    nx_status cst;
+    if (stat(path, &sb) == 0 && (cst = check_file(path, err))) /* a FIFO: refused, not waited on */
+        return cst;
     if (create)
         make_parent(path);
     sqlite3 *db = NULL;
@@ -211,28 +258,72 @@ nx_status ledger_open_db(const char *path, int create, sqlite3 **out, nx_err *er
                         LEDGER_SCHEMA_VERSION);
         goto fail;
     }
-    if (v < LEDGER_SCHEMA_VERSION) {
-        if ((st = exec(db, path, "BEGIN IMMEDIATE", err)))
+    if (v < LEDGER_SCHEMA_VERSION && (st = migrate(db, path, err)))
+        goto fail;
+    *out = db;
+    return NX_OK;
+fail:
+    sqlite3_close(db);
+    return st;
+}
+
+nx_status ledger_open_read(const char *path, sqlite3 **out, nx_err *err)
+{
+    *out = NULL;
+    nx_status st = check_file(path, err); /* a FIFO is refused, not waited on */
+    if (st)
+        return st;
+    sqlite3 *db = NULL;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        st = ledger_sql_error(db, path, "cannot open", err);
+        sqlite3_close(db);
+        return st;
+    }
+    sqlite3_busy_timeout(db, LEDGER_BUSY_MS);
+    sqlite3_stmt *s = NULL;
+    int nobj = 0, ver = -1, rc;
+    if ((rc = sqlite3_prepare_v2(db, "SELECT user_version, (SELECT count(*) FROM sqlite_master) FROM pragma_user_version",
+                                 -1, &s, NULL)) == SQLITE_OK &&
+        (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        ver = sqlite3_column_int(s, 0);
+        nobj = sqlite3_column_int(s, 1);
+    }
+    sqlite3_finalize(s);
+    if (ver < 0) {
+        if (rc == SQLITE_NOTADB || rc == SQLITE_CORRUPT)
+            st = nx_err_set(err, NX_EINVAL, "ledger %s: not an SQLite database (nothing read)", path);
+        else
+            st = ledger_sql_error(db, path, "cannot read", err);
+    } else if (ver == 0 && nobj == 0) {
+        st = nx_err_set(err, NX_EINVAL, "ledger %s: an empty database, not a parity ledger (a campaign with "
+                        "--ledger creates one)", path);
+    } else if (ver == 0) {
+        st = nx_err_set(err, NX_EINVAL, "ledger %s: not a parity ledger (an SQLite database of schema version 0 "
+                        "holding %d other objects)", path, nobj);
+    } else if (ver > LEDGER_SCHEMA_VERSION) {
+        st = nx_err_set(err, NX_EINVAL, "ledger %s: schema version %d is newer than this parity's (%d)", path, ver,
+                        LEDGER_SCHEMA_VERSION);
+    }
+    if (st)
+        goto fail;
+    if (ver < LEDGER_SCHEMA_VERSION) { /* migrated in a copy in memory, never in the file */
+        sqlite3 *mem = NULL;
+        if (sqlite3_open_v2(":memory:", &mem, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
+            st = ledger_sql_error(mem, path, "cannot open a copy in memory", err);
+            sqlite3_close(mem);
             goto fail;
-        v = user_version(db); /* another process may have migrated meanwhile */
-        int64_t now;
-        ledger_now(&now, NULL);
-        char ts[32];
-        ledger_format_utc(now, ts, sizeof ts);
-        for (; v < LEDGER_SCHEMA_VERSION && !st; v++) {
-            char sql[160];
-            snprintf(sql, sizeof sql,
-                     "INSERT INTO schema_migration(version, applied_utc) VALUES (%d, '%s'); PRAGMA user_version=%d",
-                     v + 1, ts, v + 1);
-            if ((st = exec(db, path, migrations[v], err)) == NX_OK)
-                st = exec(db, path, sql, err);
         }
-        if (st) {
-            sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
-            nx_err_prefix(err, "migrating the schema");
-            goto fail;
-        }
-        if ((st = exec(db, path, "COMMIT", err)))
+        sqlite3_backup *bk = sqlite3_backup_init(mem, "main", db, "main");
+        rc = bk ? sqlite3_backup_step(bk, -1) : SQLITE_ERROR;
+        if (!bk)
+            st = ledger_sql_error(mem, path, "copying an older ledger into memory", err);
+        else if (sqlite3_backup_finish(bk) != SQLITE_OK || rc != SQLITE_DONE)
+            st = ledger_sql_error(mem, path, "copying an older ledger into memory", err);
+        if (!st)
+            st = migrate(mem, path, err);
+        sqlite3_close(db);
+        db = mem;
+        if (st)
             goto fail;
     }
     *out = db;

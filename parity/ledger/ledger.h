@@ -76,6 +76,14 @@ int64_t ledger_run_id(const ledger *lg);
  * older), for the commands that query it. *db is an sqlite3 handle. */
 struct sqlite3;
 nx_status ledger_open_db(const char *path, int create, struct sqlite3 **db, nx_err *err);
+/* Opens an existing ledger for reading only (`ledger runs`, `ttbp`, the
+ * inputs of `ledger merge`, `lkb --ledger`): SQLITE_OPEN_READONLY, never
+ * created, never written.  A path that is not a regular file, an empty
+ * file, a file that is not SQLite, another program's database and a newer
+ * schema are input errors (NX_EINVAL) naming the path.  A ledger of an
+ * older schema is copied into memory and migrated there: *db is then that
+ * copy, and the file is left as it was. */
+nx_status ledger_open_read(const char *path, struct sqlite3 **db, nx_err *err);
 
 /* The clock of the ledger: seconds since the epoch, UTC.  The environment
  * variable PARITY_LEDGER_CLOCK ("2026-01-31T12:00:00Z" or seconds since the

@@ -111,20 +111,27 @@ static nx_status exec1(sqlite3 *db, const char *path, const char *sql, nx_err *e
 
 static nx_status merge_one(sqlite3 *db, const char *out, const char *in, ledger_merge_stats *ms, nx_err *err)
 {
-    /* open (and so migrate) the input the ordinary way first */
+    /* the input read only (an older one migrated in a copy in memory), and
+     * copied into a database in memory attached as src: nothing is written
+     * to it, and a read-only input merges */
     sqlite3 *src;
-    nx_status st = ledger_open_db(in, 0, &src, err);
+    nx_status st = ledger_open_read(in, &src, err);
     if (st)
         return st;
-    sqlite3_close(src);
     sqlite3_stmt *s = NULL, *ins = NULL;
-    if (sqlite3_prepare_v2(db, "ATTACH DATABASE ? AS src", -1, &s, NULL) != SQLITE_OK)
-        return ledger_sql_error(db, out, "attaching an input", err);
-    sqlite3_bind_text(s, 1, in, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(s);
-    sqlite3_finalize(s);
-    if (rc != SQLITE_DONE)
-        return ledger_sql_error(db, in, "cannot attach", err);
+    int rc;
+    if ((st = exec1(db, out, "ATTACH DATABASE ':memory:' AS src", err))) {
+        sqlite3_close(src);
+        return st;
+    }
+    sqlite3_backup *bk = sqlite3_backup_init(db, "src", src, "main");
+    rc = bk ? sqlite3_backup_step(bk, -1) : SQLITE_ERROR;
+    if (!bk || sqlite3_backup_finish(bk) != SQLITE_OK || rc != SQLITE_DONE) {
+        st = ledger_sql_error(db, in, "cannot copy the input", err);
+        sqlite3_close(src);
+        goto detach;
+    }
+    sqlite3_close(src);
     if ((st = exec1(db, out, "BEGIN IMMEDIATE", err)))
         goto detach;
     if (sqlite3_prepare_v2(db, "SELECT count(*) FROM src.run WHERE complete = 0", -1, &s, NULL) == SQLITE_OK &&
@@ -219,7 +226,7 @@ nx_status ledger_merge(const char *out, char *const *ins, size_t nin, ledger_mer
     nx_status st;
     for (size_t k = 0; k < nin; k++) {
         sqlite3 *src;
-        if ((st = ledger_open_db(ins[k], 0, &src, err)))
+        if ((st = ledger_open_read(ins[k], &src, err)))
             return st;
         sqlite3_close(src);
     }

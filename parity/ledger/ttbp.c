@@ -34,12 +34,27 @@ static const char *col(sqlite3_stmt *s, int i)
 
 nx_status ttbp_compute(const char *path, const char *class_name, const char *model, ttbp_report *r, nx_err *err)
 {
+    return ttbp_compute_in(path, class_name, model, NULL, 0, NULL, r, err);
+}
+
+static int listed(const char *const *only, size_t n, const char *id)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(only[i], id) == 0)
+            return 1;
+    return 0;
+}
+
+nx_status ttbp_compute_in(const char *path, const char *class_name, const char *model, const char *const *only,
+                          size_t nonly, const char *scope_said, ttbp_report *r, nx_err *err)
+{
     memset(r, 0, sizeof *r);
+    snprintf(r->scope, sizeof r->scope, "%s", scope_said ? scope_said : "every point the campaigns recorded");
     snprintf(r->ledger, sizeof r->ledger, "%s", path);
     snprintf(r->class_name, sizeof r->class_name, "%s", class_name);
     snprintf(r->model, sizeof r->model, "%s", model ? model : "");
     sqlite3 *db;
-    nx_status st = ledger_open_db(path, 0, &db, err);
+    nx_status st = ledger_open_read(path, &db, err);
     if (st)
         return st;
     sqlite3_stmt *s = NULL;
@@ -60,7 +75,9 @@ nx_status ttbp_compute(const char *path, const char *class_name, const char *mod
     snprintf(sql, sizeof sql,
              "SELECT r.id, r.started_s, p.id, p.tier1, p.tier2, p.tier2_basis, p.bit_exact, p.error,"
              " (SELECT group_concat(c.name, ', ') FROM check_result c WHERE c.run_id = p.run_id"
-             "   AND c.point_id = p.id AND c.verdict = 'fail' AND c.name <> 'tier2' AND c.name <> 'parity')"
+             "   AND c.point_id = p.id AND c.verdict = 'fail' AND c.name <> 'tier2' AND c.name <> 'parity'),"
+             " EXISTS (SELECT 1 FROM check_result c WHERE c.run_id = p.run_id AND c.point_id = p.id"
+             "   AND c.negative = 1)"
              " FROM run r LEFT JOIN point p ON p.run_id = r.id"
              " WHERE r.complete = 1 AND r.%s ORDER BY r.started_s, r.id, p.seq",
              "class = ?1 AND (?2 IS NULL OR r.model = ?2)");
@@ -73,6 +90,8 @@ nx_status ttbp_compute(const char *path, const char *class_name, const char *mod
         sqlite3_bind_text(s, 2, model, -1, SQLITE_STATIC);
     int64_t prev_run = -1;
     int rc, oom = 0;
+    char **skipped = NULL; /* ids left out, each counted once */
+    size_t nskip = 0;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW && !oom) {
         int64_t run = sqlite3_column_int64(s, 0), at = sqlite3_column_int64(s, 1);
         if (run != prev_run) {
@@ -85,6 +104,28 @@ nx_status ttbp_compute(const char *path, const char *class_name, const char *mod
         }
         if (sqlite3_column_type(s, 2) == SQLITE_NULL)
             continue; /* a run without points */
+        /* a negative control never counts; a point off the list neither */
+        if (sqlite3_column_int(s, 9) || (only && !listed(only, nonly, col(s, 2)))) {
+            int ctl = sqlite3_column_int(s, 9), seen = 0;
+            for (size_t k = 0; k < nskip && !seen; k++)
+                seen = strcmp(skipped[k], col(s, 2)) == 0;
+            char **g = seen ? NULL : realloc(skipped, (nskip + 1) * sizeof *g);
+            if (!seen && (!g || !(g[nskip] = strdup(col(s, 2))))) {
+                skipped = g ? g : skipped;
+                oom = 1;
+                st = nx_err_set(err, NX_ENOMEM, "out of memory");
+                break;
+            }
+            if (!seen) {
+                skipped = g;
+                nskip++;
+                if (ctl)
+                    r->controls++;
+                else
+                    r->not_hot++;
+            }
+            continue;
+        }
         ttbp_point *p = find_point(r, col(s, 2), err, &oom);
         if (!p)
             break;
@@ -129,6 +170,9 @@ nx_status ttbp_compute(const char *path, const char *class_name, const char *mod
         snprintf(p->now_why, sizeof p->now_why, "%s", why);
         p->last_run = run;
     }
+    for (size_t k = 0; k < nskip; k++)
+        free(skipped[k]);
+    free(skipped);
     if (oom) {
         if (!st)
             st = NX_ENOMEM;
@@ -188,6 +232,8 @@ char *ttbp_text(const ttbp_report *r)
     nx_sbuf_printf(&b, "first campaign: run %lld at %s; %zu complete run(s)", (long long)r->first_run, t, r->runs);
     if (r->incomplete)
         nx_sbuf_printf(&b, " (%zu incomplete run(s) ignored)", r->incomplete);
+    nx_sbuf_printf(&b, "\npoints that count: %s (%zu); left out: %zu negative control(s), never counted, and %zu "
+                   "recorded point(s) outside them", r->scope, r->npts, r->controls, r->not_hot);
     nx_sbuf_printf(&b, "\n\n%-40s %-20s %5s %-12s %-18s %s\n", "family.point", "reached at", "run", "TTBP", "parity",
                    "since");
     for (size_t i = 0; i < r->npts; i++) {
@@ -238,6 +284,9 @@ char *ttbp_json(const ttbp_report *r)
     json_t *root = json_object(), *pts = json_array();
     ledger_format_utc(r->t0, t, sizeof t);
     json_object_set_new(root, "ledger", json_string(r->ledger));
+    json_object_set_new(root, "scope", json_string(r->scope));
+    json_object_set_new(root, "negative_controls_left_out", json_integer((json_int_t)r->controls));
+    json_object_set_new(root, "points_left_out", json_integer((json_int_t)r->not_hot));
     json_object_set_new(root, "class", json_string(r->class_name));
     json_object_set_new(root, "model", *r->model ? json_string(r->model) : json_null());
     json_object_set_new(root, "first_run", json_integer(r->first_run));

@@ -386,10 +386,10 @@ nx_status lkb_records_append(const char *kernels_dir, const char *cls, lkb_recor
     struct stat sb;
     char *prev = NULL;
     if (stat(path, &sb) == 0) {
-        FILE *f = fopen(path, "rb");
+        FILE *f = nx_fopen_input(path, err); /* a FIFO: refused, not waited on */
         if (!f) {
             lkb_records_free(&old);
-            return nx_err_set(err, NX_EIO, "%s: %s", path, strerror(errno));
+            return err ? err->code : NX_EIO;
         }
         char buf[4096];
         size_t k;

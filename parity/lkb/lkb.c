@@ -33,7 +33,7 @@ static char *fmt(const char *f, const char *a, const char *b)
 
 static char *read_all(const char *path)
 {
-    FILE *f = fopen(path, "rb");
+    FILE *f = nx_fopen_input(path, NULL);
     if (!f)
         return NULL;
     nx_sbuf b = {0};
@@ -88,7 +88,7 @@ static void res_free(lkb_residual *v, size_t n)
 
 static long long count_lines(const char *path)
 {
-    FILE *f = fopen(path, "rb");
+    FILE *f = nx_fopen_input(path, NULL);
     if (!f)
         return 0;
     long long n = 0;
@@ -870,29 +870,49 @@ static nx_status envelope(const reg_point_meta *m, size_t nm, const lkb_records 
 
 /* t0: the start of the class's first complete campaign in the ledger, else
  * the class's first record. */
-static int64_t ttpv_t0(const char *ledger, const char *cls, const lkb_records *recs, char *what, size_t len)
+/* An absent ledger is no campaign; one that is there but cannot be read
+ * as a ledger (a FIFO, not SQLite, another program's database) is an
+ * input error, not "no campaign of the class". */
+static nx_status ttpv_t0(const char *ledger, const char *cls, const lkb_records *recs, char *what, size_t len,
+                         int64_t *out, nx_err *err)
 {
     int64_t t0 = 0;
     int have = 0;
     sqlite3 *db = NULL;
     struct stat sb;
-    if (ledger && stat(ledger, &sb) == 0 && sqlite3_open_v2(ledger, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+    *out = 0;
+    if (ledger && lstat(ledger, &sb) == 0) {
+        nx_status st = ledger_open_read(ledger, &db, err);
+        if (st) {
+            nx_err_prefix(err, "--ledger");
+            return st;
+        }
         sqlite3_stmt *s = NULL;
         if (sqlite3_prepare_v2(db, "SELECT min(started_s), min(started_utc) FROM run WHERE class = ?1 AND complete = 1",
-                               -1, &s, NULL) == SQLITE_OK) {
-            sqlite3_bind_text(s, 1, cls, -1, SQLITE_STATIC);
-            if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_type(s, 0) != SQLITE_NULL) {
-                t0 = sqlite3_column_int64(s, 0);
-                have = 1;
-                snprintf(what, len, "the first campaign of class %s in %s, %s", cls, ledger,
-                         (const char *)sqlite3_column_text(s, 1));
-            }
+                               -1, &s, NULL) != SQLITE_OK) {
+            st = nx_err_set(err, NX_EINVAL, "--ledger %s: reading runs: %s", ledger, sqlite3_errmsg(db));
+            sqlite3_close(db);
+            return st;
+        }
+        sqlite3_bind_text(s, 1, cls, -1, SQLITE_STATIC);
+        int rc = sqlite3_step(s);
+        if (rc == SQLITE_ROW && sqlite3_column_type(s, 0) != SQLITE_NULL) {
+            t0 = sqlite3_column_int64(s, 0);
+            have = 1;
+            snprintf(what, len, "the first campaign of class %s in %s, %s", cls, ledger,
+                     (const char *)sqlite3_column_text(s, 1));
+        } else if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+            st = nx_err_set(err, NX_EINVAL, "--ledger %s: reading runs: %s", ledger, sqlite3_errmsg(db));
         }
         sqlite3_finalize(s);
+        sqlite3_close(db);
+        if (st)
+            return st;
     }
-    sqlite3_close(db);
-    if (have)
-        return t0;
+    if (have) {
+        *out = t0;
+        return NX_OK;
+    }
     const lkb_record *first = NULL;
     for (size_t i = 0; i < recs->n; i++)
         if (strcmp(recs->r[i].class_name, cls) == 0 && (!first || recs->r[i].utc_s < first->utc_s))
@@ -900,15 +920,19 @@ static int64_t ttpv_t0(const char *ledger, const char *cls, const lkb_records *r
     if (first) {
         snprintf(what, len, "the first record of class %s, %s (no campaign of the class in the ledger)", cls,
                  first->utc);
-        return first->utc_s;
+        *out = first->utc_s;
+        return NX_OK;
     }
     snprintf(what, len, "none (no record of class %s)", cls);
-    return 0;
+    return NX_OK;
 }
 
 static nx_status ttpv(const lkb_records *recs, const char *cls, const char *ledger, lkb_report *rep, nx_err *err)
 {
-    int64_t t0 = ttpv_t0(ledger, cls, recs, rep->t0_what, sizeof rep->t0_what);
+    int64_t t0;
+    nx_status st0 = ttpv_t0(ledger, cls, recs, rep->t0_what, sizeof rep->t0_what, &t0, err);
+    if (st0)
+        return st0;
     for (size_t i = 0; i < recs->n; i++) {
         const lkb_record *x = &recs->r[i];
         if (strcmp(x->class_name, cls))
