@@ -2,9 +2,11 @@
 # cli_ttbp.sh PARITY KERNELS: `parity ttbp` over a ledger built from
 # campaigns with set clocks (PARITY_LEDGER_CLOCK) on copies of the sample
 # registry: a point that reaches parity a day and six hours after the first
-# campaign, a negative control whose declaration is dropped (a regression)
-# and restored, another model's campaign, an incomplete run.  The expected
-# times are worked out by hand from the clocks below.
+# campaign (before that its declared tree is one no cpu kernel realises: an
+# input error), breaks again at a later campaign and comes back; another
+# model's campaign; an incomplete run.  Negative controls never count; with
+# --model only the step's hot points do.  The expected times are worked out
+# by hand from the clocks below.
 set -u
 PARITY=$1
 KERNELS=$2
@@ -18,23 +20,20 @@ L=$T/l.sqlite
 M=$T/reg/cpu/common/KERNEL_FAMILIES.toml
 cp -r "$KERNELS" "$T/reg"
 cp "$M" "$T/good.toml"
-# broken: gemm.splitk declares a tree no cpu kernel realises (skipped, not at parity)
+# broken: gemm.splitk declares a tree no cpu kernel realises (an input error, not at parity)
 sed '0,/tree = "split({split_k}, stride({vec}, seq, pairwise), seq)"/s//tree = "split({split_k}, stride({vec}, seq, seq), seq)"/' \
   "$T/good.toml" > "$T/broken.toml"
-# regressed: gemm.splitk_threads no longer declared a negative control (Tier 1 fails)
-sed 's/params = { split_k = 2, out = "fp32", negative_control = "eager_graphed" }/params = { split_k = 2, out = "fp32" }/' \
-  "$T/good.toml" > "$T/regressed.toml"
 cmp -s "$T/good.toml" "$T/broken.toml" && fail "the broken manifest is not broken"
-cmp -s "$T/good.toml" "$T/regressed.toml" && fail "the regressed manifest is not changed"
 camp() { # CLOCK MANIFEST [options]
   clock=$1; cp "$2" "$M"; shift 2
   PARITY_LEDGER_CLOCK=$clock "$PARITY" campaign --class cpu --kernels "$T/reg" --families gemm --ledger "$L" \
     --quiet "$@" > "$T/camp.out" 2>&1
 }
-camp 2026-01-01T00:00:00Z "$T/broken.toml" || fail "run 1: $(cat "$T/camp.out")"
+camp 2026-01-01T00:00:00Z "$T/broken.toml"
+[ $? -eq 2 ] || fail "run 1 should be an input error at gemm.splitk: $(cat "$T/camp.out")"
 camp 2026-01-02T06:00:00Z "$T/good.toml" || fail "run 2"
-camp 2026-01-03T00:00:00Z "$T/regressed.toml"
-[ $? -eq 1 ] || fail "run 3 should fail Tier 1"
+camp 2026-01-03T00:00:00Z "$T/broken.toml"
+[ $? -eq 2 ] || fail "run 3 should be an input error"
 cp "$L" "$T/after3.sqlite"
 camp 2026-01-04T12:00:00Z "$T/good.toml" || fail "run 4"
 camp 2026-01-10T00:00:00Z "$T/good.toml" --model m2 || fail "run 5"
@@ -47,15 +46,15 @@ rc=$?
 [ $rc -eq 0 ] || fail "ttbp: exit $rc, want 0 ($(cat "$T/t.out"))"
 grep -q '^first campaign: run 1 at 2026-01-01T00:00:00Z; 5 complete run(s) (1 incomplete run(s) ignored)' "$T/t.out" \
   || fail "first campaign line: $(cat "$T/t.out")"
-grep -Eq '^gemm.splitk +2026-01-02T06:00:00Z +2 1d 06:00:00 +bits +held$' "$T/t.out" || fail "gemm.splitk line"
+grep -Eq '^gemm.splitk +2026-01-02T06:00:00Z +2 1d 06:00:00 +bits +regressed, back$' "$T/t.out" || fail "gemm.splitk line"
 grep -Eq '^gemm.seq +2026-01-01T00:00:00Z +1 00:00:00 +bits +held$' "$T/t.out" || fail "gemm.seq line"
-grep -Eq '^gemm.batch_split +2026-01-01T00:00:00Z +1 00:00:00 +declared tolerance +held$' "$T/t.out" \
-  || fail "gemm.batch_split is not at parity by its declared tolerance"
-grep -Eq '^gemm.splitk_threads +2026-01-01T00:00:00Z +1 00:00:00 +bits +regressed, back$' "$T/t.out" \
-  || fail "gemm.splitk_threads line"
-grep -q '^  gemm.splitk_threads: broken by run 3 at 2026-01-03T00:00:00Z (tier1 fail: eager_graphed); at parity again from run 4 at 2026-01-04T12:00:00Z$' \
+# the four negative controls are left out, said so
+grep -q '^points that count: every point the campaigns recorded (2); left out: 4 negative control(s), never counted' "$T/t.out" \
+  || fail "the controls are not left out: $(grep 'points that count' "$T/t.out")"
+grep -Eq '^gemm\.(splitk_threads|batch_split|atomic_split|legacy_control) ' "$T/t.out" && fail "a negative control counted"
+grep -q '^  gemm.splitk: broken by run 3 at 2026-01-03T00:00:00Z (input error: .*); at parity again from run 4 at 2026-01-04T12:00:00Z$' \
   "$T/t.out" || fail "the regression is not listed with the runs: $(grep -A3 regressions "$T/t.out")"
-grep -q '^overall: all 6 point(s) reached bit parity by run 2 at 2026-01-02T06:00:00Z: TTBP 1d 06:00:00$' "$T/t.out" \
+grep -q '^overall: all 2 point(s) reached bit parity by run 2 at 2026-01-02T06:00:00Z: TTBP 1d 06:00:00$' "$T/t.out" \
   || fail "overall line: $(grep overall "$T/t.out")"
 grep -q '^held since: no (1 point(s) regressed' "$T/t.out" || fail "held line"
 # the same in JSON: 1 day 6 hours = 108000 s
@@ -63,14 +62,14 @@ grep -q '^held since: no (1 point(s) regressed' "$T/t.out" || fail "held line"
 [ "$(jq_ "$T/t.json" '$.overall.held')" = 0 ] || fail "json overall.held"
 [ "$(jq_ "$T/t.json" '$.points[1].id')" = gemm.splitk ] || fail "json points[1]"
 [ "$(jq_ "$T/t.json" '$.points[1].ttbp_s')" = 108000 ] || fail "json splitk ttbp_s"
-[ "$(jq_ "$T/t.json" '$.points[2].regressions[0].run')" = 3 ] || fail "json regression run"
-[ "$(jq_ "$T/t.json" '$.points[2].regressions[0].back_run')" = 4 ] || fail "json regression back_run"
-[ "$(jq_ "$T/t.json" '$.points[3].parity')" = "declared tolerance" ] || fail "json declared tolerance"
+[ "$(jq_ "$T/t.json" '$.points[1].regressions[0].run')" = 3 ] || fail "json regression run"
+[ "$(jq_ "$T/t.json" '$.points[1].regressions[0].back_run')" = 4 ] || fail "json regression back_run"
+[ "$(jq_ "$T/t.json" '$.negative_controls_left_out')" = 4 ] || fail "json controls left out"
 "$PARITY" ttbp --class cpu --ledger "$L" --json - > "$T/t2.json" || fail "--json -"
 [ "$(jq_ "$T/t2.json" '$.incomplete_runs_ignored')" = 1 ] || fail "json on stdout"
 
-# the model's TTBP: from its own first campaign
-"$PARITY" ttbp --class cpu --model m2 --ledger "$L" > "$T/m.out" 2>&1 || fail "ttbp --model: exit $?"
+# the model's TTBP: from its own first campaign (m2 has no step: every point)
+"$PARITY" ttbp --class cpu --model m2 --ledger "$L" --all-points > "$T/m.out" 2>&1 || fail "ttbp --model: exit $?"
 grep -q '^first campaign: run 5 at 2026-01-10T00:00:00Z; 1 complete run(s)$' "$T/m.out" || fail "model first campaign: $(cat "$T/m.out")"
 grep -q 'TTBP 00:00:00$' "$T/m.out" || fail "model TTBP"
 grep -q '^held since: yes' "$T/m.out" || fail "model held"
@@ -79,6 +78,18 @@ grep -q '^held since: yes' "$T/m.out" || fail "model held"
 "$PARITY" ttbp --class cpu --ledger "$T/after3.sqlite" > "$T/a.out" 2>&1
 [ $? -eq 1 ] || fail "ttbp with a point not at parity: want exit 1"
 grep -q 'not at parity since' "$T/a.out" || fail "an open regression is not said"
+
+# a model with a step counts its hot points: llama3-8b's ops on cpu lower
+# to gemm.seq (gate_up, ...) and gemm.splitk among the gemm points
+camp 2026-01-11T00:00:00Z "$T/good.toml" --model llama3-8b || fail "run 6"
+"$PARITY" ttbp --class cpu --model llama3-8b --kernels "$T/reg" --ledger "$L" --json "$T/h.json" > "$T/h.out" 2>&1 \
+  || fail "ttbp --model llama3-8b: $(cat "$T/h.out")"
+grep -q "^points that count: the hot points of llama3-8b's step on class cpu" "$T/h.out" || fail "hot points not said: $(cat "$T/h.out")"
+hot=$(jq_ "$T/h.json" '$.points[#-1].id')
+[ -n "$hot" ] || fail "no hot point counted"
+"$PARITY" ttbp --class cpu --model nostep --kernels "$T/reg" --ledger "$L" > /dev/null 2> "$T/e"
+[ $? -eq 2 ] || fail "a model without a step: want 2 (or --all-points)"
+grep -q -- '--all-points' "$T/e" || fail "the way out (--all-points) not said"
 
 # usage and input errors
 "$PARITY" ttbp --help | grep -q '^usage: parity ttbp' || fail "--help"

@@ -2,6 +2,8 @@
  * on a class) from the campaign ledger (parity/ledger/ttbp.h). */
 #include "cli.h"
 #include "ledger.h"
+#include "lkb.h"
+#include "registry.h"
 #include "report.h"
 #include "ttbp.h"
 
@@ -10,7 +12,8 @@
 #include <string.h>
 
 static const char ttbp_usage[] =
-    "usage: parity ttbp --class C [--model M] [--ledger FILE] [--json FILE|-]\n"
+    "usage: parity ttbp --class C [--model M [--kernels DIR] [--all-points]]\n"
+    "                   [--ledger FILE] [--json FILE|-]\n"
     "\n"
     "Time to bit parity, read from the campaign ledger (docs/ledger.md): over\n"
     "the complete campaigns of class C (with --model, only those run with\n"
@@ -24,9 +27,19 @@ static const char ttbp_usage[] =
     "Overall TTBP is when the last of the points reached parity.  Incomplete\n"
     "runs (a campaign killed or still running) are ignored, and counted.\n"
     "\n"
+    "Which points count: never a negative control (it is built to fail).  With\n"
+    "--model M, only M's hot points: the points class C's lowering rules send\n"
+    "the ops of M's step to at C = 1, 16 and 128 (the registry's\n"
+    "models/M/STEP.toml and FUSIONS.toml, as `parity lkb` lowers them), and M's\n"
+    "model-level point (parity model --ledger); --all-points counts every point\n"
+    "the campaigns recorded.\n"
+    "\n"
     "options:\n"
     "  --class C      the hardware class (required)\n"
     "  --model M      only campaigns run with --model M: the TTBP of that model\n"
+    "  --kernels DIR  the registry whose step and rules give M's hot points\n"
+    "                 (default kernels)\n"
+    "  --all-points   every recorded point counts, not only M's hot points\n"
     "  --ledger FILE  the ledger (default out/ledger.sqlite)\n"
     "  --json FILE    also write the report as JSON (- : JSON on stdout, no table)\n"
     "\n"
@@ -35,16 +48,65 @@ static const char ttbp_usage[] =
     "latest campaign; 2 usage or input error (no ledger, not a ledger, no\n"
     "complete campaign of the class or model).\n";
 
+/* The hot points of model's step on class cls: every point the class's
+ * rules lower an op to at C = 1, 16, 128 (lkb_compute), and the model's
+ * own point "model.M".  *hot malloc'd. */
+static nx_status hot_points(const char *kdir, const char *cls, const char *model, char ***hot, size_t *n, char *scope,
+                            size_t len, nx_err *err)
+{
+    reg_registry *reg = NULL;
+    nx_status st = reg_load(kdir, &reg, err);
+    if (st)
+        return st;
+    lkb_opts o = {model, NULL, NULL};
+    lkb_report rep;
+    if ((st = lkb_compute(reg, cls, &o, &rep, err))) {
+        reg_free(reg);
+        return st;
+    }
+    char **v = calloc(3 * (rep.step.nops + 1) + 1, sizeof *v);
+    size_t k = 0;
+    if (!v)
+        st = nx_err_set(err, NX_ENOMEM, "out of memory");
+    for (int c = 0; v && c < 3; c++)
+        for (size_t i = 0; i < rep.cov[c].nops; i++) {
+            const char *pt = rep.cov[c].ops[i].point;
+            int seen = !*pt;
+            for (size_t q = 0; q < k && !seen; q++)
+                seen = strcmp(v[q], pt) == 0;
+            if (!seen)
+                v[k++] = strdup(pt);
+        }
+    size_t nfam = k;
+    if (v) {
+        char mp[200];
+        snprintf(mp, sizeof mp, "model.%s", model);
+        v[k++] = strdup(mp);
+    }
+    snprintf(scope, len, "the hot points of %s's step on class %s (its ops lowered at C = 1, 16, 128: %zu "
+             "family point(s)) and model.%s", model, cls, nfam, model);
+    lkb_report_free(&rep);
+    reg_free(reg);
+    *hot = v;
+    *n = k;
+    return st;
+}
+
 int cmd_ttbp(int argc, char **argv)
 {
-    const char *cls = NULL, *model = NULL, *path = "out/ledger.sqlite", *json = NULL;
-    int bad = 0;
+    const char *cls = NULL, *model = NULL, *path = "out/ledger.sqlite", *json = NULL, *kdir = "kernels";
+    int bad = 0, all_points = 0;
     for (int i = 1; i < argc && !bad; i++) {
         if (cli_flag(argv, i, "--help") || cli_flag(argv, i, "-h")) {
             fputs(ttbp_usage, stdout);
             return EXIT_PASS;
         }
-        if (cli_opt(argc, argv, &i, "--class", &cls, &bad) || cli_opt(argc, argv, &i, "--model", &model, &bad) ||
+        if (cli_flag(argv, i, "--all-points")) {
+            all_points = 1;
+            continue;
+        }
+        if (cli_opt(argc, argv, &i, "--kernels", &kdir, &bad) ||
+            cli_opt(argc, argv, &i, "--class", &cls, &bad) || cli_opt(argc, argv, &i, "--model", &model, &bad) ||
             cli_opt(argc, argv, &i, "--ledger", &path, &bad) || cli_opt(argc, argv, &i, "--json", &json, &bad))
             continue;
         cli_error("ttbp", "unknown argument '%s' (see --help)", argv[i]);
@@ -61,7 +123,17 @@ int cmd_ttbp(int argc, char **argv)
         return EXIT_INPUT;
     nx_err err = {0};
     ttbp_report r;
-    if (ttbp_compute(path, cls, model, &r, &err) != NX_OK)
+    char **hot = NULL, scope[256] = "";
+    size_t nhot = 0;
+    if (model && !all_points && hot_points(kdir, cls, model, &hot, &nhot, scope, sizeof scope, &err) != NX_OK) {
+        nx_err_prefix(&err, "--model %s (--all-points counts every point without the step)", model);
+        return cli_fail("ttbp", &err);
+    }
+    nx_status tst = ttbp_compute_in(path, cls, model, (const char *const *)hot, nhot, *scope ? scope : NULL, &r, &err);
+    for (size_t i = 0; i < nhot; i++)
+        free(hot[i]);
+    free(hot);
+    if (tst != NX_OK)
         return cli_fail("ttbp", &err);
     int rc = ttbp_ok(&r) ? EXIT_PASS : EXIT_PARITY;
     int to_stdout = json && json[0] == '-' && !json[1];

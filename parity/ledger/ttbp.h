@@ -9,7 +9,12 @@
  * record is at parity; TTBP is that run's start minus t0.  Every later
  * record not at parity is a regression (the run that broke it, and the run
  * that brought it back, if one did).  Overall TTBP is the time at which the
- * last of the points recorded in scope reached parity. */
+ * last of the points recorded in scope reached parity.
+ *
+ * Which points count: never a negative control (a point with a check
+ * recorded as negative: it is built to fail); and, given a list (the hot
+ * points of a model's step, which the CLI finds from the registry), only
+ * the points in it. */
 #ifndef PARITY_TTBP_H
 #define PARITY_TTBP_H
 
@@ -48,12 +53,19 @@ typedef struct ttbp_report {
     size_t regressed;          /* points with a regression */
     int64_t overall_at;        /* when every point had reached parity (valid when reached == npts) */
     int64_t overall_run;
+    size_t controls;           /* negative controls left out */
+    size_t not_hot;            /* recorded points left out: not in the list */
+    char scope[256];           /* which points count, said: "every point", "the hot points of ..." */
 } ttbp_report;
 
 /* Reads the ledger.  An error (NX_EINVAL) when the class (model) has no
  * complete run in it. */
 nx_status ttbp_compute(const char *ledger_path, const char *class_name, const char *model, ttbp_report *out,
                        nx_err *err);
+/* The same over the points in only[0..n) (NULL: every point), scope
+ * saying which they are ("the hot points of llama3-8b's step ..."). */
+nx_status ttbp_compute_in(const char *ledger_path, const char *class_name, const char *model,
+                          const char *const *only, size_t n, const char *scope, ttbp_report *out, nx_err *err);
 void ttbp_free(ttbp_report *r);
 /* 1 when every point reached parity and its latest record is at parity. */
 int ttbp_ok(const ttbp_report *r);
