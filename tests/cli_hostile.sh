@@ -362,5 +362,131 @@ if [ -n "$KERNELS" ]; then
   has err "$S:1:" "lkb --model, STEP.toml that does not parse"
 fi
 
+# ---- a FIFO (or any file that is not regular) as an input (issue 23):
+# refused at once, naming it, by every reader; never opened blocking.  Each
+# run is under `timeout` so a regression fails here instead of hanging.
+case $PARITY in /*) ;; *) PARITY=$(pwd)/$PARITY ;; esac # the tests below change folders
+mkdir -p "$T/ff"
+mkst "$T/ff/in.st"
+if mkfifo "$T/ff/p" "$T/ff/p.npy" "$T/ff/p.json" 2> /dev/null; then
+  # trun NAME ARGS...: exit 2 within 20 s, naming the FIFO as such
+  trun() {
+    name=$1
+    shift
+    timeout 20 "$PARITY" "$@" > "$T/out" 2> "$T/err"
+    rc=$?
+    [ $rc -eq 124 ] && { fail "FIFO: $name: blocked (killed after 20 s)"; return; }
+    [ $rc -eq 2 ] || fail "FIFO: $name: exit $rc, want 2 (stderr: $(head -c 300 "$T/err"))"
+    grep -q "not a regular file (a FIFO)" "$T/err" || fail "FIFO: $name: not named: $(head -c 300 "$T/err")"
+  }
+  trun "inspect" inspect "$T/ff/p"
+  trun "reduce --in" reduce --numerics "$P" --in "$T/ff/p" --out "$T/ff/y.st"
+  trun "check --numerics --out .npy" check --numerics "$P" --in "$T/ff/in.st" --out "$T/ff/p.npy"
+  trun "diff A B" diff "$T/ff/in.st" "$T/ff/p"
+  trun "diff .npy" diff "$T/ff/p.npy" "$T/ff/in.st"
+  trun "fit --ref" fit --in "$T/ff/in.st" --ref "$T/ff/p"
+  trun "transcript CONTROL" transcript "$T/ff/p" "$T/o/control.jsonl"
+  trun "tier3 METRICS" tier3 "$T/ff/p.json" "$T/o/control.jsonl"
+  trun "tier3 BARS" tier3 "$T/o/control.jsonl" "$T/ff/p.json"
+  trun "ledger runs" ledger runs --ledger "$T/ff/p"
+  trun "ttbp" ttbp --class cpu --ledger "$T/ff/p"
+  trun "ledger merge IN" ledger merge --out "$T/ff/m.sqlite" "$T/ff/p"
+  [ ! -e "$T/ff/m.sqlite" ] || fail "FIFO: ledger merge IN: --out was created"
+  if [ -n "$KERNELS" ]; then
+    trun "campaign --ledger" campaign --class cpu --kernels "$KERNELS" --families rmsnorm --ledger "$T/ff/p" -q
+    trun "lkb --ledger" lkb --class cpu --kernels "$KERNELS" --ledger "$T/ff/p"
+    for f in cpu/HARDWARE.toml cpu/common/KERNEL_FAMILIES.toml cpu/MEASUREMENTS.toml DEVICES.toml; do
+      rm -rf "$T/ff/k"; cp -r "$KERNELS" "$T/ff/k"; rm -f "$T/ff/k/$f"; mkfifo "$T/ff/k/$f"
+      timeout 20 "$PARITY" registry lint "$T/ff/k" > "$T/out" 2> "$T/err"
+      rc=$?
+      [ $rc -eq 2 ] || fail "FIFO: registry lint with $f a FIFO: exit $rc, want 2"
+      grep -q "$f: not a regular file (a FIFO)" "$T/out" "$T/err" || fail "FIFO: registry lint with $f a FIFO: not named: $(head -c 300 "$T/out" "$T/err")"
+    done
+  fi
+  # a reveal kernel whose {out} is a FIFO
+  timeout 20 "$PARITY" reveal --exec 'rm -f {out}; mkfifo {out} # {in}' --n 8 --order-only > "$T/out" 2> "$T/err"
+  rc=$?
+  [ $rc -eq 2 ] || fail "FIFO: reveal {out} a FIFO: exit $rc, want 2 (stderr: $(head -c 300 "$T/err"))"
+  grep -q "out.safetensors: not a regular file (a FIFO)" "$T/err" || fail "FIFO: reveal {out}: not named: $(head -c 300 "$T/err")"
+fi
+
+# ---- ledgers are read read-only (issue 23): runs, ttbp, merge inputs and
+# lkb --ledger never create, write or migrate the file they read ----------
+if [ -n "$KERNELS" ]; then
+  mkdir -p "$T/rl"
+  : > "$T/rl/zero.db"
+  head -c 4096 /dev/zero | tr '\0' 'x' > "$T/rl/junk.db"
+  sqlite3 "$T/rl/foreign.db" 'CREATE TABLE t(a); INSERT INTO t VALUES (1)'
+  for f in zero junk foreign; do
+    cp "$T/rl/$f.db" "$T/rl/$f.orig"
+    run 2 "ledger runs on $f.db" ledger runs --ledger "$T/rl/$f.db"
+    has err "ledger $T/rl/$f.db: " "ledger runs on $f.db"
+    run 2 "ttbp on $f.db" ttbp --class cpu --ledger "$T/rl/$f.db"
+    has err "ledger $T/rl/$f.db: " "ttbp on $f.db"
+    run 2 "ledger merge of $f.db" ledger merge --out "$T/rl/m.sqlite" "$T/rl/$f.db"
+    has err "ledger $T/rl/$f.db: " "ledger merge of $f.db"
+    [ ! -e "$T/rl/m.sqlite" ] || fail "ledger merge of $f.db: --out was created"
+    run 2 "lkb --ledger $f.db" lkb --class cpu --kernels "$KERNELS" --ledger "$T/rl/$f.db"
+    has err "ledger $T/rl/$f.db: " "lkb --ledger $f.db"
+    cmp -s "$T/rl/$f.db" "$T/rl/$f.orig" || fail "a reader wrote into $f.db ($(wc -c < "$T/rl/$f.db") bytes)"
+  done
+  has err "not a parity ledger" "lkb --ledger foreign.db"
+  run 2 "ttbp on an empty file" ttbp --class cpu --ledger "$T/rl/zero.db"
+  has err "an empty database, not a parity ledger" "ttbp on an empty file"
+  # a ledger of schema 1 is read (migrated in memory), and stays schema 1
+  "$PARITY" campaign --class cpu --kernels "$KERNELS" --families rmsnorm --ledger "$T/rl/v1.sqlite" -q > /dev/null 2>&1 \
+    || fail "campaign for a ledger: exit $?"
+  sqlite3 "$T/rl/v1.sqlite" "PRAGMA journal_mode=DELETE; DROP TABLE measurement;
+    $(for c in residual_count residual_loc residual_copy_points residual_single_class coverage_c1 coverage_c16 \
+      coverage_c128 coverage_c1_measured coverage_c16_measured coverage_c128_measured; do
+      printf 'ALTER TABLE run DROP COLUMN %s; ' $c; done)
+    DELETE FROM schema_migration WHERE version = 2; PRAGMA user_version = 1;" > /dev/null \
+    || fail "making a schema 1 ledger"
+  cp "$T/rl/v1.sqlite" "$T/rl/v1.orig"
+  run 0 "ledger runs on a schema 1 ledger" ledger runs --ledger "$T/rl/v1.sqlite"
+  has out "complete" "ledger runs on a schema 1 ledger"
+  run 0 "ttbp on a schema 1 ledger" ttbp --class cpu --ledger "$T/rl/v1.sqlite"
+  run 0 "ledger merge of a schema 1 ledger" ledger merge --out "$T/rl/m1.sqlite" "$T/rl/v1.sqlite"
+  has out "1 run(s) added" "ledger merge of a schema 1 ledger"
+  cmp -s "$T/rl/v1.sqlite" "$T/rl/v1.orig" || fail "a reader migrated the schema 1 ledger in place"
+  [ "$(sqlite3 "$T/rl/v1.sqlite" 'PRAGMA user_version')" = 1 ] || fail "the schema 1 ledger is no longer schema 1"
+fi
+
+# ---- reveal's kernels (issue 23): a per-call --timeout that kills the
+# command's process group, a bad --serve answer kills the child, and file
+# names are quoted so no character of TMPDIR is interpreted -------------
+# a hung --exec kernel: killed after --timeout, with what it started
+( cd "$T" && timeout 30 "$PARITY" reveal --exec "sh -c 'echo \$\$ > hung.pid; exec sleep 300' # {in} {out}" \
+    --n 8 --timeout 1 > "$T/out" 2> "$T/err" )
+rc=$?
+[ $rc -eq 3 ] || fail "reveal, a hung --exec kernel: exit $rc, want 3 (stderr: $(head -c 300 "$T/err"))"
+has err "did not finish within 1 s" "reveal, a hung --exec kernel"
+sleep 0.2
+# still running (a zombie, dead but not reaped where PID 1 does not reap, is not)
+hp=$(cat "$T/hung.pid" 2> /dev/null)
+[ -n "$hp" ] && [ -r "/proc/$hp/stat" ] && [ "$(awk '{ print $3 }' "/proc/$hp/stat")" != Z ] \
+  && fail "reveal, a hung --exec kernel: its child still runs"
+[ -n "$hp" ] || fail "reveal, a hung --exec kernel: the kernel did not start"
+# a hung --serve kernel: no answer within --timeout
+timeout 30 "$PARITY" reveal --serve 'read l; exec sleep 300' --n 8 --timeout 1 > "$T/out" 2> "$T/err"
+rc=$?
+[ $rc -eq 3 ] || fail "reveal, a hung --serve kernel: exit $rc, want 3 (stderr: $(head -c 300 "$T/err"))"
+has err "no answer within 1 s" "reveal, a hung --serve kernel"
+# a bad --serve answer: the child is killed, not waited on (default --timeout)
+timeout 30 "$PARITY" reveal --serve 'read l; echo nonsense; exec sleep 300' --n 8 > "$T/out" 2> "$T/err"
+rc=$?
+[ $rc -eq 3 ] || fail "reveal, a bad --serve answer: exit $rc, want 3 (stderr: $(head -c 300 "$T/err"))"
+has err "the command answered: nonsense" "reveal, a bad --serve answer"
+run 2 "reveal --timeout 0" reveal --exec 'true {in} {out}' --n 8 --timeout 0
+has err "--timeout: '0' is not a number of seconds" "reveal --timeout 0"
+# a quote and a command substitution in TMPDIR: quoted, not run
+mkdir -p "$T/q/q'\$(touch pwned)'"
+( cd "$T/q" && TMPDIR="q'\$(touch pwned)'" timeout 60 "$PARITY" reveal --order-only --n 8 \
+    --exec "$PARITY reduce --numerics '{ acc = \"fp32\" }' --in {in} --out {out}" > "$T/out" 2> "$T/err" )
+rc=$?
+[ $rc -eq 0 ] || fail "reveal with a quote in TMPDIR: exit $rc, want 0 (stderr: $(head -c 300 "$T/err"))"
+[ ! -e "$T/q/pwned" ] || fail "reveal with a quote in TMPDIR: the file name was run as shell code"
+has out "order: seq" "reveal with a quote in TMPDIR"
+
 [ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "cli_hostile: all passed"

@@ -18,6 +18,7 @@ static const char usage[] =
     "usage: parity reveal (--exec 'CMD {in} {out}' | --serve CMD | --dlopen LIB.so:SYMBOL\n"
     "                      | --simulate POINT) --n N [--dtype D] [--order-only]\n"
     "                      [--rows R] [--confirm R] [--seed S] [--space SPEC] [-v]\n"
+    "                      [--timeout S]\n"
     "                      [--html FILE]\n"
     "\n"
     "Probes a kernel with inputs that expose its summation order, its fused\n"
@@ -44,6 +45,9 @@ static const char usage[] =
     "                 odd so that the remainder rows of any power-of-two tile exist)\n"
     "  --confirm R    fresh random rows the point is confirmed on (default 1000)\n"
     "  --seed S       the seed of the random rows\n"
+    "  --timeout S    --exec, --serve: seconds one call may take (default 600);\n"
+    "                 past them the command and every process it started\n"
+    "                 (its process group) are killed, and reveal exits 3\n"
     "  --space SPEC   trees (a file, or the text; the syntax of `parity fit\n"
     "                 --space`) tried first as spellings of the revealed order:\n"
     "                 your guesses of the kernel's loops; the first whose\n"
@@ -80,7 +84,7 @@ static nx_status load_hints(const char *spec, nx_fmt in, rv_opts *o, nx_err *err
 int cmd_reveal(int argc, char **argv)
 {
     const char *exec = NULL, *serve = NULL, *dl = NULL, *sim = NULL, *nstr = NULL, *dtype = "F32";
-    const char *rows_s = NULL, *conf_s = NULL, *seed_s = NULL, *html = NULL, *space_s = NULL;
+    const char *rows_s = NULL, *conf_s = NULL, *seed_s = NULL, *html = NULL, *space_s = NULL, *timeout_s = NULL;
     int bad = 0, order_only = 0, verbose = 0;
     for (int i = 1; i < argc; i++) {
         if (cli_flag(argv, i, "--help") || cli_flag(argv, i, "-h")) {
@@ -92,7 +96,7 @@ int cmd_reveal(int argc, char **argv)
             cli_opt(argc, argv, &i, "--n", &nstr, &bad) || cli_opt(argc, argv, &i, "--dtype", &dtype, &bad) ||
             cli_opt(argc, argv, &i, "--rows", &rows_s, &bad) || cli_opt(argc, argv, &i, "--confirm", &conf_s, &bad) ||
             cli_opt(argc, argv, &i, "--seed", &seed_s, &bad) || cli_opt(argc, argv, &i, "--html", &html, &bad) ||
-            cli_opt(argc, argv, &i, "--space", &space_s, &bad))
+            cli_opt(argc, argv, &i, "--space", &space_s, &bad) || cli_opt(argc, argv, &i, "--timeout", &timeout_s, &bad))
             continue;
         if (cli_flag(argv, i, "--order-only")) {
             order_only = 1;
@@ -147,6 +151,16 @@ int cmd_reveal(int argc, char **argv)
             return EXIT_INPUT;
         }
     }
+    double timeout = RV_TIMEOUT_DEFAULT_S;
+    if (timeout_s) {
+        char *end;
+        errno = 0;
+        timeout = strtod(timeout_s, &end);
+        if (errno || end == timeout_s || *end || !(timeout > 0 && timeout <= 31536000)) {
+            cli_error("reveal", "--timeout: '%s' is not a number of seconds in (0, 31536000]", timeout_s);
+            return EXIT_INPUT;
+        }
+    }
     o.order_only = order_only;
     o.verbose = verbose;
     st_dtype dt;
@@ -169,6 +183,7 @@ int cmd_reveal(int argc, char **argv)
         pa_free_hints(&o);
         return cli_fail("reveal", &err);
     }
+    k->timeout_s = timeout;
     rv_result res = {0};
     int rc = EXIT_PASS;
     st = rv_reveal_order(k, &o, &res, &err);

@@ -7,16 +7,19 @@
 #include "nx_program.h"
 #include "parity_probe.h"
 #include "point_toml.h"
+#include "nx_sbuf.h"
 #include "rows.h"
 #include "safetensors.h"
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 void rv_kernel_free(rv_kernel *k)
@@ -53,10 +56,10 @@ nx_status rv_call(rv_kernel *k, size_t rows, size_t n, const double *a, const do
 
 typedef struct file_impl {
     char *cmd;
-    char dir[64];
-    char in[96], out[96];
-    pid_t pid;           /* serve: the child */
-    FILE *to, *from;     /* serve: its stdin, its stdout */
+    char *dir, *in, *out; /* the temporary folder and the two files in it */
+    pid_t pid;            /* serve: the child, leader of its own process group */
+    FILE *to;             /* serve: its stdin */
+    int from;             /* serve: its stdout, read without stdio (poll) */
 } file_impl;
 
 static nx_status write_probes(const char *path, nx_fmt in, size_t rows, size_t n, const double *a, const double *b,
@@ -82,7 +85,7 @@ static nx_status write_probes(const char *path, nx_fmt in, size_t rows, size_t n
 static nx_status read_y(const char *path, size_t rows, double *y, int *of, nx_err *err)
 {
     st_file f;
-    nx_status st = st_read(path, &f, err);
+    nx_status st = st_read(path, &f, err); /* a FIFO at {out}: refused, not waited on */
     if (st)
         return st;
     const st_tensor *t = st_find(&f, "y");
@@ -101,28 +104,96 @@ static nx_status read_y(const char *path, size_t rows, double *y, int *of, nx_er
     return st;
 }
 
-static char *subst(const char *cmd, const char *in, const char *out)
+/* s in single quotes for /bin/sh, each ' written '\'': no character of a
+ * file name (a quote or $ in TMPDIR) is interpreted. */
+static void put_quoted(nx_sbuf *b, const char *s)
 {
-    size_t cap = strlen(cmd) + 1;
-    for (const char *p = cmd; (p = strchr(p, '{')); p++)
-        cap += 200;
-    char *s = malloc(cap), *w = s;
-    if (!s)
-        return NULL;
-    for (const char *p = cmd; *p;) {
-        if (!strncmp(p, "{in}", 4)) {
-            w += sprintf(w, "'%s'", in);
-            p += 4;
-        } else if (!strncmp(p, "{out}", 5)) {
-            w += sprintf(w, "'%s'", out);
-            p += 5;
-        } else
-            *w++ = *p++;
-    }
-    *w = 0;
-    return s;
+    nx_sbuf_put(b, "'", 1);
+    for (; *s; s++)
+        if (*s == '\'')
+            nx_sbuf_put(b, "'\\''", 4);
+        else
+            nx_sbuf_put(b, s, 1);
+    nx_sbuf_put(b, "'", 1);
 }
 
+static char *subst(const char *cmd, const char *in, const char *out)
+{
+    nx_sbuf b = {0};
+    nx_sbuf_printf(&b, "%s", "");
+    for (const char *p = cmd; *p;) {
+        if (!strncmp(p, "{in}", 4)) {
+            put_quoted(&b, in);
+            p += 4;
+        } else if (!strncmp(p, "{out}", 5)) {
+            put_quoted(&b, out);
+            p += 5;
+        } else
+            nx_sbuf_put(&b, p++, 1);
+    }
+    return nx_sbuf_take(&b);
+}
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Kills pid's process group (the shell and whatever it started) and reaps pid. */
+static void kill_group(pid_t pid)
+{
+    if (pid <= 0)
+        return;
+    kill(-pid, SIGKILL);
+    kill(pid, SIGKILL);
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+}
+
+/* Waits for pid until the deadline (monotonic seconds); 1 and *status when
+ * it ended, 0 when the deadline passed (pid is left running). */
+static int wait_until(pid_t pid, double deadline, int *status)
+{
+    for (;;) {
+        pid_t r = waitpid(pid, status, WNOHANG);
+        if (r == pid)
+            return 1;
+        if (r < 0 && errno != EINTR) {
+            *status = -1;
+            return 1;
+        }
+        if (now_s() >= deadline)
+            return 0;
+        nanosleep(&(struct timespec){0, 5000000}, NULL);
+    }
+}
+
+/* /bin/sh -c c in a process group of its own, so that a timeout kills
+ * everything it started. */
+static pid_t spawn_sh(const char *c, int in_fd, int out_fd, int close1, int close2)
+{
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        setpgid(0, 0);
+        if (in_fd >= 0)
+            dup2(in_fd, 0);
+        if (out_fd >= 0)
+            dup2(out_fd, 1);
+        int fds[4] = {in_fd, out_fd, close1, close2};
+        for (int i = 0; i < 4; i++)
+            if (fds[i] > 2)
+                close(fds[i]);
+        execl("/bin/sh", "sh", "-c", c, (char *)NULL);
+        _exit(127);
+    }
+    if (pid > 0)
+        setpgid(pid, pid); /* also here: the child may not have run yet when the parent kills the group */
+    return pid;
+}
 static nx_status exec_eval(rv_kernel *k, size_t rows, size_t n, const double *a, const double *b, double *y, int *of,
                            nx_err *err)
 {
@@ -134,9 +205,17 @@ static nx_status exec_eval(rv_kernel *k, size_t rows, size_t n, const double *a,
     char *c = subst(im->cmd, im->in, im->out);
     if (!c)
         return nx_err_set(err, NX_ENOMEM, "out of memory");
-    fflush(stdout);
-    int rc = system(c);
+    pid_t pid = spawn_sh(c, -1, -1, -1, -1);
     free(c);
+    if (pid < 0)
+        return nx_err_set(err, NX_EIO, "--exec: fork: %s", strerror(errno));
+    int rc = 0;
+    if (!wait_until(pid, now_s() + k->timeout_s, &rc)) {
+        kill_group(pid);
+        return nx_err_set(err, NX_EINTERNAL,
+                          "--exec: the command did not finish within %g s on a file of %zu probes (--timeout); "
+                          "killed with its process group", k->timeout_s, rows);
+    }
     if (rc == -1 || !WIFEXITED(rc) || WEXITSTATUS(rc) != 0)
         return nx_err_set(err, NX_EINTERNAL, "--exec: the command failed (%s %d) on a file of %zu probes",
                           rc != -1 && WIFEXITED(rc) ? "exit status" : "signal or status",
@@ -144,20 +223,65 @@ static nx_status exec_eval(rv_kernel *k, size_t rows, size_t n, const double *a,
     return read_y(im->out, rows, y, of, err);
 }
 
+/* One line from fd into line (cap bytes, NUL-terminated, without the
+ * newline) before the deadline: 0, or -1 at EOF or an error, -2 past the
+ * deadline. */
+static int read_line(int fd, char *line, size_t cap, double deadline)
+{
+    size_t len = 0;
+    for (;;) {
+        double left = deadline - now_s();
+        if (left <= 0)
+            return -2;
+        struct pollfd p = {fd, POLLIN, 0};
+        int r = poll(&p, 1, left > 1e6 ? 1000000000 : (int)(left * 1000) + 1);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -1;
+        if (r == 0)
+            continue;
+        char ch;
+        ssize_t got = read(fd, &ch, 1);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            return -1;
+        if (ch == '\n') {
+            line[len] = 0;
+            return 0;
+        }
+        if (len + 1 < cap)
+            line[len++] = ch;
+    }
+}
+
 static nx_status serve_eval(rv_kernel *k, size_t rows, size_t n, const double *a, const double *b, double *y, int *of,
                             nx_err *err)
 {
     file_impl *im = k->impl;
+    if (im->pid <= 0)
+        return nx_err_set(err, NX_EINTERNAL, "--serve: the command was stopped after an earlier failure");
     nx_status st = write_probes(im->in, k->in_fmt, rows, n, a, b, err);
     if (st)
         return st;
     unlink(im->out);
     char line[512];
-    if (fprintf(im->to, "%s %s\n", im->in, im->out) < 0 || fflush(im->to) || !fgets(line, sizeof line, im->from))
+    int r = -1;
+    if (fprintf(im->to, "%s %s\n", im->in, im->out) >= 0 && !fflush(im->to))
+        r = read_line(im->from, line, sizeof line, now_s() + k->timeout_s);
+    if (r == 0 && !strncmp(line, "ok", 2))
+        return read_y(im->out, rows, y, of, err);
+    /* no answer, a late one or a wrong one: the child is killed, not waited on */
+    kill_group(im->pid);
+    im->pid = 0;
+    if (r == -2)
+        return nx_err_set(err, NX_EINTERNAL,
+                          "--serve: no answer within %g s to a file of %zu probes (--timeout); killed with its "
+                          "process group", k->timeout_s, rows);
+    if (r < 0)
         return nx_err_set(err, NX_EINTERNAL, "--serve: the command stopped answering");
-    if (strncmp(line, "ok", 2))
-        return nx_err_set(err, NX_EINTERNAL, "--serve: the command answered: %.200s", line);
-    return read_y(im->out, rows, y, of, err);
+    return nx_err_set(err, NX_EINTERNAL, "--serve: the command answered: %.200s", line);
 }
 
 static void file_destroy(rv_kernel *k)
@@ -166,14 +290,24 @@ static void file_destroy(rv_kernel *k)
     if (!im)
         return;
     if (im->to)
-        fclose(im->to);
-    if (im->from)
-        fclose(im->from);
-    if (im->pid > 0)
-        waitpid(im->pid, NULL, 0);
-    unlink(im->in);
-    unlink(im->out);
-    rmdir(im->dir);
+        fclose(im->to); /* EOF on its stdin: a served loop ends */
+    if (im->from >= 0)
+        close(im->from);
+    if (im->pid > 0) {
+        int status;
+        double grace = k->timeout_s < 5 ? k->timeout_s : 5;
+        if (!wait_until(im->pid, now_s() + grace, &status))
+            kill_group(im->pid);
+    }
+    if (im->in)
+        unlink(im->in);
+    if (im->out)
+        unlink(im->out);
+    if (im->dir)
+        rmdir(im->dir);
+    free(im->in);
+    free(im->out);
+    free(im->dir);
     free(im->cmd);
     free(im);
 }
@@ -187,21 +321,34 @@ static nx_status file_new(const char *cmd, nx_fmt in, rv_kernel **out, nx_err *e
         free(im);
         return nx_err_set(err, NX_ENOMEM, "out of memory");
     }
-    const char *tmp = getenv("TMPDIR");
-    snprintf(im->dir, sizeof im->dir, "%.40s/parity-reveal.XXXXXX", tmp && *tmp && strlen(tmp) < 40 ? tmp : "/tmp");
-    if (!mkdtemp(im->dir)) {
-        free(im->cmd);
-        free(im);
-        free(k);
-        return nx_err_set(err, NX_EIO, "cannot create a temporary directory: %s", strerror(errno));
-    }
-    snprintf(im->in, sizeof im->in, "%s/in.safetensors", im->dir);
-    snprintf(im->out, sizeof im->out, "%s/out.safetensors", im->dir);
+    im->from = -1;
     k->impl = im;
     k->in_fmt = in;
     k->out_fmt = -1;
     k->destroy = file_destroy;
     k->max_elems = (size_t)1 << 24;
+    k->timeout_s = RV_TIMEOUT_DEFAULT_S;
+    const char *tmp = getenv("TMPDIR");
+    nx_sbuf b = {0};
+    nx_sbuf_printf(&b, "%s/parity-reveal.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    im->dir = nx_sbuf_take(&b);
+    if (!im->dir || !mkdtemp(im->dir)) {
+        nx_status st = im->dir ? nx_err_set(err, NX_EIO, "cannot create a temporary directory in %s: %s",
+                                            tmp && *tmp ? tmp : "/tmp", strerror(errno))
+                               : nx_err_set(err, NX_ENOMEM, "out of memory");
+        free(im->dir);
+        im->dir = NULL;
+        rv_kernel_free(k);
+        return st;
+    }
+    nx_sbuf_printf(&b, "%s/in.safetensors", im->dir);
+    im->in = nx_sbuf_take(&b);
+    nx_sbuf_printf(&b, "%s/out.safetensors", im->dir);
+    im->out = nx_sbuf_take(&b);
+    if (!im->in || !im->out) {
+        rv_kernel_free(k);
+        return nx_err_set(err, NX_ENOMEM, "out of memory");
+    }
     *out = k;
     return NX_OK;
 }
@@ -222,37 +369,51 @@ nx_status rv_kernel_serve(const char *cmd, nx_fmt in, rv_kernel **out, nx_err *e
     if (st)
         return st;
     file_impl *im = (*out)->impl;
-    int p_in[2], p_out[2];
-    if (pipe(p_in) || pipe(p_out)) {
+    /* the protocol's line is "IN OUT": a name with a blank or a line break cannot be said in it */
+    if (strpbrk(im->dir, " \t\n\r")) {
+        st = nx_err_set(err, NX_EINVAL,
+                        "--serve: the temporary folder '%s' (from TMPDIR) holds a blank or a line break, which the "
+                        "line \"IN OUT\" cannot carry; set TMPDIR to a folder without one",
+                        im->dir);
         rv_kernel_free(*out);
-        return nx_err_set(err, NX_EIO, "--serve: pipe: %s", strerror(errno));
+        *out = NULL;
+        return st;
     }
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(p_in[0], 0);
-        dup2(p_out[1], 1);
+    int p_in[2], p_out[2];
+    if (pipe(p_in))
+        goto pipe_fail;
+    if (pipe(p_out)) {
         close(p_in[0]);
         close(p_in[1]);
-        close(p_out[0]);
-        close(p_out[1]);
-        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-        _exit(127);
+        goto pipe_fail;
     }
+    pid_t pid = spawn_sh(cmd, p_in[0], p_out[1], p_in[1], p_out[0]);
     close(p_in[0]);
     close(p_out[1]);
     if (pid < 0) {
         close(p_in[1]);
         close(p_out[0]);
         rv_kernel_free(*out);
+        *out = NULL;
         return nx_err_set(err, NX_EIO, "--serve: fork: %s", strerror(errno));
     }
     signal(SIGPIPE, SIG_IGN);
     im->pid = pid;
     im->to = fdopen(p_in[1], "w");
-    im->from = fdopen(p_out[0], "r");
+    im->from = p_out[0];
+    if (!im->to) {
+        close(p_in[1]);
+        rv_kernel_free(*out);
+        *out = NULL;
+        return nx_err_set(err, NX_ENOMEM, "out of memory");
+    }
     (*out)->eval = serve_eval;
     return NX_OK;
+pipe_fail:
+    st = nx_err_set(err, NX_EIO, "--serve: pipe: %s", strerror(errno));
+    rv_kernel_free(*out);
+    *out = NULL;
+    return st;
 }
 
 /* --- a C function in process ----------------------------------------------- */

@@ -39,12 +39,20 @@ struct rv_kernel {
     size_t max_elems;   /* rows * n per call at most (0: no limit) */
     size_t calls;       /* kernel invocations */
     size_t probes;      /* rows evaluated */
+    double timeout_s;   /* --exec, --serve: one call's limit (RV_TIMEOUT_DEFAULT_S); past it the command's
+                           process group is killed and the call fails */
 };
 
-/* `CMD` with {in} and {out} replaced by two file names, run by /bin/sh. */
+#define RV_TIMEOUT_DEFAULT_S 600.0
+
+/* `CMD` with {in} and {out} replaced by two file names, each in single
+ * quotes (a quote in a name written '\''), run by /bin/sh in a process
+ * group of its own. */
 nx_status rv_kernel_exec(const char *cmd, nx_fmt in, rv_kernel **out, nx_err *err);
-/* CMD started once; each call writes "IN OUT\n" to its stdin and waits for
- * a line "ok" on its stdout (parity_probe.h's --serve loop). */
+/* CMD started once, in a process group of its own; each call writes
+ * "IN OUT\n" to its stdin and waits for a line "ok" on its stdout
+ * (parity_probe.h's --serve loop).  No answer within timeout_s, the end of
+ * its output or any other answer kills the group (never waited on). */
 nx_status rv_kernel_serve(const char *cmd, nx_fmt in, rv_kernel **out, nx_err *err);
 /* "LIB.so:SYMBOL", a function of parity_probe.h's signature. */
 nx_status rv_kernel_dlopen(const char *spec, nx_fmt in, rv_kernel **out, nx_err *err);
