@@ -5,6 +5,7 @@
 #define _GNU_SOURCE /* dladdr */
 #include "parity_api.h"
 
+#include "diff.h"
 #include "fit.h"
 #include "nx_limits.h"
 #include "pa_core.h"
@@ -653,5 +654,40 @@ API int parity_check_point(const char *kernels, const char *fp, const char *cls,
     }
     tc_trace_free(&c);
     reg_free(reg);
+    return st ? fail(e, &err) : ok(e, rc);
+}
+
+/* --- two outputs, bit for bit ------------------------------------------- */
+
+API int parity_diff(const parity_tensor *a, const parity_tensor *b, const char *name_a, const char *name_b,
+                    size_t max_list, char **text, parity_error *e)
+{
+    if (text)
+        *text = NULL;
+    if (!a || !b)
+        return input_error(e, "%s: missing", !a ? "a" : "b");
+    nx_err err = {0};
+    diff_source s[2];
+    diff_files_result r;
+    memset(&r, 0, sizeof r);
+    const parity_tensor *t[2] = {a, b};
+    const char *names[2] = {name_a ? name_a : "a", name_b ? name_b : "b"};
+    nx_status st = NX_OK;
+    for (int k = 0; k < 2; k++) {
+        diff_source_init(&s[k]);
+        s[k].path = names[k];
+        s[k].kind = DIFF_SAFETENSORS;
+        if (!st)
+            st = add_borrowed(&s[k].st, names[k], "y", t[k], &err);
+    }
+    int rc = PARITY_OK;
+    if (!st && !(st = diff_files(&s[0], &s[1], "y", max_list ? max_list : 10, &r, &err))) {
+        rc = r.first_diverging == SIZE_MAX ? PARITY_OK : PARITY_FAIL;
+        if (text && !(*text = diff_files_text(&s[0], &s[1], &r)))
+            st = nx_err_set(&err, NX_ENOMEM, "out of memory");
+    }
+    diff_files_result_free(&r);
+    diff_source_free(&s[0]);
+    diff_source_free(&s[1]);
     return st ? fail(e, &err) : ok(e, rc);
 }

@@ -7,7 +7,7 @@
  * `parity reduce`, parity_check_numerics `parity check --numerics`,
  * parity_fit `parity fit`, parity_reveal `parity reveal --dlopen`,
  * parity_reference `parity ref`, parity_check_point `parity check TRACE`
- * on a trace held in memory, and the
+ * on a trace held in memory, parity_diff `parity diff`, and the
  * parity_capture_* functions of traces/capture.h (exported here too) write
  * the traces `parity check` reads.
  *
@@ -140,6 +140,15 @@ int parity_check_point(const char *kernels, const char *fp, const char *cls, con
                        const char *const *in_names, const parity_tensor *inputs, size_t noutputs,
                        const char *const *out_names, const parity_tensor *outputs, const char *kernel,
                        const char *name, const char *engine, char **verdict, parity_error *err);
+
+/* `parity diff`: two outputs of one dtype and shape, element by element:
+ * mismatched elements, the ulp histogram, the first and worst element with
+ * both patterns, which rows and columns differ and their pattern.  *text
+ * (may be NULL): the report `parity diff` prints (name_a, name_b name the
+ * two; max_list 0: 10).  PARITY_OK: the same bits; PARITY_FAIL: they
+ * differ. */
+int parity_diff(const parity_tensor *a, const parity_tensor *b, const char *name_a, const char *name_b,
+                size_t max_list, char **text, parity_error *err);
 
 #ifdef __cplusplus
 }

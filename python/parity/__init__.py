@@ -19,7 +19,8 @@ from . import _arrays
 from ._arrays import bits
 from ._lib import EINPUT, EINTERNAL, FAIL, OK, PROBE_FN, Error, RevealInfo, Tensor, lib, take_string
 
-__all__ = ["Point", "reduce", "reference", "assert_bits", "assert_point", "fit", "reveal", "capture", "bits",
+__all__ = ["Point", "reduce", "reference", "assert_bits", "assert_point", "assert_same_bits", "diff", "fit",
+           "reveal", "capture", "bits",
            "NotFound", "ParityError", "version"]
 
 version = lib.parity_version().decode()
@@ -244,6 +245,31 @@ def assert_bits(actual, *, point, a, b=None, name="actual", engine="fast", threa
     if rc != OK:
         _raise(err, "assert_bits")
     return text
+
+
+def diff(a, b, *, names=("a", "b"), max_list=10):
+    """`parity diff` of two outputs of one dtype and shape: (same, text),
+    text the report the CLI prints (mismatched elements, ulp histogram,
+    first and worst element with both bit patterns, which rows and columns
+    differ and their pattern)."""
+    va, vb = _arrays.view(names[0], a), _arrays.view(names[1], b)
+    text = ctypes.c_void_p()
+    err = Error()
+    rc = lib.parity_diff(ctypes.byref(va.tensor()), ctypes.byref(vb.tensor()), names[0].encode(), names[1].encode(),
+                         int(max_list), ctypes.byref(text), ctypes.byref(err))
+    t = take_string(text)
+    if rc not in (OK, FAIL):
+        _raise(err, "diff")
+    return rc == OK, t
+
+
+def assert_same_bits(actual, expected, *, names=("actual", "expected")):
+    """actual must have the bits of expected (two runs, two kernels, a
+    batch and a row alone); raises AssertionError with `parity diff`'s
+    report."""
+    same, text = diff(actual, expected, names=names)
+    if not same:
+        raise AssertionError(text.rstrip("\n"))
 
 
 def _pairs(inputs, outputs):

@@ -96,6 +96,8 @@ _sigs = {
     "parity_check_point": (_c.c_int, [_c.c_char_p, _c.c_char_p, _c.c_char_p, _c.c_char_p, _c.c_size_t,
                                       _P(_c.c_char_p), _P(Tensor), _c.c_size_t, _P(_c.c_char_p), _P(Tensor),
                                       _c.c_char_p, _c.c_char_p, _c.c_char_p, _P(_c.c_void_p), _P(Error)]),
+    "parity_diff": (_c.c_int, [_P(Tensor), _P(Tensor), _c.c_char_p, _c.c_char_p, _c.c_size_t, _P(_c.c_void_p),
+                               _P(Error)]),
     "parity_capture_begin": (_c.c_void_p, [_c.c_char_p] * 5),
     "parity_capture_device": (_c.c_int, [_c.c_void_p, _c.c_char_p, _c.c_char_p]),
     "parity_capture_device_int": (_c.c_int, [_c.c_void_p, _c.c_char_p, _c.c_longlong]),

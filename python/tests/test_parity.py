@@ -127,6 +127,12 @@ def test_reduce_is_zero_copy():
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     assert peak < a.nbytes // 16, "Python allocated %d bytes for a %d-byte input" % (peak, a.nbytes)
+    # the measurement sees a copy: the negative control
+    tracemalloc.start()
+    c = np.ascontiguousarray(a[:, ::-1])
+    _, peak_copy = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert peak_copy >= a.nbytes and c.shape == a.shape
     ta, tb = torch.from_numpy(a), torch.from_numpy(b)
     tracemalloc.start()
     parity.reduce(SEQ, ta, tb)
@@ -211,6 +217,28 @@ def test_kernel(parity_bits):
     r = pytester.runpytest_subprocess()
     r.assert_outcomes(failed=1)
     r.stdout.fnmatch_lines(["*FAIL*rows differ, first at row*", "*parity verdict*"])
+
+
+def test_diff_and_assert_same_bits_say_what_parity_diff_says(tmp_path):
+    a, b = rand(8, 64, 21)
+    y1, y2 = np_cumsum(a, b), np_sum(a, b)
+    parity.assert_same_bits(y1, y1.copy())
+    same, text = parity.diff(y1, y2, names=("y1.npy", "y2.npy"))
+    assert not same
+    with pytest.raises(AssertionError) as e:
+        parity.assert_same_bits(torch.from_numpy(y1), torch.from_numpy(y2), names=("y1.npy", "y2.npy"))
+    assert str(e.value) == text.rstrip("\n")
+    np.save(tmp_path / "y1.npy", y1)
+    np.save(tmp_path / "y2.npy", y2)
+    r = subprocess.run([cli(), "diff", "y1.npy", "y2.npy"], cwd=tmp_path, capture_output=True, text=True)
+    assert r.returncode == 1
+    # the same report; only the sources' kind and the tensor's name differ
+    # (.npy files against arrays in memory)
+    got, want = r.stdout.splitlines(), text.splitlines()
+    assert got[3:] == want[3:] and got[2].split(":", 1)[1] == want[2].split(":", 1)[1]
+    assert [l.split(" (")[0] for l in got[:2]] == [l.split(" (")[0] for l in want[:2]]
+    with pytest.raises(ValueError, match="dtype|shape"):
+        parity.diff(y1, y2[:4].copy())
 
 
 # --- fit ----------------------------------------------------------------------
@@ -361,12 +389,8 @@ def read_torch(path, with_meta=True):
 
 # --- the GIL --------------------------------------------------------------------
 
-def test_the_gil_is_released_during_long_c_work():
-    a, b = rand(64, 4096, 15)
-    point = '{ acc = "fp32", tree = "seq" }'
-    t0 = time.perf_counter()
-    parity.reduce(point, a, b, engine="mpfr", threads=1)
-    alone = time.perf_counter() - t0
+def ticks_during(call):
+    """How often another Python thread ran (1 ms sleeps) during call()."""
     ticks = [0]
     done = threading.Event()
 
@@ -376,15 +400,35 @@ def test_the_gil_is_released_during_long_c_work():
             time.sleep(0.001)
     t = threading.Thread(target=spin)
     t.start()
-    time.sleep(0.01)
+    time.sleep(0.02)
     start = ticks[0]
-    parity.reduce(point, a, b, engine="mpfr", threads=1)
+    t0 = time.perf_counter()
+    call()
+    took = time.perf_counter() - t0
     during = ticks[0] - start
     done.set()
     t.join()
-    # with the GIL held the thread could not tick at all while C works
-    assert alone > 0.05, "the work must be long enough to tell (%.3f s)" % alone
-    assert during >= alone / 0.001 * 0.3, "%d ticks in %.3f s of C work" % (during, alone)
+    return during, took
+
+
+def test_the_gil_is_released_during_long_c_work():
+    a, b = rand(512, 4096, 15)
+    point = '{ acc = "fp32", tree = "seq" }'
+    during, took = ticks_during(lambda: parity.reduce(point, a, b, engine="mpfr", threads=1))
+    assert took > 0.1, "the work must be long enough to tell (%.3f s)" % took
+    assert during >= took / 0.001 * 0.3, "%d ticks in %.3f s of C work" % (during, took)
+    # the negative control: the same call through ctypes.PyDLL, which keeps
+    # the GIL, starves the other thread
+    held = ctypes.PyDLL(parity._lib.lib._name)
+    held.parity_reduce.argtypes = parity._lib.lib.parity_reduce.argtypes
+    y = np.empty(512, np.float32)
+    sh = (ctypes.c_int64 * 2)(512, 4096)
+    ta = parity._lib.Tensor(a.ctypes.data, b"F32", 2, sh)
+    tb = parity._lib.Tensor(b.ctypes.data, b"F32", 2, sh)
+    err = parity._lib.Error()
+    during, took = ticks_during(lambda: held.parity_reduce(point.encode(), ctypes.byref(ta), ctypes.byref(tb), None,
+                                                           b"mpfr", 1, 0, y.ctypes.data, y.nbytes, ctypes.byref(err)))
+    assert took > 0.1 and during <= 3, "%d ticks in %.3f s with the GIL held" % (during, took)
 
 
 # --- helpers --------------------------------------------------------------------
