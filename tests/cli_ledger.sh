@@ -23,8 +23,8 @@ rc=$?
 L=$T/out/ledger.sqlite
 [ -f "$L" ] || fail "no default ledger out/ledger.sqlite"
 [ "$(q "$L" 'PRAGMA journal_mode')" = wal ] || fail "ledger not in WAL mode"
-[ "$(q "$L" 'PRAGMA user_version')" = 2 ] || fail "schema version is not 2"
-[ "$(q "$L" 'SELECT max(version) FROM schema_migration')" = 2 ] || fail "migration not logged"
+[ "$(q "$L" 'PRAGMA user_version')" = 3 ] || fail "schema version is not 3"
+[ "$(q "$L" 'SELECT max(version) FROM schema_migration')" = 3 ] || fail "migration not logged"
 row=$(q "$L" "SELECT complete, exit_status, class, model, shapes, seed, started_utc, harness_version FROM run")
 case "$row" in
   "1|0|cpu|ck-7b|small|7|2026-03-01T10:00:0"?"Z|parity "*) ;;
@@ -133,13 +133,43 @@ camp_e > "$T/x2" 2>&1 || fail "exit lines: campaign 2"
 grep -q '^Promoted into the LKB: none$' "$T/x2" || fail "an unchanged registry promoted something: $(grep Promoted "$T/x2")"
 sed -i '0,/params = { split_k = 4 }/s//params = { split_k = 2 }/' "$T/ex/cpu/common/KERNEL_FAMILIES.toml"
 camp_e > "$T/x3" 2>&1 || fail "exit lines: campaign 3"
-grep -Eq '^Promoted into the LKB: gemm / splitk / kernel cpu_gemm_splitk / numerics point [0-9a-f]{12} \(was [0-9a-f]{12}\)$' "$T/x3" \
-  || fail "the changed split is not promoted: $(grep Promoted "$T/x3")"
-# a family first run now is new (the earlier campaigns did not record it)
+# a changed split count is a numerics change, never a promotion
+grep -q '^Promoted into the LKB: none$' "$T/x3" || fail "a numerics change called a promotion: $(grep Promoted "$T/x3")"
+grep -Eq '^Numerics changed at: gemm.splitk \(numerics point [0-9a-f]{12}, was [0-9a-f]{12}\)$' "$T/x3" \
+  || fail "the changed split is not said as a numerics change: $(grep -A1 Promoted "$T/x3")"
+# a family first run now is neither (the earlier campaigns did not record it)
 "$PARITY" campaign --class cpu --kernels "$T/ex" --families silu_and_mul --ledger "$E" --quiet > "$T/x4" 2>&1
-grep -q '^Promoted into the LKB: silu_and_mul / cr / kernel cpu_silu_and_mul / numerics point [0-9a-f]* (new), silu_and_mul / libm' "$T/x4" \
-  || fail "new points not promoted: $(grep Promoted "$T/x4")"
-[ "$(q "$E" "SELECT exit_lines FROM run WHERE id = 3")" = "$(grep -A1 '^Promoted' "$T/x3")" ] || fail "exit lines not stored as printed"
+grep -q '^Promoted into the LKB: none$' "$T/x4" || fail "new points called promoted: $(grep Promoted "$T/x4")"
+[ "$(q "$E" "SELECT exit_lines FROM run WHERE id = 3")" = "$(grep -A2 '^Promoted' "$T/x3")" ] || fail "exit lines not stored as printed"
+# A real promotion: a copy point (gemm.head, the LM head's, lowered on cpu
+# and its two child classes for both models) replaced by an instantiation
+# of the template with the same numerics point: said with its users and
+# the residual entry removed; the residual delta says the copy went.
+P=$T/promo.sqlite
+cp -r "$KERNELS" "$T/pa"
+python3 - "$T/pa/cpu/common/KERNEL_FAMILIES.toml" "$T/pa/cpu/common/FUSIONS.toml" <<'PY'
+import sys
+m, f = sys.argv[1], sys.argv[2]
+s = open(m).read()
+add = ('[[family.point]]\nid = "head"\nhow = "copy"\nreason = "copied from splitk before split_k was a parameter"\n'
+       'kernel = "cpu_gemm_splitk"\nparams = { split_k = 4 }\n[family.point.numerics.k]\nacc = "fp32"\n'
+       'tree = "split({split_k}, stride({vec}, seq, pairwise), seq)"\n\n')
+i = s.index('[[family.point]]\nid = "splitk_threads"')
+open(m, 'w').write(s[:i] + add + s[i:])
+r = open(f).read()
+old = '[[rule]]\nfamily = "rmsnorm"\nop = "mlp_norm"'
+assert old in r
+open(f, 'w').write(r.replace(old, '[[rule]]\nfamily = "gemm"\nop = "lm_head"\npoint = "head"\n\n' + old, 1))
+PY
+"$PARITY" campaign --class cpu --kernels "$T/pa" --families gemm --no-power --ledger "$P" --quiet > "$T/p1" 2>&1 || fail "promotion: campaign 1"
+sed -i '/^how = "copy"$/{N;/reason = "copied from splitk/d}' "$T/pa/cpu/common/KERNEL_FAMILIES.toml"
+grep -q 'copied from splitk' "$T/pa/cpu/common/KERNEL_FAMILIES.toml" && fail "the copy was not replaced"
+"$PARITY" campaign --class cpu --kernels "$T/pa" --families gemm --no-power --ledger "$P" --quiet > "$T/p2" 2>&1 || fail "promotion: campaign 2"
+grep -Eq '^Promoted into the LKB: gemm / head / kernel cpu_gemm_splitk / numerics point [0-9a-f]{12} / users cpu/llama3-8b, cpu/mixtral-8x7b, cpu-split8/llama3-8b, cpu-split8/mixtral-8x7b, cpu2/llama3-8b, cpu2/mixtral-8x7b / residual removed: copy gemm.head$' "$T/p2" \
+  || fail "the promotion is not said: $(grep Promoted "$T/p2")"
+grep -q '^LKB residual delta: -1 entries, +0 lines, -1 copy points' "$T/p2" || fail "the residual delta: $(grep delta "$T/p2")"
+grep -q '^Numerics changed' "$T/p2" && fail "a promotion said as a numerics change"
+[ "$(q "$P" "SELECT count(*) FROM run WHERE residual_entries IS NOT NULL")" = 2 ] || fail "residual entries not recorded"
 camp_e --no-ledger > "$T/x5" 2>&1
 grep -q '^Promoted into the LKB: not known (--no-ledger)$' "$T/x5" || fail "--no-ledger promotion line"
 

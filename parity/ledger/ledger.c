@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
+#include <jansson.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,6 +86,9 @@ static const char *const migrations[LEDGER_SCHEMA_VERSION] = {
     "  baseline_energy_j REAL, baseline_energy_min_j REAL, baseline_energy_max_j REAL, energy_source TEXT,"
     "  host TEXT, registry_commit TEXT);"
     "CREATE INDEX measurement_point ON measurement(class, point, started_s);",
+    /* 2 -> 3: the residual's entries of a run (JSON), from which the exit
+     * line tells a promotion from a numerics change */
+    "ALTER TABLE run ADD COLUMN residual_entries TEXT;",
 };
 
 struct ledger {
@@ -788,7 +792,10 @@ out:
 void ledger_set_lkb(ledger *lg, const ledger_lkb *f)
 {
     if (lg && f) {
+        free(lg->lkb.residual_json);
         lg->lkb = *f;
+    } else if (f) {
+        free(f->residual_json);
     }
 }
 
@@ -830,56 +837,198 @@ static nx_status residual_delta(ledger *lg, nx_sbuf *b, nx_err *err)
     return NX_OK;
 }
 
-/* The exit lines: each staged point whose hash differs from the last
- * complete earlier run of the class that recorded it, or that none did. */
+/* A point of a run: its hash and kernel ("" when none). */
+typedef struct run_pt {
+    char *id, *hash, *kernel;
+} run_pt;
+
+static void run_pts_free(run_pt *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(v[i].id), free(v[i].hash), free(v[i].kernel);
+    free(v);
+}
+
+static const run_pt *run_pt_find(const run_pt *v, size_t n, const char *id)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(v[i].id, id) == 0)
+            return &v[i];
+    return NULL;
+}
+
+static char *dup0(const unsigned char *s)
+{
+    return strdup(s ? (const char *)s : "");
+}
+
+/* The points of a query's rows (id, hash, kernel). */
+static nx_status read_pts(ledger *lg, sqlite3_stmt *s, run_pt **out, size_t *n, nx_err *err)
+{
+    *out = NULL;
+    *n = 0;
+    int rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        run_pt *g = realloc(*out, (*n + 1) * sizeof *g);
+        if (!g)
+            return nx_err_set(err, NX_ENOMEM, "out of memory");
+        *out = g;
+        run_pt *x = &g[(*n)++];
+        x->id = dup0(sqlite3_column_text(s, 0));
+        x->hash = dup0(sqlite3_column_text(s, 1));
+        x->kernel = dup0(sqlite3_column_text(s, 2));
+        if (!x->id || !x->hash || !x->kernel)
+            return nx_err_set(err, NX_ENOMEM, "out of memory");
+    }
+    return rc == SQLITE_DONE ? NX_OK : ledger_sql_error(lg->db, lg->path, "reading the previous campaign", err);
+}
+
+/* Whether the residual array a holds an entry of kind and what. */
+static int res_has(json_t *a, const char *kind, const char *what)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(a, i, e) {
+        const char *k = json_string_value(json_object_get(e, "kind")), *w = json_string_value(json_object_get(e, "what"));
+        if (k && w && !strcmp(k, kind) && !strcmp(w, what))
+            return 1;
+    }
+    return 0;
+}
+
+/* The exit lines (docs/ledger.md "The campaign's exit lines").  A
+ * promotion is a residual entry of the previous complete run of the class
+ * (a copy point, a class source, a shadow) that is gone, while the point
+ * it served runs on with the same numerics hash: a copy point's own id, a
+ * shadow's point, the points whose kernel was the source's KERNEL.toml id.
+ * Rule 1: an entry with fewer than two users is said, not promoted.  A
+ * point whose hash changed is a numerics change, never a promotion. */
 static nx_status promotions(ledger *lg, char **out, nx_err *err)
 {
     *out = NULL;
     nx_sbuf b = {0};
     sqlite3_stmt *s = NULL;
     nx_status st = NX_OK, st2;
-    const char *sql =
-        "SELECT (SELECT count(*) FROM main.run r, main.run me WHERE me.id = ?1 AND r.class = me.class"
-        "   AND r.complete = 1 AND r.id <> me.id),"
-        " s.family, s.point, s.kernel, s.hash,"
-        " (SELECT p.hash FROM main.point p JOIN main.run r ON r.id = p.run_id, main.run me"
-        "   WHERE me.id = ?1 AND r.class = me.class AND r.complete = 1 AND r.id <> me.id AND p.id = s.id"
-        "   ORDER BY r.started_s DESC, r.id DESC LIMIT 1) AS prev,"
-        " (SELECT class FROM main.run WHERE id = ?1)"
-        " FROM temp.stage_point s WHERE s.error IS NULL ORDER BY s.seq";
-    if (sqlite3_prepare_v2(lg->db, sql, -1, &s, NULL) != SQLITE_OK)
+    run_pt *now = NULL, *was = NULL;
+    size_t nnow = 0, nwas = 0;
+    json_t *rprev = NULL, *rnow = NULL;
+    char cls[64] = "";
+    int64_t prev = 0;
+    int prev_has_res = 0;
+    /* the previous complete run of the class */
+    if (sqlite3_prepare_v2(lg->db,
+                           "SELECT r.id, r.residual_entries, me.class FROM main.run me LEFT JOIN main.run r"
+                           " ON r.class = me.class AND r.complete = 1 AND r.id <> me.id WHERE me.id = ?1"
+                           " ORDER BY r.started_s DESC, r.id DESC LIMIT 1",
+                           -1, &s, NULL) != SQLITE_OK)
         return ledger_sql_error(lg->db, lg->path, "reading the previous campaign", err);
     sqlite3_bind_int64(s, 1, lg->run_id);
-    int n = 0, first = -1, rc;
-    char cls[64] = "";
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        if (first < 0) {
-            first = sqlite3_column_int(s, 0) == 0;
-            snprintf(cls, sizeof cls, "%s", (const char *)sqlite3_column_text(s, 6));
+    if (sqlite3_step(s) == SQLITE_ROW) {
+        prev = sqlite3_column_type(s, 0) == SQLITE_NULL ? 0 : sqlite3_column_int64(s, 0);
+        snprintf(cls, sizeof cls, "%s", (const char *)sqlite3_column_text(s, 2));
+        if (sqlite3_column_type(s, 1) != SQLITE_NULL) {
+            rprev = json_loads((const char *)sqlite3_column_text(s, 1), 0, NULL);
+            prev_has_res = json_is_array(rprev);
         }
-        if (first)
-            continue;
-        const char *fam = (const char *)sqlite3_column_text(s, 1), *pt = (const char *)sqlite3_column_text(s, 2),
-                   *ker = (const char *)sqlite3_column_text(s, 3), *hash = (const char *)sqlite3_column_text(s, 4),
-                   *prev = (const char *)sqlite3_column_text(s, 5);
-        if (prev && hash && strcmp(prev, hash) == 0)
-            continue;
-        nx_sbuf_printf(&b, "%s%s / %s / kernel %s / numerics point %.12s", n++ ? ", " : "Promoted into the LKB: ",
-                       fam ? fam : "?", pt ? pt : "?", ker ? ker : "none", hash ? hash : "none");
-        if (prev)
-            nx_sbuf_printf(&b, " (was %.12s)", prev);
-        else
-            nx_sbuf_printf(&b, " (new)");
     }
-    if (rc != SQLITE_DONE)
-        st = ledger_sql_error(lg->db, lg->path, "reading the previous campaign", err);
     sqlite3_finalize(s);
-    if (first == 1)
+    s = NULL;
+    if (!prev) {
         nx_sbuf_printf(&b, "Promoted into the LKB: none (the first recorded campaign of class %s)", cls);
-    else if (!n)
-        nx_sbuf_printf(&b, "Promoted into the LKB: none");
+        goto residual;
+    }
+    /* this run's points, and the previous run's */
+    if (sqlite3_prepare_v2(lg->db, "SELECT id, hash, kernel FROM temp.stage_point WHERE error IS NULL ORDER BY seq", -1,
+                           &s, NULL) != SQLITE_OK) {
+        st = ledger_sql_error(lg->db, lg->path, "reading the run's points", err);
+        goto out;
+    }
+    st = read_pts(lg, s, &now, &nnow, err);
+    sqlite3_finalize(s);
+    s = NULL;
+    if (st)
+        goto out;
+    if (sqlite3_prepare_v2(lg->db, "SELECT id, hash, kernel FROM main.point WHERE run_id = ?1 AND error IS NULL", -1, &s,
+                           NULL) != SQLITE_OK) {
+        st = ledger_sql_error(lg->db, lg->path, "reading the previous campaign", err);
+        goto out;
+    }
+    sqlite3_bind_int64(s, 1, prev);
+    st = read_pts(lg, s, &was, &nwas, err);
+    sqlite3_finalize(s);
+    s = NULL;
+    if (st)
+        goto out;
+    rnow = lg->lkb.residual_json ? json_loads(lg->lkb.residual_json, 0, NULL) : NULL;
+    int n = 0;
+    nx_sbuf notp = {0};
+    nx_sbuf_printf(&notp, "%s", "");
+    int nnot = 0;
+    if (!prev_has_res || !json_is_array(rnow)) {
+        nx_sbuf_printf(&b, "Promoted into the LKB: not known (%s recorded no residual entries)",
+                       !prev_has_res ? "the previous campaign of the class" : "this campaign");
+    } else {
+        size_t i;
+        json_t *e;
+        json_array_foreach(rprev, i, e) {
+            const char *kind = json_string_value(json_object_get(e, "kind")),
+                       *what = json_string_value(json_object_get(e, "what")),
+                       *kernel = json_string_value(json_object_get(e, "kernel")),
+                       *users = json_string_value(json_object_get(e, "users_text"));
+            long long lines = json_integer_value(json_object_get(e, "lines"));
+            int nusers = (int)json_integer_value(json_object_get(e, "users"));
+            if (!kind || !what || res_has(rnow, kind, what))
+                continue;
+            /* the points the entry served in the previous run */
+            for (size_t k = 0; k < nwas; k++) {
+                const run_pt *p = &was[k];
+                int served = !strcmp(kind, "source") ? kernel && *kernel && !strcmp(p->kernel, kernel)
+                                                     : !strcmp(p->id, what);
+                if (!served)
+                    continue;
+                const run_pt *q = run_pt_find(now, nnow, p->id);
+                char removed[600];
+                if (!strcmp(kind, "source"))
+                    snprintf(removed, sizeof removed, "source %s (%lld lines)", what, lines);
+                else
+                    snprintf(removed, sizeof removed, "%s %s", kind, what);
+                if (!q || strcmp(q->hash, p->hash) != 0) {
+                    nx_sbuf_printf(&notp, "%s%s removed, but %s %s", nnot++ ? "; " : "", removed, p->id,
+                                   q ? "runs another numerics point" : "is gone");
+                } else if (nusers < 2) {
+                    nx_sbuf_printf(&notp, "%s%s removed for %s, which has %d user (%s): rule 1 needs two",
+                                   nnot++ ? "; " : "", removed, p->id, nusers, users && *users ? users : "none derived");
+                } else {
+                    const char *dot = strchr(p->id, '.');
+                    nx_sbuf_printf(&b, "%s%.*s / %s / kernel %s / numerics point %.12s / users %s / residual removed: %s",
+                                   n++ ? ", " : "Promoted into the LKB: ", dot ? (int)(dot - p->id) : (int)strlen(p->id),
+                                   p->id, dot ? dot + 1 : "?", *q->kernel ? q->kernel : "none", q->hash,
+                                   users ? users : "?", removed);
+                }
+            }
+        }
+        if (!n)
+            nx_sbuf_printf(&b, "Promoted into the LKB: none");
+        if (nnot)
+            nx_sbuf_printf(&b, " (not promotions: %s)", notp.s ? notp.s : "");
+    }
+    free(nx_sbuf_take(&notp));
+    /* numerics changes: said as what they are */
+    int nc = 0;
+    for (size_t k = 0; k < nnow; k++) {
+        const run_pt *p = run_pt_find(was, nwas, now[k].id);
+        if (p && strcmp(p->hash, now[k].hash) != 0)
+            nx_sbuf_printf(&b, "%s%s (numerics point %.12s, was %.12s)", nc++ ? ", " : "\nNumerics changed at: ",
+                           now[k].id, *now[k].hash ? now[k].hash : "none", *p->hash ? p->hash : "none");
+    }
+residual:
     if ((st2 = residual_delta(lg, &b, err)) && !st)
         st = st2;
+out:
+    json_decref(rprev);
+    json_decref(rnow);
+    run_pts_free(now, nnow);
+    run_pts_free(was, nwas);
     char *text = nx_sbuf_take(&b);
     if (st || !text) {
         free(text);
@@ -915,6 +1064,7 @@ nx_status ledger_finish(ledger *lg, int exit_status, char **exit_lines_out, nx_e
     if (sqlite3_prepare_v2(lg->db,
                            "UPDATE main.run SET complete = 1, ended_utc = ?, ended_s = ?, exit_status = ?,"
                            " exit_lines = ?, residual_count = ?6, residual_loc = ?7, residual_copy_points = ?8,"
+                           " residual_entries = ?16,"
                            " residual_single_class = ?9, coverage_c1 = ?10, coverage_c16 = ?11, coverage_c128 = ?12,"
                            " coverage_c1_measured = ?13, coverage_c16_measured = ?14, coverage_c128_measured = ?15,"
                            " points = (SELECT count(*) FROM temp.stage_point),"
@@ -935,6 +1085,8 @@ nx_status ledger_finish(ledger *lg, int exit_status, char **exit_lines_out, nx_e
         sqlite3_bind_int64(s, 7, lg->lkb.loc);
         sqlite3_bind_int64(s, 8, lg->lkb.copy_points);
         sqlite3_bind_int64(s, 9, lg->lkb.single_class);
+        if (lg->lkb.residual_json)
+            sqlite3_bind_text(s, 16, lg->lkb.residual_json, -1, SQLITE_TRANSIENT);
         for (int k = 0; k < 3; k++) { /* a coverage without a step manifest stays NULL */
             if (lg->lkb.coverage[k] >= 0)
                 sqlite3_bind_double(s, 10 + k, lg->lkb.coverage[k]);
@@ -964,6 +1116,7 @@ void ledger_close(ledger *lg)
 {
     if (!lg)
         return;
+    free(lg->lkb.residual_json);
     sqlite3_close(lg->db);
     free(lg->path);
     free(lg);

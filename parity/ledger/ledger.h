@@ -19,7 +19,7 @@
 #include "registry.h"
 
 /* The schema version this build writes (PRAGMA user_version). */
-#define LEDGER_SCHEMA_VERSION 2
+#define LEDGER_SCHEMA_VERSION 3
 /* The busy timeout of every connection, milliseconds. */
 #define LEDGER_BUSY_MS 60000
 
@@ -66,6 +66,11 @@ typedef struct ledger_lkb {
     long long count, loc, copy_points, single_class;
     double coverage[3], measured[3]; /* at C = 1, 16, 128 */
     char why[200];                   /* set = 0: why there is no report */
+    /* The residual's entries as a JSON array of {kind, what, lines, kernel,
+     * users, users_text} (lkb_ledger_fields), malloc'd or NULL; the ledger
+     * takes it over in ledger_set_lkb (freed when the ledger closes): the
+     * exit line's promotions compare it with the previous run's. */
+    char *residual_json;
 } ledger_lkb;
 void ledger_set_lkb(ledger *lg, const ledger_lkb *f);
 /* Closes without completing (the run stays incomplete). */

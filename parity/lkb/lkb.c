@@ -5,6 +5,7 @@
 #include "campaign.h"
 
 #include <dirent.h>
+#include <jansson.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1405,6 +1406,22 @@ void lkb_ledger_fields(const reg_registry *r, const char *cls, const char *model
     }
     f->set = 1;
     f->count = rep.res_count, f->loc = rep.res_loc, f->copy_points = rep.res_copy;
+    /* the entries themselves, for the exit line's promotions */
+    json_t *a = json_array();
+    static const char *const kinds[] = {"source", "shadow", "copy"};
+    for (size_t i = 0; a && i < rep.nres; i++) {
+        const lkb_residual *x = &rep.res[i];
+        json_t *e = json_object();
+        json_object_set_new(e, "kind", json_string(kinds[x->kind]));
+        json_object_set_new(e, "what", json_string(x->what ? x->what : ""));
+        json_object_set_new(e, "lines", json_integer(x->lines));
+        json_object_set_new(e, "kernel", x->kernel_id ? json_string(x->kernel_id) : json_null());
+        json_object_set_new(e, "users", json_integer(x->users));
+        json_object_set_new(e, "users_text", json_string(x->users_text ? x->users_text : ""));
+        json_array_append_new(a, e);
+    }
+    f->residual_json = a ? json_dumps(a, JSON_COMPACT) : NULL;
+    json_decref(a);
     f->single_class = (long long)rep.nsingle;
     for (int k = 0; rep.has_step && k < 3; k++)
         f->coverage[k] = rep.cov[k].coverage, f->measured[k] = rep.cov[k].measured;
