@@ -324,7 +324,8 @@ def fit(inputs, outputs, space=None, *, threads=0):
 _DTYPE_NAMES = {"float32": "F32", "float64": "F64", "float16": "F16", "bfloat16": "BF16",
                 "F32": "F32", "F64": "F64", "F16": "F16", "BF16": "BF16",
                 "fp32": "F32", "fp64": "F64", "fp16": "F16", "bf16": "BF16"}
-_reveal_lock = threading.Lock()
+_reveal_lock = threading.Lock()  # the library runs one reveal at a time
+_reveal_state = threading.local()
 
 
 def _reveal_dtype(dtype):
@@ -387,9 +388,15 @@ def reveal(fn, n, dtype="F32", *, space=None, seed=0, info=None):
     point, order = ctypes.c_void_p(), ctypes.c_void_p()
     ri = RevealInfo()
     err = Error()
+    if getattr(_reveal_state, "active", False):
+        raise RuntimeError("reveal: called from inside a kernel that reveal is probing")
     with _reveal_lock:
-        rc = lib.parity_reveal(cb, n, dt.encode(), space.encode() if space else None, int(seed), ctypes.byref(point),
-                               ctypes.byref(order), ctypes.byref(ri), ctypes.byref(err))
+        _reveal_state.active = True
+        try:
+            rc = lib.parity_reveal(cb, n, dt.encode(), space.encode() if space else None, int(seed), ctypes.byref(point),
+                                   ctypes.byref(order), ctypes.byref(ri), ctypes.byref(err))
+        finally:
+            _reveal_state.active = False
     p, o = take_string(point), take_string(order)
     if info is not None:
         info.update({k: getattr(ri, k) for k, _ in RevealInfo._fields_})

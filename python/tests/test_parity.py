@@ -119,6 +119,23 @@ def test_reduce_torch_in_torch_out_and_bf16():
     assert isinstance(ny, parity.bits) and ny.array.tobytes() == y.view(torch.int16).numpy().tobytes()
 
 
+def test_reduce_fp8_and_fp16_as_bit_patterns():
+    # e4m3: 0x38 is 1.0, 0x40 is 2.0, 0xc4 is -3.0
+    a = parity.bits(np.array([[0x38, 0x40], [0x40, 0xc4]], dtype=np.uint8), "e4m3")
+    y = parity.reduce('{ tree = "seq" }', a)
+    assert list(y) == [3.0, -1.0]
+    h = np.array([[1, 2], [3, 4]], dtype=np.float16)
+    assert parity.reduce('{ tree = "seq" }', parity.bits(h.view(np.uint16), "fp16")).tobytes() == \
+        parity.reduce('{ tree = "seq" }', h).tobytes()
+
+
+def test_reveal_refuses_to_be_called_from_the_kernel_it_probes():
+    def kernel(a, b):
+        parity.reveal(np_cumsum, n=4)
+    with pytest.raises(RuntimeError, match="inside a kernel"):
+        parity.reveal(kernel, n=4)
+
+
 def test_reduce_is_zero_copy():
     a, b = rand(512, 2048, 3)          # 4 MiB each
     parity.reduce(SEQ, a, b)           # warm
