@@ -91,6 +91,38 @@ hot=$(jq_ "$T/h.json" '$.points[#-1].id')
 [ $? -eq 2 ] || fail "a model without a step: want 2 (or --all-points)"
 grep -q -- '--all-points' "$T/e" || fail "the way out (--all-points) not said"
 
+# zero-day readiness of a model: on cpu2 parity at its first campaign with
+# no class work (ready); on cpu, parity only after the registry gained a
+# point the first campaign did not have (class work: not zero-day)
+Z=$T/z.sqlite
+cp -r "$KERNELS" "$T/zr"
+ZM=$T/zr/cpu/common/KERNEL_FAMILIES.toml
+cp "$ZM" "$T/zgood.toml"
+zc() { clock=$1; cls=$2; shift 2
+  PARITY_LEDGER_CLOCK=$clock "$PARITY" campaign --class "$cls" --kernels "$T/zr" --families gemm --model llama3-8b \
+    --no-power --ledger "$Z" --quiet "$@" > "$T/zc.out" 2>&1; }
+cp "$T/broken.toml" "$ZM"
+zc 2026-02-01T00:00:00Z cpu; [ $? -eq 2 ] || fail "zero-day: run 1 should be an input error"
+python3 - "$T/zgood.toml" <<'PY'
+import sys
+p = sys.argv[1]; s = open(p).read()
+i = s.index('[[family.point]]\nid = "splitk_threads"')
+add = '[[family.point]]\nid = "extra"\nkernel = "cpu_gemm_seq"\n[family.point.numerics.k]\nacc = "fp32"\ntree = "seq"\n\n'
+open(p, 'w').write(s[:i] + add + s[i:])
+PY
+cp "$T/zgood.toml" "$ZM"
+zc 2026-02-02T00:00:00Z cpu || fail "zero-day: run 2: $(cat "$T/zc.out")"
+zc 2026-02-03T00:00:00Z cpu2 || fail "zero-day: cpu2"
+"$PARITY" ttbp --model llama3-8b --zero-day --kernels "$T/zr" --ledger "$Z" --json "$T/z.json" > "$T/z.out" 2>&1
+[ $? -eq 1 ] || fail "zero-day: not ready everywhere, want exit 1: $(cat "$T/z.out")"
+grep -q '^  cpu2 *ready: bit parity by run 3 at 2026-02-03T00:00:00Z (TTBP 00:00:00' "$T/z.out" || fail "cpu2 zero-day: $(cat "$T/z.out")"
+grep -q '^  cpu *not zero-day: bit parity by run 2 at 2026-02-02T00:00:00Z (TTBP 1d 00:00:00), after class work: run 2: a point the first campaign did not have: gemm.extra$' "$T/z.out" \
+  || fail "cpu zero-day: $(cat "$T/z.out")"
+grep -q '^zero-day ready on 1 of 2 class(es)$' "$T/z.out" || fail "zero-day summary"
+[ "$(jq_ "$T/z.json" '$.ready_everywhere')" = 0 ] || fail "zero-day json"
+"$PARITY" ttbp --model llama3-8b --zero-day --class cpu2 --kernels "$T/zr" --ledger "$Z" > /dev/null 2>&1 || fail "zero-day on cpu2 alone: want 0"
+"$PARITY" ttbp --zero-day --ledger "$Z" > /dev/null 2>&1; [ $? -eq 2 ] || fail "--zero-day without --model: want 2"
+
 # usage and input errors
 "$PARITY" ttbp --help | grep -q '^usage: parity ttbp' || fail "--help"
 "$PARITY" ttbp --ledger "$L" > /dev/null 2>&1; [ $? -eq 2 ] || fail "no --class: want 2"

@@ -7,12 +7,15 @@
 #include "report.h"
 #include "ttbp.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static const char ttbp_usage[] =
     "usage: parity ttbp --class C [--model M [--kernels DIR] [--all-points]]\n"
+    "                   [--ledger FILE] [--json FILE|-]\n"
+    "       parity ttbp --model M --zero-day [--class C] [--kernels DIR] [--all-points]\n"
     "                   [--ledger FILE] [--json FILE|-]\n"
     "\n"
     "Time to bit parity, read from the campaign ledger (docs/ledger.md): over\n"
@@ -40,10 +43,15 @@ static const char ttbp_usage[] =
     "  --kernels DIR  the registry whose step and rules give M's hot points\n"
     "                 (default kernels)\n"
     "  --all-points   every recorded point counts, not only M's hot points\n"
+    "  --zero-day     M's zero-day readiness on every class with a campaign of M\n"
+    "                 (or on --class C): whether M reached bit parity there with\n"
+    "                 no class work since its first campaign (no residual entry\n"
+    "                 and no point the first campaign did not have), and when\n"
     "  --ledger FILE  the ledger (default out/ledger.sqlite)\n"
     "  --json FILE    also write the report as JSON (- : JSON on stdout, no table)\n"
     "\n"
-    "exit status: 0 every point reached parity and is at parity in its latest\n"
+    "exit status (--zero-day: 0 ready on every class, 1 not): 0 every point\n"
+    "reached parity and is at parity in its latest\n"
     "campaign; 1 some point has not reached parity, or is not at parity in its\n"
     "latest campaign; 2 usage or input error (no ledger, not a ledger, no\n"
     "complete campaign of the class or model).\n";
@@ -92,11 +100,119 @@ static nx_status hot_points(const char *kdir, const char *cls, const char *model
     return st;
 }
 
+/* `--zero-day`: the model's readiness on each class (or on cls). */
+static int zero_day_report(const char *path, const char *cls, const char *model, const char *kdir, int all_points,
+                           const char *json)
+{
+    const cli_file outs[] = {{"--json", json && strcmp(json, "-") != 0 ? json : NULL}}, ins[] = {{"--ledger", path}};
+    if (cli_check_outputs("ttbp", outs, 1, ins, 1))
+        return EXIT_INPUT;
+    nx_err err = {0};
+    char **classes = NULL;
+    size_t nc = 0;
+    if (cls) {
+        classes = malloc(sizeof *classes);
+        if (!classes || !(classes[0] = strdup(cls)))
+            return EXIT_INTERNAL;
+        nc = 1;
+    } else if (ttbp_model_classes(path, model, &classes, &nc, &err) != NX_OK) {
+        return cli_fail("ttbp", &err);
+    }
+    if (!nc) {
+        free(classes);
+        cli_error("ttbp", "ledger %s: no complete campaign of model '%s' (campaign --model M records one)", path, model);
+        return EXIT_INPUT;
+    }
+    int rc = EXIT_PASS, to_stdout = json && json[0] == '-' && !json[1];
+    size_t ready = 0;
+    json_t *root = json_object(), *jc = json_array();
+    if (!to_stdout)
+        printf("zero-day readiness of model %s (ledger %s): bit parity on a class with no class work since the "
+               "model's first campaign there\n", model, path);
+    for (size_t k = 0; k < nc && rc != EXIT_INPUT; k++) {
+        char **hot = NULL, scope[256] = "";
+        size_t nhot = 0;
+        ttbp_report r;
+        ttbp_zero_day z;
+        if (!all_points && hot_points(kdir, classes[k], model, &hot, &nhot, scope, sizeof scope, &err) != NX_OK) {
+            nx_err_prefix(&err, "--model %s on class %s (--all-points counts every point)", model, classes[k]);
+            rc = cli_fail("ttbp", &err);
+            break;
+        }
+        nx_status st = ttbp_compute_in(path, classes[k], model, (const char *const *)hot, nhot, *scope ? scope : NULL,
+                                       &r, &err);
+        for (size_t i = 0; i < nhot; i++)
+            free(hot[i]);
+        free(hot);
+        if (!st && (st = ttbp_zero_day_of(path, &r, &z, &err)))
+            ttbp_free(&r);
+        if (st) {
+            rc = cli_fail("ttbp", &err);
+            break;
+        }
+        char t[32], d[48];
+        ledger_format_utc(z.at, t, sizeof t);
+        ledger_format_duration(z.ttbp_s, d, sizeof d);
+        if (!to_stdout) {
+            if (z.ready)
+                printf("  %-12s ready: bit parity by run %lld at %s (TTBP %s, %zu point(s)), no class work since the "
+                       "first campaign\n", classes[k], (long long)z.run, t, d, r.npts);
+            else if (z.reached)
+                printf("  %-12s not zero-day: bit parity by run %lld at %s (TTBP %s), after class work: %s\n",
+                       classes[k], (long long)z.run, t, d, z.change);
+            else
+                printf("  %-12s not reached: %zu of %zu point(s) reached bit parity%s%s\n", classes[k], r.reached,
+                       r.npts, *z.change ? "; class work meanwhile: " : "", z.change);
+        }
+        ready += z.ready != 0;
+        json_t *o = json_object();
+        json_object_set_new(o, "class", json_string(classes[k]));
+        json_object_set_new(o, "ready", json_boolean(z.ready));
+        json_object_set_new(o, "reached", json_boolean(z.reached));
+        json_object_set_new(o, "run", z.reached ? json_integer(z.run) : json_null());
+        json_object_set_new(o, "ttbp_s", z.reached ? json_integer(z.ttbp_s) : json_null());
+        json_object_set_new(o, "class_work", json_string(z.change));
+        json_object_set_new(o, "points", json_integer((json_int_t)r.npts));
+        json_array_append_new(jc, o);
+        ttbp_free(&r);
+    }
+    if (rc == EXIT_PASS) {
+        if (!to_stdout)
+            printf("zero-day ready on %zu of %zu class(es)\n", ready, nc);
+        rc = ready == nc ? EXIT_PASS : EXIT_PARITY;
+        json_object_set_new(root, "model", json_string(model));
+        json_object_set_new(root, "classes", jc);
+        jc = NULL;
+        json_object_set_new(root, "ready_everywhere", json_boolean(ready == nc));
+        char *j = json ? json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+        if (json && !j) {
+            rc = EXIT_INTERNAL;
+        } else if (j && to_stdout) {
+            fputs(j, stdout);
+        } else if (j) {
+            nx_err werr = {0};
+            if (report_write_atomic(json, j, &werr) != NX_OK)
+                rc = cli_fail("ttbp", &werr);
+        }
+        free(j);
+    }
+    json_decref(jc);
+    json_decref(root);
+    for (size_t k = 0; k < nc; k++)
+        free(classes[k]);
+    free(classes);
+    return rc;
+}
+
 int cmd_ttbp(int argc, char **argv)
 {
     const char *cls = NULL, *model = NULL, *path = "out/ledger.sqlite", *json = NULL, *kdir = "kernels";
-    int bad = 0, all_points = 0;
+    int bad = 0, all_points = 0, zero_day = 0;
     for (int i = 1; i < argc && !bad; i++) {
+        if (cli_flag(argv, i, "--zero-day")) {
+            zero_day = 1;
+            continue;
+        }
         if (cli_flag(argv, i, "--help") || cli_flag(argv, i, "-h")) {
             fputs(ttbp_usage, stdout);
             return EXIT_PASS;
@@ -114,6 +230,13 @@ int cmd_ttbp(int argc, char **argv)
     }
     if (bad)
         return EXIT_INPUT;
+    if (zero_day) {
+        if (!model) {
+            cli_error("ttbp", "--zero-day needs --model M (see --help)");
+            return EXIT_INPUT;
+        }
+        return zero_day_report(path, cls, model, kdir, all_points, json);
+    }
     if (!cls) {
         cli_error("ttbp", "needs --class C (see --help)");
         return EXIT_INPUT;

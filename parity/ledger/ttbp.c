@@ -360,3 +360,120 @@ char *ttbp_json(const ttbp_report *r)
     free(s);
     return out;
 }
+
+nx_status ttbp_model_classes(const char *path, const char *model, char ***out, size_t *n, nx_err *err)
+{
+    *out = NULL;
+    *n = 0;
+    sqlite3 *db;
+    nx_status st = ledger_open_read(path, &db, err);
+    if (st)
+        return st;
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT DISTINCT class FROM run WHERE complete = 1 AND model = ?1 ORDER BY class", -1, &s,
+                           NULL) != SQLITE_OK) {
+        st = ledger_sql_error(db, path, "reading runs", err);
+        sqlite3_close(db);
+        return st;
+    }
+    sqlite3_bind_text(s, 1, model, -1, SQLITE_STATIC);
+    while (!st && sqlite3_step(s) == SQLITE_ROW) {
+        char **g = realloc(*out, (*n + 1) * sizeof *g);
+        if (!g || !(g[*n] = strdup(col(s, 0)))) {
+            if (g)
+                *out = g;
+            st = nx_err_set(err, NX_ENOMEM, "out of memory");
+            break;
+        }
+        *out = g;
+        ++*n;
+    }
+    sqlite3_finalize(s);
+    sqlite3_close(db);
+    return st;
+}
+
+/* Whether entry e (kind, what) is in the JSON array a. */
+static int zd_has(json_t *a, json_t *e)
+{
+    const char *k = json_string_value(json_object_get(e, "kind")), *w = json_string_value(json_object_get(e, "what"));
+    size_t i;
+    json_t *x;
+    json_array_foreach(a, i, x) {
+        const char *k2 = json_string_value(json_object_get(x, "kind")), *w2 = json_string_value(json_object_get(x, "what"));
+        if (k && w && k2 && w2 && !strcmp(k, k2) && !strcmp(w, w2))
+            return 1;
+    }
+    return 0;
+}
+
+nx_status ttbp_zero_day_of(const char *path, const ttbp_report *r, ttbp_zero_day *z, nx_err *err)
+{
+    memset(z, 0, sizeof *z);
+    z->reached = r->npts && r->reached == r->npts;
+    if (z->reached) {
+        z->run = r->overall_run;
+        z->at = r->overall_at;
+        z->ttbp_s = r->overall_at - r->t0;
+    }
+    sqlite3 *db;
+    nx_status st = ledger_open_read(path, &db, err);
+    if (st)
+        return st;
+    /* the runs in scope up to the one at parity (all of them if none) */
+    sqlite3_stmt *s = NULL;
+    const char *sql = "SELECT r.id, r.residual_entries, (SELECT group_concat(p.id, char(10)) FROM point p WHERE"
+                      " p.run_id = r.id) FROM run r WHERE r.complete = 1 AND r.class = ?1 AND (?2 = '' OR r.model = ?2)"
+                      " AND (?3 = 0 OR r.started_s <= ?3) ORDER BY r.started_s, r.id";
+    if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK) {
+        st = ledger_sql_error(db, path, "reading runs", err);
+        sqlite3_close(db);
+        return st;
+    }
+    sqlite3_bind_text(s, 1, r->class_name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 2, r->model, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 3, z->reached ? z->at : 0);
+    json_t *first = NULL;
+    char *first_pts = NULL;
+    int n = 0;
+    while (sqlite3_step(s) == SQLITE_ROW && !*z->change) {
+        const char *rj = (const char *)sqlite3_column_text(s, 1), *pts = col(s, 2);
+        json_t *a = rj ? json_loads(rj, 0, NULL) : NULL;
+        if (!n++) {
+            first = a;
+            first_pts = strdup(pts);
+            continue;
+        }
+        size_t i;
+        json_t *e;
+        if (json_is_array(a) && json_is_array(first))
+            json_array_foreach(a, i, e) {
+                if (!zd_has(first, e)) {
+                    snprintf(z->change, sizeof z->change, "run %lld: a new residual entry: %s %s",
+                             (long long)sqlite3_column_int64(s, 0), json_string_value(json_object_get(e, "kind")),
+                             json_string_value(json_object_get(e, "what")));
+                    break;
+                }
+            }
+        for (const char *p = pts; *p && !*z->change && first_pts;) {
+            size_t l = strcspn(p, "\n");
+            int in = 0;
+            for (const char *q = first_pts; *q && !in;) {
+                size_t m = strcspn(q, "\n");
+                in = m == l && !strncmp(p, q, l);
+                q += m + (q[m] == '\n');
+            }
+            if (!in)
+                snprintf(z->change, sizeof z->change, "run %lld: a point the first campaign did not have: %.*s",
+                         (long long)sqlite3_column_int64(s, 0), (int)l, p);
+            p += l + (p[l] == '\n');
+        }
+        json_decref(a);
+    }
+    sqlite3_finalize(s);
+    sqlite3_close(db);
+    json_decref(first);
+    free(first_pts);
+    z->ready = z->reached && !*z->change;
+    return NX_OK;
+}

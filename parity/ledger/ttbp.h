@@ -70,6 +70,24 @@ void ttbp_free(ttbp_report *r);
 /* 1 when every point reached parity and its latest record is at parity. */
 int ttbp_ok(const ttbp_report *r);
 
+/* Zero-day readiness of a model on one class (docs/ledger.md): whether
+ * its TTBP (r, as ttbp_compute_in gave it) was reached without class work
+ * since the model's first campaign on the class: no residual entry that
+ * the first run did not have, no point the first run did not record, in
+ * any run up to the one at which parity was reached.  *change says the
+ * first such change ("run 3: new residual entry source sm90/x.cu"), ""
+ * when none. */
+typedef struct ttbp_zero_day {
+    int reached;               /* every point that counts reached parity */
+    int ready;                 /* reached, and without class work */
+    int64_t run, at, ttbp_s;   /* when reached */
+    char change[512];
+} ttbp_zero_day;
+nx_status ttbp_zero_day_of(const char *ledger_path, const ttbp_report *r, ttbp_zero_day *out, nx_err *err);
+/* The classes with a complete campaign of model in the ledger; *out
+ * malloc'd (free each and the array). */
+nx_status ttbp_model_classes(const char *ledger_path, const char *model, char ***out, size_t *n, nx_err *err);
+
 /* The report as a plain table and as JSON (malloc'd, NULL when out of memory). */
 char *ttbp_text(const ttbp_report *r);
 char *ttbp_json(const ttbp_report *r);
