@@ -21,8 +21,10 @@
  * elements, little-endian, row-major and contiguous (the layout of a
  * safetensors tensor).  dtype is a safetensors name ("F32", "BF16",
  * "F8_E4M3") or a docs/numerics.md format name ("fp32", "bf16", "e4m3").
- * The functions are safe to call from several threads at once, except
- * parity_reveal, which runs one reveal at a time. */
+ * The functions may be called from several threads at once; parity_reveal
+ * runs one reveal at a time (a second call waits for the first).
+ * parity_fit tunes glibc's malloc for the process (mallopt, docs/fit.md
+ * "Speed"), as `parity fit` does. */
 #ifndef PARITY_API_H
 #define PARITY_API_H
 
