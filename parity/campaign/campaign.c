@@ -3,6 +3,7 @@
  * the legacy kernel, batch variants), the reference (refimpl over
  * numerics/), and the Tier 1 / Tier 2 verdicts. */
 #include "campaign.h"
+#include "famdesc.h"
 #include "refimpl.h"
 #include "rows.h"
 #include "trace.h"
@@ -29,12 +30,6 @@ const char *camp_check_name(int ck)
     return ck >= 0 && ck < CK_COUNT ? check_names[ck] : "?";
 }
 
-/* Data, not branches: which dimension holds independent rows. */
-static const struct { const char *family, *dim; } batch_dims[] = {
-    {"gemm", "M"}, {"gemv_w4a16", "B"}, {"moe_grouped_gemm", "T"},
-    {"paged_decode_attention", "B"}, {"rmsnorm", "T"}, {"silu_and_mul", "T"},
-};
-
 const dev_backend *camp_class_backend(const reg_registry *reg, const char *cls)
 {
     const char *c = cls;
@@ -51,45 +46,17 @@ const dev_backend *camp_class_backend(const reg_registry *reg, const char *cls)
 
 const char *camp_batch_dim(const char *family)
 {
-    for (size_t i = 0; i < sizeof batch_dims / sizeof batch_dims[0]; i++)
-        if (strcmp(batch_dims[i].family, family) == 0)
-            return batch_dims[i].dim;
-    return NULL;
+    return fam_batch_dim(family);
 }
-
-/* Shape presets.  8b-layer: one decoder layer of an 8B-class model (hidden
- * 4096, intermediate 14336, 32 query / 8 KV heads of dim 128, context 4096),
- * batch 16 (attention: 4 sequences of up to 4096 positions; MoE: an
- * 8-expert slice with N = 2048 so that it runs in seconds on a CPU). */
-static const struct { const char *preset, *family, *shape; } presets[] = {
-    {"small", "gemm", "M=4,N=24,K=200"},
-    {"small", "gemv_w4a16", "B=3,N=20,K=512"},
-    {"small", "moe_grouped_gemm", "T=5,E=4,H=96,N=16,topk=2"},
-    {"small", "paged_decode_attention", "B=3,HQ=4,HKV=2,D=16,P=8,NP=12,MAXP=4"},
-    {"small", "rmsnorm", "T=4,H=160"},
-    {"small", "silu_and_mul", "T=4,H=96"},
-    {"8b-layer", "gemm", "M=16,N=4096,K=4096"},
-    {"8b-layer", "gemv_w4a16", "B=1,N=14336,K=4096"},
-    {"8b-layer", "moe_grouped_gemm", "T=16,E=8,H=4096,N=2048,topk=2"},
-    {"8b-layer", "paged_decode_attention", "B=4,HQ=32,HKV=8,D=128,P=16,NP=1024,MAXP=256"},
-    {"8b-layer", "rmsnorm", "T=16,H=4096"},
-    {"8b-layer", "silu_and_mul", "T=16,H=14336"},
-};
 
 const char *camp_preset_shape(const char *preset, const char *family)
 {
-    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
-        if (strcmp(presets[i].preset, preset) == 0 && strcmp(presets[i].family, family) == 0)
-            return presets[i].shape;
-    return NULL;
+    return fam_preset_shape(preset, family);
 }
 
 int camp_preset_known(const char *preset)
 {
-    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
-        if (strcmp(presets[i].preset, preset) == 0)
-            return 1;
-    return 0;
+    return fam_preset_known(preset);
 }
 
 static double now(void)
@@ -327,7 +294,7 @@ static nx_status copy_rows(st_file *out, const st_tensor *t, int sliced, const i
 nx_status camp_slice_inputs(const fam_spec *spec, const st_file *in, const int64_t *rows, size_t n, st_file *out,
                             nx_err *err)
 {
-    const char *bd = camp_batch_dim(spec->family);
+    const char *bd = fam_batch_dim(spec->family);
     ref_tensor_desc *d = NULL;
     size_t nd = 0;
     nx_status st = ref_inputs(spec, &d, &nd, err);
@@ -578,7 +545,7 @@ static nx_status check_rows(const camp_opts *o, fam_spec *spec, const st_file *i
         st_init(&sin);
         st_init(&sout);
         if ((st = camp_slice_inputs(spec, in, rows, v[k].n, &sin, err)) == NX_OK &&
-            (st = fam_spec_set_param(spec, camp_batch_dim(spec->family), nb, err)) == NX_OK &&
+            (st = fam_spec_set_param(spec, fam_batch_dim(spec->family), nb, err)) == NX_OK &&
             (st = run_backend(o, spec, &sin, DEV_GRAPHED, NULL, &sout, res, err)) == NX_OK) {
             char b[256];
             batch_string(b, sizeof b, rows, v[k].n, v[k].perm);
@@ -595,7 +562,7 @@ static nx_status check_rows(const camp_opts *o, fam_spec *spec, const st_file *i
     }
     char full_n[32];
     snprintf(full_n, sizeof full_n, "%lld", (long long)nrows);
-    nx_status st2 = fam_spec_set_param(spec, camp_batch_dim(spec->family), full_n, err);
+    nx_status st2 = fam_spec_set_param(spec, fam_batch_dim(spec->family), full_n, err);
     if (!st)
         st = st2;
     free(rows);
@@ -676,7 +643,7 @@ static nx_status cross_class(const reg_registry *reg, const fam_spec *spec, cons
         if ((st = trace_read(path, &t, err)))
             goto out;
         trace_expect want = {.family = spec->family, .point = spec->point, .class_name = cls, .shape = res->shape,
-                             .batch_dim = camp_batch_dim(spec->family)};
+                             .batch_dim = fam_batch_dim(spec->family)};
         if ((st = trace_check(&t, &want, err)))
             goto out;
         const char *dist = nx_dist_name((nx_dist)o->dist);
@@ -864,7 +831,7 @@ nx_status camp_run_point(const reg_registry *reg, const char *class_name, const 
         goto out;
     }
 
-    const char *bd = camp_batch_dim(spec.family);
+    const char *bd = fam_batch_dim(spec.family);
     long nrows = 0;
     char full_batch[64] = "rows=0";
     if (bd && fam_param_long(&spec, bd, &nrows, NULL) == NX_OK && nrows > 0)

@@ -115,11 +115,9 @@ typedef struct camp_opts {
  * for a chain reaching an sm* root; NULL for any other. */
 const dev_backend *camp_class_backend(const reg_registry *reg, const char *cls);
 
-/* The dimension that indexes independent rows of a family ("M", "B", "T"). */
+/* fam_batch_dim, fam_preset_shape and fam_preset_known (family/famdesc.h,
+ * where the data is), under the names older callers use. */
 const char *camp_batch_dim(const char *family);
-
-/* Shape presets: the shape of `family` in preset `name` ("small",
- * "8b-layer"); NULL when the preset or family is unknown. */
 const char *camp_preset_shape(const char *preset, const char *family);
 int camp_preset_known(const char *preset);
 

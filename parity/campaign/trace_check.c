@@ -2,6 +2,7 @@
  * trace through the one Tier 2, Tier 1 across the traces of one point,
  * cross-class parity across classes; and the trace a .npy output stands for. */
 #include "trace_check.h"
+#include "famdesc.h"
 #include "npy.h"
 #include "refimpl.h"
 #include "rows.h"
@@ -143,7 +144,7 @@ nx_status tc_check_trace(const reg_registry *reg, const char *ref_point, const c
     int have = 0;
     if ((st = trace_inputs(t, &in, &have, err)))
         goto out;
-    const char *bd = camp_batch_dim(rs->family);
+    const char *bd = fam_batch_dim(rs->family);
     if (have) {
         /* in batch order: the reference sees the batch as its rows, and so
          * does a bound derived from the trace's point */

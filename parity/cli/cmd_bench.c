@@ -2,6 +2,7 @@
  * class backend (parity/lkb/bench.h, docs/lkb.md): one measurement record
  * per row count, added to the registry's MEASUREMENTS.toml and the ledger. */
 #include "bench.h"
+#include "famdesc.h"
 #include "cli.h"
 #include "ledger.h"
 
@@ -122,7 +123,7 @@ int cmd_bench(int argc, char **argv)
         cli_error("bench", "--shape gives one whole shape: give one --rows value with it");
         return EXIT_INPUT;
     }
-    if (!camp_preset_known(preset)) {
+    if (!fam_preset_known(preset)) {
         cli_error("bench", "--shapes: unknown preset '%s' (expected 8b-layer or small)", preset);
         return EXIT_INPUT;
     }

@@ -2,6 +2,7 @@
  * class, resolved from the registry, run on the class backend and checked
  * at Tier 1 and Tier 2 against the exact reference. */
 #include "cli.h"
+#include "famdesc.h"
 #include "cli_html.h"
 #include "campaign.h"
 #include "ledger.h"
@@ -207,7 +208,7 @@ int cmd_campaign(int argc, char **argv)
         cli_error("campaign", "needs --class C (see --help)");
         return EXIT_INPUT;
     }
-    if (!camp_preset_known(preset)) {
+    if (!fam_preset_known(preset)) {
         cli_error("campaign", "--shapes: unknown preset '%s' (expected small or 8b-layer)", preset);
         return EXIT_INPUT;
     }
@@ -385,7 +386,7 @@ int cmd_campaign(int argc, char **argv)
         char fam[128];
         if (!in_list(fams, family_of(ids[i], fam, sizeof fam)) || (in_shard && !in_shard[i]))
             continue;
-        const char *shape = camp_preset_shape(preset, fam);
+        const char *shape = fam_preset_shape(preset, fam);
         if (!quiet) {
             fprintf(stderr, "[%zu/%zu] %s %s ...", n + 1, todo, ids[i], shape ? shape : "");
             fflush(stderr);

@@ -1,6 +1,7 @@
 /* cmd_gate.c: `parity gate`, the promotion rule as a command: the registry
  * before and after a change, campaign against campaign (parity/ledger/gate.h). */
 #include "cli.h"
+#include "famdesc.h"
 #include "gate.h"
 #include "refimpl.h"
 #include "report.h"
@@ -153,7 +154,7 @@ int cmd_gate(int argc, char **argv)
         cli_error("gate", "needs --before A --after B (see --help)");
         return EXIT_INPUT;
     }
-    if (!camp_preset_known(preset)) {
+    if (!fam_preset_known(preset)) {
         cli_error("gate", "--shapes: unknown preset '%s' (expected small or 8b-layer)", preset);
         return EXIT_INPUT;
     }

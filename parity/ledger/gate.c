@@ -1,5 +1,6 @@
 /* gate.c: the promotion gate (gate.h, docs/ledger.md). */
 #include "gate.h"
+#include "famdesc.h"
 #include "ledger_int.h"
 
 #include <errno.h>
@@ -212,7 +213,7 @@ static void compare_point(const gate_opts *o, const reg_registry *ra, const reg_
 {
     char fam[128];
     family_of(id, fam, sizeof fam);
-    const char *shape = camp_preset_shape(o->preset, fam);
+    const char *shape = fam_preset_shape(o->preset, fam);
     camp_opts co = {0};
     co.backend = o->backend;
     co.repeats = o->repeats;
@@ -642,7 +643,7 @@ static size_t class_changes(const reg_registry *ra, const reg_registry *rb, cons
             nx_sbuf_printf(&t, "%s%s: new", n++ ? "; " : "", ib[i]);
             continue;
         }
-        const char *shape = camp_preset_shape(preset, fam);
+        const char *shape = fam_preset_shape(preset, fam);
         fam_spec sa = {0}, sb = {0};
         int oka = reg_resolve(ra, cls, ib[i], shape, &sa, &e) == NX_OK, okb = reg_resolve(rb, cls, ib[i], shape, &sb, &e) == NX_OK;
         if (oka != okb) {

@@ -1,5 +1,6 @@
 /* shard.c: shards of a campaign and merging their ledgers (shard.h). */
 #include "shard.h"
+#include "famdesc.h"
 #include "campaign.h"
 #include "ledger_int.h"
 
@@ -29,7 +30,7 @@ double shard_cost(const char *preset, const char *id)
     char *dot = strchr(fam, '.');
     if (dot)
         *dot = 0;
-    const char *shape = camp_preset_shape(preset, fam);
+    const char *shape = fam_preset_shape(preset, fam);
     double c = 1;
     for (const char *p = shape; p && *p;) {
         const char *eq = strchr(p, '=');

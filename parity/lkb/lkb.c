@@ -2,6 +2,7 @@
  * model's step, the evidence envelope, the residual and its single-class
  * bucket, promotion candidates, TTPV and parameterization yield. */
 #include "lkb.h"
+#include "famdesc.h"
 #include "campaign.h"
 
 #include <dirent.h>
@@ -1048,7 +1049,7 @@ static nx_status yield(const reg_registry *r, const char *cls, const char *befor
         }
         fam_spec sa = {0}, sb = {0};
         nx_err e2;
-        const char *shape = camp_preset_shape("small", ma[i].family);
+        const char *shape = fam_preset_shape("small", ma[i].family);
         int same = reg_resolve(b, cls, ma[i].id, shape, &sb, &e2) == NX_OK &&
                    reg_resolve(r, cls, ma[i].id, shape, &sa, &e2) == NX_OK && sa.hash && sb.hash &&
                    strcmp(sa.hash, sb.hash) == 0;
