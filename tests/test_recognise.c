@@ -1,0 +1,181 @@
+/* test_recognise.c: reveal's order probes and its recogniser
+ * (parity/reveal/order.c, recognise.c) on simulated kernels.
+ *
+ * A kernel here is a numerics point evaluated in process
+ * (rv_kernel_point): its bracketing is known.  Reveal must recover it and
+ * name it in the tree language; the test does not take reveal's words for
+ * it: the named tree and the true one are both expanded at n by numerics/
+ * (nx_program_expansion, the module `parity tree show` prints) and their
+ * bracketings must be the same text.  A tree the recogniser names wrongly,
+ * or an order probe that misplaces one pair, fails. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nx_point.h"
+#include "nx_program.h"
+#include "reveal.h"
+
+/* The bracketing of tree at n, as `parity tree show TREE --n N` prints it. */
+static char *expansion(const char *tree, size_t n)
+{
+    nx_err e = {0};
+    nx_point pt;
+    assert_int_equal(nx_point_init(&pt, &e), NX_OK);
+    assert_int_equal(nx_point_set_tree(&pt, tree, "tree", &e), NX_OK);
+    nx_program *p = NULL;
+    assert_int_equal(nx_program_build(&pt, n, 0, &p, &e), NX_OK);
+    char *x = nx_program_expansion(p);
+    nx_program_free(p);
+    nx_point_free(&pt);
+    assert_non_null(x);
+    return x;
+}
+
+/* The bracketing with the signed-zero starting values dropped ("(+0+t0)"
+ * is "t0"): reveal's order probes see which terms meet, not a +0 that
+ * starts a chain, so a tree named with or without one is the same order. */
+static const char *cur;
+static char *canon_expr(void);
+static char *canon_term(void)
+{
+    if (*cur == '(') {
+        cur++;
+        char *e = canon_expr();
+        assert_int_equal(*cur, ')');
+        cur++;
+        return e;
+    }
+    if ((cur[0] == '+' || cur[0] == '-') && cur[1] == '0') {
+        cur += 2;
+        return NULL; /* a zero */
+    }
+    assert_int_equal(*cur, 't');
+    const char *b = cur++;
+    while (*cur >= '0' && *cur <= '9')
+        cur++;
+    char *t = malloc((size_t)(cur - b) + 1);
+    memcpy(t, b, (size_t)(cur - b));
+    t[cur - b] = 0;
+    return t;
+}
+static char *canon_expr(void)
+{
+    char *acc = canon_term();
+    while (*cur == '+') {
+        cur++;
+        char *r = canon_term();
+        if (!acc || !r) {
+            acc = acc ? acc : r;
+            continue;
+        }
+        char *m = malloc(strlen(acc) + strlen(r) + 4);
+        sprintf(m, "(%s+%s)", acc, r);
+        free(acc);
+        free(r);
+        acc = m;
+    }
+    return acc;
+}
+static char *canon(const char *x)
+{
+    cur = x;
+    char *c = canon_expr();
+    assert_int_equal(*cur, 0);
+    return c;
+}
+
+/* Reveals the order of a simulated kernel running tree at n; the named
+ * tree must expand to the true one's bracketing. */
+static void reveal_names(const char *tree, size_t n)
+{
+    char toml[256];
+    snprintf(toml, sizeof toml, "{acc = \"fp32\", tree = \"%s\"}", tree);
+    rv_kernel *k = NULL;
+    nx_err e = {0};
+    assert_int_equal(rv_kernel_point(toml, NX_FP32, &k, &e), NX_OK);
+    rv_opts o = {0};
+    o.n = n;
+    o.order_only = 1;
+    o.seed = 1;
+    rv_result r;
+    memset(&r, 0, sizeof r);
+    nx_status st = rv_reveal_order(k, &o, &r, &e);
+    if (st)
+        print_error("%s at n = %zu: %s\n", tree, n, e.msg);
+    assert_int_equal(st, NX_OK);
+    if (!r.tree_text)
+        print_error("%s at n = %zu: not recognised (bracketing %s)\n", tree, n, rv_tree_text(&r.tree));
+    assert_non_null(r.tree_text);
+    char *we = expansion(tree, n), *ge = expansion(r.tree_text, n);
+    char *want = canon(we), *got = canon(ge);
+    free(we);
+    free(ge);
+    if (strcmp(want, got) != 0)
+        print_error("%s at n = %zu: named %s\n  want %s\n  got  %s\n", tree, n, r.tree_text, want, got);
+    assert_string_equal(got, want);
+    free(want);
+    free(got);
+    rv_result_free(&r);
+    rv_kernel_free(k);
+}
+
+static void test_sequential(void **state)
+{
+    (void)state;
+    reveal_names("seq", 16);
+    reveal_names("reverse(seq)", 16);
+}
+
+static void test_pairwise_and_halving(void **state)
+{
+    (void)state;
+    reveal_names("pairwise", 16);
+    reveal_names("pairwise", 13); /* odd halves: ceil(n/2) first */
+    reveal_names("halving", 16);
+}
+
+static void test_lanes_and_splits(void **state)
+{
+    (void)state;
+    reveal_names("stride(4, seq, pairwise)", 32);
+    reveal_names("stride(8, seq, pairwise)", 37); /* a lane tail */
+    reveal_names("split(4, seq, seq)", 64);
+    reveal_names("split(3, stride(2, seq, pairwise), seq)", 30);
+}
+
+/* The expansion itself, against brackets written by hand (the README's
+ * halving example), so that the comparison above rests on a checked base. */
+static void test_expansion_by_hand(void **state)
+{
+    (void)state;
+    char *x = expansion("halving", 8);
+    assert_string_equal(x, "((t0+t4)+(t2+t6))+((t1+t5)+(t3+t7))");
+    free(x);
+    x = expansion("pairwise", 4);
+    assert_string_equal(x, "(t0+t1)+(t2+t3)");
+    free(x);
+    x = expansion("seq", 4);
+    assert_string_equal(x, "(((+0+t0)+t1)+t2)+t3");
+    char *c = canon(x);
+    assert_string_equal(c, "(((t0+t1)+t2)+t3)");
+    free(c);
+    free(x);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_expansion_by_hand),
+        cmocka_unit_test(test_sequential),
+        cmocka_unit_test(test_pairwise_and_halving),
+        cmocka_unit_test(test_lanes_and_splits),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
