@@ -105,7 +105,7 @@ nx_status nx_point_copy_base(const nx_point *pt, nx_point *out, nx_err *err)
     return st;
 }
 
-nx_status nx_point_for_row(const nx_point *pt, size_t r, size_t R, const nx_point **out, nx_err *err)
+nx_status nx_point_for_row(const nx_point *pt, size_t r, size_t R, size_t n, const nx_point **out, nx_err *err)
 {
     *out = pt;
     if (pt->nclasses && pt->grid_m > 0 && (size_t)(pt->grid_m * pt->grid_n) != R)
@@ -113,7 +113,8 @@ nx_status nx_point_for_row(const nx_point *pt, size_t r, size_t R, const nx_poin
                           pt->grid_n, pt->grid_m * pt->grid_n, R);
     for (size_t k = 0; k < pt->nclasses; k++) {
         int hit;
-        nx_status st = nx_select_eval(pt->classes[k].sel, (long long)r, (long long)R, pt->grid_m, pt->grid_n, &hit, err);
+        nx_status st = nx_select_eval(pt->classes[k].sel, (long long)r, (long long)R, pt->grid_m, pt->grid_n,
+                                        (long long)n, &hit, err);
         if (st) {
             nx_err_prefix(err, "key 'rows[%zu].select' (\"%s\")", k, pt->classes[k].select);
             return st;

@@ -67,8 +67,9 @@ typedef struct nx_rowclass {
     nx_point *pt;       /* the whole point for these rows (no classes of its own) */
 } nx_rowclass;
 
-/* The point row r of R is reduced with (pt itself, or one of its classes'). */
-nx_status nx_point_for_row(const nx_point *pt, size_t r, size_t R, const nx_point **out, nx_err *err);
+/* The point row r of R, a reduction of n terms, is reduced with (pt itself,
+ * or one of its classes'). */
+nx_status nx_point_for_row(const nx_point *pt, size_t r, size_t R, size_t n, const nx_point **out, nx_err *err);
 
 /* A deep copy of pt without its classes and grid. */
 nx_status nx_point_copy_base(const nx_point *pt, nx_point *out, nx_err *err);

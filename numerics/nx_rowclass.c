@@ -9,11 +9,11 @@
 #include <string.h>
 
 /* The class index of every row: 0 the point itself, k + 1 class k. */
-static nx_status classify(const nx_point *pt, size_t R, int *cls, nx_err *err)
+static nx_status classify(const nx_point *pt, size_t R, size_t n, int *cls, nx_err *err)
 {
     for (size_t r = 0; r < R; r++) {
         const nx_point *p;
-        nx_status st = nx_point_for_row(pt, r, R, &p, err);
+        nx_status st = nx_point_for_row(pt, r, R, n, &p, err);
         if (st)
             return st;
         cls[r] = 0;
@@ -47,7 +47,7 @@ nx_status nx_point_reduce(const nx_point *pt, const nx_rows *in, size_t n, int d
         st = nx_err_set(err, NX_ENOMEM, "out of memory gathering the rows of the row classes");
         goto out;
     }
-    if ((st = classify(pt, R, cls, err)))
+    if ((st = classify(pt, R, n, cls, err)))
         goto out;
     for (int k = 0; k <= (int)pt->nclasses && !st; k++) {
         size_t m = 0;

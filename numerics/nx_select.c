@@ -31,7 +31,9 @@ typedef struct sp {
     int failed, depth;
 } sp;
 
-static const char *const vars[] = {"r", "R", "i", "j", "M", "N"};
+/* n, the reduction length (fourth edition), is last so that the indices of
+ * the first six stay those of the grid test below */
+static const char *const vars[] = {"r", "R", "i", "j", "M", "N", "n"};
 
 __attribute__((format(printf, 3, 4))) static void fail(sp *ps, const char *at, const char *fmt, ...)
 {
@@ -108,14 +110,14 @@ static void primary(sp *ps)
         while (isalnum((unsigned char)ps->p[n]) || ps->p[n] == '_')
             n++;
         int v = -1;
-        for (int k = 0; k < 6; k++)
+        for (int k = 0; k < 7; k++)
             if (strlen(vars[k]) == n && strncmp(vars[k], ps->p, n) == 0)
                 v = k;
         if (v < 0) {
-            fail(ps, at, "unknown name '%.*s' (expected r, R, i, j, M, N or a number)", (int)n, ps->p);
+            fail(ps, at, "unknown name '%.*s' (expected r, R, n, i, j, M, N or a number)", (int)n, ps->p);
             return;
         }
-        if (v >= 2)
+        if (v >= 2 && v <= 5)
             ps->s->uses_grid = 1;
         ps->p += n;
         push(ps, OP_VAR, v, 0, at);
@@ -199,8 +201,8 @@ typedef struct sval {
     int poison; /* 0, or the column of the division by zero */
 } sval;
 
-nx_status nx_select_eval(const nx_select *s, long long r, long long R, long long M, long long N, int *out,
-                         nx_err *err)
+nx_status nx_select_eval(const nx_select *s, long long r, long long R, long long M, long long N, long long n,
+                         int *out, nx_err *err)
 {
     sval stack[512], *st = stack;
     sval *heap = NULL;
@@ -210,7 +212,7 @@ nx_status nx_select_eval(const nx_select *s, long long r, long long R, long long
             return nx_err_set(err, NX_ENOMEM, "out of memory");
         st = heap;
     }
-    long long v[6] = {r, R, N > 0 ? r / N : 0, N > 0 ? r % N : 0, M, N};
+    long long v[7] = {r, R, N > 0 ? r / N : 0, N > 0 ? r % N : 0, M, N, n};
     size_t sp = 0;
     for (size_t k = 0; k < s->n; k++) {
         const sel_op *o = &s->ops[k];

@@ -218,6 +218,35 @@ expect_reject "c of 2 dimensions" '{}' "$T/c21" "tensor 'c' has shape \[2, 1\]"
   "$ONE$ONE"0100000001000000
 expect_reject "c of I32" '{}' "$T/cint" "tensor 'c' (shape \[2\]): dtype I32"
 
+# Size classes (docs/numerics.md §4.3, fourth edition): `n` in a selector is
+# the reduction length.  The rows of one input share n, so two inputs: rows
+# of 2^24 then n - 1 ones at n = 7 and n = 48.  n = 7 takes reverse(seq):
+# 6 + 2^24, exact, 0x4b800003; n = 48 takes seq: every + 1 ties back to 2^24,
+# 0x4b800000.  The same rows under reverse(seq) alone give 0x4b800018 at
+# n = 48 (2^24 + 47 ties to 2^24 + 48), so each length shows its class.
+sized() {
+  n=$1 row=$P24 k=1
+  while [ $k -lt "$n" ]; do row="$row$ONE"; k=$((k + 1)); done
+  "$CRAFT" raw "$T/n$n" "{\"a\":{\"dtype\":\"F32\",\"shape\":[2,$n],\"data_offsets\":[0,$((8 * n))]}}" "$row$row"
+}
+SIZED='{ tree = "seq", rows = [{ select = "n < 48", tree = "reverse(seq)" }] }'
+for nw in "7 0x4b800003" "48 0x4b800000"; do
+  set -- $nw
+  sized "$1"
+  for eng in mpfr fast auto; do
+    "$PARITY" reduce --engine $eng --numerics "$SIZED" --in "$T/n$1" --out "$T/y.safetensors" 2> "$T/err" \
+      || fail "size class n = $1 ($eng): exit $? ($(cat "$T/err"))"
+    got=$("$PARITY" inspect "$T/y.safetensors" | grep -o '(0x[0-9a-f]*)' | tr -d '()' | tr '\n' ' ')
+    [ "$got" = "$2 $2 " ] || fail "size class n = $1 ($eng): y = $got, want $2 $2"
+  done
+done
+"$PARITY" reduce --engine mpfr --numerics '{ tree = "reverse(seq)" }' --in "$T/n48" --out "$T/y.safetensors" 2> "$T/err" \
+  || fail "reverse(seq) at n = 48: exit $?"
+got=$("$PARITY" inspect "$T/y.safetensors" | grep -o '(0x[0-9a-f]*)' | tr -d '()' | tr '\n' ' ')
+[ "$got" = "0x4b800018 0x4b800018 " ] || fail "reverse(seq) at n = 48 (the control): y = $got"
+expect_reject "n against a non-integer" '{ rows = [{ select = "n < 4.5" }] }' "$T/n7" "unexpected '\.'"
+expect_reject "a name that is not n" '{ rows = [{ select = "len < 48" }] }' "$T/n7" "unknown name 'len'"
+
 if [ $fails -ne 0 ]; then
   echo "$fails failure(s)"
   exit 1

@@ -17,8 +17,8 @@
 #include "point_toml.h"
 #include "testutil.h"
 
-/* Which of R rows a selector picks, as a string of 0/1. */
-static void picks(const char *sel, long long R, long long M, long long N, const char *want)
+/* Which of R rows of n terms a selector picks, as a string of 0/1. */
+static void picks_n(const char *sel, long long R, long long M, long long N, long long n, const char *want)
 {
     nx_select *s;
     nx_err err = {0};
@@ -29,14 +29,19 @@ static void picks(const char *sel, long long R, long long M, long long N, const 
     char got[64] = "";
     for (long long r = 0; r < R; r++) {
         int hit = -1;
-        assert_int_equal(nx_select_eval(s, r, R, M, N, &hit, &err), NX_OK);
+        assert_int_equal(nx_select_eval(s, r, R, M, N, n, &hit, &err), NX_OK);
         got[r] = hit ? '1' : '0';
     }
     nx_select_free(s);
     if (strcmp(got, want) != 0) {
-        print_error("%s over %lld rows: got %s, want %s\n", sel, R, got, want);
+        print_error("%s over %lld rows of %lld terms: got %s, want %s\n", sel, R, n, got, want);
         fail();
     }
+}
+
+static void picks(const char *sel, long long R, long long M, long long N, const char *want)
+{
+    picks_n(sel, R, M, N, 0, want);
 }
 
 static void test_selectors(void **state)
@@ -58,7 +63,7 @@ static void test_selectors(void **state)
     assert_int_equal(nx_select_parse("r >= ", "select", &s, &err), NX_EINVAL);
     assert_string_equal(err.msg, "select: column 6: expected a number, a name or '(' at the end");
     assert_int_equal(nx_select_parse("r >= q", "select", &s, &err), NX_EINVAL);
-    assert_string_equal(err.msg, "select: column 6: unknown name 'q' (expected r, R, i, j, M, N or a number)");
+    assert_string_equal(err.msg, "select: column 6: unknown name 'q' (expected r, R, n, i, j, M, N or a number)");
     assert_int_equal(nx_select_parse("(r < 2", "select", &s, &err), NX_EINVAL);
     assert_string_equal(err.msg, "select: column 7: expected ')'");
     assert_int_equal(nx_select_parse("r 2", "select", &s, &err), NX_EINVAL);
@@ -66,15 +71,15 @@ static void test_selectors(void **state)
     /* division by zero is found when a row makes it happen */
     assert_int_equal(nx_select_parse("r / (R - 4) == 0", "select", &s, &err), NX_OK);
     int hit;
-    assert_int_equal(nx_select_eval(s, 1, 5, 0, 0, &hit, &err), NX_OK);
-    assert_int_equal(nx_select_eval(s, 1, 4, 0, 0, &hit, &err), NX_EINVAL);
+    assert_int_equal(nx_select_eval(s, 1, 5, 0, 0, 0, &hit, &err), NX_OK);
+    assert_int_equal(nx_select_eval(s, 1, 4, 0, 0, 0, &hit, &err), NX_EINVAL);
     assert_string_equal(err.msg, "column 3: division by zero at row 1");
     nx_select_free(s);
     /* && and || skip the side they do not need, as in C: no division there */
     picks("r == 0 || r / (R - 1) == 0", 1, 0, 0, "1");
     picks("r > 0 && 1 / r == 1", 3, 0, 0, "010");
     assert_int_equal(nx_select_parse("r == 0 || 1 / (R - 4) == 0", "select", &s, &err), NX_OK);
-    assert_int_equal(nx_select_eval(s, 1, 4, 0, 0, &hit, &err), NX_EINVAL);
+    assert_int_equal(nx_select_eval(s, 1, 4, 0, 0, 0, &hit, &err), NX_EINVAL);
     assert_string_equal(err.msg, "column 13: division by zero at row 1");
     nx_select_free(s);
     /* the contract has no unary minus */
@@ -173,14 +178,100 @@ static void test_reduce(void **state)
     nx_point_free(&pt);
 }
 
+/* Size classes (fourth edition): `n` is the reduction length.  Terms 2^24
+ * then n - 1 ones.  n = 7 < 48 takes reverse(seq): 1 + ... + 1 = 6 exactly,
+ * 6 + 2^24 exact: 0x1.000006p24 (0x4b800003).  n = 48 takes seq: each + 1
+ * is a tie that stays 2^24 (0x4b800000); reverse(seq) would give 2^24 + 47,
+ * a tie between 2^24 + 46 and 2^24 + 48, to even: 0x1.00003p24. */
+static void test_size_classes(void **state)
+{
+    (void)state;
+    nx_point pt;
+    nx_err err = {0};
+    assert_int_equal(pt_from_text("{ tree = \"seq\", rows = [{ select = \"n < 48\", tree = \"reverse(seq)\" }] }", "p",
+                                  &pt, &err),
+                     NX_OK);
+    const size_t lens[2] = {7, 48};
+    const double want[2] = {0x1.000006p24, 0x1p24};
+    double a[2 * 48];
+    for (int k = 0; k < 2; k++) {
+        size_t n = lens[k];
+        for (size_t r = 0; r < 2; r++)
+            for (size_t i = 0; i < n; i++)
+                a[r * n + i] = i == 0 ? 0x1p24 : 1;
+        nx_rows in = {.rows = 2, .a_fmt = NX_FP32, .a = a, .b_fmt = NX_FP32};
+        for (int e = 0; e < 2; e++) {
+            double y[2] = {0};
+            assert_int_equal(nx_point_reduce(&pt, &in, n, 0, e ? NX_ENGINE_FAST : NX_ENGINE_MPFR, 1, y, &err), NX_OK);
+            for (size_t r = 0; r < 2; r++)
+                assert_double_bits_eq_ctx(y[r], want[k], e ? "fast" : "mpfr");
+        }
+    }
+    /* the control: without the class, n = 7 gives 2^24 (the size class is
+     * what changes the result) */
+    nx_point plain;
+    assert_int_equal(pt_from_text("{ tree = \"seq\" }", "p", &plain, &err), NX_OK);
+    {
+        nx_rows in = {.rows = 1, .a_fmt = NX_FP32, .a = a, .b_fmt = NX_FP32};
+        for (size_t i = 0; i < 7; i++)
+            a[i] = i == 0 ? 0x1p24 : 1;
+        double y[1];
+        assert_int_equal(nx_point_reduce(&plain, &in, 7, 0, NX_ENGINE_MPFR, 1, y, &err), NX_OK);
+        assert_double_bits_eq(y[0], 0x1p24);
+    }
+    /* the canonical text keeps the selector as written and parses back */
+    char *s = nx_point_print(&pt);
+    assert_non_null(strstr(s, "rows = [{ select = \"n < 48\""));
+    free(s);
+    /* the hash at one n differs from the plain point's only where the class
+     * is taken; at n = 48 the programs agree but the selector is hashed */
+    char h1[65], h2[65];
+    assert_int_equal(nx_point_hash(&pt, 48, 0, 0, h1, &err), NX_OK);
+    assert_int_equal(nx_point_hash(&plain, 48, 0, 0, h2, &err), NX_OK);
+    assert_string_not_equal(h1, h2);
+    nx_point_free(&plain);
+    nx_point_free(&pt);
+
+    /* selectors over n alone and with r */
+    picks_n("n < 48", 3, 0, 0, 7, "111");
+    picks_n("n < 48", 3, 0, 0, 48, "000");
+    picks_n("n % 32 != 0 && r == 0", 2, 0, 0, 1000, "10");
+    picks_n("n % 32 != 0 && r == 0", 2, 0, 0, 4096, "00");
+    /* malformed: n is an integer; there is no non-integer to compare it with,
+     * and n needs no grid (N is the grid's column count, not n) */
+    point_fails("{ rows = [{ select = \"n < 4.5\" }] }", "unexpected '.'");
+    point_fails("{ rows = [{ select = \"N < 48\" }] }", "has no 'grid'");
+    point_fails("{ rows = [{ select = \"len < 48\" }] }", "unknown name 'len'");
+    nx_select *sl;
+    assert_int_equal(nx_select_parse("n < 48", "select", &sl, &err), NX_OK);
+    assert_int_equal(nx_select_uses_grid(sl), 0);
+    nx_select_free(sl);
+    /* a division by n at n = 0 is a division by zero, as any other */
+    assert_int_equal(nx_select_parse("r / n == 0", "select", &sl, &err), NX_OK);
+    int hit;
+    assert_int_equal(nx_select_eval(sl, 0, 1, 0, 0, 0, &hit, &err), NX_EINVAL);
+    assert_int_equal(nx_select_eval(sl, 0, 1, 0, 0, 3, &hit, &err), NX_OK);
+    assert_int_equal(hit, 1);
+    nx_select_free(sl);
+    /* the oracle's own evaluator agrees */
+    int64_t v = -1;
+    char oerr[256];
+    assert_int_equal(orc_select_eval_n("n < 48", 0, 1, 7, NULL, &v, oerr, sizeof oerr), 0);
+    assert_int_equal(v, 1);
+    assert_int_equal(orc_select_eval_n("n < 48", 0, 1, 48, NULL, &v, oerr, sizeof oerr), 0);
+    assert_int_equal(v, 0);
+    assert_int_not_equal(orc_select_eval("n < 48", 0, 1, NULL, &v, oerr, sizeof oerr), 0);
+}
+
 /* Random third-edition points (lanes included: rp_edition 4) with random
  * row classes: both engines against the independent oracle's
  * orc_reduce_rows, row by row. */
 static void test_random_classes(void **state)
 {
     (void)state;
+    /* the first six name no grid; n (fourth edition) splits cases by length */
     static const char *const sels[] = {"r >= R - R % 4", "r < 2", "r % 3 == 1", "r == R - 1 || r == 0",
-                                       "j == N - 1", "i == 0 && j > 0"};
+                                       "n < 8", "n % 4 != 0 && r < 3", "j == N - 1", "i == 0 && j > 0 && n > 2"};
     static const char *const modes[] = {"rne", "rna", "rz", "ru", "rd"};
     rp_seed(tu_seed(20261206));
     rp_edition = 4;
@@ -202,7 +293,7 @@ static void test_random_classes(void **state)
         char rows_toml[1200] = "", trees[2][1100];
         size_t l = 0;
         for (int k = 0; k < ncls; k++) {
-            const char *sel = sels[rp_below(gm ? 6 : 4)];
+            const char *sel = sels[rp_below(gm ? 8 : 6)];
             cls[k].select = sel;
             cls[k].keys = c.op;
             l += (size_t)snprintf(rows_toml + l, sizeof rows_toml - l, "%s{ select = \"%s\"", k ? ", " : "", sel);
@@ -299,6 +390,7 @@ int main(void)
         cmocka_unit_test(test_selectors),
         cmocka_unit_test(test_point_keys),
         cmocka_unit_test(test_reduce),
+        cmocka_unit_test(test_size_classes),
         cmocka_unit_test(test_random_classes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

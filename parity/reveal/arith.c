@@ -233,7 +233,7 @@ static nx_status eval_point(const char *text, nx_fmt in, size_t rows, size_t n, 
     for (size_t r = 0; r < rows && !st; r++) {
         const nx_point *pr;
         nx_program *p = NULL;
-        if ((st = nx_point_for_row(&pt, r, rows, &pr, err)) || (st = nx_program_build(pr, n, 1, &p, err)))
+        if ((st = nx_point_for_row(&pt, r, rows, n, &pr, err)) || (st = nx_program_build(pr, n, 1, &p, err)))
             break;
         nx_rows one = {1, in, a + r * n, in, b + r * n, NX_FP64, NULL};
         st = nx_fast_reduce(p, &one, y + r, 1, err);

@@ -932,7 +932,7 @@ static int sel_true(const char *text, size_t r, size_t R)
     nx_select *sl = NULL;
     nx_err e = {0};
     int v = -1;
-    if (nx_select_parse(text, "select", &sl, &e) == NX_OK && nx_select_eval(sl, (long long)r, (long long)R, 0, 0, &v, &e))
+    if (nx_select_parse(text, "select", &sl, &e) == NX_OK && nx_select_eval(sl, (long long)r, (long long)R, 0, 0, 0, &v, &e))
         v = -1;
     nx_select_free(sl);
     return v;

@@ -541,7 +541,7 @@ static nx_status pt_eval(rv_kernel *k, size_t rows, size_t n, const double *a, c
         for (size_t r = 0; r < rows; r++) {
             const nx_point *pr;
             nx_program *p = NULL;
-            if ((st = nx_point_for_row(&im->pt, r, rows, &pr, err)) || (st = nx_program_build(pr, n, 1, &p, err)))
+            if ((st = nx_point_for_row(&im->pt, r, rows, n, &pr, err)) || (st = nx_program_build(pr, n, 1, &p, err)))
                 return st;
             nx_rows one = {1, k->in_fmt, a + r * n, k->in_fmt, b + r * n, NX_FP64, NULL};
             st = nx_fast_reduce(p, &one, y + r, 1, err);

@@ -2106,6 +2106,7 @@ typedef struct sel {
     size_t pos;
     int64_t r, R, M, N;
     int has_grid;
+    int64_t n; /* the reduction length; -1: not known (n is then an unknown name) */
     char *err;
     size_t errlen;
     int failed;
@@ -2182,6 +2183,8 @@ static int64_t sel_primary(sel *X, int live)
             return X->r;
         if (l == 1 && w[0] == 'R')
             return X->R;
+        if (l == 1 && w[0] == 'n' && X->n >= 0)
+            return X->n;
         if (l == 1 && X->has_grid) {
             switch (w[0]) {
             case 'M': return X->M;
@@ -2319,14 +2322,14 @@ static int64_t sel_or(sel *X, int live)
 }
 
 /* live = 0: a syntax check only (no row, nothing computed) */
-static int sel_run(const char *select, int64_t r, int64_t R, const int64_t grid[2], int live,
+static int sel_run(const char *select, int64_t r, int64_t R, int64_t n, const int64_t grid[2], int live,
                    int64_t *value, char *err, size_t errlen)
 {
     if (err && errlen)
         err[0] = 0;
     if (!select)
         return set_err(err, errlen, "select: missing");
-    sel X = {select, 0, r, R, grid ? grid[0] : 0, grid ? grid[1] : 0, grid != NULL, err, errlen, 0};
+    sel X = {select, 0, r, R, grid ? grid[0] : 0, grid ? grid[1] : 0, grid != NULL, n, err, errlen, 0};
     if (grid && live && X.N < 1)
         return set_err(err, errlen, "grid: N must be at least 1");
     int64_t v = sel_or(&X, live);
@@ -2343,17 +2346,23 @@ static int sel_run(const char *select, int64_t r, int64_t R, const int64_t grid[
 int orc_select_eval(const char *select, int64_t r, int64_t R, const int64_t grid[2],
                     int64_t *value, char *err, size_t errlen)
 {
-    return sel_run(select, r, R, grid, 1, value, err, errlen);
+    return sel_run(select, r, R, -1, grid, 1, value, err, errlen);
+}
+
+int orc_select_eval_n(const char *select, int64_t r, int64_t R, int64_t n, const int64_t grid[2],
+                      int64_t *value, char *err, size_t errlen)
+{
+    return sel_run(select, r, R, n, grid, 1, value, err, errlen);
 }
 
 int orc_row_class(const orc_rowclass *classes, size_t nclasses, const int64_t grid[2],
-                  size_t R, size_t r, long *which, char *err, size_t errlen)
+                  size_t R, size_t r, size_t n, long *which, char *err, size_t errlen)
 {
     *which = -1;
     for (size_t k = 0; k < nclasses; k++) {
         int64_t v = 0;
         char msg[384] = "";
-        if (sel_run(classes[k].select, (int64_t)r, (int64_t)R, grid, 1, &v, msg, sizeof msg))
+        if (sel_run(classes[k].select, (int64_t)r, (int64_t)R, (int64_t)n, grid, 1, &v, msg, sizeof msg))
             return set_err(err, errlen, "rows[%zu] (row %zu): %s", k, r, msg);
         if (v != 0) {
             *which = (long)k;
@@ -2422,7 +2431,7 @@ int orc_reduce_rows(const orc_point *p, const orc_rowclass *classes, size_t ncla
         if (c->set & (ORC_K_ROWS | ORC_K_GRID))
             return set_err(err, errlen, "rows[%zu]: a class may not hold %s", k,
                            c->set & ORC_K_ROWS ? "rows" : "grid");
-        if (sel_run(c->select, 0, (int64_t)R, grid, 0, NULL, msg, sizeof msg))
+        if (sel_run(c->select, 0, (int64_t)R, (int64_t)n, grid, 0, NULL, msg, sizeof msg))
             return set_err(err, errlen, "rows[%zu]: %s", k, msg);
         orc_point q = class_point(p, c);
         if (strcmp(out_name(&q), out_name(p)) != 0)
@@ -2433,7 +2442,7 @@ int orc_reduce_rows(const orc_point *p, const orc_rowclass *classes, size_t ncla
     }
     for (size_t r = 0; r < R; r++) {
         long which;
-        if (orc_row_class(classes, nclasses, grid, R, r, &which, err, errlen))
+        if (orc_row_class(classes, nclasses, grid, R, r, n, &which, err, errlen))
             return 1;
         orc_point q = which >= 0 ? class_point(p, &classes[which]) : *p;
         if (orc_reduce_c(&q, in_fmt, b_fmt, a_bits ? a_bits + r * n : NULL, b_bits ? b_bits + r * n : NULL,

@@ -92,10 +92,15 @@ typedef struct orc_rowclass {
 int orc_select_eval(const char *select, int64_t r, int64_t R, const int64_t grid[2],
                     int64_t *value, char *err, size_t errlen);
 
-/* The class of row r: *which = the index of the first class whose selector
+/* The same for a row of n terms: n (docs/numerics.md §4.3, fourth edition)
+ * is a name too, the reduction length; orc_select_eval knows no n. */
+int orc_select_eval_n(const char *select, int64_t r, int64_t R, int64_t n, const int64_t grid[2],
+                      int64_t *value, char *err, size_t errlen);
+
+/* The class of row r (of n terms): *which = the index of the first class whose selector
  * is nonzero, or -1 when none is.  Returns nonzero on a selector error. */
 int orc_row_class(const orc_rowclass *classes, size_t nclasses, const int64_t grid[2],
-                  size_t R, size_t r, long *which, char *err, size_t errlen);
+                  size_t R, size_t r, size_t n, long *which, char *err, size_t errlen);
 
 /* A whole point with row classes over R rows of n terms: a_bits[r*n + i]
  * (and b_bits, NULL for a sum), c_bits[r] (NULL: no start value), results
