@@ -1,8 +1,9 @@
 """Arrays people have, handed to the C library without a copy.
 
-numpy arrays, torch tensors and any object with __array_interface__ are
-passed by address (ndarray.ctypes.data, Tensor.data_ptr(),
-__array_interface__['data']): the library reads the caller's memory.
+numpy arrays, torch tensors and any object with __array_interface__ or
+__dlpack__ are passed by address (ndarray.ctypes.data, Tensor.data_ptr(),
+__array_interface__['data'], the DLPack capsule's pointer): the library
+reads the caller's memory.
 A torch tensor on a GPU is copied to host memory once (docs/python.md).
 Nothing is converted: a dtype parity does not read is a TypeError, a
 non-contiguous array a ValueError, each naming the argument.  Formats
@@ -120,8 +121,15 @@ def view(arg, x):
         if ai.get("strides") is not None:
             raise ValueError("%s: __array_interface__ has strides; parity reads C-contiguous memory" % arg)
         return View(x, ai["data"][0], dt, ai["shape"], "interface")
-    raise TypeError("%s: expected a numpy array, a torch tensor or an object with __array_interface__, got %s" %
-                    (arg, type(x).__name__))
+    if hasattr(x, "__dlpack__"):
+        # DLPack (JAX, CuPy, ...): viewed through torch (which has bf16) or
+        # numpy, without a copy for host memory
+        if torch is not None:
+            return view(arg, torch.utils.dlpack.from_dlpack(x))
+        if np is not None and hasattr(np, "from_dlpack"):
+            return view(arg, np.from_dlpack(x))
+    raise TypeError("%s: expected a numpy array, a torch tensor or an object with __array_interface__ or "
+                    "__dlpack__, got %s" % (arg, type(x).__name__))
 
 
 def view_raw(arg, x):

@@ -168,6 +168,29 @@ def test_reduce_zero_copy_by_rss():
     assert rss() - before < a.nbytes // 4
 
 
+def test_array_interface_and_dlpack_are_read_in_place():
+    from parity import _arrays
+    a, b = rand(3, 16, 8)
+
+    class Iface:
+        def __init__(self, x):
+            self.x = x
+            self.__array_interface__ = dict(x.__array_interface__, strides=None)
+
+    class Dl:
+        def __init__(self, x):
+            self.x = x
+
+        def __dlpack__(self, stream=None):
+            return self.x.__dlpack__()
+
+        def __dlpack_device__(self):
+            return self.x.__dlpack_device__()
+    for wrap in (Iface, Dl):
+        assert _arrays.view("a", wrap(a)).ptr == a.ctypes.data
+        assert as_np(parity.reduce(SEQ, wrap(a), wrap(b))).tobytes() == parity.reduce(SEQ, a, b).tobytes()
+
+
 def test_dtype_and_shape_errors_name_the_argument():
     a, b = rand(4, 8, 5)
     with pytest.raises(TypeError, match="^a: numpy dtype int32"):
