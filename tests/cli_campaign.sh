@@ -250,5 +250,27 @@ grep -q "skipped: the cpu backend has no kernel" "$T/kp.out" && fail "a refused 
 "$PARITY" --version | grep -qE '^parity [0-9]+\.[0-9]+\.[0-9]+ \(git ([0-9a-f]{7,40}(-dirty)?|unknown: not built from a git checkout)\)$' \
   || fail "--version: $("$PARITY" --version)"
 
+# One output-path policy: a report over the ledger, over a registry file or
+# over the reference traces is refused before anything runs (exit 2), and
+# nothing is lost: the ledger, the registry and the traces stay as they were.
+cp -r "$KERNELS" "$T/kw"
+"$PARITY" campaign --class cpu --kernels "$T/kw" --shapes small --no-power --ledger "$T/kw.sqlite" --json "$T/kw.sqlite" \
+  > /dev/null 2> "$T/kw.err"
+[ $? -eq 2 ] || fail "--json over the --ledger: want 2"
+grep -q -- '--ledger .* are the same file' "$T/kw.err" || fail "--json over the ledger not said: $(cat "$T/kw.err")"
+[ -e "$T/kw.sqlite" ] && fail "--json over the ledger: a file was written"
+"$PARITY" campaign --class cpu --kernels "$T/kw" --shapes small --no-power --no-ledger --json "$T/kw/cpu/HARDWARE.toml" \
+  > /dev/null 2> "$T/kw.err"
+[ $? -eq 2 ] || fail "--json over a registry file: want 2"
+diff -r "$KERNELS" "$T/kw" > /dev/null || fail "a registry file was overwritten"
+mkdir -p "$T/ref"
+"$PARITY" campaign --class cpu --kernels "$T/kw" --shapes small --no-power --no-ledger --traces "$T/ref" > /dev/null 2>&1
+ls "$T/ref" > "$T/ref.before"
+"$PARITY" campaign --class cpu2 --kernels "$T/kw" --shapes small --no-power --no-ledger --against cpu \
+  --against-traces "$T/ref" --traces "$T/ref" > /dev/null 2> "$T/kw.err"
+[ $? -eq 2 ] || fail "--traces over --against-traces: want 2"
+grep -q 'is the folder of --against-traces' "$T/kw.err" || fail "--traces over --against-traces not said"
+ls "$T/ref" | cmp -s - "$T/ref.before" || fail "the reference traces changed"
+
 [ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "cli_campaign: all checks passed"

@@ -1,6 +1,7 @@
 /* cmd_campaign.c: `parity campaign`, the main job: every family point of a
  * class, resolved from the registry, run on the class backend and checked
  * at Tier 1 and Tier 2 against the exact reference. */
+#define _DEFAULT_SOURCE 1 /* realpath */
 #include "cli.h"
 #include "famdesc.h"
 #include "cli_html.h"
@@ -212,9 +213,24 @@ int cmd_campaign(int argc, char **argv)
         cli_error("campaign", "--shapes: unknown preset '%s' (expected small or 8b-layer)", preset);
         return EXIT_INPUT;
     }
-    const cli_file outs[] = {{"--json", json}, {"--junit", junit}, {"--html", html}};
-    if (cli_check_outputs("campaign", outs, 3, NULL, 0))
+    /* One output-path policy: no report over another, over the ledger it
+     * appends to, or inside the registry it reads; --traces never over the
+     * reference traces of --against-traces. */
+    const cli_file outs[] = {{"--json", json}, {"--junit", junit}, {"--html", html},
+                             {"--ledger", !no_ledger && cli_dir_exists(ledger_path) ? ledger_path : NULL}};
+    if (cli_check_outputs("campaign", outs, 4, NULL, 0) || cli_check_outside("campaign", outs, 4, "--kernels", kdir))
         return EXIT_INPUT;
+    if (traces && against_tr) {
+        char *a = realpath(traces, NULL), *b = realpath(against_tr, NULL);
+        int same = a && b && strcmp(a, b) == 0;
+        free(a);
+        free(b);
+        if (same) {
+            cli_error("campaign", "--traces %s is the folder of --against-traces %s: this campaign's traces would "
+                      "replace the reference traces it compares with (nothing written)", traces, against_tr);
+            return EXIT_INPUT;
+        }
+    }
     camp_opts o = {0};
     camp_cache cache = {0};
     st_init(&cache.in);
