@@ -271,6 +271,14 @@ ls "$T/ref" > "$T/ref.before"
 [ $? -eq 2 ] || fail "--traces over --against-traces: want 2"
 grep -q 'is the folder of --against-traces' "$T/kw.err" || fail "--traces over --against-traces not said"
 ls "$T/ref" | cmp -s - "$T/ref.before" || fail "the reference traces changed"
+# the same policy in the other commands that read a registry whole
+"$PARITY" lkb --class cpu --kernels "$T/kw" --json "$T/kw/cpu/MEASUREMENTS.toml" > /dev/null 2>&1
+[ $? -eq 2 ] || fail "lkb --json over MEASUREMENTS.toml: want 2"
+"$PARITY" gate --before "$T/kw" --after "$T/kw" --class cpu --quiet --no-bench --json "$T/kw/cpu/HARDWARE.toml" > /dev/null 2>&1
+[ $? -eq 2 ] || fail "gate --json over HARDWARE.toml: want 2"
+"$PARITY" check "$T/ref"/cpu.rmsnorm.plain.graphed-0.safetensors --kernels "$T/kw" --json "$T/kw/cpu/HARDWARE.toml" > /dev/null 2>&1
+[ $? -eq 2 ] || fail "check --json over HARDWARE.toml: want 2"
+diff -r "$KERNELS" "$T/kw" > /dev/null || fail "a registry file was overwritten by lkb, gate or check"
 
 [ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "cli_campaign: all checks passed"

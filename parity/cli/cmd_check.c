@@ -116,7 +116,8 @@ int cmd_check(int argc, char **argv)
     for (size_t k = 0; ins && k < np; k++)
         ins[k] = (cli_file){"TRACE", paths[k]};
     const cli_file outs[] = {{"--json", json}, {"--html", html}};
-    int alias = (json || html) && (!ins || cli_check_outputs("check", outs, 2, ins, np));
+    int alias = (json || html) && (!ins || cli_check_outputs("check", outs, 2, ins, np) ||
+                                   cli_check_outside("check", outs, 2, "--kernels", kdir));
     free(ins);
     if (alias) {
         free(paths);

@@ -85,7 +85,7 @@ int cmd_lkb(int argc, char **argv)
     }
     const cli_file outs[] = {{"--json", json && strcmp(json, "-") != 0 ? json : NULL}},
                    ins[] = {{"--ledger", ledger}};
-    if (cli_check_outputs("lkb", outs, 1, ins, 1))
+    if (cli_check_outputs("lkb", outs, 1, ins, 1) || cli_check_outside("lkb", outs, 1, "--kernels", dir))
         return EXIT_INPUT;
     nx_err err = {0};
     reg_registry *r = NULL;
