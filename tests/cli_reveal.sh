@@ -100,7 +100,19 @@ point '{ acc = "fp32", rounding = "rne", in = "tf32", in_rounding = "rz", fma = 
 D8=$(pt fp32 rne false "stride(8, seq, halving)" fp32)
 point "$D8" --dlopen "$LIB:dot8" --n 100
 point "$(pt fp32 rne false "stride(8, seq, halving)" bf16)" --dlopen "$LIB:dot8_bf16" --n 100
-point "$(pt fp32 rne true "stride(4, seq, expr(((0 + 3) + (1 + 2))))" fp32)" --dlopen "$LIB:dot4_fma" --n 100
+# at n = 100 (a multiple of 4) the carried tail never runs: the probes see
+# stride(4, ...), right at 100 and wrong wherever the tail runs, so the
+# lengths not probed (101 and 47) refuse it: exit 1, and the point is not
+# printed as the answer
+out=$("$P" reveal --dlopen "$LIB:dot4_fma" --n 100 2>"$T/err"); rc=$?
+[ $rc -eq 1 ] || fail "dot4_fma at n = 100: exit $rc, want 1 $(cat "$T/err")"
+printf '%s\n' "$out" | grep -q "^confidence: reproduced 1000 of 1000 " || fail "dot4_fma at n = 100: confirmation at n: $out"
+[ "$(printf '%s\n' "$out" | tail -n 1)" = "not confirmed: the point revealed at n = 100 fails at n = 101, 47: $(pt fp32 rne true "stride(4, seq, expr(((0 + 3) + (1 + 2))))" fp32)" ] \
+  || fail "dot4_fma at n = 100: last line: $(printf '%s\n' "$out" | tail -n 1)"
+# probed at both lengths, the point of n = 103 holds at 100 too
+out=$("$P" reveal --dlopen "$LIB:dot4_fma" --n 100,103 2>"$T/err"); rc=$?
+[ $rc -eq 0 ] && [ "$(printf '%s\n' "$out" | tail -n 1)" = "$(pt fp32 rne true "body(4, stride(4, seq, expr(((0 + 3) + (1 + 2)))), seq, carry)" fp32)" ] \
+  || fail "dot4_fma at n = 100,103: exit $rc: $out $(cat "$T/err")"
 point "$(pt fp32 rne true "body(4, stride(4, seq, expr(((0 + 3) + (1 + 2)))), seq, carry)" fp32)" --dlopen "$LIB:dot4_fma" --n 103
 point "$D8" --exec "$EXE {in} {out}" --n 100
 point "$D8" --serve "$EXE --serve" --n 100
@@ -212,6 +224,46 @@ printf '%s\n' "$out" | grep -q '^row class: select = "r % 2 == 1", order: revers
 # a middle range: rows 3 to 9 of 255
 out=$("$P" reveal --simulate '{ tree = "seq", rows = [{ select = "r >= 3 && r < 10", tree = "halving" }] }' --n 16 --rows 255 --order-only 2>"$T/err")
 printf '%s\n' "$out" | grep -q '^row class: select = "r >= 3 && r < 10", order: halving ' || fail "a range of rows: $out $(cat "$T/err")"
+
+# --- other lengths (docs/reveal.md "Other lengths") -------------------------
+# A point revealed at one n is confirmed at n + 1 and the largest prime at
+# most n / 2 (n = 100: 101 and 47).  stride(8, seq, halving) is the same
+# order at every n: it holds there.
+out=$("$P" reveal --simulate '{ tree = "stride(8, seq, halving)" }' --n 100 2>"$T/err"); rc=$?
+[ $rc -eq 0 ] || fail "lengths, stride: exit $rc $(cat "$T/err")"
+printf '%s\n' "$out" | grep -q '^lengths: at n = 101 (not probed) the point reproduced 1000 of 1000 ' || fail "lengths, stride: no n = 101 line: $out"
+printf '%s\n' "$out" | grep -q '^lengths: at n = 47 (not probed) the point reproduced 1000 of 1000 ' || fail "lengths, stride: no n = 47 line: $out"
+[ "$(printf '%s\n' "$out" | tail -n 1)" = "$(pt fp32 rne true "stride(8, seq, halving)" fp32)" ] || fail "lengths, stride: last line: $out"
+# A kernel whose fp64 tail runs only when n % 32 != 0: at n = 4096 the tail
+# is empty and the probes see stride(32, seq, pairwise); at 4097 (one tail
+# term) and 2039 (the largest prime at most 2048: 7 tail terms) that point
+# is wrong, and the output must say so instead of printing it as the answer.
+TAIL='{ tree = "body(32, stride(32, seq, pairwise), seq[acc=fp64])" }'
+out=$("$P" reveal --simulate "$TAIL" --n 4096 2>"$T/err"); rc=$?
+[ $rc -eq 1 ] || fail "lengths, tail: exit $rc, want 1 $(cat "$T/err")"
+printf '%s\n' "$out" | grep -q '^order: stride(32, seq, pairwise)$' || fail "lengths, tail: order at 4096: $out"
+printf '%s\n' "$out" | grep -q '^lengths: at n = 4097 (not probed) the point reproduced [0-9]* of 1000 ' || fail "lengths, tail: no 4097 line: $out"
+[ "$(printf '%s\n' "$out" | tail -n 1 | sed 's/: {.*//')" = "not confirmed: the point revealed at n = 4096 fails at n = 4097, 2039" ] \
+  || fail "lengths, tail: last line: $(printf '%s\n' "$out" | tail -n 1)"
+# the negative control of the line above: the same kernel at a length whose
+# tail is the body's reveals the body and tail, and both other lengths hold
+# (body(8, ...) with a seq tail in the same format)
+out=$("$P" reveal --simulate '{ tree = "body(8, stride(8, seq, halving), seq)" }' --n 96,203 2>"$T/err"); rc=$?
+[ $rc -eq 0 ] || fail "lengths 96,203: exit $rc $(cat "$T/err")"
+printf '%s\n' "$out" | grep -q '^lengths: one point holds at every probed length (n = 96, 203)$' || fail "lengths 96,203: $out"
+[ "$(printf '%s\n' "$out" | tail -n 1)" = "$(pt fp32 rne true "body(8, stride(8, seq, halving), seq)" fp32)" ] \
+  || fail "lengths 96,203: last line: $out"
+# a size class (docs/numerics.md section 4.3, fourth edition): reverse(seq)
+# below 48 terms, seq from there; no point of reveal's search holds at both
+out=$("$P" reveal --simulate '{ tree = "seq", rows = [{ select = "n < 48", tree = "reverse(seq)" }] }' --n 7,100 2>"$T/err"); rc=$?
+[ $rc -eq 1 ] || fail "lengths 7,100: exit $rc, want 1 $(cat "$T/err")"
+printf '%s\n' "$out" | grep -q '^lengths: n = 7 reveals .*tree = "reverse(seq)".* at n = 100$' || fail "lengths 7,100: n = 7 line: $out"
+printf '%s\n' "$out" | grep -q '^lengths: n = 100 reveals .*tree = "seq".* at n = 7$' || fail "lengths 7,100: n = 100 line: $out"
+[ "$(printf '%s\n' "$out" | tail -n 1)" = "not confirmed: the lengths disagree" ] || fail "lengths 7,100: last line: $out"
+for bad in "100,100" "100," ",100" "1,100" "100,,7" "x"; do
+  "$P" reveal --simulate '{ tree = "seq" }' --n "$bad" >/dev/null 2>&1; rc=$?
+  [ $rc -eq 2 ] || fail "--n '$bad': exit $rc, want 2"
+done
 
 # --- errors ---------------------------------------------------------------
 # rows 1, 2 and 4 of 255, which no one selector holds: one range per run

@@ -14,9 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define RV_MAX_LENGTHS 16
+
 static const char usage[] =
     "usage: parity reveal (--exec 'CMD {in} {out}' | --serve CMD | --dlopen LIB.so:SYMBOL\n"
-    "                      | --simulate POINT) --n N [--dtype D] [--order-only]\n"
+    "                      | --simulate POINT) --n N[,N2,...] [--dtype D] [--order-only]\n"
     "                      [--rows R] [--confirm R] [--seed S] [--space SPEC] [-v]\n"
     "                      [--timeout S]\n"
     "                      [--html FILE]\n"
@@ -36,7 +38,13 @@ static const char usage[] =
     "  --simulate P   a numerics point evaluated in process (for tests)\n"
     "\n"
     "options:\n"
-    "  --n N          terms per row (2 ... 2^20)\n"
+    "  --n N          terms per row (2 ... 2^20).  A list N1,N2,... probes each\n"
+    "                 length and prints one point that holds at all of them, or\n"
+    "                 names the lengths whose points disagree (exit 1).  Either\n"
+    "                 way the point is then confirmed at two lengths not probed\n"
+    "                 (N1 + 1 and the largest prime at most N1 / 2, so that a\n"
+    "                 loop's remainder runs); a point that fails there is\n"
+    "                 reported, not printed as the answer (exit 1)\n"
     "  --dtype D      the dtype of a and b: F32 (default), BF16, F16, F64\n"
     "  --order-only   reveal the order only\n"
     "  --rows R       random rows the arithmetic is fitted to, and the batch of\n"
@@ -60,12 +68,14 @@ static const char usage[] =
     "\n"
     "Stdout: the revealed order (with a `row class:` line per selector when\n"
     "rows reduce in different orders), the probes (rows) and calls used, the\n"
-    "confidence; the last line is the point as one inline TOML table that\n"
-    "`parity reduce --numerics` accepts.\n"
+    "confidence, a `lengths:` line per length the point is confirmed at; the\n"
+    "last line is the point as one inline TOML table that `parity reduce\n"
+    "--numerics` accepts, or, when it fails at another length, a line\n"
+    "`not confirmed: ...` naming the lengths.\n"
     "\n"
     "exit status: 0 a point was revealed and reproduced every confirmation row;\n"
-    "1 the probes reveal no tree, no point of the space fits, or a confirmation\n"
-    "row differs; 2 usage or bad input; 3 the kernel failed, or internal error.\n";
+    "1 the probes reveal no tree, no point of the space fits, a confirmation\n"
+    "row differs, at any length; 2 usage or bad input; 3 the kernel failed, or internal error.\n";
 
 /* --space: the trees of its candidates, tried first as spellings of the
  * revealed order (pa_reveal_hints). */
@@ -79,6 +89,170 @@ static nx_status load_hints(const char *spec, nx_fmt in, rv_opts *o, nx_err *err
         st = pa_reveal_hints(&sp, o, err);
     fit_space_free(&sp);
     return st;
+}
+
+/* One length: the order, the arithmetic and the confirmation at o->n, with
+ * their lines on stdout.  The point is printed here only when its
+ * confirmation rows differ (exit 1); otherwise generalise() prints it. */
+static int reveal_one(rv_kernel *k, const rv_opts *o, int order_only, rv_result *res, nx_err *err)
+{
+    int rc = EXIT_PASS;
+    nx_status st = rv_reveal_order(k, o, res, err);
+    if (st) {
+        if (st == NX_EUNSUPPORTED) {
+            cli_error("reveal", "%s", err->msg);
+            printf("order: not revealed (%zu probes in %zu calls)\n", res->order_probes, res->order_calls);
+            rc = EXIT_PARITY;
+        } else
+            rc = cli_fail("reveal", err);
+        return rc;
+    }
+    if (res->n <= 64) {
+        char *br = rv_tree_text(&res->tree);
+        printf("bracketing: %s\n", br ? br : "?");
+        free(br);
+    }
+    printf("order: %s\n", res->tree_text ? res->tree_text : "a tree with fused nodes that no tree of the language names");
+    printf("order probes: %zu rows in %zu calls (n = %zu; counts exact to %d bits; %s)\n", res->order_probes,
+           res->order_calls, res->n, res->count_bits,
+           res->filler_sign > 0 ? "positive fillers"
+           : res->filler_sign < 0 ? "negative fillers (rounding up)"
+                                 : "counts modulo the ulp of M (rounding toward zero)");
+    for (size_t c = 1; c < res->nclass; c++)
+        printf("row class: select = \"%s\", order: %s (rows probed at every index of %zu)\n", res->class_select[c],
+               res->class_tree[c], res->probe_rows);
+    if (!res->tree_text) {
+        rc = EXIT_PARITY;
+        return rc;
+    }
+    if (order_only) {
+        printf("%s\n", res->tree_text);
+        return rc;
+    }
+    st = rv_reveal_arith(k, o, res, err);
+    if (st) {
+        rc = cli_fail("reveal", err);
+        return rc;
+    }
+    printf("arithmetic probes: %zu rows in %zu calls\n", res->arith_probes, res->arith_calls);
+    printf("calls: %zu, probes: %zu in all\n", k->calls, k->probes);
+    if (!res->point) {
+        printf("arithmetic: no point of the space reproduces the kernel with this order\n");
+        if (res->tree_text && strstr(res->tree_text, "expr("))
+            fprintf(stderr, "parity reveal: the order is spelled with expr(...), whose additions never fuse: a "
+                            "vector kernel with FMA lanes, or a body and tail in different formats, needs a tree "
+                            "that says so (stride, body, lanes: docs/numerics.md section 4.2), found with `parity fit "
+                            "--space` on the kernel's outputs (docs/fit.md, \"Real kernels\")\n");
+        rc = EXIT_PARITY;
+        return rc;
+    }
+    printf("confidence: reproduced %zu of %zu fresh random rows%s", res->confirm_ok, res->confirm_rows,
+           res->alternatives ? "" : "\n");
+    if (res->alternatives)
+        printf("; %zu other points of the space fit the fitted rows too\n", res->alternatives);
+    if (res->confirm_ok != res->confirm_rows) {
+        printf("%s\n", res->point);
+        rc = EXIT_PARITY;
+    }
+    return rc;
+}
+
+/* Parses --n: one length or a list N1,N2,... (each 2 ... 2^20, no repeats). */
+static int parse_lengths(const char *s, size_t *lens, size_t *nlens)
+{
+    *nlens = 0;
+    char buf[512];
+    if (strlen(s) >= sizeof buf) {
+        cli_error("reveal", "--n: the list is too long");
+        return 1;
+    }
+    snprintf(buf, sizeof buf, "%s", s);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (*nlens == RV_MAX_LENGTHS) {
+            cli_error("reveal", "--n: at most %d lengths", RV_MAX_LENGTHS);
+            return 1;
+        }
+        long v = cli_long("reveal", "--n", tok, 2, 1L << 20);
+        if (v < 0)
+            return 1;
+        for (size_t q = 0; q < *nlens; q++)
+            if (lens[q] == (size_t)v) {
+                cli_error("reveal", "--n: %ld is listed twice", v);
+                return 1;
+            }
+        lens[(*nlens)++] = (size_t)v;
+    }
+    if (*nlens == 0 || s[strlen(s) - 1] == ',' || s[0] == ',' || strstr(s, ",,")) {
+        cli_error("reveal", "--n: '%s' is not a length or a list N1,N2,...", s);
+        return 1;
+    }
+    return 0;
+}
+
+/* One point for every probed length (the first revealed one that
+ * reproduces the others' fresh rows), then confirmed at two lengths not
+ * probed.  Prints the `lengths:` lines and, as the last line, the point or
+ * why there is none. */
+static int generalise(rv_kernel *k, const rv_opts *o, const size_t *lens, size_t nlens, char **points, nx_err *err)
+{
+    size_t crows = o->confirm_rows ? o->confirm_rows : 1000, rows, ok;
+    char why[512];
+    const char *chosen = NULL;
+    size_t fail_n[RV_MAX_LENGTHS] = {0}, fail_ok[RV_MAX_LENGTHS] = {0}, fail_rows[RV_MAX_LENGTHS] = {0};
+    for (size_t c = 0; c < nlens && !chosen; c++) {
+        int holds = 1;
+        for (size_t l = 0; l < nlens && holds; l++) {
+            if (l == c || !strcmp(points[l], points[c]))
+                continue; /* confirmed where it was revealed */
+            if (rv_confirm_at(k, points[c], lens[l], crows, o->seed, &rows, &ok, why, sizeof why, err))
+                return cli_fail("reveal", err);
+            holds = ok == rows;
+            if (!holds)
+                fail_n[c] = lens[l], fail_ok[c] = ok, fail_rows[c] = rows;
+        }
+        if (holds)
+            chosen = points[c];
+    }
+    if (!chosen) {
+        printf("lengths: no single point the search can express holds at n =");
+        for (size_t l = 0; l < nlens; l++)
+            printf("%s %zu", l ? "," : "", lens[l]);
+        printf("; the point of each length fails at another:\n");
+        for (size_t l = 0; l < nlens; l++)
+            printf("lengths: n = %zu reveals %s, which reproduces %zu of %zu rows at n = %zu\n", lens[l], points[l],
+                   fail_ok[l], fail_rows[l], fail_n[l]);
+        printf("not confirmed: the lengths disagree\n");
+        return EXIT_PARITY;
+    }
+    if (nlens > 1)
+        printf("lengths: one point holds at every probed length (n =");
+    for (size_t l = 0; l < nlens && nlens > 1; l++)
+        printf("%s %zu", l ? "," : "", lens[l]);
+    if (nlens > 1)
+        printf(")\n");
+    size_t extra[2];
+    rv_confirm_lengths(lens[0], extra);
+    char failed[128] = "";
+    size_t fl = 0;
+    for (int e = 0; e < 2; e++) {
+        int probed = 0;
+        for (size_t l = 0; l < nlens; l++)
+            probed |= lens[l] == extra[e];
+        if (probed || (e == 1 && extra[1] == extra[0]))
+            continue;
+        if (rv_confirm_at(k, chosen, extra[e], crows, o->seed, &rows, &ok, why, sizeof why, err))
+            return cli_fail("reveal", err);
+        printf("lengths: at n = %zu (not probed) the point reproduced %zu of %zu fresh random rows%s%s\n", extra[e],
+               ok, rows, why[0] ? ": " : "", why);
+        if (ok != rows)
+            fl += (size_t)snprintf(failed + fl, sizeof failed - fl, "%s%zu", fl ? ", " : "", extra[e]);
+    }
+    if (fl) {
+        printf("not confirmed: the point revealed at n = %zu fails at n = %s: %s\n", lens[0], failed, chosen);
+        return EXIT_PARITY;
+    }
+    printf("%s\n", chosen);
+    return EXIT_PASS;
 }
 
 int cmd_reveal(int argc, char **argv)
@@ -131,9 +305,10 @@ int cmd_reveal(int argc, char **argv)
     }
     rv_opts o = {0};
     long v;
-    if ((v = cli_long("reveal", "--n", nstr, 2, 1L << 20)) < 0)
+    size_t lens[RV_MAX_LENGTHS], nlens = 0;
+    if (parse_lengths(nstr, lens, &nlens))
         return EXIT_INPUT;
-    o.n = (size_t)v;
+    o.n = lens[0];
     if (rows_s && (v = cli_long("reveal", "--rows", rows_s, 1, 1L << 20)) < 0)
         return EXIT_INPUT;
     o.fit_rows = rows_s ? (size_t)v : 0;
@@ -186,63 +361,28 @@ int cmd_reveal(int argc, char **argv)
     k->timeout_s = timeout;
     rv_result res = {0};
     int rc = EXIT_PASS;
-    st = rv_reveal_order(k, &o, &res, &err);
-    if (st) {
-        if (st == NX_EUNSUPPORTED) {
-            cli_error("reveal", "%s", err.msg);
-            printf("order: not revealed (%zu probes in %zu calls)\n", res.order_probes, res.order_calls);
-            rc = EXIT_PARITY;
-        } else
+    char *points[RV_MAX_LENGTHS] = {0};
+    for (size_t l = 0; l < nlens && rc == EXIT_PASS; l++) {
+        if (nlens > 1) {
+            printf("n = %zu:\n", lens[l]);
+            if (l > 0) { /* the report shows the first length */
+                rv_result_free(&res);
+                memset(&res, 0, sizeof res);
+            }
+        }
+        o.n = lens[l];
+        rc = reveal_one(k, &o, order_only, &res, &err);
+        if (rc == EXIT_PASS && !order_only && res.point && !(points[l] = strdup(res.point))) {
+            nx_err_set(&err, NX_ENOMEM, "out of memory");
             rc = cli_fail("reveal", &err);
-        goto out;
+        }
+        if (rc == EXIT_PARITY && nlens > 1)
+            printf("lengths: stopped at n = %zu: no confirmed point there (above)\n", lens[l]);
     }
-    if (res.n <= 64) {
-        char *br = rv_tree_text(&res.tree);
-        printf("bracketing: %s\n", br ? br : "?");
-        free(br);
-    }
-    printf("order: %s\n", res.tree_text ? res.tree_text : "a tree with fused nodes that no tree of the language names");
-    printf("order probes: %zu rows in %zu calls (n = %zu; counts exact to %d bits; %s)\n", res.order_probes,
-           res.order_calls, res.n, res.count_bits,
-           res.filler_sign > 0 ? "positive fillers"
-           : res.filler_sign < 0 ? "negative fillers (rounding up)"
-                                 : "counts modulo the ulp of M (rounding toward zero)");
-    for (size_t c = 1; c < res.nclass; c++)
-        printf("row class: select = \"%s\", order: %s (rows probed at every index of %zu)\n", res.class_select[c],
-               res.class_tree[c], res.probe_rows);
-    if (!res.tree_text) {
-        rc = EXIT_PARITY;
-        goto out;
-    }
-    if (order_only) {
-        printf("%s\n", res.tree_text);
-        goto out;
-    }
-    st = rv_reveal_arith(k, &o, &res, &err);
-    if (st) {
-        rc = cli_fail("reveal", &err);
-        goto out;
-    }
-    printf("arithmetic probes: %zu rows in %zu calls\n", res.arith_probes, res.arith_calls);
-    printf("calls: %zu, probes: %zu in all\n", k->calls, k->probes);
-    if (!res.point) {
-        printf("arithmetic: no point of the space reproduces the kernel with this order\n");
-        if (res.tree_text && strstr(res.tree_text, "expr("))
-            fprintf(stderr, "parity reveal: the order is spelled with expr(...), whose additions never fuse: a "
-                            "vector kernel with FMA lanes, or a body and tail in different formats, needs a tree "
-                            "that says so (stride, body, lanes: docs/numerics.md section 4.2), found with `parity fit "
-                            "--space` on the kernel's outputs (docs/fit.md, \"Real kernels\")\n");
-        rc = EXIT_PARITY;
-        goto out;
-    }
-    printf("confidence: reproduced %zu of %zu fresh random rows%s", res.confirm_ok, res.confirm_rows,
-           res.alternatives ? "" : "\n");
-    if (res.alternatives)
-        printf("; %zu other points of the space fit the fitted rows too\n", res.alternatives);
-    printf("%s\n", res.point);
-    if (res.confirm_ok != res.confirm_rows)
-        rc = EXIT_PARITY;
-out:
+    if (rc == EXIT_PASS && !order_only)
+        rc = generalise(k, &o, lens, nlens, points, &err);
+    for (size_t l = 0; l < nlens; l++)
+        free(points[l]);
     if (html && (rc == EXIT_PASS || rc == EXIT_PARITY)) {
         const char *kernel = exec ? exec : serve ? serve : dl ? dl : sim;
         char what[1024];

@@ -446,6 +446,66 @@ out:
     return st;
 }
 
+static int is_prime(size_t x)
+{
+    if (x < 2)
+        return 0;
+    for (size_t d = 2; d * d <= x; d++)
+        if (x % d == 0)
+            return 0;
+    return 1;
+}
+
+void rv_confirm_lengths(size_t n, size_t out[2])
+{
+    out[0] = n < ((size_t)1 << 20) ? n + 1 : n - 1;
+    size_t p = n / 2;
+    while (p >= 2 && (!is_prime(p) || p == n || p == out[0]))
+        p--;
+    if (p < 2) /* n < 4: no prime at most n / 2; the first past n and n + 1 */
+        for (p = n + 2; !is_prime(p); p++)
+            ;
+    out[1] = p;
+}
+
+nx_status rv_confirm_at(rv_kernel *k, const char *point, size_t n, size_t crows, unsigned long long seed,
+                        size_t *rows, size_t *ok, char *why, size_t whylen, nx_err *err)
+{
+    *ok = 0;
+    if (why && whylen)
+        why[0] = 0;
+    /* the same budget as one call of the order's rounds */
+    size_t cap = ((size_t)1 << 24) / n;
+    if (crows > cap)
+        crows = cap ? cap : 1;
+    *rows = crows;
+    double *a = malloc(crows * n * sizeof *a), *b = malloc(crows * n * sizeof *b), *y = malloc(crows * sizeof *y),
+           *z = malloc(crows * sizeof *z);
+    nx_status st = NX_OK;
+    if (!a || !b || !y || !z) {
+        st = nx_err_set(err, NX_ENOMEM, "out of memory");
+        goto out;
+    }
+    /* rows never seen by the search at n, and different at each length */
+    rand_rows(k->in_fmt, crows, n, (seed ? seed : 0x7265766561ULL) ^ 0x6c656e677468ULL ^ (uint64_t)n * 0x9e37ULL, a, b);
+    if ((st = rv_call(k, crows, n, a, b, y, err)))
+        goto out;
+    nx_err pe = {0};
+    if (eval_point(point, k->in_fmt, crows, n, a, b, z, &pe)) {
+        if (why && whylen)
+            snprintf(why, whylen, "%s", pe.msg);
+        goto out;
+    }
+    for (size_t r = 0; r < crows; r++)
+        *ok += same_bits(y[r], z[r]);
+out:
+    free(a);
+    free(b);
+    free(y);
+    free(z);
+    return st;
+}
+
 nx_status rv_reveal(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err *err)
 {
     nx_status st = rv_reveal_order(k, o, res, err);

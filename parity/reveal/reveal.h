@@ -140,6 +140,20 @@ char *rv_recognise(const rv_tree *t, size_t n);
 char *rv_recognise_hinted(const rv_tree *t, size_t n, char *const *hints, size_t nhints);
 /* The arithmetic with the order known, and the confirmation. */
 nx_status rv_reveal_arith(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err *err);
+/* Length generalisation (docs/reveal.md "Other lengths"). */
+/* Two lengths, neither n, that a point revealed at n is confirmed at by
+ * default: n + 1 (n - 1 at the largest n), a remainder of every
+ * power-of-two loop width when n is a multiple of one, and the largest
+ * prime at most n / 2 (another remainder and another block count; for
+ * n < 4 the first prime past both). */
+void rv_confirm_lengths(size_t n, size_t out[2]);
+/* Runs crows fresh random rows of n terms (fewer where crows * n would
+ * pass 2^24 elements; *rows says how many) through k and through the
+ * point text: *ok rows reproduced bit for bit.  A point that cannot be
+ * evaluated at n (an expr(...) of fewer terms) reproduces none, its reason
+ * in why[whylen]; err is the kernel's failure only. */
+nx_status rv_confirm_at(rv_kernel *k, const char *point, size_t n, size_t crows, unsigned long long seed,
+                        size_t *rows, size_t *ok, char *why, size_t whylen, nx_err *err);
 /* Both; NX_OK with res->point NULL when no point was found. */
 nx_status rv_reveal(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err *err);
 
