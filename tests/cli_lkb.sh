@@ -435,6 +435,18 @@ grep -q '0 measurement(s) added, 2 already present' "$T/m.out" || fail "merge ag
 PARITY_LEDGER_CLOCK=2026-02-01T00:00:00Z "$P" bench --class cpu --point gemm.splitk --rows 2 --shapes small \
   --repeats 2 --warmup 0 --kernels "$K" --no-ledger > /dev/null 2>&1 || fail "bench again"
 grep -q '^id = "cpu.gemm.splitk.r2.20260201T000000Z-2"$' "$K/cpu/MEASUREMENTS.toml" || fail "second id not suffixed"
+# four bench runs at once on one registry: each record kept (a lock around
+# the read-append-rename of MEASUREMENTS.toml), the file still lints clean
+n0=$(grep -c '^\[\[measurement\]\]' "$K/cpu/MEASUREMENTS.toml")
+for r in 1 2 3 4; do
+  PARITY_LEDGER_CLOCK=2026-02-0${r}T00:00:00Z "$P" bench --class cpu --point gemm.splitk --rows $r --shapes small \
+    --repeats 2 --warmup 0 --kernels "$K" --no-ledger > /dev/null 2> "$T/bc$r.err" &
+done
+wait
+for r in 1 2 3 4; do [ -s "$T/bc$r.err" ] && grep -q -i error "$T/bc$r.err" && fail "concurrent bench $r: $(cat "$T/bc$r.err")"; done
+n1=$(grep -c '^\[\[measurement\]\]' "$K/cpu/MEASUREMENTS.toml")
+[ "$n1" -eq $((n0 + 4)) ] || fail "concurrent bench runs kept $((n1 - n0)) of 4 records"
+"$P" registry lint "$K" > /dev/null 2>&1 || fail "MEASUREMENTS.toml after concurrent bench runs does not lint clean"
 "$P" bench --class cpu --point gemm.nope --rows 2 --shapes small --kernels "$K" --no-ledger > /dev/null 2> "$T/bn.err"
 [ $? -eq 2 ] || fail "bench of an unknown point is not exit 2"
 grep -q "family 'gemm' has no point 'nope' at class 'cpu'" "$T/bn.err" || fail "bench unknown point: $(cat "$T/bn.err")"

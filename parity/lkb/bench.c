@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sqlite3.h>
+#include <sys/file.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -371,10 +372,35 @@ done:
     return st;
 }
 
+/* Read, append and rename, under an exclusive lock on a file beside
+ * MEASUREMENTS.toml (the file itself is replaced by the rename, so it
+ * cannot carry the lock): concurrent `parity bench` runs on one registry
+ * queue, and none loses another's records. */
+static nx_status append_locked(const char *kernels_dir, const char *cls, const char *path, lkb_record *recs, size_t n,
+                               nx_err *err);
+
 nx_status lkb_records_append(const char *kernels_dir, const char *cls, lkb_record *recs, size_t n, nx_err *err)
 {
-    char path[4096];
+    char path[4096], lock[4200];
     snprintf(path, sizeof path, "%s/%s/MEASUREMENTS.toml", kernels_dir, cls);
+    snprintf(lock, sizeof lock, "%s/%s/.MEASUREMENTS.toml.lock", kernels_dir, cls);
+    int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
+    if (fd < 0)
+        return nx_err_set(err, NX_EIO, "%s: cannot open the lock of MEASUREMENTS.toml: %s", lock, strerror(errno));
+    while (flock(fd, LOCK_EX) != 0)
+        if (errno != EINTR) {
+            int e = errno;
+            close(fd);
+            return nx_err_set(err, NX_EIO, "%s: cannot lock: %s", lock, strerror(e));
+        }
+    nx_status st = append_locked(kernels_dir, cls, path, recs, n, err);
+    close(fd); /* the lock ends with the descriptor */
+    return st;
+}
+
+static nx_status append_locked(const char *kernels_dir, const char *cls, const char *path, lkb_record *recs, size_t n,
+                               nx_err *err)
+{
     /* the ids must be new: a second record in the same second gets a suffix */
     lkb_records old = {0};
     nx_status st = lkb_records_load(kernels_dir, cls, &old, err);
@@ -426,29 +452,9 @@ nx_status lkb_records_append(const char *kernels_dir, const char *cls, lkb_recor
     char *text = nx_sbuf_take(&b);
     if (!text)
         return nx_err_set(err, NX_ENOMEM, "out of memory");
-    char *tmp = NULL;
-    int fd = st_tmp_create(path, &tmp, err);
-    if (fd < 0) {
-        free(text);
-        return err ? err->code : NX_EIO;
-    }
-    size_t len = strlen(text), off = 0;
-    while (off < len) {
-        ssize_t w = write(fd, text + off, len - off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            break;
-        off += (size_t)w;
-    }
-    int ok = off == len && fsync(fd) == 0;
-    ok &= close(fd) == 0;
+    st = st_write_text_atomic(path, text, err);
     free(text);
-    if (!ok) {
-        st_tmp_discard(&tmp);
-        return nx_err_set(err, NX_EIO, "%s: cannot write: %s", path, strerror(errno));
-    }
-    return st_tmp_commit(&tmp, path, err);
+    return st;
 }
 
 static void bind_opt(sqlite3_stmt *s, int i, int have, double v)
