@@ -1,5 +1,5 @@
 #!/bin/sh
-# cli_hostile.sh PARITY [KERNELS]: hostile and unlucky input from the outside (issue 14):
+# cli_hostile.sh PARITY [KERNELS]: hostile and unlucky input from the outside:
 # no crash (exit 0 or 2, never a signal), a message naming where, bounded
 # time.  Expected texts are worked out here from the documented forms, not
 # taken from the program.
@@ -309,7 +309,7 @@ run 0 "tree show --n 2^20" tree show pairwise --n 1048576
 run 2 "tree show --n 2^20 + 1" tree show pairwise --n 1048577
 has err "--n: '1048577' is not an integer in [0, 1048576]" "tree show --n 2^20 + 1"
 
-# ---- LKB files (issue 23): a broken [[measurement]] or value is a lint
+# ---- LKB files: a broken [[measurement]] or value is a lint
 # error naming file, line and key, never a crash or a NaN in the report ---
 if [ -n "$KERNELS" ]; then
   # lintk NAME WANT_LINE: both lints exit 2 (not a signal) and name it
@@ -362,7 +362,7 @@ if [ -n "$KERNELS" ]; then
   has err "$S:1:" "lkb --model, STEP.toml that does not parse"
 fi
 
-# ---- a FIFO (or any file that is not regular) as an input (issue 23):
+# ---- a FIFO (or any file that is not regular) as an input:
 # refused at once, naming it, by every reader; never opened blocking.  Each
 # run is under `timeout` so a regression fails here instead of hanging.
 case $PARITY in /*) ;; *) PARITY=$(pwd)/$PARITY ;; esac # the tests below change folders
@@ -410,7 +410,7 @@ if mkfifo "$T/ff/p" "$T/ff/p.npy" "$T/ff/p.json" 2> /dev/null; then
   grep -q "out.safetensors: not a regular file (a FIFO)" "$T/err" || fail "FIFO: reveal {out}: not named: $(head -c 300 "$T/err")"
 fi
 
-# ---- ledgers are read read-only (issue 23): runs, ttbp, merge inputs and
+# ---- ledgers are read read-only: runs, ttbp, merge inputs and
 # lkb --ledger never create, write or migrate the file they read ----------
 if [ -n "$KERNELS" ]; then
   mkdir -p "$T/rl"
@@ -452,7 +452,7 @@ if [ -n "$KERNELS" ]; then
   [ "$(sqlite3 "$T/rl/v1.sqlite" 'PRAGMA user_version')" = 1 ] || fail "the schema 1 ledger is no longer schema 1"
 fi
 
-# ---- reveal's kernels (issue 23): a per-call --timeout that kills the
+# ---- reveal's kernels: a per-call --timeout that kills the
 # command's process group, a bad --serve answer kills the child, and file
 # names are quoted so no character of TMPDIR is interpreted -------------
 # a hung --exec kernel: killed after --timeout, with what it started
