@@ -188,5 +188,18 @@ gate --before "$T/A" --after "$T/thr" --families gemm > "$T/thr.out" 2>&1
 grep -q "gate changed: tier2 tier2: ok -> FAIL (after: FAIL: power: gemm.splitk: .*k: the kernel reduces split(1, stride(8, seq, pairwise), seq), the point declares split(4, stride(8, seq, pairwise), seq)" "$T/thr.out" \
   || fail "the thread-split kernel not named by the power checks: $(grep -A3 '^gemm.splitk ' "$T/thr.out")"
 
+# a gate stopped by SIGTERM removes its temporary folders and dies of the signal
+mkdir -p "$T/gtmp"
+TMPDIR="$T/gtmp" "$PARITY" gate --class cpu --quiet --before "$T/A" --after "$T/same" > /dev/null 2> "$T/gsig.err" &
+gp=$!
+i=0
+while [ -z "$(ls "$T/gtmp")" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+[ -n "$(ls "$T/gtmp")" ] || fail "the gate made no temporary folder to clean"
+kill -TERM $gp
+wait $gp
+rc=$?
+[ $rc -eq 143 ] || fail "gate on SIGTERM: exit $rc, want 143 (killed by the signal)"
+[ -z "$(ls "$T/gtmp")" ] || fail "gate on SIGTERM left its temporary folders: $(ls "$T/gtmp")"
+
 [ $fails -eq 0 ] && echo "cli_gate: all passed"
 exit $((fails != 0))

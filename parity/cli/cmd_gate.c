@@ -1,5 +1,6 @@
 /* cmd_gate.c: `parity gate`, the promotion rule as a command: the registry
  * before and after a change, campaign against campaign (parity/ledger/gate.h). */
+#define _DEFAULT_SOURCE 1 /* sigaction */
 #include "cli.h"
 #include "famdesc.h"
 #include "gate.h"
@@ -7,6 +8,7 @@
 #include "report.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +84,26 @@ static const dev_backend *backend_for(const char *dir, const char *cls, nx_err *
         nx_err_set(err, NX_EINVAL, "class '%s' has no backend in this build (known: cpu, and sm* classes through cuda)",
                    cls);
     return b;
+}
+
+/* SIGINT, SIGTERM, SIGHUP: the gate stops at the next point, removes its
+ * temporary folders, and the process then dies of the signal it got. */
+static volatile int stop_signal;
+
+static void on_signal(int sig)
+{
+    stop_signal = sig;
+}
+
+static void catch_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        sigaction(sigs[i], &sa, NULL);
 }
 
 static void progress(void *ctx, size_t i, size_t n, const char *id)
@@ -177,6 +199,8 @@ int cmd_gate(int argc, char **argv)
     o.bench = !no_bench;
     o.slack = GATE_SLACK;
     o.alpha = GATE_ALPHA;
+    o.stop = &stop_signal;
+    catch_signals();
     if (!quiet)
         o.progress = progress;
     if (cli_run_opts("gate", rep_s, thr_s, seed_s, dist_s, eng_s,
@@ -335,5 +359,9 @@ done:
 out:
     gate_side_free(dir_a, tmp_a);
     gate_side_free(dir_b, tmp_b);
+    if (stop_signal) { /* cleaned up: now die of the signal, as the caller expects */
+        signal(stop_signal, SIG_DFL);
+        raise(stop_signal);
+    }
     return rc;
 }

@@ -390,6 +390,11 @@ nx_status gate_run(const gate_opts *o, gate_report *r, nx_err *err)
             r->added++;
             continue;
         }
+        if (o->stop && *o->stop) {
+            st = nx_err_set(err, NX_EINVAL, "interrupted by a signal after %zu of %zu point(s); nothing kept", done,
+                            todo);
+            goto out;
+        }
         if (o->progress)
             o->progress(o->ctx, ++done, todo, ib[i]);
         /* the gate's false-alarm rate shared by its compared points (Bonferroni) */

@@ -33,6 +33,9 @@ typedef struct gate_opts {
     const dev_backend *backend_after; /* the after side's backend; NULL: backend */
     void (*progress)(void *ctx, size_t i, size_t n, const char *id);
     void *ctx;
+    /* polled between points: nonzero (a signal the caller caught) stops
+     * the gate with an error, its temporary folders removed; NULL: never */
+    volatile int *stop;
     /* called on the traces folder (o->traces) once it exists, before
      * anything is written in it: a run-level lock; NULL: none */
     nx_status (*lock_traces)(const char *dir, nx_err *err);
