@@ -126,6 +126,9 @@ expect2 rows "$T/y4: tensor 'y'" --in "$T/i1" --ref "$T/y4"
 expect2 noa "$T/y1: unexpected tensor 'y'" --in "$T/y1" --ref "$T/y1"
 expect2 missing "$T/nope" --in "$T/nope" --ref "$T/y1"
 expect2 space 'line 2' --in "$T/i1" --ref "$T/y1" --space "$(printf 'seq; pairwise\nstride(4, seq')"
+# a space whose lists expand to 10^8 candidates is refused before it is built
+printf 'let a = 1,2,3,4,5,6,7,8,9,10\nlet b = 1,2,3,4,5,6,7,8,9,10\nlet c = 1,2,3,4,5,6,7,8,9,10\nlet d = 1,2,3,4,5,6,7,8,9,10\nsplit({a}, stride({b}, seq, seq), seq) {c}{d}{a}{b}{c}{d}\n' > "$T/big.space"
+expect2 bigspace 'line 5: its {NAME} lists expand to more than 100000 candidates' --in "$T/i1" --ref "$T/y1" --space "$T/big.space"
 "$CRAFT" rand "$T/s1" F32 6 300 21
 expect2 dotsum "$T/s1: has no 'b'" --in "$T/i1" --ref "$T/y1" --in "$T/s1" --ref "$T/y1"
 
