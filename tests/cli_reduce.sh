@@ -246,6 +246,9 @@ got=$("$PARITY" inspect "$T/y.safetensors" | grep -o '(0x[0-9a-f]*)' | tr -d '()
 [ "$got" = "0x4b800018 0x4b800018 " ] || fail "reverse(seq) at n = 48 (the control): y = $got"
 expect_reject "n against a non-integer" '{ rows = [{ select = "n < 4.5" }] }' "$T/n7" "unexpected '\.'"
 expect_reject "a name that is not n" '{ rows = [{ select = "len < 48" }] }' "$T/n7" "unknown name 'len'"
+expect_reject "n against a negative number" '{ rows = [{ select = "n < -1" }] }' "$T/n7" "column 5: expected a number, a name or '('"
+"$CRAFT" raw "$T/n0" '{"a":{"dtype":"F32","shape":[1,0],"data_offsets":[0,0]}}' ""
+expect_reject "a division by n at n = 0" '{ rows = [{ select = "r / n == 0" }] }' "$T/n0" "division by zero at row 0"
 
 if [ $fails -ne 0 ]; then
   echo "$fails failure(s)"
