@@ -488,5 +488,23 @@ rc=$?
 [ ! -e "$T/q/pwned" ] || fail "reveal with a quote in TMPDIR: the file name was run as shell code"
 has out "order: seq" "reveal with a quote in TMPDIR"
 
+# ---- a large file with a bad header is refused without being read whole:
+# a 2 GiB sparse file whose 8-byte prefix announces an impossible header
+# (it was populated whole first: 2.1 GB of RSS, 3.8 s)
+truncate -s 2G "$T/big.safetensors" 2> /dev/null && {
+  printf '\377\377\377\377\377\377\377\177' | dd of="$T/big.safetensors" conv=notrunc 2> /dev/null
+  if [ -x /usr/bin/time ]; then
+    /usr/bin/time -f '%M' -o "$T/big.rss" "$PARITY" inspect "$T/big.safetensors" > /dev/null 2> "$T/big.err"
+    rc=$?
+    [ "$(tail -1 "$T/big.rss")" -lt 65536 ] || fail "a bad header was read whole: peak RSS $(tail -1 "$T/big.rss") KB"
+  else
+    "$PARITY" inspect "$T/big.safetensors" > /dev/null 2> "$T/big.err"
+    rc=$?
+  fi
+  [ $rc -eq 2 ] || fail "a 2 GiB file with a bad header: exit $rc, want 2"
+  grep -q 'header length .* exceeds' "$T/big.err" || fail "the bad header not said: $(cat "$T/big.err")"
+  rm -f "$T/big.safetensors"
+}
+
 [ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "cli_hostile: all passed"
