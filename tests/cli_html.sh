@@ -263,7 +263,7 @@ for b in bad1 bad2 bad3; do [ -e "$T/$b.html" ] && fail "$b: a page was written 
 # and draws its program: split(4, pairwise, seq) at n = 32 is +0, four
 # pairwise groups of 8 (7 additions each) added in sequence (4 additions):
 # 32 additions, 33 leaves
-"$PARITY" reveal --simulate '{ tree = "tile(8, pairwise, seq)" }' --n 32 --confirm 50 --html "$T/r.html" > "$T/r.out"; rc=$?
+"$PARITY" reveal --simulate '{ tree = "split(4, pairwise, seq)" }' --n 32 --confirm 50 --html "$T/r.html" > "$T/r.out"; rc=$?
 [ $rc -eq 0 ] || fail "reveal: exit $rc: $(tail -3 "$T/r.out")"
 grep -qF 'tree = &quot;split(4, pairwise, seq)&quot;' "$T/r.html" || fail "reveal: the point is not on the page"
 [ "$(grep -o '>+</text>' "$T/r.html" | wc -l)" -eq 32 ] || fail "reveal: $(grep -o '>+</text>' "$T/r.html" | wc -l) additions drawn, want 32"
