@@ -9,6 +9,7 @@
  * every neighbour; exit 1 when a point fails, 2 on bad arguments or an
  * input error. */
 #include "campaign.h"
+#include "famdesc.h"
 #include "power.h"
 #include "refimpl.h"
 #include "registry.h"
@@ -62,7 +63,7 @@ int main(int argc, char **argv)
         char *dot = strchr(fam, '.');
         if (dot)
             *dot = 0;
-        const char *shape = camp_preset_shape(argv[3], fam);
+        const char *shape = fam_preset_shape(argv[3], fam);
         fam_spec s;
         memset(&s, 0, sizeof s);
         if (reg_resolve(reg, argv[2], ids[i], shape, &s, &e) != NX_OK) {

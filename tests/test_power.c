@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "campaign.h"
+#include "famdesc.h"
 #include "device.h"
 #include "power.h"
 #include "registry.h"
@@ -49,7 +50,7 @@ static void resolve(const char *id, fam_spec *s)
     *strchr(fam, '.') = 0;
     nx_err e = {0};
     memset(s, 0, sizeof *s);
-    if (reg_resolve(REG, "cpu", id, camp_preset_shape("small", fam), s, &e) != NX_OK)
+    if (reg_resolve(REG, "cpu", id, fam_preset_shape("small", fam), s, &e) != NX_OK)
         fail_msg("reg_resolve %s: %s", id, e.msg);
 }
 

@@ -4,6 +4,7 @@
  * and fit, parity/reveal for reveal. */
 #define _GNU_SOURCE /* dladdr */
 #include "parity_api.h"
+#include "famdesc.h"
 
 #include "diff.h"
 #include "fit.h"
@@ -604,7 +605,7 @@ API int parity_check_point(const char *kernels, const char *fp, const char *cls,
     snprintf(family, sizeof family, "%.*s", (int)(dot - fp), fp);
     snprintf(point, sizeof point, "%s", dot + 1);
     /* the batch: every row of the family's batch dimension, in order */
-    const char *bd = camp_batch_dim(family);
+    const char *bd = fam_batch_dim(family);
     trace_dim *dims = NULL;
     size_t nd = 0;
     int64_t rows = -1;

@@ -44,21 +44,6 @@ const dev_backend *camp_class_backend(const reg_registry *reg, const char *cls)
     return strncmp(c ? c : "", "sm", 2) == 0 ? dev_cuda_backend() : NULL;
 }
 
-const char *camp_batch_dim(const char *family)
-{
-    return fam_batch_dim(family);
-}
-
-const char *camp_preset_shape(const char *preset, const char *family)
-{
-    return fam_preset_shape(preset, family);
-}
-
-int camp_preset_known(const char *preset)
-{
-    return fam_preset_known(preset);
-}
-
 static double now(void)
 {
     struct timespec ts;

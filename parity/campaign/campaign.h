@@ -115,11 +115,7 @@ typedef struct camp_opts {
  * for a chain reaching an sm* root; NULL for any other. */
 const dev_backend *camp_class_backend(const reg_registry *reg, const char *cls);
 
-/* fam_batch_dim, fam_preset_shape and fam_preset_known (family/famdesc.h,
- * where the data is), under the names older callers use. */
-const char *camp_batch_dim(const char *family);
-const char *camp_preset_shape(const char *preset, const char *family);
-int camp_preset_known(const char *preset);
+/* A family's batch dimension and preset shapes: family/famdesc.h. */
 
 /* Runs one point.  Returns NX_OK with *res filled (verdicts inside), or an
  * error for input problems (then res->error is set too). */

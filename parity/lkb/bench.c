@@ -3,6 +3,7 @@
  * median and spread, energy from the counters the machine has, and the
  * record written to the registry's MEASUREMENTS.toml and the ledger. */
 #include "bench.h"
+#include "famdesc.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -195,7 +196,7 @@ static double median(double *v, int n)
 /* The preset's shape of the family with its batch dimension set to rows. */
 static nx_status bench_shape(const char *preset, const char *family, long long rows, char *out, size_t len, nx_err *err)
 {
-    const char *s = camp_preset_shape(preset, family), *dim = camp_batch_dim(family);
+    const char *s = fam_preset_shape(preset, family), *dim = fam_batch_dim(family);
     if (!s || !dim)
         return nx_err_set(err, NX_EINVAL, "--shapes %s: no shape of family %s in the preset", preset, family);
     nx_sbuf b = {0};
