@@ -4,7 +4,10 @@
  * cpu/HARDWARE.toml, cpu/common/KERNEL_FAMILIES.toml) are written to a
  * scratch folder, which is loaded and linted; the points of up to 3 classes
  * are listed, and the first FZ_MAX_POINTS of each resolved, shown, and
- * compared with the same point of the first class. */
+ * compared with the same point of the first class.  The LKB's rules and
+ * report run too (MEASUREMENTS.toml, FUSIONS.toml, KERNEL.toml, STEP.toml
+ * under models/: lkb_lint, and lkb_compute of each class with and without
+ * the first model), so the LKB files are fuzzed through the same input. */
 #define _XOPEN_SOURCE 700 /* nftw */
 #include "fuzz_util.h"
 
@@ -14,6 +17,7 @@
 
 #include "famspec.h"
 #include "nx_limits.h"
+#include "lkb.h"
 #include "registry.h"
 
 #define FZ_MAX_INPUT (1 << 15)
@@ -28,7 +32,7 @@ static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ft
     return remove(p);
 }
 
-/* A section's path: letters, digits, '_', '-', '.', at most 3 parts, no
+/* A section's path: letters, digits, '_', '-', '.', at most 4 parts, no
  * part that starts with '.'. */
 static int good_path(const char *s, size_t len)
 {
@@ -38,7 +42,7 @@ static int good_path(const char *s, size_t len)
     for (size_t i = 0; i < len; i++) {
         char ch = s[i];
         if (ch == '/') {
-            if (++parts > 3 || i + 1 == len)
+            if (++parts > 4 || i + 1 == len)
                 return 0;
             continue;
         }
@@ -120,6 +124,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         char *report = NULL;
         (void)reg_lint(r, &report);
         free(report);
+        report = NULL;
+        (void)lkb_lint(r, &report);
+        free(report);
+        for (size_t ci = 0; ci < reg_class_count(r) && ci < 3; ci++)
+            for (int withm = 0; withm < 2; withm++) {
+                lkb_opts lo = {withm ? "m" : NULL, NULL, NULL};
+                lkb_report rep;
+                nx_err le = {0};
+                if (lkb_compute(r, reg_class_name(r, ci), &lo, &rep, &le) == NX_OK)
+                    lkb_report_free(&rep);
+            }
         size_t nc = reg_class_count(r);
         for (size_t ci = 0; ci < nc && ci < 3; ci++) {
             const char *cls = reg_class_name(r, ci);
