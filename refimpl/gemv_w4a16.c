@@ -123,6 +123,18 @@ __attribute__((target("avx2,f16c"))) static void weights_f16c(double s, int z, f
     }
 }
 
+/* F16C, asked of the CPU.  clang's __builtin_cpu_supports knows no "f16c";
+ * there every AVX2 CPU stands for it (F16C predates AVX2 on every x86 that
+ * has both), so the fuzzing build (clang) compiles this file too. */
+static int cpu_has_f16c(void)
+{
+#if defined(__clang__)
+    return __builtin_cpu_supports("avx2");
+#else
+    return __builtin_cpu_supports("f16c");
+#endif
+}
+
 /* The eight nibbles of p[0 .. 3] as int32 lanes, element k (bits 4k of
  * their little-endian word) in lane k. */
 __attribute__((target("avx2"))) static inline __m256i nibbles8_avx2(const uint8_t *p)
@@ -214,7 +226,7 @@ static void gather_elem(const void *vc, size_t row, double *a, double *b, ref_ma
 void ref_fp16_weights(double s, int z, const nx_rfmt *fast, ref_math *m, double w[16])
 {
 #ifdef GEMV_F16C
-    if (fast && isfinite(s) && __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx2")) {
+    if (fast && isfinite(s) && cpu_has_f16c() && __builtin_cpu_supports("avx2")) {
         float wf[16];
         weights_f16c(s, z, wf);
         for (int q = 0; q < 16; q++)
@@ -314,7 +326,7 @@ static nx_status run(ref_job *j, nx_err *err)
                   j->reduce == nx_fast_reduce ? &f16 : NULL, 0};
 #ifdef GEMV_AVX2_EXPAND
     /* PARITY_SIMD=off or scalar: the byte loops */
-    c.avx2 = nx_simd_isa_now() >= NX_SIMD_AVX2 && __builtin_cpu_supports("f16c");
+    c.avx2 = nx_simd_isa_now() >= NX_SIMD_AVX2 && cpu_has_f16c();
 #endif
     if (!p.per_group) {
         st = ref_reduce_rows_a(j, p.k, K, B * N, NX_FP16, NX_FP16, arow_elem, gather_elem, &c, y, err);

@@ -94,6 +94,7 @@ typedef struct strlist {
     char **v;
     size_t n, cap;
     int oom;
+    int over; /* expand(): more lines than FIT_SPACE_MAX_LINES (a list whose values name lists) */
 } strlist;
 
 static void sl_add(strlist *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -315,6 +316,10 @@ static size_t expansion_count(const char *line, const letlist *lets, size_t nlet
 /* Expands the first {NAME} of line over its list, recursively, into out. */
 static void expand(const char *line, const letlist *lets, size_t nlets, strlist *out, int depth)
 {
+    if (out->n > FIT_SPACE_MAX_LINES) { /* values that name lists multiply past the count made first */
+        out->over = 1;
+        return;
+    }
     for (const char *p = line; *p; p++) {
         if (*p != '{' || !(isalpha((unsigned char)p[1]) || p[1] == '_'))
             continue;
@@ -326,7 +331,7 @@ static void expand(const char *line, const letlist *lets, size_t nlets, strlist 
         const letlist *L = find_let(lets, nlets, p + 1, (size_t)(q - p - 1));
         if (!L)
             continue;
-        for (size_t i = 0; i < L->vals.n && !out->oom; i++) {
+        for (size_t i = 0; i < L->vals.n && !out->oom && !out->over; i++) {
             size_t need = strlen(line) + strlen(L->vals.v[i]) + 1;
             char *nl = malloc(need);
             if (!nl) {
@@ -438,6 +443,13 @@ nx_status fit_space_parse(fit_space *s, const fit_ctx *ctx, const char *text, co
             }
             strlist ex = {0};
             expand(line, lets, nlets, &ex, 0);
+            if (ex.over) {
+                sl_free(&ex);
+                e = nx_err_set(err, NX_EINVAL, "%s: line %d: its {NAME} lists expand to more than %d candidates "
+                               "(docs/limits.md); narrow the lists or split the line", name, lineno,
+                               FIT_SPACE_MAX_LINES);
+                break;
+            }
             if (ex.oom) {
                 sl_free(&ex);
                 e = nx_err_set(err, NX_ENOMEM, "out of memory expanding line %d", lineno);
