@@ -291,32 +291,10 @@ static const letlist *find_let(const letlist *lets, size_t nlets, const char *na
     return NULL;
 }
 
-/* How many lines expand() would make of line: the product of the list
- * sizes of its {NAME} occurrences, saturating at limit + 1. */
-static size_t expansion_count(const char *line, const letlist *lets, size_t nlets, size_t limit)
-{
-    size_t count = 1;
-    for (const char *p = line; *p && count <= limit; p++) {
-        if (*p != '{' || !(isalpha((unsigned char)p[1]) || p[1] == '_'))
-            continue;
-        const char *q = p + 1;
-        while (isalnum((unsigned char)*q) || *q == '_')
-            q++;
-        if (*q != '}')
-            continue;
-        const letlist *L = find_let(lets, nlets, p + 1, (size_t)(q - p - 1));
-        if (L && L->vals.n && count > (limit + 1) / L->vals.n)
-            count = limit + 1;
-        else if (L)
-            count *= L->vals.n;
-    }
-    return count;
-}
-
 /* Expands the first {NAME} of line over its list, recursively, into out. */
 static void expand(const char *line, const letlist *lets, size_t nlets, strlist *out, int depth)
 {
-    if (out->n > FIT_SPACE_MAX_LINES) { /* values that name lists multiply past the count made first */
+    if (out->n > FIT_SPACE_MAX_LINES) { /* the cost bound: stop, never build the rest */
         out->over = 1;
         return;
     }
@@ -432,14 +410,6 @@ nx_status fit_space_parse(fit_space *s, const fit_ctx *ctx, const char *text, co
                 else if (!lets[nlets - 1].vals.n)
                     e = nx_err_set(err, NX_EINVAL, "%s: line %d: list '%s' has no values", name, lineno, nm);
                 continue;
-            }
-            /* the cost, bounded before anything is built (docs/limits.md) */
-            size_t cnt = expansion_count(line, lets, nlets, FIT_SPACE_MAX_LINES);
-            if (cnt > FIT_SPACE_MAX_LINES) {
-                e = nx_err_set(err, NX_EINVAL, "%s: line %d: its {NAME} lists expand to more than %d candidates "
-                               "(docs/limits.md); narrow the lists or split the line", name, lineno,
-                               FIT_SPACE_MAX_LINES);
-                break;
             }
             strlist ex = {0};
             expand(line, lets, nlets, &ex, 0);
