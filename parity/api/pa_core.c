@@ -659,11 +659,11 @@ char *pa_trace_text(const tc_trace *c)
     if (!f)
         return NULL;
     fprintf(f, "%-46s %-8s %-10s %s\n", c->t.path, trace_mode_name(c->t.mode),
-            c->t2.verdict == CV_PASS ? (c->bit_exact ? "bits" : c->cmp.opt.policy == CMP_BOUND ? "bound" : "tolerance")
+            c->t2.verdict == CV_PASS ? (c->r.bit_exact ? "bits" : c->r.cmp.opt.policy == CMP_BOUND ? "bound" : "tolerance")
                                        : "FAIL",
             c->t2.detail);
     if (c->t2.verdict == CV_FAIL)
-        report_indent(f, c->cmp_text, 4);
+        report_indent(f, c->r.text, 4);
     if (fclose(f) != 0) {
         free(buf);
         return NULL;

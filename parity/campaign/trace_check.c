@@ -24,10 +24,7 @@ void tc_trace_free(tc_trace *c)
     trace_free(&c->t);
     fam_spec_free(&c->spec);
     st_free(&c->ref);
-    free(c->cmp_text);
-    c->cmp_text = NULL;
-    free(c->diff);
-    c->diff = NULL;
+    t2_result_free(&c->r);
 }
 
 /* The trace's inputs as the family names them (in.a → a), or NULL when the
@@ -180,17 +177,10 @@ nx_status tc_check_trace(const reg_registry *reg, const char *ref_point, const c
     t2_case tc = {.name = t->path, .dev = &c->spec, .ref = rs, .differs = why, .negative = t->negative_control,
                   .in = &in, .got = &t->file, .want = &c->ref, .rows = t->rows,
                   .ref_rows = c->ref_by_batch ? NULL : t->rows, .threads = 0, .diff_budget = &budget};
-    t2_result tr;
-    if ((st = t2_judge(&tc, &tr, err)))
+    if ((st = t2_judge(&tc, &c->r, err)))
         goto out;
-    c->cmp = tr.cmp;
-    c->cmp_text = tr.text;
-    c->diff = tr.diff;
-    c->ndiff = tr.ndiff;
-    c->diff_cols = tr.cols;
-    c->bit_exact = tr.bit_exact;
-    c->t2.verdict = tr.pass ? CV_PASS : CV_FAIL;
-    snprintf(c->t2.detail, sizeof c->t2.detail, "%s", tr.detail);
+    c->t2.verdict = c->r.pass ? CV_PASS : CV_FAIL;
+    snprintf(c->t2.detail, sizeof c->t2.detail, "%s", c->r.detail);
 out:
     st_free(&in);
     fam_spec_free(&refspec);

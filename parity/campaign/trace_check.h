@@ -23,12 +23,10 @@ typedef struct tc_trace {
     int ref_by_batch;      /* the reference was computed on the trace's own in.* inputs */
     char id[128];          /* FAMILY.POINT */
     camp_check t2;         /* the verdict and the judge's words */
-    int bit_exact;
-    cmp_result cmp;
-    char *cmp_text;        /* owned */
-    uint64_t *diff;        /* the main output's mismatching elements (flat, ascending), owned */
-    size_t ndiff;
-    int64_t diff_cols;     /* the main output's last axis */
+    /* the one Tier 2's result as it gave it: the comparison (cmp, text),
+     * bit_exact, and every mismatching element of the main output (diff,
+     * ndiff; cols its last axis) */
+    t2_result r;
 } tc_trace;
 
 void tc_trace_init(tc_trace *c);

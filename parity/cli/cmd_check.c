@@ -171,9 +171,9 @@ int cmd_check(int argc, char **argv)
         json_object_set_new(o, "point", json_string(c->id));
         json_object_set_new(o, "class", json_string(c->t.class_name));
         json_object_set_new(o, "verdict", json_string(c->t2.verdict == CV_PASS ? "pass" : "fail"));
-        json_object_set_new(o, "bit_exact", json_boolean(c->bit_exact));
+        json_object_set_new(o, "bit_exact", json_boolean(c->r.bit_exact));
         json_object_set_new(o, "detail", json_string(c->t2.detail));
-        json_object_set_new(o, "compare", cmp_result_json(&c->cmp));
+        json_object_set_new(o, "compare", cmp_result_json(&c->r.cmp));
         json_array_append_new(jt, o);
     }
     /* Tier 1 across traces of one point, class and shape */
@@ -240,10 +240,10 @@ int cmd_check(int argc, char **argv)
         const html_heat **heats = calloc(np, sizeof *heats);
         for (size_t i = 0; hs && heats && i < np; i++) {
             const tc_trace *c = &cs[i];
-            int64_t cols = c->diff_cols > 0 ? c->diff_cols : 1;
-            if (html_heat_init(&hs[i], (int64_t)c->cmp.n / cols, cols) == 0)
-                for (size_t k = 0; k < c->ndiff; k++)
-                    html_heat_add(&hs[i], (int64_t)(c->diff[k] / (uint64_t)cols), (int64_t)(c->diff[k] % (uint64_t)cols));
+            int64_t cols = c->r.cols > 0 ? c->r.cols : 1;
+            if (html_heat_init(&hs[i], (int64_t)c->r.cmp.n / cols, cols) == 0)
+                for (size_t k = 0; k < c->r.ndiff; k++)
+                    html_heat_add(&hs[i], (int64_t)(c->r.diff[k] / (uint64_t)cols), (int64_t)(c->r.diff[k] % (uint64_t)cols));
             heats[i] = &hs[i];
         }
         if (!hs || !heats)
