@@ -101,13 +101,15 @@ D8=$(pt fp32 rne false "stride(8, seq, halving)" fp32)
 point "$D8" --dlopen "$LIB:dot8" --n 100
 point "$(pt fp32 rne false "stride(8, seq, halving)" bf16)" --dlopen "$LIB:dot8_bf16" --n 100
 # at n = 100 (a multiple of 4) the carried tail never runs: the probes see
-# stride(4, ...), right at 100 and wrong wherever the tail runs, so the
-# lengths not probed (101 and 47) refuse it: exit 1, and the point is not
-# printed as the answer
+# stride(4, ...), right at 100 and wrong wherever the tail runs.  Induction
+# (docs/reveal.md "Induction") probes the order again at 107 (3 tail
+# terms) and names the loop that has both bracketings: the body with its
+# carried tail, whose point holds at 101 and 47 too
 out=$("$P" reveal --dlopen "$LIB:dot4_fma" --n 100 2>"$T/err"); rc=$?
-[ $rc -eq 1 ] || fail "dot4_fma at n = 100: exit $rc, want 1 $(cat "$T/err")"
-printf '%s\n' "$out" | grep -q "^confidence: reproduced 1000 of 1000 " || fail "dot4_fma at n = 100: confirmation at n: $out"
-[ "$(printf '%s\n' "$out" | tail -n 1)" = "not confirmed: the point revealed at n = 100 fails at n = 101, 47: $(pt fp32 rne true "stride(4, seq, expr(((0 + 3) + (1 + 2))))" fp32)" ] \
+[ $rc -eq 0 ] || fail "dot4_fma at n = 100: exit $rc, want 0 $(cat "$T/err")"
+printf '%s\n' "$out" | grep -q "^induction: probed again at n = 107 ([0-9]* rows in [0-9]* calls): stride(4, seq, expr(((0 + 3) + (1 + 2)))) has the bracketing of n = 100 but not of n = 107; body(4, stride(4, seq, expr(((0 + 3) + (1 + 2)))), seq, carry) has both$" \
+  || fail "dot4_fma at n = 100: induction line: $out"
+[ "$(printf '%s\n' "$out" | tail -n 1)" = "$(pt fp32 rne true "body(4, stride(4, seq, expr(((0 + 3) + (1 + 2)))), seq, carry)" fp32)" ] \
   || fail "dot4_fma at n = 100: last line: $(printf '%s\n' "$out" | tail -n 1)"
 # probed at both lengths, the point of n = 103 holds at 100 too
 out=$("$P" reveal --dlopen "$LIB:dot4_fma" --n 100,103 2>"$T/err"); rc=$?
@@ -235,16 +237,34 @@ printf '%s\n' "$out" | grep -q '^lengths: at n = 101 (not probed) the point repr
 printf '%s\n' "$out" | grep -q '^lengths: at n = 47 (not probed) the point reproduced 1000 of 1000 ' || fail "lengths, stride: no n = 47 line: $out"
 [ "$(printf '%s\n' "$out" | tail -n 1)" = "$(pt fp32 rne true "stride(8, seq, halving)" fp32)" ] || fail "lengths, stride: last line: $out"
 # A kernel whose fp64 tail runs only when n % 32 != 0: at n = 4096 the tail
-# is empty and the probes see stride(32, seq, pairwise); at 4097 (one tail
-# term) and 2039 (the largest prime at most 2048: 7 tail terms) that point
-# is wrong, and the output must say so instead of printing it as the answer.
+# is empty and the probes see stride(32, seq, pairwise).  Induction probes
+# 4099 (3 tail terms), names body(32, ..., seq), and the arithmetic, fitted
+# on rows of both lengths, finds the tail's own format (per-part
+# arithmetic: seq@fp64); the point then holds at 4097 and 2039.
 TAIL='{ tree = "body(32, stride(32, seq, pairwise), seq[acc=fp64])" }'
 out=$("$P" reveal --simulate "$TAIL" --n 4096 2>"$T/err"); rc=$?
-[ $rc -eq 1 ] || fail "lengths, tail: exit $rc, want 1 $(cat "$T/err")"
-printf '%s\n' "$out" | grep -q '^order: stride(32, seq, pairwise)$' || fail "lengths, tail: order at 4096: $out"
-printf '%s\n' "$out" | grep -q '^lengths: at n = 4097 (not probed) the point reproduced [0-9]* of 1000 ' || fail "lengths, tail: no 4097 line: $out"
-[ "$(printf '%s\n' "$out" | tail -n 1 | sed 's/: {.*//')" = "not confirmed: the point revealed at n = 4096 fails at n = 4097, 2039" ] \
+[ $rc -eq 0 ] || fail "lengths, tail: exit $rc, want 0 $(cat "$T/err")"
+printf '%s\n' "$out" | grep -q '^order: body(32, stride(32, seq, pairwise), seq)$' || fail "lengths, tail: order at 4096: $out"
+printf '%s\n' "$out" | grep -q '^lengths: at n = 4097 (not probed) the point reproduced 1000 of 1000 ' || fail "lengths, tail: no 4097 line: $out"
+[ "$(printf '%s\n' "$out" | tail -n 1)" = "$(pt fp32 rne true "body(32, stride(32, seq, pairwise), seq@fp64)" fp32)" ] \
   || fail "lengths, tail: last line: $(printf '%s\n' "$out" | tail -n 1)"
+# The confirmation must still refuse what the probed lengths cannot show.
+# A kernel that takes another path from n = 102 on: induction at 107 sees
+# it, no name has both bracketings, and the point of n = 100 is run at 107:
+# not confirmed, exit 1, the point not given as the answer.
+out=$("$P" reveal --simulate '{ tree = "seq", rows = [{ select = "n >= 102", tree = "reverse(seq)" }] }' --n 100 2>"$T/err"); rc=$?
+[ $rc -eq 1 ] || fail "lengths, n >= 102: exit $rc, want 1 $(cat "$T/err")"
+printf '%s\n' "$out" | grep -q '^induction: probed again at n = 107 .*there the order is reverse(seq); no tree of the language has the bracketings of both lengths' \
+  || fail "lengths, n >= 102: induction line: $out"
+[ "$(printf '%s\n' "$out" | tail -n 1)" = "not confirmed: the point revealed at n = 100 fails at n = 107, where the order differs: $(pt fp32 rne true seq fp32)" ] \
+  || fail "lengths, n >= 102: last line: $(printf '%s\n' "$out" | tail -n 1)"
+# ... and one whose other path runs at n = 101 alone: neither probed length
+# shows it, the confirmation at n + 1 does
+out=$("$P" reveal --simulate '{ tree = "seq", rows = [{ select = "n == 101", tree = "reverse(seq)" }] }' --n 100 2>"$T/err"); rc=$?
+[ $rc -eq 1 ] || fail "lengths, n == 101: exit $rc, want 1 $(cat "$T/err")"
+printf '%s\n' "$out" | grep -q '^lengths: at n = 47 (not probed) the point reproduced 1000 of 1000 ' || fail "lengths, n == 101: no 47 line: $out"
+[ "$(printf '%s\n' "$out" | tail -n 1)" = "not confirmed: the point revealed at n = 100 fails at n = 101: $(pt fp32 rne true seq fp32)" ] \
+  || fail "lengths, n == 101: last line: $(printf '%s\n' "$out" | tail -n 1)"
 # the negative control of the line above: the same kernel at a length whose
 # tail is the body's reveals the body and tail, and both other lengths hold
 # (body(8, ...) with a seq tail in the same format)

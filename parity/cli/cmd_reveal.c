@@ -91,6 +91,38 @@ static nx_status load_hints(const char *spec, nx_fmt in, rv_opts *o, nx_err *err
     return st;
 }
 
+/* The `induction:` line (docs/reveal.md "Induction"). */
+static void print_induction(const rv_result *res)
+{
+    const char *none = "a tree with fused nodes that no tree of the language names";
+    switch (res->induce) {
+    case RV_INDUCE_HOLDS:
+        printf("induction: probed again at n = %zu (%zu rows in %zu calls): the same name holds there\n",
+               res->induce_n, res->induce_probes, res->induce_calls);
+        break;
+    case RV_INDUCE_RENAMED:
+        printf("induction: probed again at n = %zu (%zu rows in %zu calls): %s has the bracketing of n = %zu but not "
+               "of n = %zu; %s has both\n",
+               res->induce_n, res->induce_probes, res->induce_calls, res->induce_alone, res->n, res->induce_n,
+               res->tree_text);
+        break;
+    case RV_INDUCE_ONE_LENGTH:
+        printf("induction: probed again at n = %zu (%zu rows in %zu calls): there the order is %s; no tree of the "
+               "language has the bracketings of both lengths: the order is named at n = %zu alone\n",
+               res->induce_n, res->induce_probes, res->induce_calls, res->induce_other ? res->induce_other : none,
+               res->n);
+        break;
+    case RV_INDUCE_NO_TREE:
+        printf("induction: probed again at n = %zu (%zu rows in %zu calls): no tree (%s); the order is named at "
+               "n = %zu alone\n",
+               res->induce_n, res->induce_probes, res->induce_calls, res->induce_why ? res->induce_why : "?", res->n);
+        break;
+    default:
+        if (res->tree_text && res->nclass > 1)
+            printf("induction: not run: the kernel has row classes; the order is named at n = %zu alone\n", res->n);
+    }
+}
+
 /* One length: the order, the arithmetic and the confirmation at o->n, with
  * their lines on stdout.  The point is printed here only when its
  * confirmation rows differ (exit 1); otherwise generalise() prints it. */
@@ -121,6 +153,7 @@ static int reveal_one(rv_kernel *k, const rv_opts *o, int order_only, rv_result 
     for (size_t c = 1; c < res->nclass; c++)
         printf("row class: select = \"%s\", order: %s (rows probed at every index of %zu)\n", res->class_select[c],
                res->class_tree[c], res->probe_rows);
+    print_induction(res);
     if (!res->tree_text) {
         rc = EXIT_PARITY;
         return rc;
@@ -153,6 +186,21 @@ static int reveal_one(rv_kernel *k, const rv_opts *o, int order_only, rv_result 
     if (res->confirm_ok != res->confirm_rows) {
         printf("%s\n", res->point);
         rc = EXIT_PARITY;
+    } else if (res->induce == RV_INDUCE_ONE_LENGTH) {
+        /* the kernel's order at induce_n is not the name's: the point
+         * cannot hold there unless the arithmetic hides the difference */
+        size_t rows, ok;
+        char why[512];
+        size_t crows = o->confirm_rows ? o->confirm_rows : 1000;
+        if (rv_confirm_at(k, res->point, res->induce_n, crows, o->seed, &rows, &ok, why, sizeof why, err))
+            return cli_fail("reveal", err);
+        printf("lengths: at n = %zu (probed for the order) the point reproduced %zu of %zu fresh random rows%s%s\n",
+               res->induce_n, ok, rows, why[0] ? ": " : "", why);
+        if (ok != rows) {
+            printf("not confirmed: the point revealed at n = %zu fails at n = %zu, where the order differs: %s\n",
+                   res->n, res->induce_n, res->point);
+            rc = EXIT_PARITY;
+        }
     }
     return rc;
 }

@@ -36,6 +36,9 @@ void rv_result_free(rv_result *r)
     free(r->class_select);
     free(r->class_tree);
     free(r->row_class);
+    free(r->induce_alone);
+    free(r->induce_other);
+    free(r->induce_why);
     memset(r, 0, sizeof *r);
 }
 
@@ -156,6 +159,50 @@ static int appendf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
 }
 
 /* The space of arithmetic settings over tree T (docs/reveal.md). */
+/* The tree and, for body(B, X, T[, carry]) whose tail T carries no
+ * settings of its own, T accumulated in fp64 and in fp32 (per-part
+ * arithmetic: a vector body with a scalar tail in another format); each
+ * malloc'd into v[].  The count, 0 when out of memory. */
+static size_t tree_variants(const char *tree, char *v[3])
+{
+    if (!(v[0] = strdup(tree)))
+        return 0;
+    if (strncmp(tree, "body(", 5))
+        return 1;
+    /* the top-level commas of the body's arguments */
+    size_t comma[3], nc = 0, end = 0;
+    int depth = 0;
+    for (size_t i = 5; tree[i] && !end; i++) {
+        char c = tree[i];
+        if (c == '(' || c == '[')
+            depth++;
+        else if ((c == ')' || c == ']') && depth > 0)
+            depth--;
+        else if (c == ')' && depth == 0)
+            end = i;
+        else if (c == ',' && depth == 0 && nc < 3)
+            comma[nc++] = i;
+    }
+    if (nc < 2 || !end)
+        return 1;
+    size_t t0 = comma[1] + 1, t1 = nc > 2 ? comma[2] : end;
+    while (tree[t0] == ' ')
+        t0++;
+    if (memchr(tree + t0, '[', t1 - t0))
+        return 1;
+    static const char *const fmts[] = {"fp64", "fp32"};
+    for (int f = 0; f < 2; f++) {
+        size_t l = strlen(tree) + 16;
+        if (!(v[1 + f] = malloc(l))) {
+            for (int q = 0; q <= f; q++)
+                free(v[q]);
+            return 0;
+        }
+        snprintf(v[1 + f], l, "%.*s[acc=%s]%s", (int)t1, tree, fmts[f], tree + t1);
+    }
+    return 3;
+}
+
 static char *space_text(const char *tree, nx_fmt in)
 {
     char *s = NULL;
@@ -199,19 +246,27 @@ static char *space_text(const char *tree, nx_fmt in)
     static const char *const acc[] = {"fp32", "fp64", "bf16", "fp16"};
     static const char *const rnd[] = {"rne", "rz", "ru", "rd", "rna"};
     static const char *const prod[] = {"exact", "fp32", "bf16", "fp16"};
-    for (int a = 0; a < 4 && !bad; a++)
-        for (int r = 0; r < 5; r++)
-            for (int f = 1; f >= 0; f--)
-                for (int p = 0; p < 4; p++) {
-                    /* a named product turns the fused step off: fma = true
-                     * with one is fma = false with it; and rounding a
-                     * product to acc is what the unfused step does anyway */
-                    if (p && (f || !strcmp(prod[p], acc[a])))
-                        continue;
-                    bad |= appendf(&s, &len, &cap,
-                                   "{ tree = \"%s\", acc = \"%s\", rounding = \"%s\", fma = %s, product = \"%s\" }\n", tree,
-                                   acc[a], rnd[r], f ? "true" : "false", prod[p]);
-                }
+    char *var[3] = {NULL, NULL, NULL};
+    size_t nvar = tree_variants(tree, var);
+    if (!nvar)
+        return NULL;
+    for (size_t v = 0; v < nvar && !bad; v++)
+        for (int a = 0; a < 4 && !bad; a++)
+            for (int r = 0; r < 5; r++)
+                for (int f = 1; f >= 0; f--)
+                    for (int p = 0; p < 4; p++) {
+                        /* a named product turns the fused step off: fma =
+                         * true with one is fma = false with it; and
+                         * rounding a product to acc is what the unfused
+                         * step does anyway */
+                        if (p && (f || !strcmp(prod[p], acc[a])))
+                            continue;
+                        bad |= appendf(&s, &len, &cap,
+                                       "{ tree = \"%s\", acc = \"%s\", rounding = \"%s\", fma = %s, product = \"%s\" }\n",
+                                       var[v], acc[a], rnd[r], f ? "true" : "false", prod[p]);
+                    }
+    for (size_t v = 0; v < nvar; v++)
+        free(var[v]);
     if (in == NX_FP32)
         for (int f = 1; f >= 0 && !bad; f--)
             bad |= appendf(&s, &len, &cap, "{ tree = \"%s\", in = \"tf32\", in_rounding = \"%s\", fma = %s }\n", tree,
@@ -360,7 +415,7 @@ nx_status rv_reveal_arith(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err
     size_t calls0 = k->calls, probes0 = k->probes;
     size_t mx = rows > crows ? rows : crows;
     double *a = malloc(mx * n * sizeof *a), *b = malloc(mx * n * sizeof *b), *y = malloc(mx * sizeof *y),
-           *z = malloc(mx * sizeof *z);
+           *z = malloc(mx * sizeof *z), *a2 = NULL, *b2 = NULL, *y2 = NULL;
     char *space = NULL;
     fit_space sp;
     fit_result fr;
@@ -411,10 +466,29 @@ nx_status rv_reveal_arith(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err
         if ((st = fit_classes(k, res, rows, n, a, b, y, o->verbose, &fr, err)))
             goto out;
     } else {
-    fit_pair pair = {{rows, k->in_fmt, a, k->in_fmt, b, NX_FP64, NULL}, n, 1, y};
-    fit_opts fo = {0, 0, o->verbose, NX_ENGINE_FAST, 1, 1};
-    if ((st = fit_run(&pair, 1, &sp, &fo, &fr, err)))
-        goto out;
+        /* where induction named the order at two lengths, the arithmetic
+         * is fitted on rows of both: a part that is empty at n (a tail
+         * when n is a multiple of the body) is seen at the other */
+        size_t np = 1;
+        fit_pair pair[2] = {{{rows, k->in_fmt, a, k->in_fmt, b, NX_FP64, NULL}, n, 1, y}};
+        if (res->induce == RV_INDUCE_HOLDS || res->induce == RV_INDUCE_RENAMED) {
+            size_t n2 = res->induce_n;
+            if (!(a2 = malloc(rows * n2 * sizeof *a2)) || !(b2 = malloc(rows * n2 * sizeof *b2)) ||
+                !(y2 = malloc(rows * sizeof *y2))) {
+                st = nx_err_set(err, NX_ENOMEM, "out of memory");
+                goto out;
+            }
+            size_t nt2 = fma_rows(k->in_fmt, n2, rows / 4, a2, b2);
+            nt2 += pin_rows(k->in_fmt, n2, rows / 4, a2 + nt2 * n2, b2 + nt2 * n2);
+            rand_rows(k->in_fmt, rows - nt2, n2, seed ^ 0x696e647563ULL, a2 + nt2 * n2, b2 + nt2 * n2);
+            if ((st = rv_call(k, rows, n2, a2, b2, y2, err)))
+                goto out;
+            pair[1] = (fit_pair){{rows, k->in_fmt, a2, k->in_fmt, b2, NX_FP64, NULL}, n2, 1, y2};
+            np = 2;
+        }
+        fit_opts fo = {0, 0, o->verbose, NX_ENGINE_FAST, 1, 1};
+        if ((st = fit_run(pair, np, &sp, &fo, &fr, err)))
+            goto out;
     }
     res->arith_calls = k->calls - calls0;
     res->arith_probes = k->probes - probes0;
@@ -443,6 +517,9 @@ out:
     free(b);
     free(y);
     free(z);
+    free(a2);
+    free(b2);
+    free(y2);
     return st;
 }
 
@@ -458,12 +535,15 @@ static int is_prime(size_t x)
 
 void rv_confirm_lengths(size_t n, size_t out[2])
 {
+    size_t ind = rv_induction_length(n);
     out[0] = n < ((size_t)1 << 20) ? n + 1 : n - 1;
+    if (out[0] == ind)
+        out[0]++;
     size_t p = n / 2;
-    while (p >= 2 && (!is_prime(p) || p == n || p == out[0]))
+    while (p >= 2 && (!is_prime(p) || p == n || p == out[0] || p == ind))
         p--;
-    if (p < 2) /* n < 4: no prime at most n / 2; the first past n and n + 1 */
-        for (p = n + 2; !is_prime(p); p++)
+    if (p < 2) /* n < 4: no prime at most n / 2; the first past the others */
+        for (p = n + 2; !is_prime(p) || p == out[0] || p == ind; p++)
             ;
     out[1] = p;
 }

@@ -1143,6 +1143,63 @@ out:
     return st;
 }
 
+size_t rv_induction_length(size_t n)
+{
+    size_t m = n + 1;
+    while (m % 8 != 3)
+        m++;
+    if (m > ((size_t)1 << 20))
+        for (m = n - 1; m % 8 != 3; m--)
+            ;
+    return m;
+}
+
+/* Induction: the order at n is one bracketing, and several names of the
+ * language may expand to it there (split(4, pairwise, seq) and tile(8,
+ * pairwise, seq) at n = 32) while only one is the kernel's loop.  The
+ * order is revealed again at rv_induction_length(n) and named by the
+ * first tree text of the recogniser's search that has both bracketings. */
+static nx_status induce(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err *err)
+{
+    if (!res->tree_text || res->nclass > 1 || res->rows_differ)
+        return NX_OK; /* RV_INDUCE_NOT_RUN */
+    size_t n2 = rv_induction_length(o->n);
+    rv_opts o2 = *o;
+    o2.n = n2;
+    rv_result r2 = {0};
+    size_t calls0 = k->calls, probes0 = k->probes;
+    nx_status st = order_once(k, &o2, &r2, err);
+    res->induce_n = n2;
+    res->induce_calls = k->calls - calls0;
+    res->induce_probes = k->probes - probes0;
+    if (st && st != NX_ENOMEM) {
+        /* no tree there, or a kernel that fails at that length: the order
+         * is named at n alone, and the failure said */
+        res->induce = RV_INDUCE_NO_TREE;
+        res->induce_why = strdup(err->msg);
+        memset(err, 0, sizeof *err);
+        st = res->induce_why ? NX_OK : nx_err_set(err, NX_ENOMEM, "out of memory");
+    } else if (!st) {
+        const rv_tree *ts[2] = {&res->tree, &r2.tree};
+        size_t ns[2] = {o->n, n2};
+        char *name = rv_recognise_lengths(ts, ns, 2, o->hints, o->nhints);
+        if (name && !strcmp(name, res->tree_text)) {
+            res->induce = RV_INDUCE_HOLDS;
+            free(name);
+        } else {
+            res->induce = name ? RV_INDUCE_RENAMED : RV_INDUCE_ONE_LENGTH;
+            res->induce_alone = res->tree_text;
+            res->tree_text = name ? name : strdup(res->induce_alone);
+            res->induce_other = r2.tree_text;
+            r2.tree_text = NULL;
+            if (!res->tree_text)
+                st = nx_err_set(err, NX_ENOMEM, "out of memory");
+        }
+    }
+    rv_result_free(&r2);
+    return st;
+}
+
 nx_status rv_reveal_order(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err *err)
 {
     size_t R = o->probe_rows ? o->probe_rows : o->fit_rows ? o->fit_rows : RV_DEFAULT_ROWS;
@@ -1172,5 +1229,7 @@ nx_status rv_reveal_order(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err
     res->probe_rows = R;
     res->order_calls = k->calls - calls0;
     res->order_probes = k->probes - probes0;
+    if (!st && !o->no_induce)
+        st = induce(k, o, res, err);
     return st;
 }

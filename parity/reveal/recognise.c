@@ -164,9 +164,12 @@ static uint64_t cand_hash(const char *text, size_t n)
     return r;
 }
 
+/* The lengths a candidate must hold at: its expansion at each n[i] has
+ * the bracketing whose hash is want[i]. */
 typedef struct search {
-    size_t n;
-    uint64_t want;
+    size_t m;
+    size_t n[RV_INDUCE_MAX];
+    uint64_t want[RV_INDUCE_MAX];
     char *found;
     size_t tried;
 } search;
@@ -176,11 +179,11 @@ static int try1(search *s, const char *text)
     if (s->found)
         return 1;
     s->tried++;
-    if (cand_hash(text, s->n) == s->want) {
-        s->found = strdup(text);
-        return 1;
-    }
-    return 0;
+    for (size_t i = 0; i < s->m; i++)
+        if (cand_hash(text, s->n[i]) != s->want[i])
+            return 0;
+    s->found = strdup(text);
+    return 1;
 }
 
 /* expr(...) for a binary tree; NULL when a node has more than two children
@@ -351,17 +354,16 @@ static int lanes_expr(const rv_tree *t, int i, int L, size_t m, const span *sp, 
  * with C the lanes' combine read off the tree: a strided loop whose lane
  * partials are combined in an order no family names (a hand-written
  * reduction), the lanes kept as running sums (so that fma applies). */
-static char *lanes_form(const rv_tree *t, size_t n, uint64_t want)
+static void lanes_form(const rv_tree *t, size_t n, uint64_t want, search *s)
 {
     static const char *const tails[] = {"seq", "pairwise", "halving", "reverse(seq)"};
     span *sp = malloc(t->count * sizeof *sp);
     size_t cap = 1 << 16;
     char *b = malloc(cap), *cand = malloc(cap + 256);
-    char *out = NULL;
     if (!sp || !b || !cand)
         goto done;
-    for (int L = 2; L <= 64 && (size_t)L < n && !out; L *= 2) {
-        for (int B = L; B <= 64 * L && !out; B *= 2) {
+    for (int L = 2; L <= 64 && (size_t)L < n && !s->found; L *= 2) {
+        for (int B = L; B <= 64 * L && !s->found; B *= 2) {
             size_t m = n - n % (size_t)B;
             if (m < (size_t)L)
                 break;
@@ -377,15 +379,15 @@ static char *lanes_form(const rv_tree *t, size_t n, uint64_t want)
             if (m == n) {
                 snprintf(cand, cap + 256, "stride(%d, seq, expr(%s))", L, b);
                 if (cand_hash(cand, n) == want)
-                    out = strdup(cand);
+                    try1(s, cand);
                 break; /* no tail: larger B give the same */
             }
-            for (int tl = 0; tl < 4 && !out; tl++)
-                for (int carry = 0; carry < 2 && !out; carry++) {
+            for (int tl = 0; tl < 4 && !s->found; tl++)
+                for (int carry = 0; carry < 2 && !s->found; carry++) {
                     snprintf(cand, cap + 256, "body(%d, stride(%d, seq, expr(%s)), %s%s)", B, L, b, tails[tl],
                              carry ? ", carry" : "");
                     if (cand_hash(cand, n) == want)
-                        out = strdup(cand);
+                        try1(s, cand);
                 }
         }
     }
@@ -393,7 +395,6 @@ done:
     free(sp);
     free(b);
     free(cand);
-    return out;
 }
 
 char *rv_recognise(const rv_tree *t, size_t n)
@@ -403,9 +404,25 @@ char *rv_recognise(const rv_tree *t, size_t n)
 
 char *rv_recognise_hinted(const rv_tree *t, size_t n, char *const *hints, size_t nhints)
 {
-    if (!t->count || t->root < 0)
+    return rv_recognise_lengths(&t, &n, 1, hints, nhints);
+}
+
+char *rv_recognise_lengths(const rv_tree *const *trees, const size_t *ns, size_t m, char *const *hints,
+                           size_t nhints)
+{
+    if (m < 1 || m > RV_INDUCE_MAX)
         return NULL;
-    search s = {n, tree_hash(t, t->root), NULL, 0};
+    search s = {.m = m};
+    size_t n = 0; /* the values below are drawn up to the largest length */
+    for (size_t i = 0; i < m; i++) {
+        if (!trees[i]->count || trees[i]->root < 0)
+            return NULL;
+        s.n[i] = ns[i];
+        s.want[i] = tree_hash(trees[i], trees[i]->root);
+        if (ns[i] > n)
+            n = ns[i];
+    }
+    const rv_tree *t = trees[0];
     for (size_t h = 0; h < nhints; h++)
         if (try1(&s, hints[h]))
             return s.found;
@@ -500,18 +517,25 @@ char *rv_recognise_hinted(const rv_tree *t, size_t n, char *const *hints, size_t
                 if (try1(&s, buf))
                     return s.found;
             }
-    /* a running sum over permuted blocks: order([...], seq) */
-    char *perm = order_of(t, n);
-    if (perm) {
-        int hit = try1(&s, perm);
-        free(perm);
-        if (hit)
-            return s.found;
+    /* read off each length's tree, held at every length: a running sum over
+     * permuted blocks, order([...], seq); lanes combined by hand */
+    for (size_t i = 0; i < m; i++) {
+        char *perm = order_of(trees[i], ns[i]);
+        if (perm) {
+            int hit = try1(&s, perm);
+            free(perm);
+            if (hit)
+                return s.found;
+        }
     }
-    char *lf = lanes_form(t, n, s.want);
-    if (lf)
-        return lf;
-    /* a binary tree the families above do not name: its bracketing */
+    for (size_t i = 0; i < m && !s.found; i++)
+        lanes_form(trees[i], ns[i], s.want[i], &s);
+    if (s.found)
+        return s.found;
+    /* a binary tree the families above do not name: its bracketing, which
+     * names one length only */
+    if (m > 1)
+        return NULL;
     size_t len = 5, cap = 64;
     char *p = malloc(cap);
     if (!p)

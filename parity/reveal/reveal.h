@@ -111,7 +111,24 @@ typedef struct rv_result {
     char **class_select;    /* [nclass]; [0] NULL */
     char **class_tree;      /* [nclass] */
     int *row_class;         /* [probe_rows]: the class of each row index */
+    /* induction (docs/reveal.md "Induction"): the order probed again at
+     * induce_n and the name chosen to hold at both lengths */
+    int induce;             /* an RV_INDUCE_* */
+    size_t induce_n;
+    size_t induce_calls, induce_probes;
+    char *induce_alone;     /* the name at n alone, when induction renamed it
+                             * or found none for both; else NULL */
+    char *induce_other;     /* the name at induce_n alone (NULL: none) */
+    char *induce_why;       /* RV_INDUCE_NO_TREE: why no tree there */
 } rv_result;
+
+enum {
+    RV_INDUCE_NOT_RUN = 0,  /* no tree at n, or row classes */
+    RV_INDUCE_HOLDS,        /* the name at n holds at induce_n too */
+    RV_INDUCE_RENAMED,      /* another name holds at both; tree_text is it */
+    RV_INDUCE_ONE_LENGTH,   /* no name of the language holds at both */
+    RV_INDUCE_NO_TREE       /* the probes at induce_n reveal no tree */
+};
 
 void rv_result_free(rv_result *r);
 
@@ -122,6 +139,7 @@ typedef struct rv_opts {
     size_t confirm_rows;    /* fresh rows for the confirmation (default 1000) */
     unsigned long long seed;
     int order_only;
+    int no_induce;          /* the order at n alone (no induction) */
     size_t probe_rows;      /* R of the row-index probes (default: fit_rows, else RV_DEFAULT_ROWS) */
     /* tree texts tried first as spellings of the revealed order (a user's
      * hypotheses of the kernel's loops: `reveal --space`); the first whose
@@ -131,18 +149,36 @@ typedef struct rv_opts {
     size_t nhints;
 } rv_opts;
 
-/* The order alone (filled into res->tree, res->tree_text). */
+/* The lengths a recognition may span at most. */
+#define RV_INDUCE_MAX 4
+
+/* The order alone (filled into res->tree, res->tree_text), named by
+ * induction: the order is revealed again at rv_induction_length(n) and
+ * named by a tree text that holds at both lengths where one exists
+ * (res->induce says what happened). */
 nx_status rv_reveal_order(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err *err);
 /* Recognises a revealed tree: the tree text of the point language whose
  * expansion at n has the same bracketing (malloc'd), or NULL. */
 char *rv_recognise(const rv_tree *t, size_t n);
 /* The same, trying hints[0 .. nhints) first. */
 char *rv_recognise_hinted(const rv_tree *t, size_t n, char *const *hints, size_t nhints);
+/* The tree text whose expansion at every ns[i] (m of them, at most
+ * RV_INDUCE_MAX) has the bracketing of *trees[i]; never expr(...) when
+ * m > 1 (a bracketing names one length).  NULL when none. */
+char *rv_recognise_lengths(const rv_tree *const *trees, const size_t *ns, size_t m, char *const *hints,
+                           size_t nhints);
+/* The length the order is revealed again at for induction: the least
+ * length past n that is 3 modulo 8, so that every loop of a power-of-two
+ * width 4 or more leaves a remainder of 3 terms or more (one tail term
+ * cannot tell a carried tail from a separate one); below n at the largest
+ * n (2^20). */
+size_t rv_induction_length(size_t n);
 /* The arithmetic with the order known, and the confirmation. */
 nx_status rv_reveal_arith(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err *err);
 /* Length generalisation (docs/reveal.md "Other lengths"). */
-/* Two lengths, neither n, that a point revealed at n is confirmed at by
- * default: n + 1 (n - 1 at the largest n), a remainder of every
+/* Two lengths, neither n nor its induction length, that a point revealed
+ * at n is confirmed at by default: n + 1 (n + 2 where that is the
+ * induction length, n - 1 at the largest n), a remainder of every
  * power-of-two loop width when n is a multiple of one, and the largest
  * prime at most n / 2 (another remainder and another block count; for
  * n < 4 the first prime past both). */
