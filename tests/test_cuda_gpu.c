@@ -5,8 +5,11 @@
  *   Tier 1: a second eager run, a graphed run (captured, replayed) and the
  *           batch variants (each row alone, the batch reversed) give the
  *           same bits as the first run.
- * On sm90 the wgmma kernel runs too (Hopper's published atom: bit-exact).
- * A point whose atom is not published (sm90's mma.sync) is measured: its
+ * On sm90 the wgmma kernel runs too (Hopper's published atom: bit-exact),
+ * and the mma.sync kernel at Hopper's measured atom (chain(16), wgmma's).
+ * Every gemm run is also held against its atom's 15 neighbours
+ * (measure_atoms): with fp32 output each must differ.
+ * A point marked as assumed (exact = 0; none at present) is measured: its
  * mismatches and greatest ulp distance are reported, and only more than
  * PARITY_MEASURED_ULP (default 2) ulps fails.
  * PARITY_TRACE_DIR=DIR also writes each case's eager and graphed runs as
@@ -169,6 +172,75 @@ static void report(const char *cname, const char *check, size_t bad, long long m
         failures++;
 }
 
+/* The atom's neighbours: the same eager run held against the gemm points a
+ * port or a wrong assumption would declare instead (chain(8) or chain(16)
+ * steps, atoms of 23 to 26 fraction bits, rz or rne: 16 points, the
+ * declared one among them).  Each line a measurement of what the hardware
+ * does.  With fp32 output (no output rounding to hide a difference) every
+ * neighbour must differ, so that the declared atom is the only one of the
+ * 16 the GPU reproduces; with a 16-bit output the counts are reported. */
+static void measure_atoms(const gcase *c, const st_file *in, const st_file *e1)
+{
+    const fam_spec *s = &c->spec;
+    if (strcmp(s->family, "gemm") || s->nreds != 1 || s->reds[0].point.atom.frac_bits < 0)
+        return;
+    const char *tree = s->reds[0].tree_text, *ch = strstr(tree, "chain(");
+    const char *close = ch ? strchr(ch, ')') : NULL;
+    if (!ch || !close)
+        return;
+    int decl_g = atoi(ch + 6), decl_fb = s->reds[0].point.atom.frac_bits;
+    const char *out = fam_param_get(s, "out");
+    int strict = out && !strcmp(out, "fp32");
+    static const int groups[] = {8, 16};
+    static const char *const rnd[] = {"rz", "rne"};
+    size_t exact = 0, tried = 0;
+    char same[512] = "";
+    for (int g = 0; g < 2; g++)
+        for (int fb = 23; fb <= 26; fb++)
+            for (int r = 0; r < 2; r++) {
+                if (groups[g] == decl_g && fb == decl_fb && r == 0)
+                    continue; /* the declared point: Tier 2 above */
+                fam_spec cs;
+                spec_init(&cs, s->family, s->class_name, s->point);
+                for (size_t i = 0; i < s->nparams; i++)
+                    param(&cs, s->params[i].name, s->params[i].value);
+                char t[256], k[512];
+                snprintf(t, sizeof t, "%.*schain(%d)%s", (int)(ch - tree), tree, groups[g], close + 1);
+                snprintf(k, sizeof k,
+                         "{ acc = \"fp32\", tree = \"%s\", atom = { frac_bits = %d, term_round = \"rz\", round = "
+                         "\"%s\", acc = \"fp32\" }, out = \"fp32\" }",
+                         t, fb, rnd[r]);
+                red(&cs, "k", k);
+                st_file ref;
+                st_init(&ref);
+                nx_err e = {0};
+                if (ref_run(&cs, in, &ref, 0, &e))
+                    die("ref_run (neighbour)", &e);
+                char first[160];
+                long long mu;
+                size_t bad = compare(e1, &ref, "y", NULL, 0, &mu, first, sizeof first);
+                tried++;
+                printf("%-34s neighbour %-44s frac_bits %d round %-3s %s", c->name, t, fb, rnd[r],
+                       bad ? "differs" : "bit-exact");
+                if (bad)
+                    printf(" (%zu mismatches, max %lld ulp)", bad, mu);
+                else {
+                    exact++;
+                    size_t l = strlen(same);
+                    snprintf(same + l, sizeof same - l, "%s%s frac_bits %d %s", l ? "; " : "", t, fb, rnd[r]);
+                }
+                printf("\n");
+                st_free(&ref);
+                fam_spec_free(&cs);
+            }
+    int ok = !strict || exact == 0;
+    printf("%-34s %-22s %s (%zu of %zu neighbouring points differ%s%s%s)\n", c->name, "tier2 neighbours",
+           ok ? (strict ? "pass" : "reported") : "FAIL", tried - exact, tried, exact ? "; the same bits: " : "", same,
+           strict ? "" : "; a 16-bit output may hide a difference");
+    if (!ok)
+        failures++;
+}
+
 static void run_case(const dev_backend *b, gcase *c, const char *trace_dir)
 {
     fam_spec *s = &c->spec;
@@ -190,6 +262,7 @@ static void run_case(const dev_backend *b, gcase *c, const char *trace_dir)
     long long mu;
     size_t bad = compare(&e1, &ref, "y", NULL, 0, &mu, first, sizeof first);
     report(c->name, "tier2 vs reference", bad, mu, first, c->exact);
+    measure_atoms(c, &in, &e1);
     if (st_find(&ref, "residual_out")) {
         bad = compare(&e1, &ref, "residual_out", NULL, 0, &mu, first, sizeof first);
         report(c->name, "tier2 residual_out", bad, mu, first, 1);
@@ -281,7 +354,8 @@ static void gemm_case(gcase *c, const char *cls, const char *name, const char *i
     c->name = name;
     c->bdim = "M";
     c->batched = gemm_b;
-    c->exact = strcmp(cls, "sm90") != 0; /* Hopper's mma.sync atom is not published */
+    c->exact = 1; /* Hopper's mma.sync atom: measured (devices/cuda/POINTS.md) */
+    c->spec.kernel = strdup("cuda_gemm_mma"); /* on sm90 wgmma serves the same points first */
     snprintf(v, sizeof v, "%ld", M);
     param(&c->spec, "M", v);
     snprintf(v, sizeof v, "%ld", N);
@@ -321,7 +395,14 @@ int main(void)
     gcase cs[16];
     memset(cs, 0, sizeof cs);
     size_t n = 0;
-    gemm_case(&cs[n++], cls, "gemm_chain_bf16", "bf16", "bf16", 5, 40, 200, "chain(8)", 0);
+    /* the mma.sync step: two 8-term atoms per k16 on sm80 and sm89, one
+     * 16-term atom on sm90 (measured) */
+    int g = strcmp(cls, "sm90") ? 8 : 16;
+    static char t_chain[32], t_split3[64], t_split4[64], t_neg[256];
+    snprintf(t_chain, sizeof t_chain, "chain(%d)", g);
+    snprintf(t_split3, sizeof t_split3, "split(3, chain(%d), seq, align=32)", g);
+    snprintf(t_split4, sizeof t_split4, "split(4, chain(%d), seq)", g);
+    gemm_case(&cs[n++], cls, "gemm_chain_bf16", "bf16", "bf16", 5, 40, 200, t_chain, 0);
     static fam_spec neg;
     spec_init(&neg, "gemm", cls, "gemm_chain_bf16_frac20");
     param(&neg, "M", "5");
@@ -329,13 +410,15 @@ int main(void)
     param(&neg, "K", "200");
     param(&neg, "in", "bf16");
     param(&neg, "out", "fp32"); /* the k result itself: no bf16 rounding to hide the difference */
-    red(&neg, "k", "{ acc = \"fp32\", tree = \"chain(8)\", atom = { frac_bits = 20, term_round = \"rz\", round = "
-                  "\"rz\", acc = \"fp32\" }, out = \"fp32\" }");
+    snprintf(t_neg, sizeof t_neg,
+             "{ acc = \"fp32\", tree = \"chain(%d)\", atom = { frac_bits = 20, term_round = \"rz\", round = "
+             "\"rz\", acc = \"fp32\" }, out = \"fp32\" }",
+             g);
+    red(&neg, "k", t_neg);
     cs[0].neg = &neg;
     param(&cs[0].spec, "out", "fp32");
-    gemm_case(&cs[n++], cls, "gemm_split3_bf16", "bf16", "bf16", 17, 300, 1000, "split(3, chain(8), seq, align=32)",
-              1);
-    gemm_case(&cs[n++], cls, "gemm_split4_fp16", "fp16", "fp16", 16, 512, 4096, "split(4, chain(8), seq)", 0);
+    gemm_case(&cs[n++], cls, "gemm_split3_bf16", "bf16", "bf16", 17, 300, 1000, t_split3, 1);
+    gemm_case(&cs[n++], cls, "gemm_split4_fp16", "fp16", "fp16", 16, 512, 4096, t_split4, 0);
     if (!strcmp(cls, "sm90")) { /* the wgmma kernel: Hopper's published atom, bit-exact */
         const char *wg = "{ acc = \"fp32\", tree = \"%s\", atom = \"sm90.wgmma.%s\", out = \"fp32\" }";
         const char *trees[] = {"split(4, chain(16), seq, align=64)", "chain(16)"};
@@ -348,6 +431,7 @@ int main(void)
             w->bdim = "M";
             w->batched = gemm_b;
             w->exact = 1;
+            w->spec.kernel = strdup("cuda_gemm_wgmma");
             param(&w->spec, "M", i ? "70" : "16");
             param(&w->spec, "N", i ? "100" : "512");
             param(&w->spec, "K", i ? "333" : "4096");

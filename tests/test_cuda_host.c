@@ -139,11 +139,14 @@ static void test_gemm_plan(void **state)
     cu_plan_free(&p);
     fam_spec_free(&s);
 
-    /* no split: the chain over all of K, no workspace */
+    /* no split: the chain over all of K, no workspace (the mma.sync kernel
+     * on Hopper: one 16-term step with wgmma's atom) */
     gemm_spec(&s, "sm90", 1, 8, 64,
-              "{ acc = \"fp32\", tree = \"chain(8)\", atom = { frac_bits = 24, term_round = \"rz\", round = \"rz\", "
+              "{ acc = \"fp32\", tree = \"chain(16)\", atom = { frac_bits = 25, term_round = \"rz\", round = \"rz\", "
               "acc = \"fp32\" }, out = \"fp32\" }");
+    s.kernel = strdup("cuda_gemm_mma");
     p = plan_ok(&s);
+    assert_string_equal(p.kernel->id, "cuda_gemm_mma");
     assert_int_equal(p.u.gemm.has_split, 0);
     assert_int_equal(p.u.gemm.slice, 64);
     assert_int_equal(p.u.gemm.main.grid[2], 1);
@@ -316,13 +319,20 @@ static void test_mismatch(void **state)
     gemm_spec(&s, "sm89", 4, 8, 64,
               "{ acc = \"fp32\", tree = \"chain(16)\", atom = { preset = \"sm90.wgmma.bf16\" }, out = \"fp32\" }");
     plan_fails(&s, NULL, NX_EUNSUPPORTED, "chain(8)");
-    plan_fails(&s, NULL, NX_EUNSUPPORTED, "kernels tried: cuda_gemm_mma cuda_gemm_wgmma");
+    plan_fails(&s, NULL, NX_EUNSUPPORTED, "kernels tried: cuda_gemm_wgmma cuda_gemm_mma");
     fam_spec_free(&s);
-    /* the tree matches, the atom's frac_bits do not */
+    /* the tree matches, the atom's frac_bits do not (Hopper's k16 step has
+     * 25, measured) */
     gemm_spec(&s, "sm90", 4, 8, 64,
-              "{ acc = \"fp32\", tree = \"chain(8)\", atom = { frac_bits = 25, term_round = \"rz\", round = \"rz\", "
+              "{ acc = \"fp32\", tree = \"chain(16)\", atom = { frac_bits = 24, term_round = \"rz\", round = \"rz\", "
               "acc = \"fp32\" }, out = \"fp32\" }");
-    plan_fails(&s, NULL, NX_EUNSUPPORTED, "frac_bits = 24");
+    plan_fails(&s, NULL, NX_EUNSUPPORTED, "frac_bits = 25");
+    fam_spec_free(&s);
+    /* Ampere's point on Hopper: mma.sync there is one 16-term step, not
+     * two 8-term ones; no kernel realises chain(8) on sm90 */
+    gemm_spec(&s, "sm90", 4, 8, 64,
+              "{ acc = \"fp32\", tree = \"chain(8)\", atom = \"sm80.mma.bf16\", out = \"fp32\" }");
+    plan_fails(&s, NULL, NX_EUNSUPPORTED, "chain(16)");
     fam_spec_free(&s);
     /* no fma: the kernel fuses */
     gemv_spec(&s, 1, "per_element", "{ acc = \"fp32\", fma = false, tree = \"stride(32, seq, halving, block=8)\" }");
@@ -418,8 +428,17 @@ static void test_alias(void **state)
     assert_int_equal(p.u.gemm.main.block[0], 128);
     cu_plan_free(&p);
     fam_spec_free(&s);
-    gemm_spec(&s, "sm90", 100, 70, 1000, GEMM_K("chain(8)"));
+    /* the tc point on Hopper (chain(16), wgmma's atom: measured for
+     * mma.sync) is served by wgmma, the first kernel that realises it; the
+     * mma.sync kernel, asked for by its id, realises it too */
+    gemm_spec(&s, "sm90", 100, 70, 1000,
+              "{ acc = \"fp32\", tree = \"chain(16)\", atom = \"sm90.wgmma.bf16\", out = \"fp32\" }");
     s.kernel = strdup("gemm_bf16_tc_128x128x32");
+    assert_int_equal(cu_plan_make(&s, NULL, NULL, &p, &e), NX_OK);
+    assert_string_equal(p.kernel->id, "cuda_gemm_wgmma");
+    cu_plan_free(&p);
+    free(s.kernel);
+    s.kernel = strdup("cuda_gemm_mma");
     assert_int_equal(cu_plan_make(&s, NULL, NULL, &p, &e), NX_OK);
     assert_string_equal(p.kernel->id, "cuda_gemm_mma");
     assert_int_equal(p.u.gemm.wgmma, 0);
@@ -689,7 +708,7 @@ static void test_points_md(void **state)
 }
 
 /* The sm80/sm89 atom is the published one (docs/numerics.md §5 via the presets);
- * sm90's mma.sync row has the same parameters. */
+ * sm90's mma.sync row is wgmma's (measured on an H200). */
 static void test_claim_atoms(void **state)
 {
     (void)state;
@@ -698,7 +717,7 @@ static void test_claim_atoms(void **state)
     assert_int_equal(p->group, 8);
     assert_int_equal(p->frac_bits, 24);
     assert_non_null(strstr(cu_claim_atom("sm89", "fp16"), "sm89.mma.f16"));
-    assert_non_null(strstr(cu_claim_atom("sm90", "bf16"), "frac_bits = 24"));
+    assert_non_null(strstr(cu_claim_atom("sm90", "bf16"), "frac_bits = 25"));
     assert_null(cu_claim_atom("sm100", "bf16"));
     assert_null(cu_class_of_cc(8, 6));
     assert_string_equal(cu_class_of_cc(9, 0), "sm90");

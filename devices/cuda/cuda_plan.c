@@ -19,11 +19,14 @@
 
 /* ---- kernels ----------------------------------------------------------- */
 
+/* In table order the first kernel whose claims match a point serves it: on
+ * sm90 wgmma and mma.sync realise the same chain(16) points (measured), and
+ * Hopper's own instruction is tried first. */
 static const cu_kernel kernels[] = {
-    {"cuda_gemm_mma", "gemm", CU_GEMM, "in", "bf16 fp16",
-     "mma.sync m16n8k16 bf16/fp16 -> fp32, warp tile 16x32, K in order, split-K through a workspace"},
     {"cuda_gemm_wgmma", "gemm", CU_GEMM, "in", "bf16 fp16",
      "wgmma.mma_async m64n8k16 bf16/fp16 -> fp32 (sm90, sm_90a build), warpgroup tile 64x32, K in order, split-K"},
+    {"cuda_gemm_mma", "gemm", CU_GEMM, "in", "bf16 fp16",
+     "mma.sync m16n8k16 bf16/fp16 -> fp32, warp tile 16x32, K in order, split-K through a workspace"},
     {"cuda_gemm_mma_fp8", "gemm", CU_GEMM, "in", "e4m3 e5m2",
      "mma.sync m16n8k32 e4m3/e5m2 -> fp32 (sm89, sm90), warp tile 16x32, K in order, split-K"},
     {"cuda_gemv_w4a16_dequant", "gemv_w4a16", CU_GEMV_W4A16, "scale_apply", "per_element",
@@ -79,17 +82,32 @@ const cu_kernel *cu_kernel_find(const char *id)
 #define WGMMA_ATOM "{ frac_bits = 25, term_round = \"rz\", round = \"rz\", acc = \"fp32\" }"
 
 static const cu_claim claims[] = {
-    /* gemm: the mma.sync K loop (k16 = two 8-term atoms), split-K combined in slice order */
-    {"cuda_gemm_mma", ALL_CLASSES, "k",
+    /* gemm: the mma.sync K loop (k16 = two 8-term atoms on sm80 and sm89),
+     * split-K combined in slice order */
+    {"cuda_gemm_mma", "sm80 sm89", "k",
      FP32_FMA "tree = \"chain(8)\", atom = {atom}, out = \"fp32\", out_rounding = \"{out_rounding}\", "
               "saturate = {saturate} }",
      NULL},
-    {"cuda_gemm_mma", ALL_CLASSES, "k",
+    {"cuda_gemm_mma", "sm80 sm89", "k",
      FP32_FMA "tree = \"split({S}, chain(8), seq)\", atom = {atom}, out = \"fp32\", "
               "out_rounding = \"{out_rounding}\", saturate = {saturate} }",
      NULL},
-    {"cuda_gemm_mma", ALL_CLASSES, "k",
+    {"cuda_gemm_mma", "sm80 sm89", "k",
      FP32_FMA "tree = \"split({S}, chain(8), seq, align={A})\", atom = {atom}, out = \"fp32\", "
+              "out_rounding = \"{out_rounding}\", saturate = {saturate} }",
+     NULL},
+    /* the same loop on Hopper: k16 is ONE 16-term step with wgmma's atom
+     * (measured on an H200, POINTS.md) */
+    {"cuda_gemm_mma", "sm90", "k",
+     FP32_FMA "tree = \"chain(16)\", atom = {atom}, out = \"fp32\", out_rounding = \"{out_rounding}\", "
+              "saturate = {saturate} }",
+     NULL},
+    {"cuda_gemm_mma", "sm90", "k",
+     FP32_FMA "tree = \"split({S}, chain(16), seq)\", atom = {atom}, out = \"fp32\", "
+              "out_rounding = \"{out_rounding}\", saturate = {saturate} }",
+     NULL},
+    {"cuda_gemm_mma", "sm90", "k",
+     FP32_FMA "tree = \"split({S}, chain(16), seq, align={A})\", atom = {atom}, out = \"fp32\", "
               "out_rounding = \"{out_rounding}\", saturate = {saturate} }",
      NULL},
     /* gemm on Hopper's wgmma: one 16-term atom per m64n8k16 (sm90.wgmma.bf16 / .f16) */
@@ -184,9 +202,9 @@ int cu_claim_has_class(const cu_claim *c, const char *class_name)
     return word_in(class_name, c->classes);
 }
 
-/* The mma.sync atom per class and input format.  sm90 runs the same
- * mma.sync as sm80/sm89; docs/numerics.md §5 publishes Hopper's wgmma only, so
- * the sm90 row assumes Ampere/Ada's parameters until measured (POINTS.md). */
+/* The mma.sync atom per class and input format.  sm90 runs mma.sync
+ * m16n8k16 as one 16-term step with wgmma's atom (measured on an H200,
+ * POINTS.md); its fp8 row is still assumed. */
 const char *cu_claim_atom(const char *class_name, const char *in_fmt)
 {
     static const struct {
@@ -198,8 +216,8 @@ const char *cu_claim_atom(const char *class_name, const char *in_fmt)
         {"sm89", "fp16", "{ preset = \"sm89.mma.f16\" }"},
         {"sm89", "e4m3", "{ preset = \"sm89.mma.fp8\" }"},
         {"sm89", "e5m2", "{ preset = \"sm89.mma.fp8\" }"},
-        {"sm90", "bf16", "{ frac_bits = 24, term_round = \"rz\", round = \"rz\", acc = \"fp32\" }"},
-        {"sm90", "fp16", "{ frac_bits = 24, term_round = \"rz\", round = \"rz\", acc = \"fp32\" }"},
+        {"sm90", "bf16", WGMMA_ATOM},
+        {"sm90", "fp16", WGMMA_ATOM},
         {"sm90", "e4m3", "{ frac_bits = 13, term_round = \"rz\", round = \"rz\", acc = \"e8m13\" }"},
         {"sm90", "e5m2", "{ frac_bits = 13, term_round = \"rz\", round = \"rz\", acc = \"e8m13\" }"},
     };
@@ -903,6 +921,15 @@ static nx_status plan_family(const fam_spec *spec, cu_plan *p, nx_err *err)
     return nx_err_set(err, NX_EINTERNAL, "cuda: kernel %s of no family", p->kernel->id);
 }
 
+/* Whether kernel k claims any reduction on class cls. */
+static int has_class_claims(const cu_kernel *k, const char *cls)
+{
+    for (size_t i = 0; i < cu_claim_count(); i++)
+        if (!strcmp(claims[i].kernel, k->id) && cu_claim_has_class(&claims[i], cls))
+            return 1;
+    return 0;
+}
+
 /* Clears a failed attempt but keeps the kernel and the alias for messages. */
 static void plan_reset(cu_plan *p)
 {
@@ -960,6 +987,7 @@ nx_status cu_plan_make(const fam_spec *spec, const char *kernel_id, const char *
                           kid ? kid : "", kid ? "')" : "");
     nx_err first = {0};
     nx_status st0 = NX_OK;
+    int first_has_claims = 0;
     for (size_t i = 0; i < nc; i++) {
         nx_err e = {0};
         p->kernel = cand[i];
@@ -972,9 +1000,12 @@ nx_status cu_plan_make(const fam_spec *spec, const char *kernel_id, const char *
                 *err = e;
             return st;
         }
-        if (i == 0) {
+        /* the message of the first kernel that has claims on the class
+         * (one without any realises nothing there: say what the others do) */
+        if (i == 0 || (!first_has_claims && has_class_claims(cand[i], cls))) {
             first = e;
             st0 = st;
+            first_has_claims = has_class_claims(cand[i], cls);
         }
     }
     p->kernel = cand[0];
