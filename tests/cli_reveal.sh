@@ -248,16 +248,28 @@ printf '%s\n' "$out" | grep -q '^order: body(32, stride(32, seq, pairwise), seq)
 printf '%s\n' "$out" | grep -q '^lengths: at n = 4097 (not probed) the point reproduced 1000 of 1000 ' || fail "lengths, tail: no 4097 line: $out"
 [ "$(printf '%s\n' "$out" | tail -n 1)" = "$(pt fp32 rne true "body(32, stride(32, seq, pairwise), seq@fp64)" fp32)" ] \
   || fail "lengths, tail: last line: $(printf '%s\n' "$out" | tail -n 1)"
-# The confirmation must still refuse what the probed lengths cannot show.
 # A kernel that takes another path from n = 102 on: induction at 107 sees
-# it, no name has both bracketings, and the point of n = 100 is run at 107:
-# not confirmed, exit 1, the point not given as the answer.
-out=$("$P" reveal --simulate '{ tree = "seq", rows = [{ select = "n >= 102", tree = "reverse(seq)" }] }' --n 100 2>"$T/err"); rc=$?
-[ $rc -eq 1 ] || fail "lengths, n >= 102: exit $rc, want 1 $(cat "$T/err")"
+# it, no name has both bracketings, and the switch is found between 100 and
+# 107 by bisection (docs/reveal.md "Size classes"): the point of n = 100
+# with a size class, confirmed on both sides of the edge.
+SC='{ tree = "seq", rows = [{ select = "n >= 102", tree = "reverse(seq)" }] }'
+out=$("$P" reveal --simulate "$SC" --n 100 2>"$T/err"); rc=$?
+[ $rc -eq 0 ] || fail "size class n >= 102: exit $rc, want 0 $(cat "$T/err") $out"
 printf '%s\n' "$out" | grep -q '^induction: probed again at n = 107 .*there the order is reverse(seq); no tree of the language has the bracketings of both lengths' \
-  || fail "lengths, n >= 102: induction line: $out"
-[ "$(printf '%s\n' "$out" | tail -n 1)" = "not confirmed: the point revealed at n = 100 fails at n = 107, where the order differs: $(pt fp32 rne true seq fp32)" ] \
-  || fail "lengths, n >= 102: last line: $(printf '%s\n' "$out" | tail -n 1)"
+  || fail "size class n >= 102: induction line: $out"
+printf '%s\n' "$out" | grep -q '^size class: the order is seq below n = 102 and reverse(seq) from n = 102 on (3 more order reveals between n = 100 and 107' \
+  || fail "size class n >= 102: size class line: $out"
+want=$(pt fp32 rne true seq fp32 | sed 's/ }$/, rows = [{ select = "n >= 102", tree = "reverse(seq)" }] }/')
+[ "$(printf '%s\n' "$out" | tail -n 1)" = "$want" ] || fail "size class n >= 102: last line: $(printf '%s\n' "$out" | tail -n 1)"
+# The confirmation must still refuse what the probed lengths cannot show.
+# A kernel whose other path runs when n % 8 == 3: at 100 and 107 it looks
+# like a switch at 107, but one length past the edge (108) is seq again:
+# not confirmed, exit 1, the point not given as the answer.
+out=$("$P" reveal --simulate '{ tree = "seq", rows = [{ select = "n % 8 == 3", tree = "reverse(seq)" }] }' --n 100 2>"$T/err"); rc=$?
+[ $rc -eq 1 ] || fail "lengths, n % 8 == 3: exit $rc, want 1 $(cat "$T/err")"
+printf '%s\n' "$out" | grep -q '^lengths: at n = 108 (the size class.s edge) the point reproduced [0-9]* of 1000 ' || fail "lengths, n % 8 == 3: no 108 line: $out"
+[ "$(printf '%s\n' "$out" | tail -n 1)" = "not confirmed: the point with a size class fails at n = 108: $(pt fp32 rne true seq fp32 | sed 's/ }$/, rows = [{ select = "n >= 107", tree = "reverse(seq)" }] }/')" ] \
+  || fail "lengths, n % 8 == 3: last line: $(printf '%s\n' "$out" | tail -n 1)"
 # ... and one whose other path runs at n = 101 alone: neither probed length
 # shows it, the confirmation at n + 1 does
 out=$("$P" reveal --simulate '{ tree = "seq", rows = [{ select = "n == 101", tree = "reverse(seq)" }] }' --n 100 2>"$T/err"); rc=$?
@@ -274,12 +286,20 @@ printf '%s\n' "$out" | grep -q '^lengths: one point holds at every probed length
 [ "$(printf '%s\n' "$out" | tail -n 1)" = "$(pt fp32 rne true "body(8, stride(8, seq, halving), seq)" fp32)" ] \
   || fail "lengths 96,203: last line: $out"
 # a size class (docs/numerics.md section 4.3, fourth edition): reverse(seq)
-# below 48 terms, seq from there; no point of reveal's search holds at both
+# below 48 terms, seq from there.  Probed at 7 and 100, the switch is found
+# by bisection between them and the point of n = 7 takes a size class.
 out=$("$P" reveal --simulate '{ tree = "seq", rows = [{ select = "n < 48", tree = "reverse(seq)" }] }' --n 7,100 2>"$T/err"); rc=$?
-[ $rc -eq 1 ] || fail "lengths 7,100: exit $rc, want 1 $(cat "$T/err")"
-printf '%s\n' "$out" | grep -q '^lengths: n = 7 reveals .*tree = "reverse(seq)".* at n = 100$' || fail "lengths 7,100: n = 7 line: $out"
-printf '%s\n' "$out" | grep -q '^lengths: n = 100 reveals .*tree = "seq".* at n = 7$' || fail "lengths 7,100: n = 100 line: $out"
-[ "$(printf '%s\n' "$out" | tail -n 1)" = "not confirmed: the lengths disagree" ] || fail "lengths 7,100: last line: $out"
+[ $rc -eq 0 ] || fail "lengths 7,100: exit $rc, want 0 $(cat "$T/err") $out"
+printf '%s\n' "$out" | grep -q '^size class: the order is reverse(seq) below n = 48 and seq from n = 48 on ' || fail "lengths 7,100: size class line: $out"
+printf '%s\n' "$out" | grep -q '^lengths: at n = 47 (the size class.s edge) the point reproduced 1000 of 1000 ' || fail "lengths 7,100: no 47 line: $out"
+want=$(pt fp32 rne true "reverse(seq)" fp32 | sed 's/ }$/, rows = [{ select = "n >= 48", tree = "seq" }] }/')
+[ "$(printf '%s\n' "$out" | tail -n 1)" = "$want" ] || fail "lengths 7,100: last line: $(printf '%s\n' "$out" | tail -n 1)"
+# no single switch explains odd lengths taking the other path: at 7 and 100
+# the points differ, the probes there disagree with any one edge, and
+# reveal says so (exit 1) instead of joining them
+out=$("$P" reveal --simulate '{ tree = "seq", rows = [{ select = "n % 2 == 1", tree = "reverse(seq)" }] }' --n 7,100 2>"$T/err"); rc=$?
+[ $rc -eq 1 ] || fail "lengths 7,100 odd: exit $rc, want 1 $(cat "$T/err")"
+printf '%s\n' "$out" | grep -q '^not confirmed: the point with a size class fails at n = 102: ' || fail "lengths 7,100 odd: $out"
 for bad in "100,100" "100," ",100" "1,100" "100,,7" "x"; do
   "$P" reveal --simulate '{ tree = "seq" }' --n "$bad" >/dev/null 2>&1; rc=$?
   [ $rc -eq 2 ] || fail "--n '$bad': exit $rc, want 2"

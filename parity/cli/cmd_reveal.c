@@ -123,6 +123,77 @@ static void print_induction(const rv_result *res)
     }
 }
 
+/* The point text with one size class added: `, rows = [{ select = SEL,
+ * tree = "TREE" }]` before its closing brace (malloc'd). */
+static char *with_size_class(const char *point, const char *sel, const char *tree)
+{
+    size_t l = strlen(point);
+    while (l && (point[l - 1] == ' ' || point[l - 1] == '}'))
+        l--;
+    size_t cap = l + strlen(sel) + strlen(tree) + 64;
+    char *out = malloc(cap);
+    if (out)
+        snprintf(out, cap, "%.*s, rows = [{ select = \"%s\", tree = \"%s\" }] }", (int)l, point, sel, tree);
+    return out;
+}
+
+/* Induction found another order at res->induce_n that no name shares
+ * with n's: where one switch of length between them explains both (the
+ * orders between are one or the other, rv_size_switch), the point becomes
+ * n's point with a size class for the other side (docs/numerics.md §4.3,
+ * fourth edition), confirmed at both sides of the switch.  Returns 0 when
+ * no switch explains it (the caller goes on), 1 the point is replaced and
+ * confirmed, 2 it was tried and failed (reported; exit 1), -1 an error. */
+static int size_class(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err *err)
+{
+    const char *at_n = res->tree_text, *other = res->induce_other;
+    if (!at_n || !other || strstr(at_n, "expr(") || strstr(other, "expr(") || !res->point)
+        return 0;
+    int up = res->induce_n > res->n;
+    size_t lo = up ? res->n : res->induce_n, hi = up ? res->induce_n : res->n, T = 0, reveals = 0;
+    const char *tlo = up ? at_n : other, *thi = up ? other : at_n;
+    size_t calls0 = k->calls, probes0 = k->probes;
+    if (rv_size_switch(k, o, lo, tlo, hi, thi, &T, &reveals, err))
+        return -1;
+    if (!T)
+        return 0;
+    char sel[64];
+    snprintf(sel, sizeof sel, up ? "n >= %zu" : "n < %zu", T);
+    char *pt = with_size_class(res->point, sel, other);
+    if (!pt) {
+        nx_err_set(err, NX_ENOMEM, "out of memory");
+        return -1;
+    }
+    printf("size class: the order is %s below n = %zu and %s from n = %zu on (%zu more order reveals between n = "
+           "%zu and %zu, %zu rows in %zu calls)\n",
+           tlo, T, thi, T, reveals, lo, hi, k->probes - probes0, k->calls - calls0);
+    /* both sides of the edge, and one past it: a class that is no switch
+     * of length (n % 8 == 3) fails there */
+    size_t crows = o->confirm_rows ? o->confirm_rows : 1000, edges[4] = {T - 1, T, T + 1, res->induce_n}, rows, ok;
+    char why[512], failed[96] = "";
+    size_t fl = 0;
+    for (int e = 0; e < 4; e++) {
+        if (e == 3 && edges[3] >= T - 1 && edges[3] <= T + 1)
+            continue;
+        if (rv_confirm_at(k, pt, edges[e], crows, o->seed, &rows, &ok, why, sizeof why, err)) {
+            free(pt);
+            return -1;
+        }
+        printf("lengths: at n = %zu (%s) the point reproduced %zu of %zu fresh random rows%s%s\n", edges[e],
+               e < 3 ? "the size class's edge" : "probed for the order", ok, rows, why[0] ? ": " : "", why);
+        if (ok != rows)
+            fl += (size_t)snprintf(failed + fl, sizeof failed - fl, "%s%zu", fl ? ", " : "", edges[e]);
+    }
+    if (fl) {
+        printf("not confirmed: the point with a size class fails at n = %s: %s\n", failed, pt);
+        free(pt);
+        return 2;
+    }
+    free(res->point);
+    res->point = pt;
+    return 1;
+}
+
 /* One length: the order, the arithmetic and the confirmation at o->n, with
  * their lines on stdout.  The point is printed here only when its
  * confirmation rows differ (exit 1); otherwise generalise() prints it. */
@@ -187,11 +258,18 @@ static int reveal_one(rv_kernel *k, const rv_opts *o, int order_only, rv_result 
         printf("%s\n", res->point);
         rc = EXIT_PARITY;
     } else if (res->induce == RV_INDUCE_ONE_LENGTH) {
-        /* the kernel's order at induce_n is not the name's: the point
-         * cannot hold there unless the arithmetic hides the difference */
+        /* the kernel's order at induce_n is not the name's: a size class
+         * where one switch between the two lengths explains it; else the
+         * point cannot hold there unless the arithmetic hides the
+         * difference */
         size_t rows, ok;
         char why[512];
         size_t crows = o->confirm_rows ? o->confirm_rows : 1000;
+        int sc = size_class(k, o, res, err);
+        if (sc < 0)
+            return cli_fail("reveal", err);
+        if (sc > 0)
+            return sc == 1 ? EXIT_PASS : EXIT_PARITY;
         if (rv_confirm_at(k, res->point, res->induce_n, crows, o->seed, &rows, &ok, why, sizeof why, err))
             return cli_fail("reveal", err);
         printf("lengths: at n = %zu (probed for the order) the point reproduced %zu of %zu fresh random rows%s%s\n",
@@ -237,6 +315,104 @@ static int parse_lengths(const char *s, size_t *lens, size_t *nlens)
     return 0;
 }
 
+/* The tree of a point text (`tree = "..."`) into buf; the rest of the text
+ * with the tree left out into rest.  0 when there is no tree or the point
+ * has row classes of its own. */
+static int split_point(const char *pt, char *tree, size_t tcap, char *rest, size_t rcap)
+{
+    const char *t = strstr(pt, "tree = \""), *e = t ? strchr(t + 8, '"') : NULL;
+    if (!t || !e || strstr(pt, "rows =") || (size_t)(e - t - 8) >= tcap)
+        return 0;
+    snprintf(tree, tcap, "%.*s", (int)(e - t - 8), t + 8);
+    snprintf(rest, rcap, "%.*s%s", (int)(t - pt), pt, e + 1);
+    return 1;
+}
+
+/* The probed lengths' points differ: where, sorted by length, they are one
+ * point up to some length and another from the next (the same arithmetic,
+ * another tree), the switch is found between them (rv_size_switch) and
+ * the first length's point takes a size class for the other side,
+ * confirmed at both edges and at every probed length.  Returns 0 when no
+ * single switch explains the lengths, 1 with *out the joined point, 2 it
+ * was tried and failed (reported), -1 an error. */
+static int join_lengths(rv_kernel *k, const rv_opts *o, const size_t *lens, size_t nlens, char **points, char **out,
+                        nx_err *err)
+{
+    size_t idx[RV_MAX_LENGTHS];
+    for (size_t i = 0; i < nlens; i++)
+        idx[i] = i;
+    for (size_t i = 1; i < nlens; i++) /* insertion sort by length */
+        for (size_t j = i; j > 0 && lens[idx[j]] < lens[idx[j - 1]]; j--) {
+            size_t x = idx[j];
+            idx[j] = idx[j - 1];
+            idx[j - 1] = x;
+        }
+    char tlo[512], thi[512], rlo[1024], rhi[1024], t[512], r[1024];
+    if (!points[idx[0]] || !split_point(points[idx[0]], tlo, sizeof tlo, rlo, sizeof rlo))
+        return 0;
+    size_t sw = 0; /* the first sorted position of the other tree */
+    for (size_t i = 1; i < nlens; i++) {
+        if (!points[idx[i]] || !split_point(points[idx[i]], t, sizeof t, r, sizeof r))
+            return 0;
+        if (!sw && strcmp(t, tlo)) {
+            sw = i;
+            snprintf(thi, sizeof thi, "%s", t);
+            snprintf(rhi, sizeof rhi, "%s", r);
+        }
+        if (sw && (strcmp(t, thi) || strcmp(r, rhi)))
+            return 0; /* a third tree, or the same tree again after the other */
+        if (!sw && strcmp(r, rlo))
+            return 0;
+    }
+    if (!sw || strcmp(rlo, rhi) || strstr(tlo, "expr(") || strstr(thi, "expr("))
+        return 0;
+    size_t lo = lens[idx[sw - 1]], hi = lens[idx[sw]], T = 0, reveals = 0;
+    size_t calls0 = k->calls, probes0 = k->probes;
+    if (rv_size_switch(k, o, lo, tlo, hi, thi, &T, &reveals, err))
+        return -1;
+    if (!T)
+        return 0;
+    int base_lo = lens[0] <= lo; /* the first length's point is the base */
+    char sel[64];
+    snprintf(sel, sizeof sel, base_lo ? "n >= %zu" : "n < %zu", T);
+    char *pt = with_size_class(points[0], sel, base_lo ? thi : tlo);
+    if (!pt) {
+        nx_err_set(err, NX_ENOMEM, "out of memory");
+        return -1;
+    }
+    printf("size class: the order is %s below n = %zu and %s from n = %zu on (%zu more order reveals between n = "
+           "%zu and %zu, %zu rows in %zu calls)\n",
+           tlo, T, thi, T, reveals, lo, hi, k->probes - probes0, k->calls - calls0);
+    size_t crows = o->confirm_rows ? o->confirm_rows : 1000, rows, ok;
+    char why[512], failed[256] = "";
+    size_t fl = 0;
+    size_t at[RV_MAX_LENGTHS + 3];
+    size_t nat = 0;
+    at[nat++] = T - 1;
+    at[nat++] = T;
+    at[nat++] = T + 1;
+    for (size_t i = 0; i < nlens; i++)
+        if (lens[i] + 1 < T || lens[i] > T + 1)
+            at[nat++] = lens[i];
+    for (size_t e = 0; e < nat; e++) {
+        if (rv_confirm_at(k, pt, at[e], crows, o->seed, &rows, &ok, why, sizeof why, err)) {
+            free(pt);
+            return -1;
+        }
+        printf("lengths: at n = %zu (%s) the point reproduced %zu of %zu fresh random rows%s%s\n", at[e],
+               e < 3 ? "the size class's edge" : "probed", ok, rows, why[0] ? ": " : "", why);
+        if (ok != rows && fl < sizeof failed - 24)
+            fl += (size_t)snprintf(failed + fl, sizeof failed - fl, "%s%zu", fl ? ", " : "", at[e]);
+    }
+    if (fl) {
+        printf("not confirmed: the point with a size class fails at n = %s: %s\n", failed, pt);
+        free(pt);
+        return 2;
+    }
+    *out = pt;
+    return 1;
+}
+
 /* One point for every probed length (the first revealed one that
  * reproduces the others' fresh rows), then confirmed at two lengths not
  * probed.  Prints the `lengths:` lines and, as the last line, the point or
@@ -260,6 +436,15 @@ static int generalise(rv_kernel *k, const rv_opts *o, const size_t *lens, size_t
         }
         if (holds)
             chosen = points[c];
+    }
+    char *joined = NULL;
+    if (!chosen) {
+        int r = join_lengths(k, o, lens, nlens, points, &joined, err);
+        if (r < 0)
+            return cli_fail("reveal", err);
+        if (r == 2)
+            return EXIT_PARITY;
+        chosen = joined;
     }
     if (!chosen) {
         printf("lengths: no single point the search can express holds at n =");
@@ -288,8 +473,10 @@ static int generalise(rv_kernel *k, const rv_opts *o, const size_t *lens, size_t
             probed |= lens[l] == extra[e];
         if (probed || (e == 1 && extra[1] == extra[0]))
             continue;
-        if (rv_confirm_at(k, chosen, extra[e], crows, o->seed, &rows, &ok, why, sizeof why, err))
+        if (rv_confirm_at(k, chosen, extra[e], crows, o->seed, &rows, &ok, why, sizeof why, err)) {
+            free(joined);
             return cli_fail("reveal", err);
+        }
         printf("lengths: at n = %zu (not probed) the point reproduced %zu of %zu fresh random rows%s%s\n", extra[e],
                ok, rows, why[0] ? ": " : "", why);
         if (ok != rows)
@@ -297,9 +484,11 @@ static int generalise(rv_kernel *k, const rv_opts *o, const size_t *lens, size_t
     }
     if (fl) {
         printf("not confirmed: the point revealed at n = %zu fails at n = %s: %s\n", lens[0], failed, chosen);
+        free(joined);
         return EXIT_PARITY;
     }
     printf("%s\n", chosen);
+    free(joined);
     return EXIT_PASS;
 }
 

@@ -1200,6 +1200,41 @@ static nx_status induce(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err *
     return st;
 }
 
+nx_status rv_size_switch(rv_kernel *k, const rv_opts *o, size_t n_lo, const char *tree_lo, size_t n_hi,
+                         const char *tree_hi, size_t *T, size_t *reveals, nx_err *err)
+{
+    *T = 0;
+    *reveals = 0;
+    if (n_hi <= n_lo)
+        return nx_err_set(err, NX_EINVAL, "size classes: %zu is not above %zu", n_hi, n_lo);
+    size_t lo = n_lo, hi = n_hi;
+    rv_opts o2 = *o;
+    o2.no_induce = 1;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        rv_result r = {0};
+        o2.n = mid;
+        nx_status st = order_once(k, &o2, &r, err);
+        (*reveals)++;
+        if (st == NX_ENOMEM) {
+            rv_result_free(&r);
+            return st;
+        }
+        int is_lo = !st && rv_tree_is(&r.tree, tree_lo, mid), is_hi = !st && rv_tree_is(&r.tree, tree_hi, mid);
+        rv_result_free(&r);
+        if (st)
+            memset(err, 0, sizeof *err);
+        if (is_lo && !is_hi)
+            lo = mid;
+        else if (is_hi && !is_lo)
+            hi = mid;
+        else
+            return NX_OK; /* neither (or both): no single switch */
+    }
+    *T = hi;
+    return NX_OK;
+}
+
 nx_status rv_reveal_order(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err *err)
 {
     size_t R = o->probe_rows ? o->probe_rows : o->fit_rows ? o->fit_rows : RV_DEFAULT_ROWS;

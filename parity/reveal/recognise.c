@@ -397,6 +397,14 @@ done:
     free(cand);
 }
 
+int rv_tree_is(const rv_tree *t, const char *text, size_t n)
+{
+    if (!t->count || t->root < 0)
+        return 0;
+    uint64_t h = cand_hash(text, n);
+    return h && h == tree_hash(t, t->root);
+}
+
 char *rv_recognise(const rv_tree *t, size_t n)
 {
     return rv_recognise_hinted(t, n, NULL, 0);

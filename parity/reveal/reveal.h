@@ -167,6 +167,16 @@ char *rv_recognise_hinted(const rv_tree *t, size_t n, char *const *hints, size_t
  * m > 1 (a bracketing names one length).  NULL when none. */
 char *rv_recognise_lengths(const rv_tree *const *trees, const size_t *ns, size_t m, char *const *hints,
                            size_t nhints);
+/* Whether the tree text's expansion at n has t's bracketing. */
+int rv_tree_is(const rv_tree *t, const char *text, size_t n);
+/* Size classes (docs/reveal.md "Size classes"): a kernel whose order is
+ * tree_lo at n_lo and tree_hi at n_hi > n_lo.  The order is revealed at
+ * lengths between (bisection, ceil(log2(n_hi - n_lo)) reveals) until the
+ * least length *T with tree_hi is found; *T = 0 when a length between has
+ * neither order (then no single switch explains the kernel).  *reveals
+ * counts the order reveals. */
+nx_status rv_size_switch(rv_kernel *k, const rv_opts *o, size_t n_lo, const char *tree_lo, size_t n_hi,
+                         const char *tree_hi, size_t *T, size_t *reveals, nx_err *err);
 /* The length the order is revealed again at for induction: the least
  * length past n that is 3 modulo 8, so that every loop of a power-of-two
  * width 4 or more leaves a remainder of 3 terms or more (one tail term
