@@ -320,7 +320,7 @@ API int parity_fit(size_t npairs, const parity_tensor *a, const parity_tensor *b
     if (res.found) {
         bad |= appendf(&text, &tlen, "reproduces all %zu rows (verified with MPFR)%s; %zu candidate(s) fit on their own\n",
                        res.total_rows, res.nclasses ? " with row classes" : "", res.nfit);
-        for (size_t i = 0; i < res.nalt; i++) {
+        for (size_t i = 0; i < res.nalt && i < FIT_SHOW_ALT; i++) {
             char *t = fit_cand_text(&sp, res.alt[i]);
             bad |= appendf(&text, &tlen, "also fits: %s\n", t ? t : "?");
             free(t);

@@ -206,7 +206,7 @@ int cmd_fit(int argc, char **argv)
     if (res.found) {
         fprintf(stderr, "parity fit: reproduces all %zu rows (verified with MPFR)%s; %zu candidate(s) fit on their own\n",
                 res.total_rows, res.nclasses ? " with row classes" : "", res.nfit);
-        for (size_t i = 0; i < res.nalt; i++) { /* ranked below the winner: later in the space */
+        for (size_t i = 0; i < res.nalt && i < FIT_SHOW_ALT; i++) { /* ranked below the winner: later in the space */
             char *t = fit_cand_text(&space, res.alt[i]);
             fprintf(stderr, "parity fit: also fits: %s\n", t ? t : "?");
             free(t);

@@ -239,6 +239,11 @@ static int reveal_one(rv_kernel *k, const rv_opts *o, int order_only, rv_result 
         return rc;
     }
     printf("arithmetic probes: %zu rows in %zu calls\n", res->arith_probes, res->arith_calls);
+    if (res->disambig_tried)
+        printf("arithmetic: %zu points of the space fit the search rows; at n = %zu, %zu sparse rows on which they "
+               "disagree and %zu random rows: %zu of them reproduce all%s\n",
+               res->disambig_tried, res->disambig_n, res->disambig_sparse, res->disambig_rows, res->disambig_held,
+               res->disambig_held ? ", the first is kept" : "; the first is kept, unconfirmed");
     printf("calls: %zu, probes: %zu in all\n", k->calls, k->probes);
     if (!res->point) {
         printf("arithmetic: no point of the space reproduces the kernel with this order\n");

@@ -498,7 +498,7 @@ nx_status fit_run(const fit_pair *pairs, size_t npairs, const fit_space *space, 
             res->nfit++;
             if (win == SIZE_MAX)
                 win = c;
-            else if (res->nalt < 4)
+            else if (res->nalt < FIT_MAX_ALT)
                 res->alt[res->nalt++] = c;
         }
     if (o->progress)

@@ -80,6 +80,10 @@ typedef struct fit_near {
     size_t mismatches;      /* rows that differ, over all pairs */
 } fit_near;
 
+/* Candidates after the winner that a result names (the printers show 4). */
+#define FIT_MAX_ALT 16
+#define FIT_SHOW_ALT 4
+
 typedef struct fit_result {
     int found;              /* 1: *point reproduces every row of every pair */
     char *point;            /* the fitted point, canonical inline TOML (malloc'd) */
@@ -91,7 +95,7 @@ typedef struct fit_result {
     size_t nfit;            /* candidates that fit every row on their own */
     size_t total_rows;
     double seconds, cands_per_s;
-    size_t alt[4];          /* the next candidates (space order) that fit every row too */
+    size_t alt[FIT_MAX_ALT];/* the next candidates (space order) that fit every row too */
     size_t nalt;
     fit_near near[8];       /* the closest candidates when nothing fits */
     size_t nnear;

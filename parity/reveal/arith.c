@@ -159,11 +159,24 @@ static int appendf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
 }
 
 /* The space of arithmetic settings over tree T (docs/reveal.md). */
-/* The tree and, for body(B, X, T[, carry]) whose tail T carries no
- * settings of its own, T accumulated in fp64 and in fp32 (per-part
- * arithmetic: a vector body with a scalar tail in another format); each
- * malloc'd into v[].  The count, 0 when out of memory. */
-static size_t tree_variants(const char *tree, char *v[3])
+/* The tail settings tried: a scalar tail in double (from exact or from
+ * fp32 products), in float, or without fma (ISO C with no contraction
+ * beside a vector body with FMA). */
+static const char *const tail_settings[] = {"acc=fp64", "acc=fp64, product=fp32", "acc=fp32", "fma=false"};
+#define NTAILSET (sizeof tail_settings / sizeof *tail_settings)
+
+/* With the point's acc fp64: the body in fp32, the tail and the body +
+ * tail in double (OpenBLAS's sdot: "the two added in double"). */
+static const char *const body32_tails[] = {"", "[product=fp32]", "[fma=false]"};
+#define NBODY32 (sizeof body32_tails / sizeof *body32_tails)
+#define NVARIANTS (1 + NTAILSET + NBODY32)
+
+/* The tree and, for body(B, X, T[, carry]) whose parts carry no settings
+ * of their own, T with each of tail_settings, and X@fp32 with T as each of
+ * body32_tails (per-part arithmetic: a vector body with a scalar tail in
+ * another format); each malloc'd into v[].  The count, 0 when out of
+ * memory. */
+static size_t tree_variants(const char *tree, char *v[NVARIANTS])
 {
     if (!(v[0] = strdup(tree)))
         return 0;
@@ -190,17 +203,27 @@ static size_t tree_variants(const char *tree, char *v[3])
         t0++;
     if (memchr(tree + t0, '[', t1 - t0))
         return 1;
-    static const char *const fmts[] = {"fp64", "fp32"};
-    for (int f = 0; f < 2; f++) {
-        size_t l = strlen(tree) + 16;
-        if (!(v[1 + f] = malloc(l))) {
-            for (int q = 0; q <= f; q++)
-                free(v[q]);
-            return 0;
-        }
-        snprintf(v[1 + f], l, "%.*s[acc=%s]%s", (int)t1, tree, fmts[f], tree + t1);
+    size_t nv = 1;
+    for (size_t f = 0; f < NTAILSET; f++) {
+        size_t l = strlen(tree) + strlen(tail_settings[f]) + 4;
+        if (!(v[nv] = malloc(l)))
+            goto oom;
+        snprintf(v[nv++], l, "%.*s[%s]%s", (int)t1, tree, tail_settings[f], tree + t1);
     }
-    return 3;
+    if (memchr(tree + comma[0], '@', comma[1] - comma[0]) || memchr(tree + comma[0], '[', comma[1] - comma[0]))
+        return nv;
+    for (size_t f = 0; f < NBODY32; f++) {
+        size_t l = strlen(tree) + 32;
+        if (!(v[nv] = malloc(l)))
+            goto oom;
+        snprintf(v[nv++], l, "%.*s@fp32%.*s%s%s", (int)comma[1], tree, (int)(t1 - comma[1]), tree + comma[1],
+                 body32_tails[f], tree + t1);
+    }
+    return nv;
+oom:
+    for (size_t q = 0; q < nv; q++)
+        free(v[q]);
+    return 0;
 }
 
 static char *space_text(const char *tree, nx_fmt in)
@@ -246,7 +269,7 @@ static char *space_text(const char *tree, nx_fmt in)
     static const char *const acc[] = {"fp32", "fp64", "bf16", "fp16"};
     static const char *const rnd[] = {"rne", "rz", "ru", "rd", "rna"};
     static const char *const prod[] = {"exact", "fp32", "bf16", "fp16"};
-    char *var[3] = {NULL, NULL, NULL};
+    char *var[NVARIANTS] = {NULL};
     size_t nvar = tree_variants(tree, var);
     if (!nvar)
         return NULL;
@@ -407,6 +430,186 @@ out:
     return st;
 }
 
+/* Several points of the space fit the search rows: points that differ on
+ * rare rows (a body + tail added in fp32 or in double, which differ where
+ * double rounding does).  More fresh rows, at the length with the longer
+ * remainder of the two probed, decide among the winner and the next
+ * RV_DISAMBIG_MAX that fit: the first (space order) that reproduces all of
+ * them is kept.  Where none does, the winner stays (the confirmation then
+ * says so). */
+#define RV_DISAMBIG_ROWS 4000
+#define RV_SPARSE_ROWS 8192
+#define RV_SPARSE_KEEP 1024
+
+/* Sparse rows where rounding decides: 2 to 4 nonzero terms at random
+ * places, each a signed power of two (or 1.5 or 1.75 times one) near 1,
+ * near 2^-24 or near 2^-48, members of the input format, so that a sum in
+ * fp32 and one in fp64, or an fma and a separate product, round apart on
+ * some of them (1 + 2^-24 + 2^-48 is above fp32's midpoint, 1 + 2^-24 a
+ * tie).  b is 1 or a value of the same kind. */
+static void sparse_rows(nx_fmt f, size_t rows, size_t n, uint64_t seed, double *a, double *b)
+{
+    static const int exps[] = {0, 1, -1, -12, -23, -24, -25, -26, -36, -47, -48, -49, -50};
+    static const double mants[] = {1.0, 1.5, 1.75};
+    uint64_t s = seed;
+    for (size_t r = 0; r < rows; r++) {
+        double *ra = a + r * n, *rb = b + r * n;
+        for (size_t i = 0; i < n; i++)
+            ra[i] = 0, rb[i] = 1;
+        int k = 2 + (int)(next64(&s) % 3);
+        for (int q = 0; q < k; q++) {
+            size_t i = (size_t)(next64(&s) % n);
+            for (int tries = 0; tries < 8; tries++) {
+                uint64_t x = next64(&s);
+                double v = ldexp(mants[x % 3], exps[(x >> 8) % (sizeof exps / sizeof *exps)]);
+                if ((x >> 20) & 1)
+                    v = -v;
+                double w = (x >> 21) % 4 == 0 ? ldexp(mants[(x >> 24) % 3], exps[(x >> 28) % 4]) : 1.0;
+                if (nx_is_member(f, v) && nx_is_member(f, w)) {
+                    ra[i] = v;
+                    rb[i] = w;
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/* Evaluates each candidate text on the rows: z[c * rows + r]; a candidate
+ * that cannot be evaluated gets NaN everywhere (it never matches). */
+static nx_status eval_all(char **cands, size_t nc, nx_fmt in, size_t rows, size_t n, const double *a,
+                          const double *b, double *z)
+{
+    for (size_t c = 0; c < nc; c++) {
+        nx_err pe = {0};
+        if (eval_point(cands[c], in, rows, n, a, b, z + c * rows, &pe)) {
+            if (pe.code == NX_ENOMEM)
+                return NX_ENOMEM;
+            for (size_t r = 0; r < rows; r++)
+                z[c * rows + r] = NAN;
+        }
+    }
+    return NX_OK;
+}
+
+static nx_status disambiguate(rv_kernel *k, const rv_opts *o, rv_result *res, const fit_space *sp, fit_result *fr,
+                              uint64_t seed, nx_err *err)
+{
+    size_t n = o->n;
+    if (res->induce == RV_INDUCE_HOLDS || res->induce == RV_INDUCE_RENAMED)
+        n = res->induce_n; /* 3 mod 8: a remainder of 3 or more for every power-of-two width */
+    size_t rows = RV_DISAMBIG_ROWS, cap = ((size_t)1 << 22) / n;
+    if (rows > cap)
+        rows = cap ? cap : 1;
+    double *a = malloc(rows * n * sizeof *a), *b = malloc(rows * n * sizeof *b), *y = malloc(rows * sizeof *y),
+           *z = malloc(rows * sizeof *z);
+    nx_status st = NX_OK;
+    char *keep = NULL;
+    size_t held = 0;
+    if (!a || !b || !y || !z) {
+        st = nx_err_set(err, NX_ENOMEM, "out of memory");
+        goto out;
+    }
+    /* the candidates: the winner, then the next that fit (space order) */
+    size_t nc = fr->nalt + 1;
+    char *cands[FIT_MAX_ALT + 1] = {NULL};
+    int alive[FIT_MAX_ALT + 1];
+    for (size_t i = 0; i < nc; i++) {
+        cands[i] = i == 0 ? strdup(fr->point) : fit_cand_text(sp, fr->alt[i - 1]);
+        alive[i] = 1;
+        if (!cands[i]) {
+            st = nx_err_set(err, NX_ENOMEM, "out of memory");
+            goto free_cands;
+        }
+    }
+    /* 1: sparse rows on which the candidates disagree, asked of the kernel */
+    size_t srows = RV_SPARSE_ROWS, scap = ((size_t)1 << 22) / n;
+    if (srows > scap)
+        srows = scap ? scap : 1;
+    double *sa = malloc(srows * n * sizeof *sa), *sb = malloc(srows * n * sizeof *sb),
+           *sz = malloc(nc * srows * sizeof *sz);
+    size_t *pick = malloc(srows * sizeof *pick), npick = 0;
+    if (!sa || !sb || !sz || !pick)
+        st = nx_err_set(err, NX_ENOMEM, "out of memory");
+    if (!st) {
+        sparse_rows(k->in_fmt, srows, n, seed ^ 0x737061727365ULL, sa, sb);
+        if (eval_all(cands, nc, k->in_fmt, srows, n, sa, sb, sz))
+            st = nx_err_set(err, NX_ENOMEM, "out of memory");
+    }
+    for (size_t r = 0; r < srows && !st && npick < RV_SPARSE_KEEP && npick < rows; r++) {
+        int differ = 0;
+        for (size_t c = 1; c < nc && !differ; c++)
+            differ = !same_bits(sz[r], sz[c * srows + r]);
+        if (differ) {
+            memcpy(a + npick * n, sa + r * n, n * sizeof *a);
+            memcpy(b + npick * n, sb + r * n, n * sizeof *b);
+            pick[npick++] = r;
+        }
+    }
+    if (!st && npick) {
+        if (!(st = rv_call(k, npick, n, a, b, y, err)))
+            for (size_t c = 0; c < nc; c++)
+                for (size_t q = 0; q < npick && alive[c]; q++)
+                    alive[c] = same_bits(y[q], sz[c * srows + pick[q]]);
+    }
+    free(sa);
+    free(sb);
+    free(sz);
+    free(pick);
+    res->disambig_sparse = npick;
+    if (st)
+        goto free_cands;
+    /* 2: fresh random rows */
+    rand_rows(k->in_fmt, rows, n, seed ^ 0x6469736dULL, a, b);
+    if ((st = rv_call(k, rows, n, a, b, y, err)))
+        goto free_cands;
+    for (size_t i = 0; i < nc; i++) {
+        int ok = alive[i];
+        if (ok) {
+            nx_err pe = {0};
+            ok = eval_point(cands[i], k->in_fmt, rows, n, a, b, z, &pe) == NX_OK;
+            for (size_t r = 0; r < rows && ok; r++)
+                ok = same_bits(y[r], z[r]);
+        }
+        if (o->verbose)
+            fprintf(stderr, "reveal: %zu sparse and %zu random rows at n = %zu: %s %s\n", npick, rows, n,
+                    ok ? "holds" : "fails", cands[i]);
+        if (ok && !keep) {
+            keep = cands[i];
+            cands[i] = NULL;
+        }
+        held += ok;
+    }
+free_cands:
+    for (size_t i = 0; i < nc; i++)
+        free(cands[i]);
+    if (st)
+        goto out;
+    res->disambig_rows = rows;
+    res->disambig_n = n;
+    res->disambig_tried = fr->nalt + 1;
+    res->disambig_held = held;
+    if (keep) {
+        nx_point pt;
+        if (pt_from_text(keep, "revealed point", &pt, err) == NX_OK) {
+            char *canon = nx_point_print(&pt);
+            nx_point_free(&pt);
+            if (canon) {
+                free(fr->point);
+                fr->point = canon;
+            }
+        } else
+            memset(err, 0, sizeof *err);
+    }
+out:
+    free(keep);
+    free(a);
+    free(b);
+    free(y);
+    free(z);
+    return st;
+}
+
 nx_status rv_reveal_arith(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err *err)
 {
     size_t n = o->n, rows = o->fit_rows ? o->fit_rows : RV_DEFAULT_ROWS, crows = o->confirm_rows ? o->confirm_rows : 1000;
@@ -490,6 +693,9 @@ nx_status rv_reveal_arith(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err
         if ((st = fit_run(pair, np, &sp, &fo, &fr, err)))
             goto out;
     }
+    if (fr.found && fr.point && fr.nalt > 0 && res->nclass <= 1 &&
+        (st = disambiguate(k, o, res, &sp, &fr, seed, err)))
+        goto out;
     res->arith_calls = k->calls - calls0;
     res->arith_probes = k->probes - probes0;
     if (!fr.found || !fr.point)

@@ -354,9 +354,22 @@ static int lanes_expr(const rv_tree *t, int i, int L, size_t m, const span *sp, 
  * with C the lanes' combine read off the tree: a strided loop whose lane
  * partials are combined in an order no family names (a hand-written
  * reduction), the lanes kept as running sums (so that fma applies). */
+/* The tails of a vector body: a scalar loop, a reduction of the remainder,
+ * or the remainder in chunks of a narrower vector (BLIS's generic sdot:
+ * pairs, then one term, each added to the body's running sum). */
+static const char *const tails_all[] = {"seq",
+                                        "pairwise",
+                                        "halving",
+                                        "reverse(seq)",
+                                        "tile(2, seq, seq)",
+                                        "tile(4, seq, seq)",
+                                        "tile(4, pairwise, seq)",
+                                        "tile(8, pairwise, seq)"};
+#define NTAILS (sizeof tails_all / sizeof *tails_all)
+
 static void lanes_form(const rv_tree *t, size_t n, uint64_t want, search *s)
 {
-    static const char *const tails[] = {"seq", "pairwise", "halving", "reverse(seq)"};
+    const char *const *tails = tails_all;
     span *sp = malloc(t->count * sizeof *sp);
     size_t cap = 1 << 16;
     char *b = malloc(cap), *cand = malloc(cap + 256);
@@ -382,7 +395,7 @@ static void lanes_form(const rv_tree *t, size_t n, uint64_t want, search *s)
                     try1(s, cand);
                 break; /* no tail: larger B give the same */
             }
-            for (int tl = 0; tl < 4 && !s->found; tl++)
+            for (size_t tl = 0; tl < NTAILS && !s->found; tl++)
                 for (int carry = 0; carry < 2 && !s->found; carry++) {
                     snprintf(cand, cap + 256, "body(%d, stride(%d, seq, expr(%s)), %s%s)", B, L, b, tails[tl],
                              carry ? ", carry" : "");
@@ -506,12 +519,12 @@ char *rv_recognise_lengths(const rv_tree *const *trees, const size_t *ns, size_t
                             return s.found;
                     }
                     if (v == 0) {
-                        for (size_t tl = 0; tl < nb; tl++) {
+                        for (size_t tl = 0; tl < NTAILS; tl++) {
                             size_t L = vals[l] * (size_t)blocks[bl];
-                            snprintf(buf, sizeof buf, "body(%zu, %s, %s)", L, inner, base[tl]);
+                            snprintf(buf, sizeof buf, "body(%zu, %s, %s)", L, inner, tails_all[tl]);
                             if (try1(&s, buf))
                                 return s.found;
-                            snprintf(buf, sizeof buf, "body(%zu, %s, %s, carry)", L, inner, base[tl]);
+                            snprintf(buf, sizeof buf, "body(%zu, %s, %s, carry)", L, inner, tails_all[tl]);
                             if (try1(&s, buf))
                                 return s.found;
                         }

@@ -102,6 +102,10 @@ typedef struct rv_result {
     size_t arith_calls, arith_probes;
     size_t confirm_rows, confirm_ok;
     size_t alternatives;    /* other points of the arithmetic space that fit too */
+    /* where several fit: disambig_rows fresh rows at disambig_n held
+     * against disambig_tried of them, disambig_held reproducing all */
+    size_t disambig_rows, disambig_n, disambig_tried, disambig_held;
+    size_t disambig_sparse; /* of them, sparse rows on which the candidates disagree */
     /* row classes found by probing every row index of a batch of
      * probe_rows rows (docs/reveal.md "Row classes"): class 0 is the tree
      * of most rows (tree_text); each other class a selector of

@@ -1,5 +1,5 @@
 #!/bin/sh
-# cli_reveal_blas.sh PARITY BLAS_PROBE EXAMPLES: `parity reveal` against the
+# cli_reveal_blas.sh PARITY BLAS_PROBE EXAMPLES [ST_CRAFT]: `parity reveal` against the
 # sdot of real CPU BLAS libraries through the shell wrapper
 # examples/reveal/blas.sh (label `blas`, opt-in: `scripts/test --blas`).
 #   - netlib BLAS: the reference Fortran loop, a running sum of separately
@@ -11,11 +11,14 @@
 #     NAME_sdot.space (the kernel's loops as lanes(...)) the order must be
 #     named by the space's tree and the point reproduce 1000 of 1000 fresh
 #     rows, on the core NAME_sdot.point holds for.
+#   - without --space: OpenBLAS's and BLIS's sdot revealed at n = 100 and the
+#     point held to the library at eight lengths it never saw (CRAFT given).
 # Exit 77 (skip) when a library is not installed.
 set -u
 PARITY=$1
 PROBE=$2
 EX=$3
+CRAFT=${4:-}
 L=/usr/lib/x86_64-linux-gnu
 [ -d "$L" ] || L=/usr/lib/$(gcc -dumpmachine 2>/dev/null)
 NETLIB=$L/blas/libblas.so.3
@@ -87,6 +90,39 @@ if grep '^core ' "$(dirname "$0")/openblas_sgemv_t.point" | tr ' ' '\n' | grep -
   echo "openblas sgemv T (order only, n = 300, 255 outputs): $(echo "$out" | grep -E '^(order probes|row class)' | cut -c1-120 | tr '\n' ' ')"
 else
   echo "skip: openblas sgemv T row classes: openblas_sgemv_t.point does not hold for core ${core:-unknown}"
+fi
+# Without --space, whatever core the library picks here: reveal at n = 100
+# (the order at 100 and by induction at 107, the arithmetic on both) must
+# print a point that exits 0, and that point must reproduce the library bit
+# for bit at lengths reveal never saw (held out: short, tail-only, multiples
+# of the vector widths, primes, long), on fresh random inputs through
+# `parity reduce`.
+if [ -n "${CRAFT:-}" ]; then
+  T=$(mktemp -d)
+  for e in "openblas:$OPENBLAS" "blis:$BLIS"; do
+    name=${e%%:*}
+    out=$("$PARITY" reveal --exec "$EX/blas.sh ${e#*:} {in} {out}" --n 100 2>&1)
+    rc=$?
+    P=$(echo "$out" | tail -n 1)
+    if [ $rc -ne 0 ]; then
+      fail "$name sdot without --space at n = 100: exit $rc: $(echo "$out" | grep -E '^(order|induction|arithmetic|not)' | cut -c1-300)"
+      continue
+    fi
+    held=""
+    for L in 5 31 64 95 257 517 1050 4099; do
+      "$CRAFT" rand "$T/in.st" F32 200 "$L" "$L" F32 >/dev/null &&
+        "$EX/blas.sh" "${e#*:}" "$T/in.st" "$T/k.st" &&
+        "$PARITY" reduce --numerics "$P" --in "$T/in.st" --out "$T/p.st" >/dev/null ||
+        { fail "$name sdot held out n = $L: could not run"; continue; }
+      if "$PARITY" diff "$T/k.st" "$T/p.st" >/dev/null 2>&1; then
+        held="$held $L"
+      else
+        fail "$name sdot without --space: the point of n = 100 differs from the library at n = $L: $P"
+      fi
+    done
+    echo "$name sdot without --space: $(echo "$out" | grep '^order:' | cut -c1-100); bit-exact at n =$held (200 rows each)"
+  done
+  rm -rf "$T"
 fi
 [ $fails -eq 0 ] && echo "cli_reveal_blas: all passed"
 exit $((fails > 0))
