@@ -51,6 +51,17 @@ grep -q '1 / .* elements of .y. differ, first at \[1, 5\] (logical row 1)' "$T/o
 # Tier 1 across the campaign's traces of one point
 "$PARITY" check --kernels "$KERNELS" "$T"/tr/cpu.gemm.splitk.*.safetensors > "$T/o3" 2>&1 || fail "check of a point's traces"
 grep -q 'tier1 rows ' "$T/o3" || fail "check: no row-invariance comparison across traces"
+# Tier 1 is linear in the traces: 60 copies of one run (as 60 runs of one
+# configuration) are 59 determinism comparisons against the first, not
+# 60 * 59 / 2 = 1770 pairs; one copy with a flipped bit is named against it
+mkdir -p "$T/many"
+for i in $(seq 1 60); do cp "$tr" "$T/many/run$i.safetensors"; done
+"$PARITY" check --kernels "$KERNELS" "$T"/many/*.safetensors > "$T/o3m" 2>&1 || fail "check of 60 identical runs: exit $?"
+[ "$(grep -c '^tier1 determinism ' "$T/o3m")" -eq 59 ] || fail "check of 60 runs: $(grep -c '^tier1 ' "$T/o3m") tier-1 lines, want 59"
+cp "$T/flip.safetensors" "$T/many/run7.safetensors"
+"$PARITY" check --kernels "$KERNELS" "$T"/many/*.safetensors > "$T/o3m" 2>&1; rc=$?
+[ $rc -eq 1 ] && grep -q "^tier1 determinism .*run1.safetensors vs .*run7.safetensors: FAIL" "$T/o3m" \
+  || fail "check of 60 runs, one flipped: exit $rc: $(grep 'run7' "$T/o3m" | head -3)"
 # One verdict everywhere: the thread-count kernel's eager and graphed traces
 # disagree, and their traces say it is a negative control for that check, so
 # check judges them as the campaign judged the runs: the same verdict in the

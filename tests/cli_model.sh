@@ -210,6 +210,10 @@ grep -q "FAIL top5_agreement" "$T/out" || fail "a missed bar is named"
 printf '{"top5_agreement": }\n' > "$R/models/llama3-8b/TIER3.json"
 expect_rc 2 "malformed TIER3.json" $PARITY model --kernels "$R" --class cpu --model llama3-8b --prompts 1 --tokens 2
 grep -q "TIER3.json" "$T/err" || fail "a malformed bars file is named"
+# a FIFO as the bars file is refused at once, never waited on
+rm -f "$R/models/llama3-8b/TIER3.json" && mkfifo "$R/models/llama3-8b/TIER3.json"
+expect_rc 2 "TIER3.json a FIFO" timeout 60 $PARITY model --kernels "$R" --class cpu --model llama3-8b --prompts 1 --tokens 2
+grep -q "not a regular file (a FIFO)" "$T/err" || fail "a FIFO bars file: $(cat "$T/err")"
 
 [ "$fails" = 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "cli_model: ok"

@@ -306,6 +306,15 @@ for bad in "100,100" "100," ",100" "1,100" "100,,7" "x"; do
   "$P" reveal --simulate '{ tree = "seq" }' --n "$bad" >/dev/null 2>&1; rc=$?
   [ $rc -eq 2 ] || fail "--n '$bad': exit $rc, want 2"
 done
+# n is bounded before anything is allocated: the probes cost about n^1.8
+for big in 65537 1048576 "100,65537"; do
+  "$P" reveal --simulate '{ tree = "seq" }' --n "$big" >/dev/null 2>"$T/err"; rc=$?
+  [ $rc -eq 2 ] && grep -q "is above the limit 65536" "$T/err" || fail "--n $big: exit $rc, want 2: $(cat "$T/err")"
+done
+# a --space file is an input: --html over it is refused, the file kept
+printf 'stride(8, seq, pairwise)\n' > "$T/sp.space"
+"$P" reveal --simulate '{ tree = "seq" }' --n 16 --space "$T/sp.space" --html "$T/sp.space" >/dev/null 2>"$T/err"; rc=$?
+[ $rc -eq 2 ] && [ "$(cat "$T/sp.space")" = "stride(8, seq, pairwise)" ] || fail "--html over --space: exit $rc: $(cat "$T/err")"
 
 # --- errors ---------------------------------------------------------------
 # rows 1, 2 and 4 of 255, which no one selector holds: one range per run

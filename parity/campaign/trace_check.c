@@ -297,53 +297,93 @@ static void inputs_differ(const trace *a, const trace *b, char *buf, size_t len)
     }
 }
 
+/* Judges traces i and j as the Tier 1 check their difference names; adds
+ * the pair to *out when they share rows. */
+static nx_status tier1_pair(const tc_trace *cs, size_t i, size_t j, tc_pair **out, size_t *nout, size_t *cap,
+                            nx_err *err)
+{
+    const trace *a = &cs[i].t, *b = &cs[j].t;
+    int ck = strcmp(a->kernel, b->kernel) ? CK_NEW_LEGACY
+             : a->mode != b->mode         ? CK_EAGER_GRAPHED
+             : strcmp(a->batch, b->batch) ? CK_ROWS
+                                          : CK_DETERMINISM;
+    /* a pair that differs in more than one respect mixes two checks:
+     * compared for ordinary kernels, but a negative control's difference
+     * could not be told apart, so such a pair is left out */
+    int aspects = !!strcmp(a->kernel, b->kernel) + (a->mode != b->mode) + !!strcmp(a->batch, b->batch);
+    if (aspects > 1 && (a->negative_control || b->negative_control))
+        return NX_OK;
+    vd_diff d;
+    camp_diff_runs(&a->file, a->rows, a->nrows, &b->file, b->rows, b->nrows, &d);
+    if (d.rows == 0)
+        return NX_OK;
+    if (*nout == *cap) {
+        size_t nc = *cap ? 2 * *cap : 16;
+        tc_pair *p = realloc(*out, nc * sizeof *p);
+        if (!p)
+            return nx_err_set(err, NX_ENOMEM, "out of memory");
+        *out = p;
+        *cap = nc;
+    }
+    tc_pair *p = &(*out)[(*nout)++];
+    memset(p, 0, sizeof *p);
+    const char *name = camp_check_name(ck);
+    p->check = ck;
+    p->a = i;
+    p->b = j;
+    p->negative = (a->negative_control && vd_in_list(a->expected_fail, name)) ||
+                  (b->negative_control && vd_in_list(b->expected_fail, name));
+    p->shared_rows = d.rows;
+    char what[600];
+    camp_tier1_what(ck, a->batch, b->batch, what, sizeof what);
+    vd_evidence ev = {.kind = VD_TIER1, .negative = p->negative, .what = what, .diff = &d};
+    p->pass = vd_judge(&ev, p->detail, sizeof p->detail);
+    return NX_OK;
+}
+
+/* The same point, class and shape: traces Tier 1 compares at all. */
+static int same_group(const tc_trace *x, const tc_trace *y)
+{
+    return !strcmp(x->id, y->id) && !strcmp(x->t.class_name, y->t.class_name) && same_shape(&x->t, &y->t);
+}
+
+/* The same run configuration as well (kernel, mode, batch): traces whose
+ * bits must be equal by determinism. */
+static int same_config(const tc_trace *x, const tc_trace *y)
+{
+    return same_group(x, y) && !strcmp(x->t.kernel, y->t.kernel) && x->t.mode == y->t.mode &&
+           !strcmp(x->t.batch, y->t.batch);
+}
+
+/* Linear in the traces, not quadratic: bit equality is transitive, so each
+ * trace is compared with the first trace of its configuration (determinism)
+ * and those first traces with each other (the other checks).  N runs of
+ * one point are N - 1 comparisons; a trace that differs is named against
+ * the first. */
 nx_status tc_tier1(const tc_trace *cs, size_t n, tc_pair **out, size_t *nout, nx_err *err)
 {
     *out = NULL;
     *nout = 0;
-    size_t cap = 0;
-    for (size_t i = 0; i < n; i++)
-        for (size_t j = i + 1; j < n; j++) {
-            const trace *a = &cs[i].t, *b = &cs[j].t;
-            if (strcmp(cs[i].id, cs[j].id) || strcmp(a->class_name, b->class_name) || !same_shape(a, b))
-                continue;
-            int ck = strcmp(a->kernel, b->kernel) ? CK_NEW_LEGACY
-                     : a->mode != b->mode         ? CK_EAGER_GRAPHED
-                     : strcmp(a->batch, b->batch) ? CK_ROWS
-                                                  : CK_DETERMINISM;
-            /* a pair that differs in more than one respect mixes two checks:
-             * compared for ordinary kernels, but a negative control's
-             * difference could not be told apart, so such a pair is left out */
-            int aspects = !!strcmp(a->kernel, b->kernel) + (a->mode != b->mode) + !!strcmp(a->batch, b->batch);
-            if (aspects > 1 && (a->negative_control || b->negative_control))
-                continue;
-            vd_diff d;
-            camp_diff_runs(&a->file, a->rows, a->nrows, &b->file, b->rows, b->nrows, &d);
-            if (d.rows == 0)
-                continue;
-            if (*nout == cap) {
-                size_t nc = cap ? 2 * cap : 16;
-                tc_pair *p = realloc(*out, nc * sizeof *p);
-                if (!p)
-                    return nx_err_set(err, NX_ENOMEM, "out of memory");
-                *out = p;
-                cap = nc;
-            }
-            tc_pair *p = &(*out)[(*nout)++];
-            memset(p, 0, sizeof *p);
-            const char *name = camp_check_name(ck);
-            p->check = ck;
-            p->a = i;
-            p->b = j;
-            p->negative = (a->negative_control && vd_in_list(a->expected_fail, name)) ||
-                          (b->negative_control && vd_in_list(b->expected_fail, name));
-            p->shared_rows = d.rows;
-            char what[600];
-            camp_tier1_what(ck, a->batch, b->batch, what, sizeof what);
-            vd_evidence ev = {.kind = VD_TIER1, .negative = p->negative, .what = what, .diff = &d};
-            p->pass = vd_judge(&ev, p->detail, sizeof p->detail);
-        }
-    return NX_OK;
+    size_t cap = 0, nreps = 0;
+    size_t *reps = malloc((n ? n : 1) * sizeof *reps);
+    if (!reps)
+        return nx_err_set(err, NX_ENOMEM, "out of memory");
+    nx_status st = NX_OK;
+    for (size_t i = 0; i < n && !st; i++) {
+        size_t r = 0;
+        while (r < nreps && !same_config(&cs[reps[r]], &cs[i]))
+            r++;
+        if (r < nreps)
+            st = tier1_pair(cs, reps[r], i, out, nout, &cap, err);
+        else
+            reps[nreps++] = i;
+    }
+    for (size_t x = 0; x < nreps && !st; x++)
+        for (size_t y = x + 1; y < nreps && !st; y++)
+            if (same_group(&cs[reps[x]], &cs[reps[y]]))
+                st = tier1_pair(cs, reps[x], reps[y], out, nout, &cap, err);
+    free(reps);
+    return st;
 }
 
 nx_status tc_cross_class(const reg_registry *reg, const tc_trace *cs, size_t n, tc_cross **out, size_t *nout,
@@ -352,7 +392,10 @@ nx_status tc_cross_class(const reg_registry *reg, const tc_trace *cs, size_t n, 
     *out = NULL;
     *nout = 0;
     size_t cap = 0;
-    char **done = calloc(n * n + 1, sizeof *done);
+    /* the (point, shape, class pair) keys compared already: grows with the
+     * comparisons made, never n * n */
+    size_t dcap = 16;
+    char **done = malloc(dcap * sizeof *done);
     size_t ndone = 0;
     nx_status st = done ? NX_OK : nx_err_set(err, NX_ENOMEM, "out of memory");
     for (int pass = 0; pass < 2 && !st; pass++)
@@ -394,6 +437,15 @@ nx_status tc_cross_class(const reg_registry *reg, const tc_trace *cs, size_t n, 
                     }
                     *out = p;
                     cap = nc;
+                }
+                if (ndone == dcap) {
+                    char **nd = realloc(done, 2 * dcap * sizeof *nd);
+                    if (!nd) {
+                        st = nx_err_set(err, NX_ENOMEM, "out of memory");
+                        break;
+                    }
+                    done = nd;
+                    dcap *= 2;
                 }
                 if (!(done[ndone] = strdup(key))) {
                     st = nx_err_set(err, NX_ENOMEM, "out of memory");

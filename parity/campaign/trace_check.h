@@ -50,10 +50,11 @@ typedef struct tc_pair {
     char detail[2048];
 } tc_pair;
 
-/* Every pair of traces of one point, class and shape that share rows,
- * judged by the campaign's judge: runs that differ only in run index
- * (determinism), mode (eager vs graphed), kernel (new vs legacy) or batch
- * (row invariance).  *out is malloc'd. */
+/* Traces of one point, class and shape that share rows, judged by the
+ * campaign's judge: runs that differ only in run index (determinism), mode
+ * (eager vs graphed), kernel (new vs legacy) or batch (row invariance).
+ * Linear: each trace against the first of its configuration (kernel,
+ * mode, batch), and those first traces pairwise.  *out is malloc'd. */
 nx_status tc_tier1(const tc_trace *cs, size_t n, tc_pair **out, size_t *nout, nx_err *err);
 
 /* A cross-class comparison between traces a and b. */

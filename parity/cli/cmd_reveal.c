@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define RV_MAX_LENGTHS 16
 
@@ -38,7 +39,7 @@ static const char usage[] =
     "  --simulate P   a numerics point evaluated in process (for tests)\n"
     "\n"
     "options:\n"
-    "  --n N          terms per row (2 ... 2^20).  A list N1,N2,... probes each\n"
+    "  --n N          terms per row (2 ... 65536).  A list N1,N2,... probes each\n"
     "                 length and prints one point that holds at all of them, or\n"
     "                 names the lengths whose points disagree (exit 1).  Either\n"
     "                 way the point is then confirmed at two lengths not probed\n"
@@ -288,7 +289,8 @@ static int reveal_one(rv_kernel *k, const rv_opts *o, int order_only, rv_result 
     return rc;
 }
 
-/* Parses --n: one length or a list N1,N2,... (each 2 ... 2^20, no repeats). */
+/* Parses --n: one length or a list N1,N2,... (each 2 ... RV_MAX_N, no
+ * repeats). */
 static int parse_lengths(const char *s, size_t *lens, size_t *nlens)
 {
     *nlens = 0;
@@ -303,7 +305,15 @@ static int parse_lengths(const char *s, size_t *lens, size_t *nlens)
             cli_error("reveal", "--n: at most %d lengths", RV_MAX_LENGTHS);
             return 1;
         }
-        long v = cli_long("reveal", "--n", tok, 2, 1L << 20);
+        char *end;
+        errno = 0;
+        long long big = strtoll(tok, &end, 10);
+        if (!errno && *end == 0 && end != tok && big > RV_MAX_N) {
+            cli_error("reveal", "--n: %lld is above the limit %d: the order's probes cost about n^1.8 probe terms "
+                      "(%d takes about 90 s on two cores; docs/limits.md)", big, RV_MAX_N, RV_MAX_N);
+            return 1;
+        }
+        long v = cli_long("reveal", "--n", tok, 2, RV_MAX_N);
         if (v < 0)
             return 1;
         for (size_t q = 0; q < *nlens; q++)
@@ -541,8 +551,16 @@ int cmd_reveal(int argc, char **argv)
         const char *colon = dl ? strrchr(dl, ':') : NULL;
         if (dl)
             snprintf(lib, sizeof lib, "%.*s", colon ? (int)(colon - dl) : (int)strlen(dl), dl);
-        const cli_file outs[] = {{"--html", html}}, ins[] = {{"--dlopen", lib}};
-        if (cli_check_outputs("reveal", outs, 1, ins, dl ? 1 : 0))
+        /* and a --space that names a file (else it is the space's text) */
+        struct stat sb;
+        cli_file ins[2];
+        size_t nins = 0;
+        if (dl)
+            ins[nins++] = (cli_file){"--dlopen", lib};
+        if (space_s && stat(space_s, &sb) == 0)
+            ins[nins++] = (cli_file){"--space", space_s};
+        const cli_file outs[] = {{"--html", html}};
+        if (cli_check_outputs("reveal", outs, 1, ins, nins))
             return EXIT_INPUT;
     }
     rv_opts o = {0};

@@ -2,6 +2,7 @@
  * loop computes, against the bars the model declares in the registry
  * (DIR/models/<model>/TIER3.json, the format `parity tier3` reads). */
 #include "md_model.h"
+#include "nx_limits.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -33,8 +34,16 @@ nx_status md_tier3(const char *kernels_dir, md_result *r, nx_err *err)
         r->tier3_bars[0] = 0; /* no bar declared */
         return NX_OK;
     }
+    /* bounded, and a regular file: a FIFO is refused, never waited on */
+    nx_status st0 = nx_limits_file(r->tier3_bars, 64, "a JSON tree", err);
+    if (st0)
+        return st0;
+    FILE *f = nx_fopen_input(r->tier3_bars, err);
+    if (!f)
+        return err && err->code ? err->code : NX_EIO;
     json_error_t je;
-    json_t *bars = json_load_file(r->tier3_bars, JSON_REJECT_DUPLICATES, &je);
+    json_t *bars = json_loadf(f, JSON_REJECT_DUPLICATES, &je);
+    fclose(f);
     if (!bars)
         return nx_err_set(err, NX_EINVAL, "%s:%d:%d: %s", r->tier3_bars, je.line, je.column, je.text);
     json_t *m = md_metrics_json(r);

@@ -742,7 +742,7 @@ static int is_prime(size_t x)
 void rv_confirm_lengths(size_t n, size_t out[2])
 {
     size_t ind = rv_induction_length(n);
-    out[0] = n < ((size_t)1 << 20) ? n + 1 : n - 1;
+    out[0] = n < RV_MAX_N ? n + 1 : n - 1;
     if (out[0] == ind)
         out[0]++;
     size_t p = n / 2;

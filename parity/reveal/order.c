@@ -1148,7 +1148,7 @@ size_t rv_induction_length(size_t n)
     size_t m = n + 1;
     while (m % 8 != 3)
         m++;
-    if (m > ((size_t)1 << 20))
+    if (m > RV_MAX_N)
         for (m = n - 1; m % 8 != 3; m--)
             ;
     return m;

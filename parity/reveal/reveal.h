@@ -153,6 +153,11 @@ typedef struct rv_opts {
     size_t nhints;
 } rv_opts;
 
+/* The largest n reveal takes: the order's probes cost about n^1.8 probe
+ * terms (65,536 takes about 90 s on two cores; 2^20 would take hours), so
+ * larger lengths are refused before anything is allocated. */
+#define RV_MAX_N 65536
+
 /* The lengths a recognition may span at most. */
 #define RV_INDUCE_MAX 4
 
@@ -184,15 +189,15 @@ nx_status rv_size_switch(rv_kernel *k, const rv_opts *o, size_t n_lo, const char
 /* The length the order is revealed again at for induction: the least
  * length past n that is 3 modulo 8, so that every loop of a power-of-two
  * width 4 or more leaves a remainder of 3 terms or more (one tail term
- * cannot tell a carried tail from a separate one); below n at the largest
- * n (2^20). */
+ * cannot tell a carried tail from a separate one); below n where that
+ * would pass RV_MAX_N. */
 size_t rv_induction_length(size_t n);
 /* The arithmetic with the order known, and the confirmation. */
 nx_status rv_reveal_arith(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err *err);
 /* Length generalisation (docs/reveal.md "Other lengths"). */
 /* Two lengths, neither n nor its induction length, that a point revealed
  * at n is confirmed at by default: n + 1 (n + 2 where that is the
- * induction length, n - 1 at the largest n), a remainder of every
+ * induction length, n - 1 at RV_MAX_N), a remainder of every
  * power-of-two loop width when n is a multiple of one, and the largest
  * prime at most n / 2 (another remainder and another block count; for
  * n < 4 the first prime past both). */

@@ -18,8 +18,8 @@ option --exec needs a value                                  | reveal --n 8 --ex
 option --dtype needs a value                                 | $S --n 8 --dtype
 option --seed needs a value                                  | $S --n 8 --seed
 unknown option '--bogus'                                     | $S --n 8 --bogus
---n: '1' is not an integer in [2, 1048576]                   | $S --n 1
---n: '1048577' is not an integer                             | $S --n 1048577
+--n: '1' is not an integer in [2, 65536]                      | $S --n 1
+--n: 1048577 is above the limit 65536                        | $S --n 1048577
 --n: 'x' is not an integer                                   | $S --n x
 --rows: '0' is not an integer in [1, 1048576]                | $S --n 8 --rows 0
 --confirm: 'x' is not an integer in [1, 1048576]             | $S --n 8 --confirm x
