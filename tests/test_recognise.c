@@ -91,8 +91,22 @@ static char *canon(const char *x)
     return c;
 }
 
+static void same_bracketing(const char *tree, const char *named, size_t n)
+{
+    char *we = expansion(tree, n), *ge = expansion(named, n);
+    char *want = canon(we), *got = canon(ge);
+    free(we);
+    free(ge);
+    if (strcmp(want, got) != 0)
+        print_error("%s at n = %zu: named %s\n  want %s\n  got  %s\n", tree, n, named, want, got);
+    assert_string_equal(got, want);
+    free(want);
+    free(got);
+}
+
 /* Reveals the order of a simulated kernel running tree at n; the named
- * tree must expand to the true one's bracketing. */
+ * tree must expand to the true one's bracketing at n and, by induction, at
+ * the second length probed (rv_induction_length). */
 static void reveal_names(const char *tree, size_t n)
 {
     char toml[256];
@@ -113,15 +127,11 @@ static void reveal_names(const char *tree, size_t n)
     if (!r.tree_text)
         print_error("%s at n = %zu: not recognised (bracketing %s)\n", tree, n, rv_tree_text(&r.tree));
     assert_non_null(r.tree_text);
-    char *we = expansion(tree, n), *ge = expansion(r.tree_text, n);
-    char *want = canon(we), *got = canon(ge);
-    free(we);
-    free(ge);
-    if (strcmp(want, got) != 0)
-        print_error("%s at n = %zu: named %s\n  want %s\n  got  %s\n", tree, n, r.tree_text, want, got);
-    assert_string_equal(got, want);
-    free(want);
-    free(got);
+    same_bracketing(tree, r.tree_text, n);
+    if (!strstr(r.tree_text, "expr(")) {
+        assert_int_equal(r.induce_n, rv_induction_length(n));
+        same_bracketing(tree, r.tree_text, r.induce_n);
+    }
     rv_result_free(&r);
     rv_kernel_free(k);
 }
@@ -150,6 +160,58 @@ static void test_lanes_and_splits(void **state)
     reveal_names("split(3, stride(2, seq, pairwise), seq)", 30);
 }
 
+/* Induction: one bracketing at n with several names; the name must hold
+ * at the second length too.  At n = 32 split(4, pairwise, seq) and tile(8,
+ * pairwise, seq) are one bracketing; a body whose width divides n hides its
+ * tail; BLIS's generic sdot adds its remainder in pairs to the body's sum. */
+static void test_induction_names_the_loop(void **state)
+{
+    (void)state;
+    reveal_names("tile(8, pairwise, seq)", 32);
+    reveal_names("split(4, pairwise, seq)", 32);
+    reveal_names("body(32, stride(32, seq, pairwise), seq)", 64);
+    reveal_names("body(4, stride(4, seq, halving), tile(2, seq, seq), carry)", 100);
+    /* the induction length: 3 mod 8, past n; below n at the largest n */
+    assert_int_equal(rv_induction_length(32), 35);
+    assert_int_equal(rv_induction_length(35), 43);
+    assert_int_equal(rv_induction_length(100), 107);
+    assert_int_equal(rv_induction_length(RV_MAX_N), RV_MAX_N - 5);
+}
+
+/* A kernel of several paths by length, and where the switch is. */
+static size_t size_switch(const char *toml, size_t lo, const char *tlo, size_t hi, const char *thi, size_t *reveals)
+{
+    rv_kernel *k = NULL;
+    nx_err e = {0};
+    assert_int_equal(rv_kernel_point(toml, NX_FP32, &k, &e), NX_OK);
+    rv_opts o = {0};
+    o.seed = 1;
+    size_t T = 99999;
+    assert_int_equal(rv_size_switch(k, &o, lo, tlo, hi, thi, &T, reveals, &e), NX_OK);
+    rv_kernel_free(k);
+    return T;
+}
+
+static void test_size_switch(void **state)
+{
+    (void)state;
+    size_t rv;
+    /* one switch at 102: found by 3 reveals between 100 and 107 */
+    assert_int_equal(size_switch("{ tree = \"seq\", rows = [{ select = \"n >= 102\", tree = \"reverse(seq)\" }] }",
+                                 100, "seq", 107, "reverse(seq)", &rv),
+                     102);
+    assert_int_equal(rv, 3);
+    /* between 7 and 100, at 48 */
+    assert_int_equal(size_switch("{ tree = \"seq\", rows = [{ select = \"n < 48\", tree = \"reverse(seq)\" }] }", 7,
+                                 "reverse(seq)", 100, "seq", &rv),
+                     48);
+    /* a third order between: no single switch (0) */
+    assert_int_equal(size_switch("{ tree = \"seq\", rows = [{ select = \"n >= 105\", tree = \"reverse(seq)\" }, "
+                                 "{ select = \"n >= 103\", tree = \"pairwise\" }] }",
+                                 100, "seq", 107, "reverse(seq)", &rv),
+                     0);
+}
+
 /* The expansion itself, against brackets written by hand (the README's
  * halving example), so that the comparison above rests on a checked base. */
 static void test_expansion_by_hand(void **state)
@@ -176,6 +238,8 @@ int main(void)
         cmocka_unit_test(test_sequential),
         cmocka_unit_test(test_pairwise_and_halving),
         cmocka_unit_test(test_lanes_and_splits),
+        cmocka_unit_test(test_induction_names_the_loop),
+        cmocka_unit_test(test_size_switch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

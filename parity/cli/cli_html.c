@@ -2,6 +2,7 @@
  * (docs/reports.md), drawn with parity/html/.  check's page is drawn from
  * the JSON object that --json writes, so the two reports carry the same
  * numbers; campaign's from the results that its JSON is made of. */
+#include "safetensors.h"
 #include "cli.h"
 #include "cli_html.h"
 #include "html.h"
@@ -51,7 +52,7 @@ static nx_status write_page(const char *path, html_doc *d, nx_err *err)
     char *text = html_end(d);
     if (!text)
         return nx_err_set(err, NX_ENOMEM, "out of memory");
-    nx_status st = report_write_atomic(path, text, err);
+    nx_status st = st_write_text_atomic(path, text, err);
     free(text);
     return st;
 }

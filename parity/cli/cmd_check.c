@@ -2,6 +2,7 @@
  * checked anywhere (no device needed): Tier 2 of every trace against the
  * exact reference of its point (or of --reference), Tier 1 across traces of
  * one point (determinism, eager vs graphed, new vs legacy, row invariance). */
+#include "safetensors.h"
 #include "cli.h"
 #include "pa_core.h"
 #include "cli_html.h"
@@ -230,7 +231,7 @@ int cmd_check(int argc, char **argv)
     json_object_set_new(jroot, "failed", json_integer((json_int_t)failed));
     if (json && rc == EXIT_PASS) {
         char *text = json_dumps(jroot, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-        if (!text || report_write_atomic(json, text, &err) != NX_OK)
+        if (!text || st_write_text_atomic(json, text, &err) != NX_OK)
             rc = text ? cli_fail("check", &err) : EXIT_INTERNAL;
         free(text);
     }

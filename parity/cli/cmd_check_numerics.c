@@ -6,6 +6,7 @@
  * MPFR); the comparison and its report are Tier 2's (compare.h): bit for
  * bit, or, for a point whose tree uses `atomic` (no defined order), within
  * the tree's bound of the exact value (nx_bound, every order covered). */
+#include "safetensors.h"
 #include "cli.h"
 #include "pa_core.h"
 #include "rows_input.h"
@@ -110,7 +111,7 @@ static nx_status numerics_html(const char *path, const cn_job *j, const char *ou
     char *text = html_end(&d);
     if (!text)
         return nx_err_set(err, NX_ENOMEM, "out of memory");
-    nx_status st = report_write_atomic(path, text, err);
+    nx_status st = st_write_text_atomic(path, text, err);
     free(text);
     return st;
 }
@@ -212,7 +213,7 @@ int cmd_check_numerics(int argc, char **argv)
         free(pt);
         char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         json_decref(o);
-        if (!s || report_write_atomic(json, s, &err) != NX_OK)
+        if (!s || st_write_text_atomic(json, s, &err) != NX_OK)
             rc = s ? cli_fail("check", &err) : EXIT_INTERNAL;
         free(s);
     }

@@ -1,5 +1,6 @@
 /* cmd_diff.c: `parity diff A B`: two outputs (traces, safetensors, .npy)
  * element by element, and where they differ (parity/diff/, docs/diff.md). */
+#include "safetensors.h"
 #include "cli.h"
 #include "diff.h"
 #include "html.h"
@@ -133,7 +134,7 @@ static nx_status diff_html(const char *path, const diff_source *s, const char *t
     char *text = html_end(&d);
     if (!text)
         return nx_err_set(err, NX_ENOMEM, "out of memory");
-    nx_status st = report_write_atomic(path, text, err);
+    nx_status st = st_write_text_atomic(path, text, err);
     free(text);
     return st;
 }

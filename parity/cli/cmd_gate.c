@@ -1,6 +1,7 @@
 /* cmd_gate.c: `parity gate`, the promotion rule as a command: the registry
  * before and after a change, campaign against campaign (parity/ledger/gate.h). */
 #define _DEFAULT_SOURCE 1 /* sigaction */
+#include "safetensors.h"
 #include "cli.h"
 #include "famdesc.h"
 #include "gate.h"
@@ -346,7 +347,7 @@ int cmd_gate(int argc, char **argv)
         if (!j) {
             cli_error("gate", "out of memory");
             rc = EXIT_INTERNAL;
-        } else if (report_write_atomic(json, j, &werr) != NX_OK) {
+        } else if (st_write_text_atomic(json, j, &werr) != NX_OK) {
             rc = cli_fail("gate", &werr);
         }
         free(j);

@@ -1,6 +1,7 @@
 /* cmd_lkb.c: `parity lkb`, the LKB report of a class (parity/lkb/,
  * docs/lkb.md): coverage of a model's step, the evidence envelope, the
  * residual, the single-class bucket, TTPV, parameterization yield. */
+#include "safetensors.h"
 #include "cli.h"
 #include "gate.h"
 #include "lkb.h"
@@ -139,7 +140,7 @@ int cmd_lkb(int argc, char **argv)
             rc = EXIT_INTERNAL;
         } else if (to_stdout) {
             fputs(j, stdout);
-        } else if (report_write_atomic(json, j, &err) != NX_OK) {
+        } else if (st_write_text_atomic(json, j, &err) != NX_OK) {
             rc = cli_fail("lkb", &err);
         }
         free(j);

@@ -1,6 +1,7 @@
 /* cmd_model.c: `parity model`, model-level parity (parity/model/,
  * docs/model.md): a model's decode step run on a class's backend against
  * the exact reference of the same points; options, the call, printing. */
+#include "safetensors.h"
 #include "campaign.h"
 #include "cli.h"
 #include "md_model.h"
@@ -227,11 +228,11 @@ int cmd_model(int argc, char **argv)
             fputs(t, stdout);
         if (j && to_stdout)
             fputs(j, stdout);
-        else if (j && report_write_atomic(json, j, &err) != NX_OK)
+        else if (j && st_write_text_atomic(json, j, &err) != NX_OK)
             rc = cli_fail("model", &err);
-        if (h && rc != EXIT_INTERNAL && rc != EXIT_INPUT && report_write_atomic(html, h, &err) != NX_OK)
+        if (h && rc != EXIT_INTERNAL && rc != EXIT_INPUT && st_write_text_atomic(html, h, &err) != NX_OK)
             rc = cli_fail("model", &err);
-        if (mt && rc != EXIT_INTERNAL && rc != EXIT_INPUT && report_write_atomic(metrics, mt, &err) != NX_OK)
+        if (mt && rc != EXIT_INTERNAL && rc != EXIT_INPUT && st_write_text_atomic(metrics, mt, &err) != NX_OK)
             rc = cli_fail("model", &err);
     }
     if (ledger && rc != EXIT_INTERNAL && rc != EXIT_INPUT) {

@@ -1,6 +1,7 @@
 /* cmd_tier.c: `parity transcript` (Tier 2 at the model level: greedy
  * transcript match rate) and `parity tier3` (a metrics file against its
  * bars). */
+#include "safetensors.h"
 #include "cli.h"
 #include "report.h"
 #include "tier3.h"
@@ -34,7 +35,7 @@ static int write_json(const char *cmd, const char *path, json_t *j)
         cli_error(cmd, "out of memory");
         return EXIT_INTERNAL;
     }
-    nx_status st = report_write_atomic(path, text, &err);
+    nx_status st = st_write_text_atomic(path, text, &err);
     free(text);
     return st ? cli_fail(cmd, &err) : EXIT_PASS;
 }

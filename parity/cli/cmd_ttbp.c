@@ -1,5 +1,6 @@
 /* cmd_ttbp.c: `parity ttbp`, time to bit parity of a class (or of a model
  * on a class) from the campaign ledger (parity/ledger/ttbp.h). */
+#include "safetensors.h"
 #include "cli.h"
 #include "ledger.h"
 #include "lkb.h"
@@ -191,7 +192,7 @@ static int zero_day_report(const char *path, const char *cls, const char *model,
             fputs(j, stdout);
         } else if (j) {
             nx_err werr = {0};
-            if (report_write_atomic(json, j, &werr) != NX_OK)
+            if (st_write_text_atomic(json, j, &werr) != NX_OK)
                 rc = cli_fail("ttbp", &werr);
         }
         free(j);
@@ -279,7 +280,7 @@ int cmd_ttbp(int argc, char **argv)
             fputs(j, stdout);
         } else {
             nx_err werr = {0};
-            if (report_write_atomic(json, j, &werr) != NX_OK)
+            if (st_write_text_atomic(json, j, &werr) != NX_OK)
                 rc = cli_fail("ttbp", &werr);
         }
         free(j);

@@ -129,11 +129,6 @@ void report_table(FILE *f, const camp_result *r, size_t n, const report_meta *m)
                 tc, m->seconds);
 }
 
-nx_status report_write_atomic(const char *path, const char *text, nx_err *err)
-{
-    return st_write_text_atomic(path, text, err);
-}
-
 static const char *verdict_name(camp_verdict v)
 {
     return v == CV_PASS ? "pass" : v == CV_FAIL ? "fail" : "skip";
@@ -224,7 +219,7 @@ nx_status report_json(const char *path, const camp_result *r, size_t n, const re
     char *s = nx_sbuf_take(&b);
     if (!s)
         return nx_err_set(err, NX_ENOMEM, "out of memory");
-    nx_status st = report_write_atomic(path, s, err);
+    nx_status st = st_write_text_atomic(path, s, err);
     free(s);
     return st;
 }
@@ -310,7 +305,7 @@ nx_status report_junit(const char *path, const camp_result *r, size_t n, const r
     char *s = nx_sbuf_take(&b);
     if (!s)
         return nx_err_set(err, NX_ENOMEM, "out of memory");
-    nx_status st = report_write_atomic(path, s, err);
+    nx_status st = st_write_text_atomic(path, s, err);
     free(s);
     return st;
 }

@@ -25,7 +25,5 @@ void report_table(FILE *f, const camp_result *r, size_t n, const report_meta *m)
 nx_status report_json(const char *path, const camp_result *r, size_t n, const report_meta *m, nx_err *err);
 nx_status report_junit(const char *path, const camp_result *r, size_t n, const report_meta *m, nx_err *err);
 
-/* Writes text to path through a temporary file and a rename. */
-nx_status report_write_atomic(const char *path, const char *text, nx_err *err);
 
 #endif
