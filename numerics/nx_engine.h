@@ -10,6 +10,18 @@
 
 #include "nx_program.h"
 
+/* The engines, the one enum every command and library uses: MPFR (the
+ * truth), the fast engine (the same bits), and auto (the fast engine with
+ * rows re-checked by MPFR: `parity reduce`'s default; not a reduce of its
+ * own, callers that take it say so). */
+typedef enum nx_engine_kind { NX_ENGINE_MPFR, NX_ENGINE_FAST, NX_ENGINE_AUTO } nx_engine_kind;
+
+/* "mpfr", "fast", "auto". */
+const char *nx_engine_name(nx_engine_kind e);
+/* The engine a name gives, or -1 when the name is none of them (or is
+ * "auto" and allow_auto is 0). */
+int nx_engine_from_name(const char *name, int allow_auto);
+
 typedef struct nx_rows {
     size_t rows;
     nx_fmt a_fmt;

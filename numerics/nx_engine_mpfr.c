@@ -260,3 +260,18 @@ nx_status nx_mpfr_reduce(const nx_program *p, const nx_rows *in, double *y, int 
         return nx_err_set(err, NX_ENOMEM, "out of memory for the MPFR engine's scratch");
     return NX_OK;
 }
+
+static const char *const engine_names[] = {"mpfr", "fast", "auto"};
+
+const char *nx_engine_name(nx_engine_kind e)
+{
+    return (unsigned)e < 3 ? engine_names[e] : "?";
+}
+
+int nx_engine_from_name(const char *name, int allow_auto)
+{
+    for (int i = 0; name && i < 3; i++)
+        if (strcmp(name, engine_names[i]) == 0)
+            return i == NX_ENGINE_AUTO && !allow_auto ? -1 : i;
+    return -1;
+}

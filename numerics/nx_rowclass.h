@@ -5,8 +5,6 @@
 
 #include "nx_engine.h"
 
-typedef enum nx_engine_kind { NX_ENGINE_MPFR, NX_ENGINE_FAST } nx_engine_kind;
-
 /* y[r] = row r of `in` reduced by the point its class selects (n terms,
  * products when dot).  Errors: a selector that divides by zero, a grid
  * that does not lay out in->rows rows, a class that does not expand. */

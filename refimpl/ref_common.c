@@ -48,29 +48,14 @@ static nx_status find_family(const fam_spec *s, const ref_family **out, nx_err *
 
 /* --- engines ------------------------------------------------------------------ */
 
-static const char *const engine_names[] = {"mpfr", "fast"};
-
-const char *ref_engine_name(ref_engine e)
+int ref_engine_available(nx_engine_kind e)
 {
-    return (unsigned)e < 2 ? engine_names[e] : "?";
+    return e == NX_ENGINE_MPFR || e == NX_ENGINE_FAST;
 }
 
-int ref_engine_from_name(const char *name)
+nx_engine_kind ref_engine_default(void)
 {
-    for (int i = 0; i < 2; i++)
-        if (strcmp(name, engine_names[i]) == 0)
-            return i;
-    return -1;
-}
-
-int ref_engine_available(ref_engine e)
-{
-    return e == REF_ENGINE_MPFR || e == REF_ENGINE_FAST;
-}
-
-ref_engine ref_engine_default(void)
-{
-    return ref_engine_available(REF_ENGINE_FAST) ? REF_ENGINE_FAST : REF_ENGINE_MPFR;
+    return ref_engine_available(NX_ENGINE_FAST) ? NX_ENGINE_FAST : NX_ENGINE_MPFR;
 }
 
 /* --- params ------------------------------------------------------------------- */
@@ -651,7 +636,7 @@ nx_status ref_run_opts(const fam_spec *spec, const st_file *in, st_file *out, co
         return st;
     if (!ref_engine_available(opts->engine))
         return nx_err_set(err, NX_EUNSUPPORTED, "engine '%s' is not built into this binary",
-                          ref_engine_name(opts->engine));
+                          nx_engine_name(opts->engine));
     ref_tensor_desc *d;
     size_t nd;
     if ((st = ref_inputs(spec, &d, &nd, err)))
@@ -667,7 +652,7 @@ nx_status ref_run_opts(const fam_spec *spec, const st_file *in, st_file *out, co
     j.in = in;
     j.out = out;
     j.nthreads = opts->threads > 0 ? opts->threads : omp_get_max_threads();
-    j.reduce = opts->engine == REF_ENGINE_FAST ? nx_fast_reduce : nx_mpfr_reduce;
+    j.reduce = opts->engine == NX_ENGINE_FAST ? nx_fast_reduce : nx_mpfr_reduce;
     j.maths = malloc((size_t)j.nthreads * sizeof *j.maths);
     if (!j.maths)
         return nx_err_set(err, NX_ENOMEM, "out of memory");

@@ -14,26 +14,23 @@
 #include <stdint.h>
 
 #include "famspec.h"
+#include "nx_engine.h"
 #include "nx_philox.h"
 #include "safetensors.h"
 
 /* --- running a family ----------------------------------------------------- */
 
-typedef enum ref_engine {
-    REF_ENGINE_MPFR, /* nx_mpfr_reduce: the truth */
-    REF_ENGINE_FAST  /* nx_fast_reduce: the same bits, faster (when built) */
-} ref_engine;
+/* The engine: nx_engine_kind (numerics/nx_engine.h); the reference runs
+ * NX_ENGINE_MPFR or NX_ENGINE_FAST. */
 
-const char *ref_engine_name(ref_engine e);
-int ref_engine_from_name(const char *name); /* -1 if unknown */
 /* 1 if the engine is built into this binary. */
-int ref_engine_available(ref_engine e);
+int ref_engine_available(nx_engine_kind e);
 /* The fastest engine built in. */
-ref_engine ref_engine_default(void);
+nx_engine_kind ref_engine_default(void);
 
 typedef struct ref_opts {
     int threads;       /* <= 0: OpenMP's default */
-    ref_engine engine;
+    nx_engine_kind engine;
 } ref_opts;
 
 /* Evaluates spec's family on the input tensors of `in` (validated against

@@ -140,6 +140,35 @@ static void test_row_classes_only_when_asked(void **state)
     fit_result_free(&r);
 }
 
+/* Every 4th row from the 4th (a micro-tile's edge rows) takes another
+ * path: eight copies of R1, seq's result (1) at rows 3 and 7, pairwise's
+ * (1 + 2^-23) elsewhere.  No prefix or suffix class holds it; the residue
+ * class r % 4 == 3 does, found from the rows pairwise gets wrong. */
+static void test_residue_classes(void **state)
+{
+    (void)state;
+    double a[8 * N], y[8];
+    for (size_t r = 0; r < 8; r++) {
+        memcpy(a + r * N, R1, sizeof R1);
+        y[r] = r % 4 == 3 ? 0x1p0 : 0x1.000002p0;
+    }
+    fit_space sp;
+    space_of(&sp);
+    fit_pair pair = {{8, NX_FP32, a, NX_FP32, NULL, NX_FP64, NULL}, N, 0, y};
+    fit_opts o = {1, 0, 0, NX_ENGINE_FAST, 1, 1};
+    fit_result r;
+    memset(&r, 0, sizeof r);
+    nx_err e = {0};
+    assert_int_equal(fit_run(&pair, 1, &sp, &o, &r, &e), NX_OK);
+    if (!r.found)
+        fail_msg("residue class: nothing found");
+    assert_true(names(&r, "pairwise"));
+    if (!strstr(r.point, "rows = [{ select = \"r % 4 == 3\"") || !strstr(r.point, "tree = \"seq\""))
+        fail_msg("residue class: %s", r.point);
+    fit_result_free(&r);
+    fit_space_free(&sp);
+}
+
 /* --max: only the first candidates are searched (space order): pairwise is
  * the third, so --max 2 finds nothing for its rows. */
 static void test_max_bounds_the_search(void **state)
@@ -173,6 +202,7 @@ int main(void)
         cmocka_unit_test(test_each_tree_is_found_alone),
         cmocka_unit_test(test_no_candidate_names_the_closest),
         cmocka_unit_test(test_row_classes_only_when_asked),
+        cmocka_unit_test(test_residue_classes),
         cmocka_unit_test(test_max_bounds_the_search),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

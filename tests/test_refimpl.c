@@ -122,7 +122,7 @@ static void run(const fam_spec *s, const st_file *in, st_file *out)
         fail_msg("ref_run: %s", e.msg);
     st_file m;
     st_init(&m);
-    ref_opts o = {1, REF_ENGINE_MPFR};
+    ref_opts o = {1, NX_ENGINE_MPFR};
     if (ref_run_opts(s, in, &m, &o, &e) != NX_OK)
         fail_msg("ref_run_opts(mpfr): %s", e.msg);
     assert_int_equal(m.ntensors, out->ntensors);
@@ -131,7 +131,7 @@ static void run(const fam_spec *s, const st_file *in, st_file *out)
         assert_int_equal(m.tensors[i].nbytes, out->tensors[i].nbytes);
         if (memcmp(m.tensors[i].data, out->tensors[i].data, m.tensors[i].nbytes) != 0)
             fail_msg("%s.%s: '%s' differs between the default engine (%s) and mpfr", s->family, s->point,
-                     m.tensors[i].name, ref_engine_name(ref_engine_default()));
+                     m.tensors[i].name, nx_engine_name(ref_engine_default()));
     }
     st_free(&m);
 }

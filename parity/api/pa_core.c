@@ -237,7 +237,7 @@ void pa_reduce_out_free(pa_reduce_out *o)
     memset(o, 0, sizeof *o);
 }
 
-nx_status pa_reduce(const nx_point *pt, const char *inp, const st_file *in, pa_engine engine, size_t check,
+nx_status pa_reduce(const nx_point *pt, const char *inp, const st_file *in, nx_engine_kind engine, size_t check,
                     int threads, int whole, pa_reduce_out *o, nx_err *err)
 {
     memset(o, 0, sizeof *o);
@@ -281,7 +281,7 @@ nx_status pa_reduce(const nx_point *pt, const char *inp, const st_file *in, pa_e
         nx_err_prefix(err, "%s", inp);
         return st;
     }
-    int mpfr = engine == PA_ENGINE_MPFR;
+    int mpfr = engine == NX_ENGINE_MPFR;
     if (pt->nclasses) {
         /* row classes (docs/numerics.md §4.3): one program per class */
         for (size_t k = 0; k < pt->nclasses; k++)
@@ -299,7 +299,7 @@ nx_status pa_reduce(const nx_point *pt, const char *inp, const st_file *in, pa_e
             return st;
         if (!mpfr)
             inject_fault(o->prog, o->y, rows);
-        if (engine == PA_ENGINE_AUTO && rows > 0) {
+        if (engine == NX_ENGINE_AUTO && rows > 0) {
             /* every row again with MPFR: the classes' programs differ */
             double *ym = alloc_vals(rows);
             if (!ym)
@@ -325,7 +325,7 @@ nx_status pa_reduce(const nx_point *pt, const char *inp, const st_file *in, pa_e
                     : reduce_stream(o->prog, &src, 0, threads, o->y, err)))
         return st;
     inject_fault(o->prog, o->y, rows);
-    if (engine == PA_ENGINE_AUTO && rows > 0) {
+    if (engine == NX_ENGINE_AUTO && rows > 0) {
         long diff = check_sample(o->prog, &src, o->y, check, threads, o);
         if (diff < 0)
             return nx_err_set(err, NX_ENOMEM, "out of memory re-evaluating rows with MPFR");

@@ -20,7 +20,6 @@
 #include "nx_program.h"
 #include "safetensors.h"
 
-typedef enum pa_engine { PA_ENGINE_AUTO, PA_ENGINE_FAST, PA_ENGINE_MPFR } pa_engine;
 
 /* A row where the fast engine and MPFR disagree (--engine auto). */
 typedef struct pa_disagree {
@@ -49,7 +48,7 @@ void pa_reduce_out_free(pa_reduce_out *o);
  * a difference is NX_EINTERNAL with o->disagree holding up to ten of them
  * (o->y then holds the fast engine's results).  Sizes are held to the
  * limits (docs/limits.md) before anything is allocated. */
-nx_status pa_reduce(const nx_point *pt, const char *inp, const st_file *in, pa_engine engine, size_t check,
+nx_status pa_reduce(const nx_point *pt, const char *inp, const st_file *in, nx_engine_kind engine, size_t check,
                     int threads, int whole, pa_reduce_out *o, nx_err *err);
 
 /* The dtype y is stored in: out's, or F32 when rows of a sub-byte dtype do

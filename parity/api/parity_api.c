@@ -136,17 +136,11 @@ static nx_status in_file(const parity_tensor *a, const parity_tensor *b, const p
     return NX_OK;
 }
 
-static pa_engine engine_of(const char *s, int *bad)
+static nx_engine_kind engine_of(const char *s, int *bad)
 {
-    *bad = 0;
-    if (!s || !strcmp(s, "auto"))
-        return PA_ENGINE_AUTO;
-    if (!strcmp(s, "fast"))
-        return PA_ENGINE_FAST;
-    if (!strcmp(s, "mpfr"))
-        return PA_ENGINE_MPFR;
-    *bad = 1;
-    return PA_ENGINE_AUTO;
+    int e = s ? nx_engine_from_name(s, 1) : NX_ENGINE_AUTO;
+    *bad = e < 0;
+    return e < 0 ? NX_ENGINE_AUTO : (nx_engine_kind)e;
 }
 
 API int parity_point_parse(const char *point, size_t rows, char **canonical, char *out_dtype, parity_error *e)
@@ -176,7 +170,7 @@ API int parity_reduce(const char *point, const parity_tensor *a, const parity_te
                       const char *engine, int threads, size_t check, void *y, size_t y_bytes, parity_error *e)
 {
     int bad;
-    pa_engine eng = engine_of(engine, &bad);
+    nx_engine_kind eng = engine_of(engine, &bad);
     if (bad)
         return input_error(e, "engine: unknown engine '%s' (expected auto, fast or mpfr)", engine);
     if (!point)
@@ -212,8 +206,8 @@ API int parity_check_numerics(const char *point, const parity_tensor *a, const p
 {
     if (verdict)
         *verdict = NULL;
-    int mpfr = engine && !strcmp(engine, "mpfr");
-    if (engine && !mpfr && strcmp(engine, "fast"))
+    int eng = engine ? nx_engine_from_name(engine, 0) : NX_ENGINE_FAST, mpfr = eng == NX_ENGINE_MPFR;
+    if (eng < 0)
         return input_error(e, "engine: unknown engine '%s' (expected fast or mpfr)", engine);
     if (!point)
         return input_error(e, "%s: missing", "point");
@@ -548,10 +542,10 @@ static nx_status ref_engine_of(const char *s, ref_opts *o, nx_err *err)
     o->engine = ref_engine_default();
     if (!s)
         return NX_OK;
-    int e = ref_engine_from_name(s);
-    if (e < 0 || !ref_engine_available((ref_engine)e))
+    int e = nx_engine_from_name(s, 0);
+    if (e < 0 || !ref_engine_available((nx_engine_kind)e))
         return nx_err_set(err, NX_EINVAL, "engine: '%s' is not an engine built into this library", s);
-    o->engine = (ref_engine)e;
+    o->engine = (nx_engine_kind)e;
     return NX_OK;
 }
 

@@ -888,7 +888,7 @@ tier2:
         goto out;
     /* Tier 2 against the reference. */
     t0 = now();
-    ref_opts ro = {o->threads, (ref_engine)o->engine};
+    ref_opts ro = {o->threads, (nx_engine_kind)o->engine};
     if ((st = ref_run_opts(&spec, inp, &ref, &ro, err)))
         goto out;
     res->t_ref += now() - t0;

@@ -91,7 +91,7 @@ typedef struct camp_opts {
     int threads;           /* graphed thread count (0 = all) */
     unsigned long long seed;
     int dist;              /* nx_dist */
-    int engine;            /* ref_engine */
+    int engine;            /* nx_engine_kind */
     const char *traces;    /* directory for trace files, or NULL */
     camp_cache *cache;     /* or NULL: generate every point's inputs */
     /* Cross-class parity (CK_PARITY): class `against`'s run of each point,

@@ -461,7 +461,7 @@ static nx_status apply_fills(pw_case *c, const char *fills, nx_err *err)
 static nx_status run_case(pw_ctx *x, pw_case *c, st_file *dev, size_t *nmis, char *first, size_t flen, nx_err *err)
 {
     dev_opts d = {DEV_GRAPHED, x->o->threads, x->kernel};
-    ref_opts ro = {x->o->threads, (ref_engine)x->o->engine};
+    ref_opts ro = {x->o->threads, (nx_engine_kind)x->o->engine};
     nx_status st = x->be->run(&c->spec, &c->in, dev, &d, err);
     if (!st)
         st = ref_run_opts(&c->spec, &c->in, &c->ref, &ro, err);
@@ -1065,7 +1065,7 @@ static void diagnose(pw_ctx *x, size_t fc, const st_file *fdev, const nb_list *l
                      size_t len)
 {
     size_t best = (size_t)-1, bi = 0, also[3], nalso = 0;
-    ref_opts ro = {x->o->threads, (ref_engine)x->o->engine};
+    ref_opts ro = {x->o->threads, (nx_engine_kind)x->o->engine};
     dev_opts dop = {DEV_GRAPHED, x->o->threads, x->kernel};
     /* the failing case, the order probes and the two fp32 cases: a
      * neighbour counts its mismatches against the kernel over all of them */
@@ -1251,7 +1251,7 @@ nx_status pw_check_point(const dev_backend *be, const fam_spec *spec, const pw_o
         res->neigh = calloc(l.n ? l.n : 1, sizeof *res->neigh);
         if (!res->neigh)
             st = nx_err_set(err, NX_ENOMEM, "out of memory");
-        ref_opts ro = {o->threads, (ref_engine)o->engine};
+        ref_opts ro = {o->threads, (nx_engine_kind)o->engine};
         size_t *order = malloc((x.ncases ? x.ncases : 1) * sizeof *order), no = 0;
         for (int p = 0; order && p <= 6; p++)
             for (size_t i = 0; i < x.ncases; i++)

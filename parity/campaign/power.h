@@ -48,7 +48,7 @@ typedef enum pw_seen {
 typedef struct pw_opts {
     unsigned long long seed; /* the campaign's seed; the power inputs derive from it */
     int threads;             /* kernel (graphed) and reference threads, 0 = all; default 1 */
-    int engine;              /* ref_engine */
+    int engine;              /* nx_engine_kind */
     int neighbours;          /* 1: also report the neighbours (part 2); 0: runs only */
 } pw_opts;
 

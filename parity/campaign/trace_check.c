@@ -161,7 +161,7 @@ nx_status tc_check_trace(const reg_registry *reg, const char *ref_point, const c
         if ((st = ref_generate(rs, &go, &in, err)))
             goto out;
     }
-    ref_opts ro = {0, (ref_engine)engine};
+    ref_opts ro = {0, (nx_engine_kind)engine};
     st_init(&c->ref);
     if ((st = ref_run_opts(rs, &in, &c->ref, &ro, err))) {
         nx_err_prefix(err, "%s", t->path);

@@ -34,7 +34,7 @@ void tc_trace_free(tc_trace *c);
 
 /* Tier 2 of c->t (read by the caller): the reference of the trace's point,
  * or of ref_point (of class ref_class, default the trace's; same family),
- * evaluated with engine (ref_engine) on the trace's in.* tensors or on the
+ * evaluated with engine (nx_engine_kind) on the trace's in.* tensors or on the
  * inputs its seed regenerates.  Errors name the trace and the field. */
 nx_status tc_check_trace(const reg_registry *reg, const char *ref_point, const char *ref_class, int engine,
                          tc_trace *c, nx_err *err);

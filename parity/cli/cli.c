@@ -323,8 +323,8 @@ int cli_run_opts(const char *cmd, const char *repeats, const char *threads, cons
         return EXIT_INPUT;
     }
     if (engine) {
-        int e = ref_engine_from_name(engine);
-        if (e < 0 || !ref_engine_available((ref_engine)e)) {
+        int e = nx_engine_from_name(engine, 0);
+        if (e < 0 || !ref_engine_available((nx_engine_kind)e)) {
             cli_error(cmd, "--engine: '%s' is not an engine built into this binary", engine);
             return EXIT_INPUT;
         }

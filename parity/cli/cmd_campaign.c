@@ -317,7 +317,7 @@ int cmd_campaign(int argc, char **argv)
     if (!o.backend->available(why, sizeof why)) {
         printf("parity campaign: class %s: skipped: %s (backend %s)\n", cls, why, o.backend->name);
         if (json || junit) {
-            report_meta m = {cls, o.backend->name, NULL, preset, o.seed, dist_s, ref_engine_name((ref_engine)o.engine),
+            report_meta m = {cls, o.backend->name, NULL, preset, o.seed, dist_s, nx_engine_name((nx_engine_kind)o.engine),
                              o.repeats, o.threads, 0, against};
             if ((json && report_json(json, NULL, 0, &m, &err)) || (junit && report_junit(junit, NULL, 0, &m, &err)))
                 rc = cli_fail("campaign", &err);
@@ -383,7 +383,7 @@ int cmd_campaign(int argc, char **argv)
     size_t n = 0;
     ledger *lg = NULL;
     if (!no_ledger) {
-        ledger_run_info li = {cls, model, preset, o.seed, dist_s, ref_engine_name((ref_engine)o.engine),
+        ledger_run_info li = {cls, model, preset, o.seed, dist_s, nx_engine_name((nx_engine_kind)o.engine),
                               o.backend->name, o.repeats, o.threads, kdir, kernel_src, traces, against, shard_s};
         if (ledger_start(ledger_path, &li, &lg, &err) != NX_OK) {
             if (traces) /* a ledger that cannot be opened is bad input */
@@ -426,7 +426,7 @@ int cmd_campaign(int argc, char **argv)
     char dev[1024] = "{}";
     if (o.backend->describe(dev, sizeof dev, &err) != NX_OK)
         snprintf(dev, sizeof dev, "{}");
-    report_meta m = {cls, o.backend->name, dev, preset, o.seed, dist_s, ref_engine_name((ref_engine)o.engine),
+    report_meta m = {cls, o.backend->name, dev, preset, o.seed, dist_s, nx_engine_name((nx_engine_kind)o.engine),
                      o.repeats, o.threads, wall() - t0, against};
     report_table(stdout, res, n, &m);
     /* bad input is an input error, never a parity verdict; a campaign that

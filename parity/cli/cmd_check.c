@@ -126,8 +126,8 @@ int cmd_check(int argc, char **argv)
     }
     int engine = (int)ref_engine_default();
     if (eng_s) {
-        engine = ref_engine_from_name(eng_s);
-        if (engine < 0 || !ref_engine_available((ref_engine)engine)) {
+        engine = nx_engine_from_name(eng_s, 0);
+        if (engine < 0 || !ref_engine_available((nx_engine_kind)engine)) {
             cli_error("check", "--engine: '%s' is not an engine built into this binary", eng_s);
             free(paths);
             return EXIT_INPUT;

@@ -145,8 +145,8 @@ int cmd_check_numerics(int argc, char **argv)
     const cli_file outs[] = {{"--json", json}, {"--html", html}}, ins[] = {{"--in", inp}, {"--out", outp}};
     if (cli_check_outputs("check", outs, 2, ins, 2))
         return EXIT_INPUT;
-    int mpfr = strcmp(engine, "mpfr") == 0;
-    if (!mpfr && strcmp(engine, "fast") != 0) {
+    int eng = nx_engine_from_name(engine, 0), mpfr = eng == NX_ENGINE_MPFR;
+    if (eng < 0) {
         cli_error("check", "--engine: unknown engine '%s' (expected fast or mpfr)", engine);
         return EXIT_INPUT;
     }

@@ -173,8 +173,8 @@ int cmd_model(int argc, char **argv)
         o.seed = s;
     }
     if (engine) {
-        int e = ref_engine_from_name(engine);
-        if (e < 0 || !ref_engine_available((ref_engine)e)) {
+        int e = nx_engine_from_name(engine, 0);
+        if (e < 0 || !ref_engine_available((nx_engine_kind)e)) {
             cli_error("model", "--engine '%s': expected fast or mpfr (one built into this binary)", engine);
             return EXIT_INPUT;
         }

@@ -280,9 +280,8 @@ int cmd_reduce(int argc, char **argv)
     const cli_file outs[] = {{"--out", outp}, {"--report", reportp}}, ins[] = {{"--in", inp}};
     if (cli_check_outputs("reduce", outs, 2, ins, 1))
         return EXIT_INPUT;
-    int eng_auto = strcmp(engine, "auto") == 0, eng_fast = strcmp(engine, "fast") == 0,
-        eng_mpfr = strcmp(engine, "mpfr") == 0;
-    if (!eng_auto && !eng_fast && !eng_mpfr) {
+    int eng = nx_engine_from_name(engine, 1), eng_auto = eng == NX_ENGINE_AUTO;
+    if (eng < 0) {
         cli_error("reduce", "--engine: unknown engine '%s' (expected auto, fast or mpfr)", engine);
         return EXIT_INPUT;
     }
@@ -310,7 +309,7 @@ int cmd_reduce(int argc, char **argv)
     j.have_pt = 1;
     if ((st = st_read(inp, &j.in, &err)))
         goto fail;
-    st = pa_reduce(&j.pt, inp, &j.in, eng_auto ? PA_ENGINE_AUTO : eng_fast ? PA_ENGINE_FAST : PA_ENGINE_MPFR,
+    st = pa_reduce(&j.pt, inp, &j.in, (nx_engine_kind)eng,
                    (size_t)check, threads, reportp ? 2 : 0, &j.r, &err);
     if (j.r.prog && j.r.prog->nondeterministic)
         fprintf(stderr, "parity reduce: note: the tree uses 'atomic', whose order is undefined; the result is "

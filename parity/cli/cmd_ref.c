@@ -90,16 +90,16 @@ int cmd_ref(int argc, char **argv)
         return EXIT_INPUT;
     ref_opts o = {0, ref_engine_default()};
     if (engine_s) {
-        int e = ref_engine_from_name(engine_s);
+        int e = nx_engine_from_name(engine_s, 0);
         if (e < 0) {
             cli_error("ref", "--engine: unknown engine '%s' (expected mpfr or fast)", engine_s);
             return EXIT_INPUT;
         }
-        if (!ref_engine_available((ref_engine)e)) {
+        if (!ref_engine_available((nx_engine_kind)e)) {
             cli_error("ref", "--engine: the %s engine is not built into this binary", engine_s);
             return EXIT_INPUT;
         }
-        o.engine = (ref_engine)e;
+        o.engine = (nx_engine_kind)e;
     }
     if (threads_s && (o.threads = (int)cli_long("ref", "--threads", threads_s, 1, 4096)) < 0)
         return EXIT_INPUT;
@@ -124,12 +124,12 @@ int cmd_ref(int argc, char **argv)
                     spec.reds[i].name);
     if (timing)
         fprintf(stderr, "parity ref: %s.%s evaluated in %.3f s (engine %s)\n", spec.family, spec.point, now() - t0,
-                ref_engine_name(o.engine));
+                nx_engine_name(o.engine));
     const char *seed = st_get_meta(&in, "seed"), *dist = st_get_meta(&in, "dist");
     if ((st = st_add_meta(&out, "family", spec.family, &err)) ||
         (st = st_add_meta(&out, "point", spec.point, &err)) || (st = st_add_meta(&out, "class", cls, &err)) ||
         (st = st_add_meta(&out, "shape", shape ? shape : "", &err)) ||
-        (st = st_add_meta(&out, "engine", ref_engine_name(o.engine), &err)) ||
+        (st = st_add_meta(&out, "engine", nx_engine_name(o.engine), &err)) ||
         (st = ref_spec_meta(&spec, &out, &err)) || (seed && (st = st_add_meta(&out, "seed", seed, &err))) ||
         (dist && (st = st_add_meta(&out, "dist", dist, &err))))
         goto done;

@@ -220,6 +220,122 @@ static long verify(const search *S, const char *text, nx_err *err)
     return bad;
 }
 
+/* The selector of the rows r whose residue r % P is in in[0 .. P): a
+ * range at the top or the bottom, one residue, or residues joined. */
+static void residue_text(const unsigned char *in, int P, char *buf, size_t cap)
+{
+    int lo = -1, hi = -1, n = 0;
+    for (int c = 0; c < P; c++)
+        if (in[c]) {
+            if (lo < 0)
+                lo = c;
+            hi = c;
+            n++;
+        }
+    if (n == 1)
+        snprintf(buf, cap, "r %% %d == %d", P, lo);
+    else if (n == hi - lo + 1 && hi == P - 1)
+        snprintf(buf, cap, "r %% %d >= %d", P, lo);
+    else if (n == hi - lo + 1 && lo == 0)
+        snprintf(buf, cap, "r %% %d < %d", P, hi + 1);
+    else if (n == hi - lo + 1)
+        snprintf(buf, cap, "r %% %d >= %d && r %% %d < %d", P, lo, P, hi + 1);
+    else {
+        size_t len = 0;
+        buf[0] = 0;
+        for (int c = 0; c < P && len + 24 < cap; c++)
+            if (in[c])
+                len += (size_t)snprintf(buf + len, cap - len, "%sr %% %d == %d", len ? " || " : "", P, c);
+    }
+}
+
+/* Row classes with structure (docs/fit.md "Row classes"): the rows the
+ * best single candidate (most rows before its first mismatch) gets wrong,
+ * read as residues r % P, P = 2 ... 64 (a micro-tile's edge rows, every
+ * P-th output): the smallest P whose residues of those rows, taken whole,
+ * one candidate fits, with the rest fitted by another.  Returns 1 and
+ * sets *text, 0 when none does, -1 on OOM. */
+static int fit_residues(search *S, char **text, size_t *nclasses)
+{
+    size_t T = S->rm.total, best = SIZE_MAX;
+    for (size_t c = 0; c < S->ncand; c++)
+        if (S->killer[c] != INVALID && (best == SIZE_MAX || S->passed[c] > S->passed[best]))
+            best = c;
+    if (best == SIZE_MAX || T < 2)
+        return 0;
+    unsigned char *fails = malloc(T), *cls = malloc(T), *rest = malloc(T);
+    int found = 0;
+    if (!fails || !cls || !rest) {
+        found = -1;
+        goto out;
+    }
+    cand_eval ce;
+    if (ce_open(&ce, S->space, best, S->npairs) != 0) {
+        found = -1;
+        goto out;
+    }
+    size_t nfail = 0;
+    for (size_t g = 0; g < T; g++) {
+        fails[g] = ce_row(&ce, S->pairs, S->rm.pair_of[g], S->rm.row_of[g], S->o->engine) != 1;
+        nfail += fails[g];
+    }
+    ce_close(&ce);
+    S->row_evals += T;
+    if (nfail == 0 || nfail == T)
+        goto out;
+    for (int P = 2; P <= 64 && !found; P++) {
+        unsigned char in[64] = {0};
+        int nin = 0;
+        for (size_t g = 0; g < T; g++)
+            if (fails[g] && !in[S->rm.row_of[g] % (size_t)P]) {
+                in[S->rm.row_of[g] % (size_t)P] = 1;
+                nin++;
+            }
+        if (nin == P)
+            continue;
+        for (size_t g = 0; g < T; g++) {
+            cls[g] = in[S->rm.row_of[g] % (size_t)P];
+            rest[g] = !cls[g];
+        }
+        size_t pick = first_fitting(S, cls);
+        if (pick == SIZE_MAX)
+            continue;
+        size_t base = first_fitting(S, rest);
+        if (base == SIZE_MAX)
+            continue;
+        char sel[1024];
+        residue_text(in, P, sel, sizeof sel);
+        char *b = fit_cand_text(S->space, base), *inner = inner_text(S->space, pick);
+        if (!b || !inner) {
+            free(b);
+            free(inner);
+            found = -1;
+            break;
+        }
+        size_t bl = strlen(b);
+        if (bl >= 2)
+            b[bl - 1] = 0; /* drop the closing brace */
+        size_t cap = bl + strlen(inner) + strlen(sel) + 64;
+        char *out = malloc(cap);
+        if (out)
+            snprintf(out, cap, "%s, rows = [{ select = \"%s\",%s}] }", b, sel, inner);
+        free(b);
+        free(inner);
+        if (!out) {
+            found = -1;
+            break;
+        }
+        *text = out;
+        *nclasses = 1;
+        found = 1;
+    }
+out:
+    free(fails);
+    free(cls);
+    free(rest);
+    return found;
+}
+
 /* Row classes: partitions by one or two selectors, fewest classes first.
  * Returns 1 and sets *text when one fits, 0 when none does, -1 on OOM. */
 static int fit_classes(search *S, char **text, size_t *nclasses)
@@ -515,6 +631,8 @@ nx_status fit_run(const fit_pair *pairs, size_t npairs, const fit_space *space, 
         if (o->progress)
             fprintf(stderr, "parity fit: no single point fits every row; fitting row classes\n");
         int f = fit_classes(&S, &text, &res->nclasses);
+        if (f == 0)
+            f = fit_residues(&S, &text, &res->nclasses);
         if (f < 0) {
             st = nx_err_set(err, NX_ENOMEM, "out of memory fitting row classes");
             goto done;

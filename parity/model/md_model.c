@@ -456,7 +456,7 @@ static nx_status run_family(md_ctx *c, int role, const md_buf *dbufs, const md_b
         dev_opts d = {DEV_GRAPHED, c->o->threads, NULL};
         st = c->be2->run(&c->cspec[role], &in, &out, &d, err);
     } else {
-        ref_opts ro = {c->o->threads, (ref_engine)c->o->engine};
+        ref_opts ro = {c->o->threads, (nx_engine_kind)c->o->engine};
         st = ref_run_opts(&c->cspec[role], &in, &out, &ro, err);
     }
     c->res->t_ref += now() - t0;
@@ -831,7 +831,7 @@ nx_status md_run(const reg_registry *r, const char *cls, const md_opts *o, md_re
     double tstart = now();
     snprintf(res->model, sizeof res->model, "%s", o->model);
     snprintf(res->class_name, sizeof res->class_name, "%s", cls);
-    snprintf(res->engine, sizeof res->engine, "%s", ref_engine_name((ref_engine)o->engine));
+    snprintf(res->engine, sizeof res->engine, "%s", nx_engine_name((nx_engine_kind)o->engine));
     res->scale = o->scale, res->prompts = o->prompts, res->prompt_len = o->prompt_len, res->tokens = o->tokens;
     res->seed = o->seed;
     if (o->prompts < 1 || o->prompt_len < 1 || o->tokens < 1)

@@ -65,7 +65,7 @@ typedef struct md_opts {
     int tokens;         /* T tokens generated per prompt, >= 1 */
     uint64_t seed;
     int threads;        /* backend and reference threads (0: OpenMP's default) */
-    int engine;         /* ref_engine of the control */
+    int engine;         /* nx_engine_kind of the control */
     /* "OP[@LAYER]=FAMILY.POINT": the device runs that point for the op (at
      * that layer) while the control evaluates the declared one: a planted
      * kernel bug (the power test), NULL: none. */

@@ -16,38 +16,38 @@
 
 /* ---- schema ----------------------------------------------------------- */
 
-const rg_keyspec rg_ks_dev_root[] = {{"device", KS_ATAB}, {NULL, 0}};
-const rg_keyspec rg_ks_device[] = {{"sku", KS_STR}, {"class", KS_STR}, {"name", KS_STR}, {NULL, 0}};
-const rg_keyspec rg_ks_hw_root[] = {{"class", KS_STR},      {"parent", KS_STR}, {"description", KS_STR},
+const reg_keyspec reg_ks_dev_root[] = {{"device", KS_ATAB}, {NULL, 0}};
+const reg_keyspec reg_ks_device[] = {{"sku", KS_STR}, {"class", KS_STR}, {"name", KS_STR}, {NULL, 0}};
+const reg_keyspec reg_ks_hw_root[] = {{"class", KS_STR},      {"parent", KS_STR}, {"description", KS_STR},
                                     {"defaults", KS_TABLE}, {"atoms", KS_ASTR}, {"rates", KS_TABLE}, {NULL, 0}};
 /* [rates] and [[bundle]] are the LKB report's (docs/lkb.md; their keys are checked by reg_lkb_lint) */
-const rg_keyspec rg_ks_kf_root[] = {{"family", KS_ATAB}, {"bundle", KS_ATAB}, {NULL, 0}};
-const rg_keyspec rg_ks_family[] = {
+const reg_keyspec reg_ks_kf_root[] = {{"family", KS_ATAB}, {"bundle", KS_ATAB}, {NULL, 0}};
+const reg_keyspec reg_ks_family[] = {
     {"id", KS_STR},          {"description", KS_STR}, {"ops", KS_ASTR},        {"formats", KS_ASTR},
     {"rows", KS_INT | KS_AINT}, {"compute", KS_TABLE}, {"kernels", KS_ASTR},   {"pipeline", KS_STR},
     {"shape", KS_ASTR},      {"reductions", KS_ASTR}, {"elementwise", KS_ASTR}, {"param", KS_ATAB},
     {"point", KS_ATAB},      {"evidence", KS_ATAB},   {NULL, 0}};
-const rg_keyspec rg_ks_compute[] = {{"unit", KS_STR}, {"atom", KS_STR}, {NULL, 0}};
-const rg_keyspec rg_ks_param[] = {
+const reg_keyspec reg_ks_compute[] = {{"unit", KS_STR}, {"atom", KS_STR}, {NULL, 0}};
+const reg_keyspec reg_ks_param[] = {
     {"name", KS_STR}, {"kind", KS_STR}, {"default", KS_SCALAR}, {"description", KS_STR}, {NULL, 0}};
-const rg_keyspec rg_ks_point[] = {{"id", KS_STR},         {"description", KS_STR}, {"how", KS_STR},
+const reg_keyspec reg_ks_point[] = {{"id", KS_STR},         {"description", KS_STR}, {"how", KS_STR},
                                   {"reason", KS_STR},     {"kernel", KS_STR},      {"params", KS_TABLE},
                                   {"numerics", KS_TABLE}, {"elementwise", KS_TABLE}, {"tolerance", KS_TABLE},
                                   {"bundle", KS_STR},     {NULL, 0}};
-const rg_keyspec rg_ks_tolerance[] = {{"ulp", KS_NUM}, {"rtol", KS_NUM}, {"atol", KS_NUM}, {NULL, 0}};
-const rg_keyspec rg_ks_elem[] = {{"approx", KS_STR}, {"ulp", KS_NUM}, {NULL, 0}};
-const rg_keyspec rg_ks_evidence[] = {
+const reg_keyspec reg_ks_tolerance[] = {{"ulp", KS_NUM}, {"rtol", KS_NUM}, {"atol", KS_NUM}, {NULL, 0}};
+const reg_keyspec reg_ks_elem[] = {{"approx", KS_STR}, {"ulp", KS_NUM}, {NULL, 0}};
+const reg_keyspec reg_ks_evidence[] = {
     {"class", KS_STR}, {"point", KS_STR}, {"rows", KS_AINT}, {"measurement", KS_STR}, {NULL, 0}};
 
-const char *const rg_point_keys[] = {"acc", "rounding", "in", "in_rounding", "fma", "product",
+const char *const reg_point_keys[] = {"acc", "rounding", "in", "in_rounding", "fma", "product",
                                      "tree", "atom", "out", "out_rounding", "saturate", NULL};
-const char *const rg_atom_keys[] = {"preset", "frac_bits", "term_round", "round", "acc", NULL};
+const char *const reg_atom_keys[] = {"preset", "frac_bits", "term_round", "round", "acc", NULL};
 
-const char *const rv_family_field_names[RV_NFF] = {"description", "ops",     "formats",    "rows",
+const char *const reg_vfamily_field_names[RV_NFF] = {"description", "ops",     "formats",    "rows",
                                                    "compute",     "kernels", "pipeline",   "shape",
                                                    "reductions",  "elementwise"};
 
-int rg_ks_has(const rg_keyspec *ks, const char *key)
+int reg_ks_has(const reg_keyspec *ks, const char *key)
 {
     for (; ks->key; ks++)
         if (strcmp(ks->key, key) == 0)
@@ -55,7 +55,7 @@ int rg_ks_has(const rg_keyspec *ks, const char *key)
     return 0;
 }
 
-static unsigned ks_kinds(const rg_keyspec *ks, const char *key)
+static unsigned ks_kinds(const reg_keyspec *ks, const char *key)
 {
     for (; ks->key; ks++)
         if (strcmp(ks->key, key) == 0)
@@ -100,7 +100,7 @@ static nx_status oom(nx_err *err)
     return nx_err_set(err, NX_ENOMEM, "out of memory");
 }
 
-void rg_put_loc(nx_sbuf *b, const tc_node *n)
+void reg_put_loc(nx_sbuf *b, const tc_node *n)
 {
     if (!n) {
         nx_sbuf_printf(b, "-");
@@ -158,7 +158,7 @@ static nx_status check_value(const tc_node *n, const char *key, unsigned kinds, 
 }
 
 /* Checks the kinds of the keys ks knows; other keys are lint's business. */
-static nx_status check_table(const tc_node *t, const rg_keyspec *ks, nx_err *err)
+static nx_status check_table(const tc_node *t, const reg_keyspec *ks, nx_err *err)
 {
     for (size_t i = 0; i < t->nitems; i++) {
         unsigned k = ks_kinds(ks, t->items[i]->key);
@@ -211,7 +211,7 @@ static nx_status check_point(const tc_node *p, nx_err *err)
     nx_status st;
     const tc_node *id;
     if ((st = tc_want(p, "id", TC_STRING, &id, err)) || (st = check_id(id, "point id", 1, err)) ||
-        (st = check_table(p, rg_ks_point, err)))
+        (st = check_table(p, reg_ks_point, err)))
         return st;
     const tc_node *n;
     if ((n = tc_get(p, "params")) && (st = check_scalars(n, err)))
@@ -224,7 +224,7 @@ static nx_status check_point(const tc_node *p, nx_err *err)
         for (size_t i = 0; i < n->nitems; i++) {
             const tc_node *e = n->items[i];
             if (e->kind == TC_TABLE) {
-                if ((st = check_table(e, rg_ks_elem, err)))
+                if ((st = check_table(e, reg_ks_elem, err)))
                     return st;
             } else if (e->kind != TC_STRING) {
                 return tc_errf(err, NX_EINVAL, e,
@@ -232,28 +232,28 @@ static nx_status check_point(const tc_node *p, nx_err *err)
                                e->key, tc_kind_name(e->kind));
             }
         }
-    if ((n = tc_get(p, "tolerance")) && (st = check_table(n, rg_ks_tolerance, err)))
+    if ((n = tc_get(p, "tolerance")) && (st = check_table(n, reg_ks_tolerance, err)))
         return st;
     return NX_OK;
 }
 
 static nx_status check_kf(const tc_node *root, nx_err *err)
 {
-    nx_status st = check_table(root, rg_ks_kf_root, err);
+    nx_status st = check_table(root, reg_ks_kf_root, err);
     if (st)
         return st;
     const tc_node *fams = tc_get(root, "family");
     for (size_t i = 0; fams && i < fams->nitems; i++) {
         const tc_node *f = fams->items[i], *n;
         if ((st = tc_want(f, "id", TC_STRING, &n, err)) || (st = check_id(n, "family id", 0, err)) ||
-            (st = check_table(f, rg_ks_family, err)))
+            (st = check_table(f, reg_ks_family, err)))
             return st;
-        if ((n = tc_get(f, "compute")) && (st = check_table(n, rg_ks_compute, err)))
+        if ((n = tc_get(f, "compute")) && (st = check_table(n, reg_ks_compute, err)))
             return st;
         const tc_node *ps = tc_get(f, "param");
         for (size_t j = 0; ps && j < ps->nitems; j++)
             if ((st = tc_want(ps->items[j], "name", TC_STRING, &n, err)) ||
-                (st = check_table(ps->items[j], rg_ks_param, err)))
+                (st = check_table(ps->items[j], reg_ks_param, err)))
                 return st;
         const tc_node *pts = tc_get(f, "point");
         for (size_t j = 0; pts && j < pts->nitems; j++)
@@ -261,7 +261,7 @@ static nx_status check_kf(const tc_node *root, nx_err *err)
                 return st;
         const tc_node *ev = tc_get(f, "evidence");
         for (size_t j = 0; ev && j < ev->nitems; j++)
-            if ((st = check_table(ev->items[j], rg_ks_evidence, err)))
+            if ((st = check_table(ev->items[j], reg_ks_evidence, err)))
                 return st;
     }
     return NX_OK;
@@ -269,7 +269,7 @@ static nx_status check_kf(const tc_node *root, nx_err *err)
 
 static nx_status check_hw(const tc_node *root, nx_err *err)
 {
-    nx_status st = check_table(root, rg_ks_hw_root, err);
+    nx_status st = check_table(root, reg_ks_hw_root, err);
     const tc_node *d = tc_get(root, "defaults");
     if (!st && d)
         st = check_scalars(d, err);
@@ -278,10 +278,10 @@ static nx_status check_hw(const tc_node *root, nx_err *err)
 
 static nx_status check_dev(const tc_node *root, nx_err *err)
 {
-    nx_status st = check_table(root, rg_ks_dev_root, err);
+    nx_status st = check_table(root, reg_ks_dev_root, err);
     const tc_node *ds = tc_get(root, "device");
     for (size_t i = 0; !st && ds && i < ds->nitems; i++)
-        st = check_table(ds->items[i], rg_ks_device, err);
+        st = check_table(ds->items[i], reg_ks_device, err);
     return st;
 }
 
@@ -290,7 +290,7 @@ static nx_status check_dev(const tc_node *root, nx_err *err)
 /* r->cls is in strcmp order (reg_load adds the class folders sorted): a
  * binary search, so that parent walks over thousands of classes stay
  * cheap. */
-int rg_class_find(const reg_registry *r, const char *name)
+int reg_class_find(const reg_registry *r, const char *name)
 {
     size_t lo = 0, hi = r->ncls;
     while (lo < hi) {
@@ -391,7 +391,7 @@ nx_status reg_load(const char *dir, reg_registry **out, nx_err *err)
     }
     closedir(d);
     if (!st && nnames)
-        qsort(names, nnames, sizeof *names, cmp_str); /* rg_class_find's binary search relies on it */
+        qsort(names, nnames, sizeof *names, cmp_str); /* reg_class_find's binary search relies on it */
     for (size_t i = 0; !st && i < nnames; i++) {
         char *cdir = path_join(r->dir, names[i]);
         char *hw = cdir ? path_join(cdir, "HARDWARE.toml") : NULL;
@@ -408,7 +408,7 @@ nx_status reg_load(const char *dir, reg_registry **out, nx_err *err)
             free(kf);
             continue;
         }
-        rg_class *c = realloc(r->cls, (r->ncls + 1) * sizeof *c);
+        reg_class *c = realloc(r->cls, (r->ncls + 1) * sizeof *c);
         if (!c) {
             free(hw);
             free(kf);
@@ -443,7 +443,7 @@ nx_status reg_load(const char *dir, reg_registry **out, nx_err *err)
     for (size_t i = 0; !st && i < r->ncls; i++) {
         const tc_node *p = r->cls[i].hw ? tc_get(r->cls[i].hw, "parent") : NULL;
         r->cls[i].parent_node = p;
-        r->cls[i].parent = p ? rg_class_find(r, p->str) : -1;
+        r->cls[i].parent = p ? reg_class_find(r, p->str) : -1;
     }
     if (st) {
         reg_free(r);
@@ -465,7 +465,7 @@ const char *reg_class_name(const reg_registry *r, size_t i)
 
 const char *reg_class_parent(const reg_registry *r, const char *class_name)
 {
-    int c = rg_class_find(r, class_name);
+    int c = reg_class_find(r, class_name);
     if (c < 0 || !r->cls[c].parent_node)
         return NULL;
     return r->cls[c].parent_node->str;
@@ -473,7 +473,7 @@ const char *reg_class_parent(const reg_registry *r, const char *class_name)
 
 /* ---- views ------------------------------------------------------------ */
 
-const tc_node *rv_kvs_get(const rv_kvs *k, const char *key)
+const tc_node *reg_kvs_get(const reg_kvs *k, const char *key)
 {
     for (size_t i = 0; i < k->n; i++)
         if (strcmp(k->v[i].key, key) == 0)
@@ -481,14 +481,14 @@ const tc_node *rv_kvs_get(const rv_kvs *k, const char *key)
     return NULL;
 }
 
-static nx_status kvs_set(rv_kvs *k, const char *key, const tc_node *n, nx_err *err)
+static nx_status kvs_set(reg_kvs *k, const char *key, const tc_node *n, nx_err *err)
 {
     for (size_t i = 0; i < k->n; i++)
         if (strcmp(k->v[i].key, key) == 0) {
             k->v[i].n = n;
             return NX_OK;
         }
-    rv_kv *v = realloc(k->v, (k->n + 1) * sizeof *v);
+    reg_kv *v = realloc(k->v, (k->n + 1) * sizeof *v);
     if (!v)
         return oom(err);
     k->v = v;
@@ -499,7 +499,7 @@ static nx_status kvs_set(rv_kvs *k, const char *key, const tc_node *n, nx_err *e
 }
 
 /* Every key of table t into k (later values replace earlier ones). */
-static nx_status kvs_merge(rv_kvs *k, const tc_node *t, nx_err *err)
+static nx_status kvs_merge(reg_kvs *k, const tc_node *t, nx_err *err)
 {
     for (size_t i = 0; t && i < t->nitems; i++) {
         nx_status st = kvs_set(k, t->items[i]->key, t->items[i], err);
@@ -520,7 +520,7 @@ static nx_status push_node(const tc_node ***arr, size_t *n, const tc_node *x, nx
     return NX_OK;
 }
 
-rv_family *rv_family_find(const rv_view *v, const char *id)
+reg_vfamily *reg_vfamily_find(const reg_view *v, const char *id)
 {
     for (size_t i = 0; i < v->nfams; i++)
         if (strcmp(v->fams[i].id, id) == 0)
@@ -528,7 +528,7 @@ rv_family *rv_family_find(const rv_view *v, const char *id)
     return NULL;
 }
 
-rv_point *rv_point_find(const rv_family *f, const char *id)
+reg_vpoint *reg_vpoint_find(const reg_vfamily *f, const char *id)
 {
     for (size_t i = 0; i < f->npoints; i++)
         if (strcmp(f->points[i].id, id) == 0)
@@ -536,7 +536,7 @@ rv_point *rv_point_find(const rv_family *f, const char *id)
     return NULL;
 }
 
-rv_param *rv_param_find(const rv_family *f, const char *name)
+reg_vparam *reg_vparam_find(const reg_vfamily *f, const char *name)
 {
     for (size_t i = 0; i < f->nparams; i++)
         if (strcmp(f->params[i].name, name) == 0)
@@ -544,7 +544,7 @@ rv_param *rv_param_find(const rv_family *f, const char *name)
     return NULL;
 }
 
-int rv_is_shape_dim(const rv_family *f, const char *name)
+int reg_is_shape_dim(const reg_vfamily *f, const char *name)
 {
     const tc_node *s = f->f[RV_F_SHAPE];
     for (size_t i = 0; s && i < s->nitems; i++)
@@ -559,14 +559,14 @@ int rv_is_shape_dim(const rv_family *f, const char *name)
  * RV_MAP_FAMILY and its index as value; a point's has its family's index
  * as key and its own index in the family as value. */
 #define RV_MAP_FAMILY ((size_t)-1)
-typedef struct rv_map_entry {
+typedef struct reg_vmap_entry {
     const char *id; /* NULL: empty */
     size_t key, val;
-} rv_map_entry;
-typedef struct rv_map {
-    rv_map_entry *e;
+} reg_vmap_entry;
+typedef struct reg_vmap {
+    reg_vmap_entry *e;
     size_t cap, n; /* cap: a power of two, kept at least twice n */
-} rv_map;
+} reg_vmap;
 
 static size_t map_hash(const char *id, size_t key)
 {
@@ -577,23 +577,23 @@ static size_t map_hash(const char *id, size_t key)
 }
 
 /* The entry of (key, id), or the empty slot where it goes. */
-static rv_map_entry *map_slot(const rv_map *m, const char *id, size_t key)
+static reg_vmap_entry *map_slot(const reg_vmap *m, const char *id, size_t key)
 {
     for (size_t i = map_hash(id, key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
-        rv_map_entry *e = &m->e[i];
+        reg_vmap_entry *e = &m->e[i];
         if (!e->id || (e->key == key && strcmp(e->id, id) == 0))
             return e;
     }
 }
 
-static nx_status map_put(rv_map *m, const char *id, size_t key, size_t val, nx_err *err)
+static nx_status map_put(reg_vmap *m, const char *id, size_t key, size_t val, nx_err *err)
 {
     if (2 * (m->n + 1) > m->cap) {
         size_t cap = m->cap ? m->cap * 2 : 64;
-        rv_map_entry *e = calloc(cap, sizeof *e);
+        reg_vmap_entry *e = calloc(cap, sizeof *e);
         if (!e)
             return oom(err);
-        rv_map old = *m;
+        reg_vmap old = *m;
         m->e = e;
         m->cap = cap;
         for (size_t i = 0; i < old.cap; i++)
@@ -601,18 +601,18 @@ static nx_status map_put(rv_map *m, const char *id, size_t key, size_t val, nx_e
                 *map_slot(m, old.e[i].id, old.e[i].key) = old.e[i];
         free(old.e);
     }
-    rv_map_entry *e = map_slot(m, id, key);
+    reg_vmap_entry *e = map_slot(m, id, key);
     if (!e->id)
         m->n++;
-    *e = (rv_map_entry){id, key, val};
+    *e = (reg_vmap_entry){id, key, val};
     return NX_OK;
 }
 
-static const rv_map_entry *map_get(const rv_map *m, const char *id, size_t key)
+static const reg_vmap_entry *map_get(const reg_vmap *m, const char *id, size_t key)
 {
     if (!m->cap)
         return NULL;
-    const rv_map_entry *e = map_slot(m, id, key);
+    const reg_vmap_entry *e = map_slot(m, id, key);
     return e->id ? e : NULL;
 }
 
@@ -629,11 +629,11 @@ static int grow(void **arr, size_t n, size_t size)
     return 1;
 }
 
-static nx_status apply_point(rv_family *f, size_t fi, rv_map *m, const tc_node *pn, nx_err *err)
+static nx_status apply_point(reg_vfamily *f, size_t fi, reg_vmap *m, const tc_node *pn, nx_err *err)
 {
     const char *id = tc_get(pn, "id")->str;
-    const rv_map_entry *me = map_get(m, id, fi);
-    rv_point *p = me ? &f->points[me->val] : NULL;
+    const reg_vmap_entry *me = map_get(m, id, fi);
+    reg_vpoint *p = me ? &f->points[me->val] : NULL;
     if (!p) {
         if (!grow((void **)&f->points, f->npoints, sizeof *f->points))
             return oom(err);
@@ -665,12 +665,12 @@ static nx_status apply_point(rv_family *f, size_t fi, rv_map *m, const tc_node *
     return NX_OK;
 }
 
-static nx_status apply_family(rv_view *v, rv_map *m, const tc_node *fn, nx_err *err)
+static nx_status apply_family(reg_view *v, reg_vmap *m, const tc_node *fn, nx_err *err)
 {
     const char *id = tc_get(fn, "id")->str;
-    const rv_map_entry *me = map_get(m, id, RV_MAP_FAMILY);
+    const reg_vmap_entry *me = map_get(m, id, RV_MAP_FAMILY);
     size_t fi = me ? me->val : v->nfams;
-    rv_family *f = me ? &v->fams[fi] : NULL;
+    reg_vfamily *f = me ? &v->fams[fi] : NULL;
     if (!f) {
         if (!grow((void **)&v->fams, v->nfams, sizeof *v->fams))
             return oom(err);
@@ -685,7 +685,7 @@ static nx_status apply_family(rv_view *v, rv_map *m, const tc_node *fn, nx_err *
     if (st)
         return st;
     for (int i = 0; i < RV_NFF; i++) {
-        const tc_node *n = tc_get(fn, rv_family_field_names[i]);
+        const tc_node *n = tc_get(fn, reg_vfamily_field_names[i]);
         if (n)
             f->f[i] = n;
     }
@@ -693,9 +693,9 @@ static nx_status apply_family(rv_view *v, rv_map *m, const tc_node *fn, nx_err *
     for (size_t i = 0; ps && i < ps->nitems; i++) {
         const tc_node *pn = ps->items[i];
         const char *name = tc_get(pn, "name")->str;
-        rv_param *p = rv_param_find(f, name);
+        reg_vparam *p = reg_vparam_find(f, name);
         if (!p) {
-            rv_param *np = realloc(f->params, (f->nparams + 1) * sizeof *np);
+            reg_vparam *np = realloc(f->params, (f->nparams + 1) * sizeof *np);
             if (!np)
                 return oom(err);
             f->params = np;
@@ -723,12 +723,12 @@ static nx_status apply_family(rv_view *v, rv_map *m, const tc_node *fn, nx_err *
     return NX_OK;
 }
 
-void rv_free(rv_view *v)
+void reg_view_free(reg_view *v)
 {
     for (size_t i = 0; i < v->nfams; i++) {
-        rv_family *f = &v->fams[i];
+        reg_vfamily *f = &v->fams[i];
         for (size_t j = 0; j < f->npoints; j++) {
-            rv_point *p = &f->points[j];
+            reg_vpoint *p = &f->points[j];
             free((void *)p->decls);
             free(p->params.v);
             free(p->numerics.v);
@@ -746,9 +746,9 @@ void rv_free(rv_view *v)
     memset(v, 0, sizeof *v);
 }
 
-nx_status rv_build(const reg_registry *r, size_t cls, int lenient, rv_view *v, nx_err *err)
+nx_status reg_view_build(const reg_registry *r, size_t cls, int lenient, reg_view *v, nx_err *err)
 {
-    rv_map m = {0};
+    reg_vmap m = {0};
     memset(v, 0, sizeof *v);
     v->cls = cls;
     v->chain = malloc((r->ncls + 1) * sizeof *v->chain);
@@ -767,7 +767,7 @@ nx_status rv_build(const reg_registry *r, size_t cls, int lenient, rv_view *v, n
     for (;;) {
         v->chain[v->nchain++] = c;
         on[c] = 1;
-        const rg_class *k = &r->cls[c];
+        const reg_class *k = &r->cls[c];
         if (k->parent_node && k->parent < 0) {
             if (!lenient) {
                 st = tc_errf(err, NX_EINVAL, k->parent_node, "class '%s': parent '%s' does not exist", k->name,
@@ -790,7 +790,7 @@ nx_status rv_build(const reg_registry *r, size_t cls, int lenient, rv_view *v, n
         c = (size_t)k->parent;
     }
     for (size_t i = v->nchain; i-- > 0;) {
-        const rg_class *k = &r->cls[v->chain[i]];
+        const reg_class *k = &r->cls[v->chain[i]];
         if (k->hw) {
             if ((st = kvs_merge(&v->defaults, tc_get(k->hw, "defaults"), err)))
                 goto fail;
@@ -810,13 +810,13 @@ nx_status rv_build(const reg_registry *r, size_t cls, int lenient, rv_view *v, n
 fail:
     free(m.e);
     free(on);
-    rv_free(v);
+    reg_view_free(v);
     return st;
 }
 
 /* ---- values and templates --------------------------------------------- */
 
-char *rg_scalar_text(const tc_node *n)
+char *reg_scalar_text(const tc_node *n)
 {
     char buf[64];
     switch (n->kind) {
@@ -834,7 +834,7 @@ char *rg_scalar_text(const tc_node *n)
     }
 }
 
-void rs_env_free(rs_env *e)
+void reg_env_free(reg_env *e)
 {
     for (size_t i = 0; i < e->n; i++) {
         free(e->v[i].value);
@@ -844,7 +844,7 @@ void rs_env_free(rs_env *e)
     memset(e, 0, sizeof *e);
 }
 
-const rs_val *rs_env_get(const rs_env *e, const char *name)
+const reg_env_val *reg_env_get(const reg_env *e, const char *name)
 {
     for (size_t i = 0; i < e->n; i++)
         if (strcmp(e->v[i].name, name) == 0)
@@ -852,7 +852,7 @@ const rs_val *rs_env_get(const rs_env *e, const char *name)
     return NULL;
 }
 
-static nx_status env_set(rs_env *e, const char *name, char *value, const tc_node *origin, const char *source,
+static nx_status env_set(reg_env *e, const char *name, char *value, const tc_node *origin, const char *source,
                          nx_err *err)
 {
     if (!value)
@@ -865,7 +865,7 @@ static nx_status env_set(rs_env *e, const char *name, char *value, const tc_node
             e->v[i].source = source;
             return NX_OK;
         }
-    rs_val *v = realloc(e->v, (e->n + 1) * sizeof *v);
+    reg_env_val *v = realloc(e->v, (e->n + 1) * sizeof *v);
     if (!v) {
         free(value);
         return oom(err);
@@ -880,25 +880,25 @@ static nx_status env_set(rs_env *e, const char *name, char *value, const tc_node
     return NX_OK;
 }
 
-nx_status rs_env_build(const rv_view *v, const rv_family *f, const rv_point *p, rs_env *env, nx_err *err)
+nx_status reg_env_build(const reg_view *v, const reg_vfamily *f, const reg_vpoint *p, reg_env *env, nx_err *err)
 {
     memset(env, 0, sizeof *env);
     nx_status st = NX_OK;
     for (size_t i = 0; !st && i < f->nparams; i++) {
-        const rv_param *pa = &f->params[i];
+        const reg_vparam *pa = &f->params[i];
         const tc_node *n;
-        if ((n = rv_kvs_get(&p->params, pa->name)))
-            st = env_set(env, pa->name, rg_scalar_text(n), n, "point", err);
+        if ((n = reg_kvs_get(&p->params, pa->name)))
+            st = env_set(env, pa->name, reg_scalar_text(n), n, "point", err);
         else if (pa->def)
-            st = env_set(env, pa->name, rg_scalar_text(pa->def), pa->def, "family default", err);
-        else if ((n = rv_kvs_get(&v->defaults, pa->name)))
-            st = env_set(env, pa->name, rg_scalar_text(n), n, "class default", err);
+            st = env_set(env, pa->name, reg_scalar_text(pa->def), pa->def, "family default", err);
+        else if ((n = reg_kvs_get(&v->defaults, pa->name)))
+            st = env_set(env, pa->name, reg_scalar_text(n), n, "class default", err);
     }
     for (size_t i = 0; !st && i < p->params.n; i++)
-        if (!rv_param_find(f, p->params.v[i].key))
-            st = env_set(env, p->params.v[i].key, rg_scalar_text(p->params.v[i].n), p->params.v[i].n, "point", err);
+        if (!reg_vparam_find(f, p->params.v[i].key))
+            st = env_set(env, p->params.v[i].key, reg_scalar_text(p->params.v[i].n), p->params.v[i].n, "point", err);
     if (st)
-        rs_env_free(env);
+        reg_env_free(env);
     return st;
 }
 
@@ -934,7 +934,7 @@ static nx_status tmpl_malformed(const char *s, const char *p, nx_err *err)
     return nx_err_set(err, NX_EINVAL, "malformed template at offset %zu: '{' must open {name}", (size_t)(p - s));
 }
 
-nx_status rg_tmpl_scan(const char *s, rg_tmpl_cb cb, void *ctx, nx_err *err)
+nx_status reg_tmpl_scan(const char *s, reg_tmpl_cb cb, void *ctx, nx_err *err)
 {
     for (const char *p = s; *p;) {
         if (*p == '}')
@@ -973,7 +973,7 @@ static void copy_free(tc_node *n)
 }
 
 /* The text s of string node at with every {name} replaced; *out malloc'd. */
-static nx_status fill_text(const tc_node *at, const char *s, const rs_env *env, const char *placeholder, char **out,
+static nx_status fill_text(const tc_node *at, const char *s, const reg_env *env, const char *placeholder, char **out,
                            nx_err *err)
 {
     nx_sbuf b = {0};
@@ -995,7 +995,7 @@ static nx_status fill_text(const tc_node *at, const char *s, const rs_env *env, 
         }
         memcpy(name, p + 1, len);
         name[len] = 0;
-        const rs_val *v = rs_env_get(env, name);
+        const reg_env_val *v = reg_env_get(env, name);
         if (!v && !placeholder) {
             free(nx_sbuf_take(&b));
             return tc_errf(err, NX_EINVAL, at,
@@ -1012,7 +1012,7 @@ static nx_status fill_text(const tc_node *at, const char *s, const rs_env *env, 
     return *out ? NX_OK : oom(err);
 }
 
-static tc_node *copy_fill(const tc_node *n, const rs_env *env, const char *placeholder, nx_status *st, nx_err *err)
+static tc_node *copy_fill(const tc_node *n, const reg_env *env, const char *placeholder, nx_status *st, nx_err *err)
 {
     tc_node *c = calloc(1, sizeof *c);
     if (!c) {
@@ -1060,7 +1060,7 @@ static tc_node *copy_fill(const tc_node *n, const rs_env *env, const char *place
     return c;
 }
 
-nx_status rg_point_from_table(const tc_node *table, const rs_env *env, const char *placeholder, nx_point *pt,
+nx_status reg_point_from_table(const tc_node *table, const reg_env *env, const char *placeholder, nx_point *pt,
                               nx_err *err)
 {
     nx_status st = NX_OK;
@@ -1100,19 +1100,19 @@ nx_status rg_point_from_table(const tc_node *table, const rs_env *env, const cha
 
 /* ---- resolution ------------------------------------------------------- */
 
-int rs_kind_hashed(const rv_family *f, const char *name)
+int reg_kind_hashed(const reg_vfamily *f, const char *name)
 {
-    const rv_param *p = rv_param_find(f, name);
+    const reg_vparam *p = reg_vparam_find(f, name);
     if (!p || !p->kind || p->kind->kind != TC_STRING)
         return 1;
     return strcmp(p->kind->str, "runtime") != 0 && strcmp(p->kind->str, "compile") != 0;
 }
 
-void rs_free(rs_result *res)
+void reg_resolved_free(reg_resolved *res)
 {
     fam_spec_free(&res->spec);
-    rs_env_free(&res->env);
-    rv_free(&res->view);
+    reg_env_free(&res->env);
+    reg_view_free(&res->view);
     free(res->canon);
     memset(res, 0, sizeof *res);
 }
@@ -1123,7 +1123,7 @@ static void list_names(nx_sbuf *b, const char *const *names, size_t n)
         nx_sbuf_printf(b, "%s%s", i ? ", " : "", names[i]);
 }
 
-static nx_status parse_shape(const rv_family *f, const char *shape, rs_env *env, nx_err *err)
+static nx_status parse_shape(const reg_vfamily *f, const char *shape, reg_env *env, nx_err *err)
 {
     if (!shape || !*shape)
         return NX_OK;
@@ -1154,7 +1154,7 @@ static nx_status parse_shape(const rv_family *f, const char *shape, rs_env *env,
             st = nx_err_set(err, NX_EINVAL, "--shape: '%s=%s' is not NAME=INTEGER (a non-negative integer)", tok, val);
             break;
         }
-        if (f->f[RV_F_SHAPE] && !rv_is_shape_dim(f, tok)) {
+        if (f->f[RV_F_SHAPE] && !reg_is_shape_dim(f, tok)) {
             nx_sbuf b = {0};
             const tc_node *s = f->f[RV_F_SHAPE];
             for (size_t i = 0; i < s->nitems; i++)
@@ -1187,13 +1187,13 @@ static nx_status parse_shape(const rv_family *f, const char *shape, rs_env *env,
             if (strcmp(s->items[i]->str, tok) == 0)
                 name = s->items[i]->str;
         if (!name) {
-            const rs_val *existing = rs_env_get(env, tok);
+            const reg_env_val *existing = reg_env_get(env, tok);
             if (existing) {
                 name = existing->name;
             } else {
                 if ((st = env_set(env, tok, xstrdup(buf), NULL, "shape", err)))
                     break;
-                rs_val *last = &env->v[env->n - 1];
+                reg_env_val *last = &env->v[env->n - 1];
                 if (!(last->own = xstrdup(tok))) {
                     st = oom(err);
                     break;
@@ -1238,7 +1238,7 @@ static char *hex_sha256(const char *text)
  * after filling), then the elementwise functions that are not cr, then the
  * values of the params that can change bits (numerics, policy, undeclared).
  * cr is the default of every elementwise function, so it is left out. */
-static char *canonical_text(const rs_result *res)
+static char *canonical_text(const reg_resolved *res)
 {
     const fam_spec *s = &res->spec;
     nx_sbuf b = {0};
@@ -1269,13 +1269,13 @@ static char *canonical_text(const rs_result *res)
     }
     size_t np = 0;
     for (size_t i = 0; i < res->env.n; i++) {
-        const rs_val *v = &res->env.v[i];
-        if (strcmp(v->source, "shape") != 0 && rs_kind_hashed(res->fam, v->name))
+        const reg_env_val *v = &res->env.v[i];
+        if (strcmp(v->source, "shape") != 0 && reg_kind_hashed(res->fam, v->name))
             tmp[np++] = (keyed){v->name, v};
     }
     qsort(tmp, np, sizeof *tmp, cmp_keyed);
     for (size_t i = 0; i < np; i++) {
-        const rs_val *v = tmp[i].p;
+        const reg_env_val *v = tmp[i].p;
         nx_sbuf_printf(&b, "param %s %s\n", v->name, v->value);
     }
     free(tmp);
@@ -1311,8 +1311,8 @@ static nx_status unknown_class(const reg_registry *r, const char *name, nx_err *
 
 /* Finds family and point in a built view, with messages that list what
  * exists. */
-static nx_status find_fp(const reg_registry *r, const rv_view *v, const char *family_point, rv_family **fo,
-                         rv_point **po, nx_err *err)
+static nx_status find_fp(const reg_registry *r, const reg_view *v, const char *family_point, reg_vfamily **fo,
+                         reg_vpoint **po, nx_err *err)
 {
     char *fam;
     const char *pid = NULL;
@@ -1320,7 +1320,7 @@ static nx_status find_fp(const reg_registry *r, const rv_view *v, const char *fa
     if (st)
         return st;
     const char *cname = r->cls[v->cls].name;
-    rv_family *f = rv_family_find(v, fam);
+    reg_vfamily *f = reg_vfamily_find(v, fam);
     if (!f) {
         const char **names = malloc((v->nfams + 1) * sizeof *names);
         nx_sbuf b = {0};
@@ -1337,7 +1337,7 @@ static nx_status find_fp(const reg_registry *r, const rv_view *v, const char *fa
         free(fam);
         return st;
     }
-    rv_point *p = rv_point_find(f, pid);
+    reg_vpoint *p = reg_vpoint_find(f, pid);
     if (!p) {
         nx_sbuf b = {0};
         for (size_t i = 0; i < f->npoints; i++)
@@ -1366,23 +1366,23 @@ static nx_status number_of(const tc_node *n, double *out)
     return NX_OK;
 }
 
-nx_status rs_resolve(const reg_registry *r, const char *class_name, const char *family_point, const char *shape,
-                     rs_result *res, nx_err *err)
+nx_status reg_resolve_spec(const reg_registry *r, const char *class_name, const char *family_point, const char *shape,
+                     reg_resolved *res, nx_err *err)
 {
     memset(res, 0, sizeof *res);
-    int c = rg_class_find(r, class_name);
+    int c = reg_class_find(r, class_name);
     if (c < 0)
         return unknown_class(r, class_name, err);
-    nx_status st = rv_build(r, (size_t)c, 0, &res->view, err);
+    nx_status st = reg_view_build(r, (size_t)c, 0, &res->view, err);
     if (st)
         return st;
-    rv_family *f;
-    rv_point *p;
+    reg_vfamily *f;
+    reg_vpoint *p;
     if ((st = find_fp(r, &res->view, family_point, &f, &p, err)))
         goto fail;
     res->fam = f;
     res->pt = p;
-    if ((st = rs_env_build(&res->view, f, p, &res->env, err)) || (st = parse_shape(f, shape, &res->env, err)))
+    if ((st = reg_env_build(&res->view, f, p, &res->env, err)) || (st = parse_shape(f, shape, &res->env, err)))
         goto fail;
     fam_spec *s = &res->spec;
     s->family = xstrdup(f->id);
@@ -1405,7 +1405,7 @@ nx_status rs_resolve(const reg_registry *r, const char *class_name, const char *
     for (size_t i = 0; i < p->numerics.n; i++) {
         const tc_node *t = p->numerics.v[i].n;
         nx_point pt;
-        if ((st = rg_point_from_table(t, &res->env, NULL, &pt, err))) {
+        if ((st = reg_point_from_table(t, &res->env, NULL, &pt, err))) {
             /* Say which dimension to give when a shape template is empty. */
             goto fail;
         }
@@ -1465,7 +1465,7 @@ nx_status rs_resolve(const reg_registry *r, const char *class_name, const char *
     }
     return NX_OK;
 fail:
-    rs_free(res);
+    reg_resolved_free(res);
     return st;
 }
 
@@ -1473,13 +1473,13 @@ nx_status reg_resolve(const reg_registry *r, const char *class_name, const char 
                       fam_spec *out, nx_err *err)
 {
     memset(out, 0, sizeof *out);
-    rs_result res;
-    nx_status st = rs_resolve(r, class_name, family_point, shape, &res, err);
+    reg_resolved res;
+    nx_status st = reg_resolve_spec(r, class_name, family_point, shape, &res, err);
     if (st)
         return st;
     *out = res.spec;
     memset(&res.spec, 0, sizeof res.spec);
-    rs_free(&res);
+    reg_resolved_free(&res);
     return NX_OK;
 }
 
@@ -1508,13 +1508,13 @@ static nx_status push_str(char ***v, size_t *n, char *s, nx_err *err)
 }
 
 /* The view of the registry from class_name (its chain resolved); *c is the
- * class's index.  The caller frees the view with rv_free. */
-static nx_status class_view(const reg_registry *r, const char *class_name, int *c, rv_view *v, nx_err *err)
+ * class's index.  The caller frees the view with reg_view_free. */
+static nx_status class_view(const reg_registry *r, const char *class_name, int *c, reg_view *v, nx_err *err)
 {
-    *c = rg_class_find(r, class_name);
+    *c = reg_class_find(r, class_name);
     if (*c < 0)
         return unknown_class(r, class_name, err);
-    return rv_build(r, (size_t)*c, 0, v, err);
+    return reg_view_build(r, (size_t)*c, 0, v, err);
 }
 
 nx_status reg_list_points(const reg_registry *r, const char *class_name, char ***ids, size_t *count, nx_err *err)
@@ -1522,7 +1522,7 @@ nx_status reg_list_points(const reg_registry *r, const char *class_name, char **
     *ids = NULL;
     *count = 0;
     int c;
-    rv_view v;
+    reg_view v;
     nx_status st = class_view(r, class_name, &c, &v, err);
     if (st)
         return st;
@@ -1534,7 +1534,7 @@ nx_status reg_list_points(const reg_registry *r, const char *class_name, char **
             nx_sbuf_printf(&b, "%s.%s", v.fams[i].id, v.fams[i].points[j].id);
             st = push_str(&out, &n, nx_sbuf_take(&b), err);
         }
-    rv_free(&v);
+    reg_view_free(&v);
     if (st) {
         free_strs(out, n);
         return st;
@@ -1551,7 +1551,7 @@ nx_status reg_list_sources(const reg_registry *r, const char *class_name, char *
     *srcs = NULL;
     *count = 0;
     int c;
-    rv_view v;
+    reg_view v;
     nx_status st = class_view(r, class_name, &c, &v, err);
     if (st)
         return st;
@@ -1564,13 +1564,13 @@ nx_status reg_list_sources(const reg_registry *r, const char *class_name, char *
         st = oom(err);
     for (size_t i = 0; !st && i < v.nfams; i++)
         for (size_t j = 0; !st && j < v.fams[i].npoints; j++) {
-            const rv_point *p = &v.fams[i].points[j];
+            const reg_vpoint *p = &v.fams[i].points[j];
             nx_sbuf a = {0}, b = {0};
             nx_sbuf_printf(&a, "%s.%s", v.fams[i].id, p->id);
             for (size_t k = 0; k < p->ndecls; k++) {
                 if (k)
                     nx_sbuf_printf(&b, ", overridden ");
-                rg_put_loc(&b, p->decls[k]);
+                reg_put_loc(&b, p->decls[k]);
             }
             if (!p->ndecls)
                 nx_sbuf_put(&b, "", 0);
@@ -1580,7 +1580,7 @@ nx_status reg_list_sources(const reg_registry *r, const char *class_name, char *
             if (!oi[n - 1] || !os[n - 1])
                 st = oom(err);
         }
-    rv_free(&v);
+    reg_view_free(&v);
     if (st) {
         for (size_t i = 0; oi && os && i < n; i++) {
             free(oi[i]);
@@ -1602,21 +1602,21 @@ nx_status reg_point_sources(const reg_registry *r, const char *class_name, const
     *srcs = NULL;
     *count = 0;
     int c;
-    rv_view v;
+    reg_view v;
     nx_status st = class_view(r, class_name, &c, &v, err);
     if (st)
         return st;
-    rv_family *f;
-    rv_point *p;
+    reg_vfamily *f;
+    reg_vpoint *p;
     char **out = NULL;
     size_t n = 0;
     if (!(st = find_fp(r, &v, family_point, &f, &p, err)))
         for (size_t i = 0; !st && i < p->ndecls; i++) {
             nx_sbuf b = {0};
-            rg_put_loc(&b, p->decls[i]);
+            reg_put_loc(&b, p->decls[i]);
             st = push_str(&out, &n, nx_sbuf_take(&b), err);
         }
-    rv_free(&v);
+    reg_view_free(&v);
     if (st) {
         free_strs(out, n);
         return st;
@@ -1635,7 +1635,7 @@ static void put_int_array(nx_sbuf *b, const tc_node *a)
 }
 
 /* The evidence entries of a point that count at class c (their class is c). */
-static nx_status evidence_lines(const reg_registry *r, const rv_family *f, const rv_point *p, size_t c, char ***items,
+static nx_status evidence_lines(const reg_registry *r, const reg_vfamily *f, const reg_vpoint *p, size_t c, char ***items,
                                 size_t *count, nx_err *err)
 {
     nx_status st = NX_OK;
@@ -1649,7 +1649,7 @@ static nx_status evidence_lines(const reg_registry *r, const rv_family *f, const
         nx_sbuf_printf(&b, "rows ");
         put_int_array(&b, rows);
         nx_sbuf_printf(&b, ", measurement %s (", m ? m->str : "-");
-        rg_put_loc(&b, e);
+        reg_put_loc(&b, e);
         nx_sbuf_printf(&b, ")");
         st = push_str(items, count, nx_sbuf_take(&b), err);
     }
@@ -1662,15 +1662,15 @@ nx_status reg_evidence(const reg_registry *r, const char *class_name, const char
     *items = NULL;
     *count = 0;
     int c;
-    rv_view v;
+    reg_view v;
     nx_status st = class_view(r, class_name, &c, &v, err);
     if (st)
         return st;
-    rv_family *f;
-    rv_point *p;
+    reg_vfamily *f;
+    reg_vpoint *p;
     if (!(st = find_fp(r, &v, family_point, &f, &p, err)))
         st = evidence_lines(r, f, p, (size_t)c, items, count, err);
-    rv_free(&v);
+    reg_view_free(&v);
     if (st) {
         free_strs(*items, *count);
         *items = NULL;
@@ -1689,8 +1689,8 @@ void reg_counts(const reg_registry *r, size_t *classes, size_t *families, size_t
     size_t nf = 0, np = 0;
     nx_err e;
     for (size_t c = 0; c < r->ncls; c++) {
-        rv_view v;
-        if (rv_build(r, c, 1, &v, &e))
+        reg_view v;
+        if (reg_view_build(r, c, 1, &v, &e))
             continue;
         for (size_t i = 0; i < v.nfams; i++) {
             int seen = 0;
@@ -1707,7 +1707,7 @@ void reg_counts(const reg_registry *r, size_t *classes, size_t *families, size_t
                     push_node(&pts, &np, d, &e);
             }
         }
-        rv_free(&v);
+        reg_view_free(&v);
     }
     *classes = r->ncls;
     *families = nf;
@@ -1718,7 +1718,7 @@ void reg_counts(const reg_registry *r, size_t *classes, size_t *families, size_t
 
 /* ---- show ------------------------------------------------------------- */
 
-static void put_chain(nx_sbuf *b, const reg_registry *r, const rv_view *v)
+static void put_chain(nx_sbuf *b, const reg_registry *r, const reg_view *v)
 {
     for (size_t i = 0; i < v->nchain; i++)
         nx_sbuf_printf(b, "%s%s", i ? " <- " : "", r->cls[v->chain[i]].name);
@@ -1749,7 +1749,7 @@ static void put_value(nx_sbuf *b, const tc_node *n)
         nx_sbuf_printf(b, " }");
         break;
     default: {
-        char *t = rg_scalar_text(n);
+        char *t = reg_scalar_text(n);
         nx_sbuf_printf(b, "%s", t ? t : "?");
         free(t);
     }
@@ -1761,7 +1761,7 @@ static void put_field(nx_sbuf *b, const char *name, const tc_node *n)
     nx_sbuf_printf(b, "  %-12s ", name);
     put_value(b, n);
     nx_sbuf_printf(b, "   ");
-    rg_put_loc(b, n);
+    reg_put_loc(b, n);
     nx_sbuf_printf(b, "\n");
 }
 
@@ -1784,12 +1784,12 @@ nx_status reg_show(const reg_registry *r, const char *class_name, const char *fa
                    char **text, nx_err *err)
 {
     *text = NULL;
-    rs_result res;
-    nx_status st = rs_resolve(r, class_name, family_point, shape, &res, err);
+    reg_resolved res;
+    nx_status st = reg_resolve_spec(r, class_name, family_point, shape, &res, err);
     if (st)
         return st;
-    const rv_family *f = res.fam;
-    const rv_point *p = res.pt;
+    const reg_vfamily *f = res.fam;
+    const reg_vpoint *p = res.pt;
     const fam_spec *s = &res.spec;
     nx_sbuf b = {0};
     nx_sbuf_printf(&b, "%s.%s at class %s (chain: ", f->id, p->id, class_name);
@@ -1799,17 +1799,17 @@ nx_status reg_show(const reg_registry *r, const char *class_name, const char *fa
     nx_sbuf_printf(&b, "family %s   declared", f->id);
     for (size_t i = 0; i < f->ndecls; i++) {
         nx_sbuf_printf(&b, "%s", i ? ", overridden " : " ");
-        rg_put_loc(&b, f->decls[i]);
+        reg_put_loc(&b, f->decls[i]);
     }
     nx_sbuf_printf(&b, "\n");
     for (int i = 0; i < RV_NFF; i++)
         if (f->f[i])
-            put_field(&b, rv_family_field_names[i], f->f[i]);
+            put_field(&b, reg_vfamily_field_names[i], f->f[i]);
 
     nx_sbuf_printf(&b, "point %s   declared", p->id);
     for (size_t i = 0; i < p->ndecls; i++) {
         nx_sbuf_printf(&b, "%s", i ? ", overridden " : " ");
-        rg_put_loc(&b, p->decls[i]);
+        reg_put_loc(&b, p->decls[i]);
     }
     nx_sbuf_printf(&b, "\n");
     if (p->desc)
@@ -1827,12 +1827,12 @@ nx_status reg_show(const reg_registry *r, const char *class_name, const char *fa
     if (res.env.n == 0)
         nx_sbuf_printf(&b, "  (none)\n");
     for (size_t i = 0; i < res.env.n; i++) {
-        const rs_val *v = &res.env.v[i];
-        const rv_param *pa = rv_param_find(f, v->name);
+        const reg_env_val *v = &res.env.v[i];
+        const reg_vparam *pa = reg_vparam_find(f, v->name);
         const char *kind = pa && pa->kind ? pa->kind->str : strcmp(v->source, "shape") == 0 ? "dim" : "undeclared";
         nx_sbuf_printf(&b, "  %-12s = %-14s %-9s %-15s ", v->name, v->value, kind, v->source);
         if (v->origin)
-            rg_put_loc(&b, v->origin);
+            reg_put_loc(&b, v->origin);
         else
             nx_sbuf_printf(&b, "--shape");
         nx_sbuf_printf(&b, "\n");
@@ -1840,9 +1840,9 @@ nx_status reg_show(const reg_registry *r, const char *class_name, const char *fa
 
     for (size_t i = 0; i < s->nreds; i++) {
         const fam_reduction *red = &s->reds[i];
-        const tc_node *t = rv_kvs_get(&p->numerics, red->name);
+        const tc_node *t = reg_kvs_get(&p->numerics, red->name);
         nx_sbuf_printf(&b, "numerics.%s   ", red->name);
-        rg_put_loc(&b, t);
+        reg_put_loc(&b, t);
         nx_sbuf_printf(&b, "\n");
         const tc_node *tr = t ? tc_get(t, "tree") : NULL;
         if (tr && tr->kind == TC_STRING)
@@ -1876,7 +1876,7 @@ nx_status reg_show(const reg_registry *r, const char *class_name, const char *fa
             nx_sbuf_printf(&b, "  %-12s cr   ", e->name);
         else
             nx_sbuf_printf(&b, "  %-12s approx %s, %g ulp   ", e->name, e->approx, e->ulp);
-        rg_put_loc(&b, rv_kvs_get(&p->elem, e->name));
+        reg_put_loc(&b, reg_kvs_get(&p->elem, e->name));
         nx_sbuf_printf(&b, "\n");
     }
 
@@ -1884,7 +1884,7 @@ nx_status reg_show(const reg_registry *r, const char *class_name, const char *fa
     put_tolerance(&b, &s->tol);
     if (p->tolerance) {
         nx_sbuf_printf(&b, "   ");
-        rg_put_loc(&b, p->tolerance);
+        reg_put_loc(&b, p->tolerance);
     } else {
         nx_sbuf_printf(&b, " declared (the bound derived from the tree applies)");
     }
@@ -1894,7 +1894,7 @@ nx_status reg_show(const reg_registry *r, const char *class_name, const char *fa
     size_t nev = 0;
     if ((st = evidence_lines(r, f, p, res.view.cls, &ev, &nev, err))) {
         free(nx_sbuf_take(&b));
-        rs_free(&res);
+        reg_resolved_free(&res);
         return st;
     }
     nx_sbuf_printf(&b, "evidence at %s: %zu\n", class_name, nev);
@@ -1903,7 +1903,7 @@ nx_status reg_show(const reg_registry *r, const char *class_name, const char *fa
     free_strs(ev, nev);
     nx_sbuf_printf(&b, "kernel:      %s\n", s->kernel ? s->kernel : "(none named)");
     nx_sbuf_printf(&b, "hash:        %s\n", s->hash);
-    rs_free(&res);
+    reg_resolved_free(&res);
     *text = nx_sbuf_take(&b);
     return *text ? NX_OK : oom(err);
 }

@@ -218,18 +218,18 @@ nx_status reg_compare(const reg_registry *r, const char *a, const char *b, const
         free(ca);
         return st;
     }
-    rs_result ra, rb;
-    st = rs_resolve(r, ca, fa, shape, &ra, err);
+    reg_resolved ra, rb;
+    st = reg_resolve_spec(r, ca, fa, shape, &ra, err);
     if (st) {
         nx_err_prefix(err, "%s", a);
         free(ca);
         free(cb);
         return st;
     }
-    st = rs_resolve(r, cb, fb, shape, &rb, err);
+    st = reg_resolve_spec(r, cb, fb, shape, &rb, err);
     if (st) {
         nx_err_prefix(err, "%s", b);
-        rs_free(&ra);
+        reg_resolved_free(&ra);
         free(ca);
         free(cb);
         return st;
@@ -298,13 +298,13 @@ nx_status reg_compare(const reg_registry *r, const char *a, const char *b, const
         }
         /* Params that change bits. */
         for (int pass = 0; pass < 2; pass++) {
-            const rs_result *s = pass ? &rb : &ra, *other = pass ? &ra : &rb;
+            const reg_resolved *s = pass ? &rb : &ra, *other = pass ? &ra : &rb;
             for (size_t i = 0; i < s->env.n; i++) {
-                const rs_val *v = &s->env.v[i];
-                if (!strcmp(v->source, "shape") || !rs_kind_hashed(s->fam, v->name))
+                const reg_env_val *v = &s->env.v[i];
+                if (!strcmp(v->source, "shape") || !reg_kind_hashed(s->fam, v->name))
                     continue;
-                const rs_val *w = rs_env_get(&other->env, v->name);
-                if (w && (!strcmp(w->source, "shape") || !rs_kind_hashed(other->fam, w->name)))
+                const reg_env_val *w = reg_env_get(&other->env, v->name);
+                if (w && (!strcmp(w->source, "shape") || !reg_kind_hashed(other->fam, w->name)))
                     w = NULL;
                 if (pass && w)
                     continue;
@@ -359,8 +359,8 @@ nx_status reg_compare(const reg_registry *r, const char *a, const char *b, const
         else
             nx_sbuf_printf(&o, "bits may differ: %zu difference%s\n", nd, nd == 1 ? "" : "s");
     }
-    rs_free(&ra);
-    rs_free(&rb);
+    reg_resolved_free(&ra);
+    reg_resolved_free(&rb);
     free(ca);
     free(cb);
     *text = nx_sbuf_take(&o);

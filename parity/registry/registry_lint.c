@@ -184,7 +184,7 @@ static size_t edit_distance(const char *a, const char *b)
     return d[la][lb];
 }
 
-static const char *suggest_ks(const rg_keyspec *ks, const char *key)
+static const char *suggest_ks(const reg_keyspec *ks, const char *key)
 {
     for (; ks->key; ks++)
         if (edit_distance(ks->key, key) <= 2)
@@ -200,11 +200,11 @@ static const char *suggest_list(const char *const *keys, const char *key)
     return NULL;
 }
 
-static void unknown_keys(lint *L, const tc_node *t, const rg_keyspec *ks, const char *where)
+static void unknown_keys(lint *L, const tc_node *t, const reg_keyspec *ks, const char *where)
 {
     for (size_t i = 0; t && i < t->nitems; i++) {
         const tc_node *n = t->items[i];
-        if (rg_ks_has(ks, n->key))
+        if (reg_ks_has(ks, n->key))
             continue;
         const char *s = suggest_ks(ks, n->key);
         if (s)
@@ -221,10 +221,10 @@ static int unknown_point_keys(lint *L, const tc_node *t, const char *where)
     for (size_t i = 0; i < t->nitems; i++) {
         const tc_node *n = t->items[i];
         int known = 0;
-        for (const char *const *k = rg_point_keys; *k; k++)
+        for (const char *const *k = reg_point_keys; *k; k++)
             known |= strcmp(*k, n->key) == 0;
         if (!known) {
-            const char *s = suggest_list(rg_point_keys, n->key);
+            const char *s = suggest_list(reg_point_keys, n->key);
             add_at(L, 1, n, "unknown key '%s' in numerics point %s%s%s%s", n->key, where, s ? " (did you mean '" : "",
                    s ? s : "", s ? "'?)" : "");
             bad = 1;
@@ -235,10 +235,10 @@ static int unknown_point_keys(lint *L, const tc_node *t, const char *where)
         for (size_t i = 0; i < a->nitems; i++) {
             const tc_node *n = a->items[i];
             int known = 0;
-            for (const char *const *k = rg_atom_keys; *k; k++)
+            for (const char *const *k = reg_atom_keys; *k; k++)
                 known |= strcmp(*k, n->key) == 0;
             if (!known) {
-                const char *s = suggest_list(rg_atom_keys, n->key);
+                const char *s = suggest_list(reg_atom_keys, n->key);
                 add_at(L, 1, n, "unknown key '%s' in atom of numerics point %s%s%s%s", n->key, where,
                        s ? " (did you mean '" : "", s ? s : "", s ? "'?)" : "");
                 bad = 1;
@@ -285,18 +285,18 @@ static void lint_devices(lint *L)
     const reg_registry *r = L->r;
     if (!r->dev)
         return;
-    unknown_keys(L, r->dev, rg_ks_dev_root, "DEVICES.toml");
+    unknown_keys(L, r->dev, reg_ks_dev_root, "DEVICES.toml");
     const tc_node *ds = tc_get(r->dev, "device");
     char buf[512];
     for (size_t i = 0; ds && i < ds->nitems; i++) {
         const tc_node *d = ds->items[i];
-        unknown_keys(L, d, rg_ks_device, "[[device]]");
+        unknown_keys(L, d, reg_ks_device, "[[device]]");
         const tc_node *sku = tc_get(d, "sku"), *c = tc_get(d, "class");
         if (!sku)
             add_at(L, 1, d, "[[device]] has no key 'sku'");
         if (!c)
             add_at(L, 1, d, "[[device]] has no key 'class'");
-        else if (rg_class_find(r, c->str) < 0)
+        else if (reg_class_find(r, c->str) < 0)
             add_at(L, 1, c, "device '%s': class '%s' does not exist (classes: %s)", sku ? sku->str : "?", c->str,
                    class_list(r, buf, sizeof buf));
         for (size_t j = 0; sku && j < i; j++) {
@@ -315,14 +315,14 @@ static void lint_devices(lint *L)
 static void lint_hw(lint *L, size_t ci)
 {
     const reg_registry *r = L->r;
-    const rg_class *c = &r->cls[ci];
+    const reg_class *c = &r->cls[ci];
     char buf[512];
     if (!c->hw) {
         add_file(L, 1, c->kf_path, 1, "class '%s' has a KERNEL_FAMILIES.toml but no HARDWARE.toml (expected %s)",
                  c->name, c->hw_path);
         return;
     }
-    unknown_keys(L, c->hw, rg_ks_hw_root, "HARDWARE.toml");
+    unknown_keys(L, c->hw, reg_ks_hw_root, "HARDWARE.toml");
     const tc_node *k = tc_get(c->hw, "class");
     if (!k)
         add_file(L, 1, c->hw_path, 1, "HARDWARE.toml has no key 'class' (it should say class = \"%s\")", c->name);
@@ -398,7 +398,7 @@ static void lint_point_file(lint *L, const tc_node *pn, const char *fid)
     const char *pid = tc_get(pn, "id")->str;
     char where[256];
     snprintf(where, sizeof where, "[[family.point]] '%s'", pid);
-    unknown_keys(L, pn, rg_ks_point, where);
+    unknown_keys(L, pn, reg_ks_point, where);
     const tc_node *how = tc_get(pn, "how");
     if (how && !in_list(hows, how->str))
         add_at(L, 1, how, "point '%s': how = \"%s\" (expected instantiation, copy or branch)", pid, how->str);
@@ -415,7 +415,7 @@ static void lint_point_file(lint *L, const tc_node *pn, const char *fid)
             continue;
         }
         snprintf(where, sizeof where, "elementwise '%s'", e->key);
-        unknown_keys(L, e, rg_ks_elem, where);
+        unknown_keys(L, e, reg_ks_elem, where);
         const tc_node *a = tc_get(e, "approx"), *u = tc_get(e, "ulp");
         if (!a)
             add_at(L, 1, e, "elementwise '%s': an approximation needs approx = \"NAME\"", e->key);
@@ -426,10 +426,10 @@ static void lint_point_file(lint *L, const tc_node *pn, const char *fid)
     }
     const tc_node *tol = tc_get(pn, "tolerance");
     if (tol) {
-        unknown_keys(L, tol, rg_ks_tolerance, "tolerance");
+        unknown_keys(L, tol, reg_ks_tolerance, "tolerance");
         int any = 0;
         for (size_t i = 0; i < tol->nitems; i++)
-            if (rg_ks_has(rg_ks_tolerance, tol->items[i]->key)) {
+            if (reg_ks_has(reg_ks_tolerance, tol->items[i]->key)) {
                 any = 1;
                 if (!(num(tol->items[i]) >= 0))
                     add_at(L, 1, tol->items[i], "tolerance %s must be >= 0", tol->items[i]->key);
@@ -455,7 +455,7 @@ static void lint_evidence(lint *L, const tc_node *e, size_t mc, const char *fid)
 {
     const reg_registry *r = L->r;
     char buf[512];
-    unknown_keys(L, e, rg_ks_evidence, "[[family.evidence]]");
+    unknown_keys(L, e, reg_ks_evidence, "[[family.evidence]]");
     const tc_node *c = tc_get(e, "class"), *p = tc_get(e, "point"), *m = tc_get(e, "measurement"),
                   *rows = tc_get(e, "rows");
     if (!c)
@@ -469,7 +469,7 @@ static void lint_evidence(lint *L, const tc_node *e, size_t mc, const char *fid)
             add_val(L, 1, rows->items[i], "evidence rows must be positive, found %lld", rows->items[i]->i);
     if (!c)
         return;
-    int ci = rg_class_find(r, c->str);
+    int ci = reg_class_find(r, c->str);
     if (ci < 0) {
         add_at(L, 1, c, "evidence names class '%s', which does not exist (classes: %s)", c->str,
                class_list(r, buf, sizeof buf));
@@ -482,14 +482,14 @@ static void lint_evidence(lint *L, const tc_node *e, size_t mc, const char *fid)
     }
     if (!p)
         return;
-    rv_view v;
+    reg_view v;
     nx_err err;
-    if (rv_build(r, (size_t)ci, 1, &v, &err)) {
+    if (reg_view_build(r, (size_t)ci, 1, &v, &err)) {
         L->oom = 1;
         return;
     }
-    const rv_family *f = rv_family_find(&v, fid);
-    if (f && !rv_point_find(f, p->str)) {
+    const reg_vfamily *f = reg_vfamily_find(&v, fid);
+    if (f && !reg_vpoint_find(f, p->str)) {
         char pts[512];
         size_t off = 0;
         pts[0] = 0;
@@ -498,7 +498,7 @@ static void lint_evidence(lint *L, const tc_node *e, size_t mc, const char *fid)
         add_at(L, 1, p, "evidence names point '%s', which family '%s' does not have at class '%s' (points: %s)",
                p->str, fid, c->str, pts);
     }
-    rv_free(&v);
+    reg_view_free(&v);
 }
 
 static void lint_rows(lint *L, const tc_node *rows)
@@ -573,10 +573,10 @@ static void dup_point(lint *L, const tc_node *pts, size_t j, size_t first, const
 
 static void lint_kf_file(lint *L, size_t ci)
 {
-    const rg_class *c = &L->r->cls[ci];
+    const reg_class *c = &L->r->cls[ci];
     if (!c->kf)
         return;
-    unknown_keys(L, c->kf, rg_ks_kf_root, "KERNEL_FAMILIES.toml");
+    unknown_keys(L, c->kf, reg_ks_kf_root, "KERNEL_FAMILIES.toml");
     const tc_node *fams = tc_get(c->kf, "family");
     char where[256];
     for (size_t i = 0; fams && i < fams->nitems; i++) {
@@ -586,10 +586,10 @@ static void lint_kf_file(lint *L, size_t ci)
         if (i == 0)
             find_dups(L, fams, "id", dup_family, NULL);
         snprintf(where, sizeof where, "[[family]] '%s'", fid);
-        unknown_keys(L, fn, rg_ks_family, where);
+        unknown_keys(L, fn, reg_ks_family, where);
         const tc_node *cu = tc_get(fn, "compute");
         if (cu) {
-            unknown_keys(L, cu, rg_ks_compute, "compute");
+            unknown_keys(L, cu, reg_ks_compute, "compute");
             const tc_node *u = tc_get(cu, "unit"), *a = tc_get(cu, "atom");
             if (!u)
                 add_at(L, 1, cu, "compute has no key 'unit' (tensor_core, cuda_core or memory)");
@@ -619,7 +619,7 @@ static void lint_kf_file(lint *L, size_t ci)
             const tc_node *pn = ps->items[j];
             const char *name = tc_get(pn, "name")->str;
             snprintf(where, sizeof where, "[[family.param]] '%s'", name);
-            unknown_keys(L, pn, rg_ks_param, where);
+            unknown_keys(L, pn, reg_ks_param, where);
             const tc_node *k = tc_get(pn, "kind");
             if (k && !in_list(kinds, k->str))
                 add_at(L, 1, k, "param '%s': kind = \"%s\" (expected runtime, compile, policy or numerics)", name, k->str);
@@ -645,10 +645,10 @@ static void lint_kf_file(lint *L, size_t ci)
 typedef struct tmpl_ctx {
     lint *L;
     const reg_registry *r;
-    const rv_view *v;
-    const rv_family *f;
-    const rv_point *p;
-    const rs_env *env;
+    const reg_view *v;
+    const reg_vfamily *f;
+    const reg_vpoint *p;
+    const reg_env *env;
     const tc_node *at; /* the string holding the template */
     const char *red;   /* the reduction */
     int bad;
@@ -658,8 +658,8 @@ static nx_status tmpl_check(const char *name, void *vctx, nx_err *err)
 {
     (void)err;
     tmpl_ctx *c = vctx;
-    const rv_param *pa = rv_param_find(c->f, name);
-    int dim = rv_is_shape_dim(c->f, name);
+    const reg_vparam *pa = reg_vparam_find(c->f, name);
+    int dim = reg_is_shape_dim(c->f, name);
     if (!pa && !dim) {
         if (first_time(c->L, c->at, name))
             add_val(c->L, 1, c->at,
@@ -678,7 +678,7 @@ static nx_status tmpl_check(const char *name, void *vctx, nx_err *err)
         c->bad = 1;
         return NX_OK;
     }
-    if (!dim && !rs_env_get(c->env, name)) {
+    if (!dim && !reg_env_get(c->env, name)) {
         if (first_time(c->L, c->at, name))
             add_val(c->L, 1, c->at,
                     "template {%s} in numerics '%s' of %s.%s has no value at class '%s' (not in the point's params, "
@@ -694,7 +694,7 @@ static void walk_templates(tmpl_ctx *c, const tc_node *n)
     if (n->kind == TC_STRING && strpbrk(n->str, "{}")) {
         nx_err e;
         c->at = n;
-        if (rg_tmpl_scan(n->str, tmpl_check, c, &e)) {
+        if (reg_tmpl_scan(n->str, tmpl_check, c, &e)) {
             add_val(c->L, 1, n, "key '%s': %s in \"%s\"", n->key ? n->key : "?", e.msg, n->str);
             c->bad = 1;
         }
@@ -713,7 +713,7 @@ static void chain_groups(lint *L, const nx_tree *t, const nx_atom *a, const tc_n
     chain_groups(L, t->c, a, at, where);
 }
 
-static int realised(const rv_view *v, const char *atom)
+static int realised(const reg_view *v, const char *atom)
 {
     for (size_t i = 0; i < v->natoms; i++)
         if (strcmp(v->atoms[i]->str, atom) == 0)
@@ -721,7 +721,7 @@ static int realised(const rv_view *v, const char *atom)
     return 0;
 }
 
-static void lint_point_view(lint *L, const rv_view *v, const rv_family *f, const rv_point *p)
+static void lint_point_view(lint *L, const reg_view *v, const reg_vfamily *f, const reg_vpoint *p)
 {
     const reg_registry *r = L->r;
     const char *cname = r->cls[v->cls].name;
@@ -754,13 +754,13 @@ static void lint_point_view(lint *L, const rv_view *v, const rv_family *f, const
         add_at(L, 1, p->kernel, "point '%s' names kernel '%s', but family '%s' lists no kernels", p->id, p->kernel->str,
                f->id);
     for (size_t i = 0; i < p->params.n; i++)
-        if (!rv_param_find(f, p->params.v[i].key))
+        if (!reg_vparam_find(f, p->params.v[i].key))
             add_at(L, 1, p->params.v[i].n, "param '%s' of point '%s' is not declared by family '%s' ([[family.param]])",
                    p->params.v[i].key, p->id, f->id);
 
-    rs_env env;
+    reg_env env;
     nx_err err;
-    if (rs_env_build(v, f, p, &env, &err)) {
+    if (reg_env_build(v, f, p, &env, &err)) {
         L->oom = 1;
         return;
     }
@@ -771,7 +771,7 @@ static void lint_point_view(lint *L, const rv_view *v, const rv_family *f, const
         if (tc.bad || is_skipped(L, t))
             continue;
         nx_point pt;
-        if (rg_point_from_table(t, &env, "1", &pt, &err)) {
+        if (reg_point_from_table(t, &env, "1", &pt, &err)) {
             add_err(L, &err, t);
             continue;
         }
@@ -783,17 +783,17 @@ static void lint_point_view(lint *L, const rv_view *v, const rv_family *f, const
                    pt.atom.preset, cname);
         nx_point_free(&pt);
     }
-    rs_env_free(&env);
+    reg_env_free(&env);
 }
 
-static void lint_view(lint *L, const rv_view *v)
+static void lint_view(lint *L, const reg_view *v)
 {
     typedef struct { const char *kernel, *fam; } owner;
     owner *own = NULL;
     size_t nown = 0;
     const char *cname = L->r->cls[v->cls].name;
     for (size_t i = 0; i < v->nfams; i++) {
-        const rv_family *f = &v->fams[i];
+        const reg_vfamily *f = &v->fams[i];
         for (size_t j = 0; j < f->nparams; j++)
             if (!f->params[j].kind)
                 add_at(L, 1, f->params[j].decl, "param '%s' of family '%s' has no kind (runtime, compile, policy or numerics)",
@@ -856,14 +856,14 @@ size_t reg_lint(const reg_registry *r, char **report)
     }
     lint_cycles(&L);
     for (size_t c = 0; c < r->ncls; c++) {
-        rv_view v;
+        reg_view v;
         nx_err err;
-        if (rv_build(r, c, 1, &v, &err)) {
+        if (reg_view_build(r, c, 1, &v, &err)) {
             L.oom = 1;
             continue;
         }
         lint_view(&L, &v);
-        rv_free(&v);
+        reg_view_free(&v);
     }
     if (L.n)
         qsort(L.v, L.n, sizeof *L.v, cmp_finding);

@@ -16,7 +16,7 @@ static char *dup_or_null(const char *s)
 static char *loc_text(const tc_node *n)
 {
     nx_sbuf b = {0};
-    rg_put_loc(&b, n);
+    reg_put_loc(&b, n);
     return nx_sbuf_take(&b);
 }
 
@@ -25,12 +25,12 @@ const char *reg_dir(const reg_registry *r)
     return r->dir;
 }
 
-static nx_status view_of(const reg_registry *r, const char *class_name, rv_view *v, nx_err *err)
+static nx_status view_of(const reg_registry *r, const char *class_name, reg_view *v, nx_err *err)
 {
-    int c = rg_class_find(r, class_name);
+    int c = reg_class_find(r, class_name);
     if (c < 0)
         return nx_err_set(err, NX_EINVAL, "registry %s: no class '%s'", r->dir, class_name);
-    return rv_build(r, (size_t)c, 0, v, err);
+    return reg_view_build(r, (size_t)c, 0, v, err);
 }
 
 void reg_point_metas_free(reg_point_meta *m, size_t n)
@@ -54,7 +54,7 @@ nx_status reg_point_metas(const reg_registry *r, const char *class_name, reg_poi
 {
     *out = NULL;
     *count = 0;
-    rv_view v;
+    reg_view v;
     nx_status st = view_of(r, class_name, &v, err);
     if (st)
         return st;
@@ -65,8 +65,8 @@ nx_status reg_point_metas(const reg_registry *r, const char *class_name, reg_poi
     size_t n = 0;
     int ok = m != NULL;
     for (size_t i = 0; ok && i < v.nfams; i++) {
-        const rv_family *f = &v.fams[i];
-        const tc_node *comp = f->f[4]; /* "compute", rv_family_field_names */
+        const reg_vfamily *f = &v.fams[i];
+        const tc_node *comp = f->f[4]; /* "compute", reg_vfamily_field_names */
         const tc_node *unit = comp ? tc_get(comp, "unit") : NULL;
         /* a family without points still implements its ops: one entry, point NULL */
         for (size_t j = 0; ok && j < (f->npoints ? f->npoints : 1); j++) {
@@ -78,7 +78,7 @@ nx_status reg_point_metas(const reg_registry *r, const char *class_name, reg_poi
                 e->where = loc_text(f->decls[f->ndecls - 1]);
                 continue;
             }
-            const rv_point *p = &f->points[j];
+            const reg_vpoint *p = &f->points[j];
             size_t len = strlen(f->id) + strlen(p->id) + 2;
             e->id = malloc(len);
             if (e->id)
@@ -98,7 +98,7 @@ nx_status reg_point_metas(const reg_registry *r, const char *class_name, reg_poi
             ok = e->id && e->point && e->how && e->where;
         }
     }
-    rv_free(&v);
+    reg_view_free(&v);
     if (!ok) {
         reg_point_metas_free(m, n);
         return nx_err_set(err, NX_ENOMEM, "out of memory");
@@ -218,16 +218,16 @@ nx_status reg_bundles(const reg_registry *r, reg_bundle **out, size_t *count, nx
                         if (v->kind == TC_STRING)
                             y->field[f] = strdup(v->str);
                         else
-                            rg_put_loc(&pb, v), nx_sbuf_printf(&pb, ": key '%s' must be a string\n", v->key);
+                            reg_put_loc(&pb, v), nx_sbuf_printf(&pb, ": key '%s' must be a string\n", v->key);
                     }
                 if (!known)
-                    rg_put_loc(&pb, v), nx_sbuf_printf(&pb, ": unknown key '%s' in [[bundle]]\n", v->key);
+                    reg_put_loc(&pb, v), nx_sbuf_printf(&pb, ": unknown key '%s' in [[bundle]]\n", v->key);
             }
             const tc_node *id = tc_get(t, "id"), *cl = tc_get(t, "classes");
             if (id && id->kind == TC_STRING)
                 y->id = strdup(id->str);
             else
-                rg_put_loc(&pb, t), nx_sbuf_printf(&pb, ": [[bundle]] without a string 'id'\n");
+                reg_put_loc(&pb, t), nx_sbuf_printf(&pb, ": [[bundle]] without a string 'id'\n");
             if (cl && cl->kind == TC_ARRAY) {
                 y->classes = calloc(cl->nitems ? cl->nitems : 1, sizeof *y->classes);
                 if (!y->classes)
@@ -236,11 +236,11 @@ nx_status reg_bundles(const reg_registry *r, reg_bundle **out, size_t *count, nx
                     if (cl->items[k]->kind == TC_STRING)
                         y->classes[y->nclasses++] = strdup(cl->items[k]->str);
             } else {
-                rg_put_loc(&pb, t), nx_sbuf_printf(&pb, ": [[bundle]] without 'classes' (an array of class names)\n");
+                reg_put_loc(&pb, t), nx_sbuf_printf(&pb, ": [[bundle]] without 'classes' (an array of class names)\n");
             }
             for (size_t f = 0; f < 4; f++)
                 if (!y->field[f] && !tc_get(t, reg_bundle_fields[f]))
-                    rg_put_loc(&pb, t),
+                    reg_put_loc(&pb, t),
                         nx_sbuf_printf(&pb, ": [[bundle]] '%s' without '%s'\n", y->id ? y->id : "?",
                                        reg_bundle_fields[f]);
             y->problems = nx_sbuf_take(&pb);
@@ -257,7 +257,7 @@ oom:
 int reg_class_rate(const reg_registry *r, const char *class_name, const char *key, double *value, char *where,
                    size_t len)
 {
-    int c = rg_class_find(r, class_name);
+    int c = reg_class_find(r, class_name);
     for (int depth = 0; c >= 0 && depth < 64; depth++, c = r->cls[c].parent) {
         const tc_node *rates = r->cls[c].hw ? tc_get(r->cls[c].hw, "rates") : NULL;
         const tc_node *v = rates ? tc_get(rates, key) : NULL;
@@ -288,12 +288,12 @@ char *reg_rates_problems(const reg_registry *r)
             for (const char *const *k = reg_rate_keys; *k; k++)
                 known |= strcmp(*k, v->key) == 0;
             if (!known)
-                rg_put_loc(&b, v), nx_sbuf_printf(&b, ": unknown key '%s' in [rates]\n", v->key);
+                reg_put_loc(&b, v), nx_sbuf_printf(&b, ": unknown key '%s' in [rates]\n", v->key);
             else if ((v->kind != TC_INT && v->kind != TC_FLOAT) ||
                      (v->kind == TC_INT ? v->i <= 0 || v->i > 1000000000000LL : !(v->f >= 1e-6 && v->f <= 1e12)))
                 /* a rate is divided into bytes and flops: 5e-324 made the roofline's times inf and the
                  * coverage NaN, inf made them 0 */
-                rg_put_loc(&b, v), nx_sbuf_printf(&b, ": [rates] %s must be a number in [1e-6, 1e12]\n", v->key);
+                reg_put_loc(&b, v), nx_sbuf_printf(&b, ": [rates] %s must be a number in [1e-6, 1e12]\n", v->key);
         }
     }
     return nx_sbuf_take(&b);
