@@ -382,8 +382,8 @@ API int parity_reveal(parity_api_probe_fn fn, size_t n, const char *dtype, const
         memset(info, 0, sizeof *info);
     if (!fn)
         return input_error(e, "%s: no kernel function", "fn");
-    if (n < 2 || n > (1u << 20))
-        return input_error(e, "%s: must be in 2 .. 1048576", "n");
+    if (n < 2 || n > RV_MAX_N)
+        return input_error(e, "%s: must be in 2 .. %d (docs/limits.md: the probes cost about n^1.8)", "n", RV_MAX_N);
     st_dtype dt;
     int in = -1;
     if (dtype && st_dtype_from_name(dtype, &dt))
