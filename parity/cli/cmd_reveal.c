@@ -138,29 +138,26 @@ static char *with_size_class(const char *point, const char *sel, const char *tre
     return out;
 }
 
-/* Induction found another order at res->induce_n that no name shares
- * with n's: where one switch of length between them explains both (the
- * orders between are one or the other, rv_size_switch), the point becomes
- * n's point with a size class for the other side (docs/numerics.md §4.3,
- * fourth edition), confirmed at both sides of the switch.  Returns 0 when
- * no switch explains it (the caller goes on), 1 the point is replaced and
- * confirmed, 2 it was tried and failed (reported; exit 1), -1 an error. */
-static int size_class(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err *err)
+/* One switch of length between lo (order tlo) and hi (order thi), found by
+ * rv_size_switch; base (a point text) takes a class `n >= T` with thi when
+ * base_lo, else `n < T` with tlo.  The joined point is confirmed at T - 1,
+ * T and T + 1 (both sides of the edge, and one past it: a class that is no
+ * switch of length, n % 8 == 3, fails there) and at the lengths at[]
+ * outside the edge (said as `what`).  Returns 0 when no single switch
+ * explains the two orders, 1 with *out the joined point, 2 it was tried and
+ * failed (reported), -1 an error. */
+static int join_switch(rv_kernel *k, const rv_opts *o, const char *base, int base_lo, size_t lo, const char *tlo,
+                       size_t hi, const char *thi, const size_t *at, size_t nat, const char *what, char **out,
+                       nx_err *err)
 {
-    const char *at_n = res->tree_text, *other = res->induce_other;
-    if (!at_n || !other || strstr(at_n, "expr(") || strstr(other, "expr(") || !res->point)
-        return 0;
-    int up = res->induce_n > res->n;
-    size_t lo = up ? res->n : res->induce_n, hi = up ? res->induce_n : res->n, T = 0, reveals = 0;
-    const char *tlo = up ? at_n : other, *thi = up ? other : at_n;
-    size_t calls0 = k->calls, probes0 = k->probes;
+    size_t T = 0, reveals = 0, calls0 = k->calls, probes0 = k->probes;
     if (rv_size_switch(k, o, lo, tlo, hi, thi, &T, &reveals, err))
         return -1;
     if (!T)
         return 0;
     char sel[64];
-    snprintf(sel, sizeof sel, up ? "n >= %zu" : "n < %zu", T);
-    char *pt = with_size_class(res->point, sel, other);
+    snprintf(sel, sizeof sel, base_lo ? "n >= %zu" : "n < %zu", T);
+    char *pt = with_size_class(base, sel, base_lo ? thi : tlo);
     if (!pt) {
         nx_err_set(err, NX_ENOMEM, "out of memory");
         return -1;
@@ -168,31 +165,50 @@ static int size_class(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err *er
     printf("size class: the order is %s below n = %zu and %s from n = %zu on (%zu more order reveals between n = "
            "%zu and %zu, %zu rows in %zu calls)\n",
            tlo, T, thi, T, reveals, lo, hi, k->probes - probes0, k->calls - calls0);
-    /* both sides of the edge, and one past it: a class that is no switch
-     * of length (n % 8 == 3) fails there */
-    size_t crows = o->confirm_rows ? o->confirm_rows : 1000, edges[4] = {T - 1, T, T + 1, res->induce_n}, rows, ok;
-    char why[512], failed[96] = "";
-    size_t fl = 0;
-    for (int e = 0; e < 4; e++) {
-        if (e == 3 && edges[3] >= T - 1 && edges[3] <= T + 1)
-            continue;
-        if (rv_confirm_at(k, pt, edges[e], crows, o->seed, &rows, &ok, why, sizeof why, err)) {
+    size_t crows = o->confirm_rows ? o->confirm_rows : 1000, rows, ok, fl = 0;
+    char why[512], failed[256] = "";
+    for (size_t e = 0; e < 3 + nat; e++) {
+        size_t L = e < 3 ? T - 1 + e : at[e - 3];
+        if (e >= 3 && L + 1 >= T && L <= T + 1)
+            continue; /* at the edge: confirmed above */
+        if (rv_confirm_at(k, pt, L, crows, o->seed, &rows, &ok, why, sizeof why, err)) {
             free(pt);
             return -1;
         }
-        printf("lengths: at n = %zu (%s) the point reproduced %zu of %zu fresh random rows%s%s\n", edges[e],
-               e < 3 ? "the size class's edge" : "probed for the order", ok, rows, why[0] ? ": " : "", why);
-        if (ok != rows)
-            fl += (size_t)snprintf(failed + fl, sizeof failed - fl, "%s%zu", fl ? ", " : "", edges[e]);
+        printf("lengths: at n = %zu (%s) the point reproduced %zu of %zu fresh random rows%s%s\n", L,
+               e < 3 ? "the size class's edge" : what, ok, rows, why[0] ? ": " : "", why);
+        if (ok != rows && fl < sizeof failed - 24)
+            fl += (size_t)snprintf(failed + fl, sizeof failed - fl, "%s%zu", fl ? ", " : "", L);
     }
     if (fl) {
         printf("not confirmed: the point with a size class fails at n = %s: %s\n", failed, pt);
         free(pt);
         return 2;
     }
-    free(res->point);
-    res->point = pt;
+    *out = pt;
     return 1;
+}
+
+/* Induction found another order at res->induce_n that no name shares
+ * with n's: where one switch of length between them explains both (the
+ * orders between are one or the other), the point becomes n's point with a
+ * size class for the other side (docs/numerics.md §4.3, fourth edition).
+ * Returns as join_switch; on 1 res->point is replaced. */
+static int size_class(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err *err)
+{
+    const char *at_n = res->tree_text, *other = res->induce_other;
+    if (!at_n || !other || strstr(at_n, "expr(") || strstr(other, "expr(") || !res->point)
+        return 0;
+    int up = res->induce_n > res->n;
+    char *pt = NULL;
+    int r = join_switch(k, o, res->point, up, up ? res->n : res->induce_n, up ? at_n : other,
+                        up ? res->induce_n : res->n, up ? other : at_n, &res->induce_n, 1, "probed for the order", &pt,
+                        err);
+    if (r == 1) {
+        free(res->point);
+        res->point = pt;
+    }
+    return r;
 }
 
 /* One length: the order, the arithmetic and the confirmation at o->n, with
@@ -381,51 +397,9 @@ static int join_lengths(rv_kernel *k, const rv_opts *o, const size_t *lens, size
     }
     if (!sw || strcmp(rlo, rhi) || strstr(tlo, "expr(") || strstr(thi, "expr("))
         return 0;
-    size_t lo = lens[idx[sw - 1]], hi = lens[idx[sw]], T = 0, reveals = 0;
-    size_t calls0 = k->calls, probes0 = k->probes;
-    if (rv_size_switch(k, o, lo, tlo, hi, thi, &T, &reveals, err))
-        return -1;
-    if (!T)
-        return 0;
-    int base_lo = lens[0] <= lo; /* the first length's point is the base */
-    char sel[64];
-    snprintf(sel, sizeof sel, base_lo ? "n >= %zu" : "n < %zu", T);
-    char *pt = with_size_class(points[0], sel, base_lo ? thi : tlo);
-    if (!pt) {
-        nx_err_set(err, NX_ENOMEM, "out of memory");
-        return -1;
-    }
-    printf("size class: the order is %s below n = %zu and %s from n = %zu on (%zu more order reveals between n = "
-           "%zu and %zu, %zu rows in %zu calls)\n",
-           tlo, T, thi, T, reveals, lo, hi, k->probes - probes0, k->calls - calls0);
-    size_t crows = o->confirm_rows ? o->confirm_rows : 1000, rows, ok;
-    char why[512], failed[256] = "";
-    size_t fl = 0;
-    size_t at[RV_MAX_LENGTHS + 3];
-    size_t nat = 0;
-    at[nat++] = T - 1;
-    at[nat++] = T;
-    at[nat++] = T + 1;
-    for (size_t i = 0; i < nlens; i++)
-        if (lens[i] + 1 < T || lens[i] > T + 1)
-            at[nat++] = lens[i];
-    for (size_t e = 0; e < nat; e++) {
-        if (rv_confirm_at(k, pt, at[e], crows, o->seed, &rows, &ok, why, sizeof why, err)) {
-            free(pt);
-            return -1;
-        }
-        printf("lengths: at n = %zu (%s) the point reproduced %zu of %zu fresh random rows%s%s\n", at[e],
-               e < 3 ? "the size class's edge" : "probed", ok, rows, why[0] ? ": " : "", why);
-        if (ok != rows && fl < sizeof failed - 24)
-            fl += (size_t)snprintf(failed + fl, sizeof failed - fl, "%s%zu", fl ? ", " : "", at[e]);
-    }
-    if (fl) {
-        printf("not confirmed: the point with a size class fails at n = %s: %s\n", failed, pt);
-        free(pt);
-        return 2;
-    }
-    *out = pt;
-    return 1;
+    size_t lo = lens[idx[sw - 1]], hi = lens[idx[sw]];
+    /* the first length's point is the base */
+    return join_switch(k, o, points[0], lens[0] <= lo, lo, tlo, hi, thi, lens, nlens, "probed", out, err);
 }
 
 /* One point for every probed length (the first revealed one that
