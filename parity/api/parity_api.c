@@ -383,7 +383,7 @@ API int parity_reveal(parity_api_probe_fn fn, size_t n, const char *dtype, const
     if (!fn)
         return input_error(e, "%s: no kernel function", "fn");
     if (n < 2 || n > RV_MAX_N)
-        return input_error(e, "%s: must be in 2 .. %d (docs/limits.md: the probes cost about n^1.8)", "n", RV_MAX_N);
+        return input_error(e, "%s: must be in 2 .. 65536 (docs/limits.md: the probes cost about n^1.8)", "n");
     st_dtype dt;
     int in = -1;
     if (dtype && st_dtype_from_name(dtype, &dt))
