@@ -371,6 +371,15 @@ API int parity_api_reveal_trampoline(parity_probe *p)
     return reveal_fn((parity_api_probe *)p);
 }
 
+/* The last line of reveal's account of the lengths (rv_say), for the
+ * error message when a point is refused; under reveal_lock. */
+static char last_line[1024];
+
+static void keep_line(void *ctx, const char *text)
+{
+    snprintf((char *)ctx, sizeof last_line, "%s", text);
+}
+
 API int parity_reveal(parity_api_probe_fn fn, size_t n, const char *dtype, const char *space, unsigned long long seed,
                       char **point, char **order, parity_reveal_info *info, parity_error *e)
 {
@@ -437,8 +446,36 @@ API int parity_reveal(parity_api_probe_fn fn, size_t n, const char *dtype, const
     res_found_order = 1;
     if ((st = rv_reveal_arith(k, &o, &res, &err)))
         goto out;
-    if (!res.point)
+    if (!res.point) {
         rc = PARITY_FAIL;
+        goto done;
+    }
+    if (res.confirm_ok == res.confirm_rows) {
+        /* the lengths, as `parity reveal` holds them (docs/reveal.md): the
+         * order another induction length showed, then two lengths not
+         * probed; refused, the last line says why */
+        int v;
+        char *pt = NULL;
+        rv_say say = {keep_line, last_line};
+        last_line[0] = 0;
+        if ((st = rv_one_length(k, &o, &res, &say, &v, &err)))
+            goto out;
+        if (v == RV_LEN_HOLDS) {
+            char *pts[1] = {res.point};
+            size_t lens[1] = {n};
+            if ((st = rv_generalise(k, &o, lens, 1, pts, &say, &v, &pt, &err)))
+                goto out;
+        }
+        if (v == RV_LEN_REFUSED) {
+            rc = PARITY_FAIL;
+            nx_err_set(&err, NX_EUNSUPPORTED, "%s", last_line);
+            free(res.point);
+            res.point = NULL;
+        } else {
+            free(res.point);
+            res.point = pt;
+        }
+    }
 done:
     if (order && res.tree_text && !(*order = strdup(res.tree_text)))
         st = nx_err_set(&err, NX_ENOMEM, "out of memory");

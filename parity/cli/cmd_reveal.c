@@ -15,7 +15,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define RV_MAX_LENGTHS 16
 
 static const char usage[] =
     "usage: parity reveal (--exec 'CMD {in} {out}' | --serve CMD | --dlopen LIB.so:SYMBOL\n"
@@ -124,91 +123,11 @@ static void print_induction(const rv_result *res)
     }
 }
 
-/* The point text with one size class added: `, rows = [{ select = SEL,
- * tree = "TREE" }]` before its closing brace (malloc'd). */
-static char *with_size_class(const char *point, const char *sel, const char *tree)
+/* rv_say's line: one line of stdout. */
+static void say_line(void *ctx, const char *text)
 {
-    size_t l = strlen(point);
-    while (l && (point[l - 1] == ' ' || point[l - 1] == '}'))
-        l--;
-    size_t cap = l + strlen(sel) + strlen(tree) + 64;
-    char *out = malloc(cap);
-    if (out)
-        snprintf(out, cap, "%.*s, rows = [{ select = \"%s\", tree = \"%s\" }] }", (int)l, point, sel, tree);
-    return out;
-}
-
-/* One switch of length between lo (order tlo) and hi (order thi), found by
- * rv_size_switch; base (a point text) takes a class `n >= T` with thi when
- * base_lo, else `n < T` with tlo.  The joined point is confirmed at T - 1,
- * T and T + 1 (both sides of the edge, and one past it: a class that is no
- * switch of length, n % 8 == 3, fails there) and at the lengths at[]
- * outside the edge (said as `what`).  Returns 0 when no single switch
- * explains the two orders, 1 with *out the joined point, 2 it was tried and
- * failed (reported), -1 an error. */
-static int join_switch(rv_kernel *k, const rv_opts *o, const char *base, int base_lo, size_t lo, const char *tlo,
-                       size_t hi, const char *thi, const size_t *at, size_t nat, const char *what, char **out,
-                       nx_err *err)
-{
-    size_t T = 0, reveals = 0, calls0 = k->calls, probes0 = k->probes;
-    if (rv_size_switch(k, o, lo, tlo, hi, thi, &T, &reveals, err))
-        return -1;
-    if (!T)
-        return 0;
-    char sel[64];
-    snprintf(sel, sizeof sel, base_lo ? "n >= %zu" : "n < %zu", T);
-    char *pt = with_size_class(base, sel, base_lo ? thi : tlo);
-    if (!pt) {
-        nx_err_set(err, NX_ENOMEM, "out of memory");
-        return -1;
-    }
-    printf("size class: the order is %s below n = %zu and %s from n = %zu on (%zu more order reveals between n = "
-           "%zu and %zu, %zu rows in %zu calls)\n",
-           tlo, T, thi, T, reveals, lo, hi, k->probes - probes0, k->calls - calls0);
-    size_t crows = o->confirm_rows ? o->confirm_rows : 1000, rows, ok, fl = 0;
-    char why[512], failed[256] = "";
-    for (size_t e = 0; e < 3 + nat; e++) {
-        size_t L = e < 3 ? T - 1 + e : at[e - 3];
-        if (e >= 3 && L + 1 >= T && L <= T + 1)
-            continue; /* at the edge: confirmed above */
-        if (rv_confirm_at(k, pt, L, crows, o->seed, &rows, &ok, why, sizeof why, err)) {
-            free(pt);
-            return -1;
-        }
-        printf("lengths: at n = %zu (%s) the point reproduced %zu of %zu fresh random rows%s%s\n", L,
-               e < 3 ? "the size class's edge" : what, ok, rows, why[0] ? ": " : "", why);
-        if (ok != rows && fl < sizeof failed - 24)
-            fl += (size_t)snprintf(failed + fl, sizeof failed - fl, "%s%zu", fl ? ", " : "", L);
-    }
-    if (fl) {
-        printf("not confirmed: the point with a size class fails at n = %s: %s\n", failed, pt);
-        free(pt);
-        return 2;
-    }
-    *out = pt;
-    return 1;
-}
-
-/* Induction found another order at res->induce_n that no name shares
- * with n's: where one switch of length between them explains both (the
- * orders between are one or the other), the point becomes n's point with a
- * size class for the other side (docs/numerics.md §4.3, fourth edition).
- * Returns as join_switch; on 1 res->point is replaced. */
-static int size_class(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err *err)
-{
-    const char *at_n = res->tree_text, *other = res->induce_other;
-    if (!at_n || !other || strstr(at_n, "expr(") || strstr(other, "expr(") || !res->point)
-        return 0;
-    int up = res->induce_n > res->n;
-    char *pt = NULL;
-    int r = join_switch(k, o, res->point, up, up ? res->n : res->induce_n, up ? at_n : other,
-                        up ? res->induce_n : res->n, up ? other : at_n, &res->induce_n, 1, "probed for the order", &pt,
-                        err);
-    if (r == 1) {
-        free(res->point);
-        res->point = pt;
-    }
-    return r;
+    (void)ctx;
+    printf("%s\n", text);
 }
 
 /* One length: the order, the arithmetic and the confirmation at o->n, with
@@ -279,28 +198,15 @@ static int reveal_one(rv_kernel *k, const rv_opts *o, int order_only, rv_result 
     if (res->confirm_ok != res->confirm_rows) {
         printf("%s\n", res->point);
         rc = EXIT_PARITY;
-    } else if (res->induce == RV_INDUCE_ONE_LENGTH) {
-        /* the kernel's order at induce_n is not the name's: a size class
-         * where one switch between the two lengths explains it; else the
-         * point cannot hold there unless the arithmetic hides the
-         * difference */
-        size_t rows, ok;
-        char why[512];
-        size_t crows = o->confirm_rows ? o->confirm_rows : 1000;
-        int sc = size_class(k, o, res, err);
-        if (sc < 0)
+    } else {
+        /* induction saw another order that no name shares: a size class,
+         * or the point held to that length */
+        int v;
+        rv_say say = {say_line, NULL};
+        if (rv_one_length(k, o, res, &say, &v, err))
             return cli_fail("reveal", err);
-        if (sc > 0)
-            return sc == 1 ? EXIT_PASS : EXIT_PARITY;
-        if (rv_confirm_at(k, res->point, res->induce_n, crows, o->seed, &rows, &ok, why, sizeof why, err))
-            return cli_fail("reveal", err);
-        printf("lengths: at n = %zu (probed for the order) the point reproduced %zu of %zu fresh random rows%s%s\n",
-               res->induce_n, ok, rows, why[0] ? ": " : "", why);
-        if (ok != rows) {
-            printf("not confirmed: the point revealed at n = %zu fails at n = %zu, where the order differs: %s\n",
-                   res->n, res->induce_n, res->point);
+        if (v == RV_LEN_REFUSED)
             rc = EXIT_PARITY;
-        }
     }
     return rc;
 }
@@ -344,141 +250,6 @@ static int parse_lengths(const char *s, size_t *lens, size_t *nlens)
         return 1;
     }
     return 0;
-}
-
-/* The tree of a point text (`tree = "..."`) into buf; the rest of the text
- * with the tree left out into rest.  0 when there is no tree or the point
- * has row classes of its own. */
-static int split_point(const char *pt, char *tree, size_t tcap, char *rest, size_t rcap)
-{
-    const char *t = strstr(pt, "tree = \""), *e = t ? strchr(t + 8, '"') : NULL;
-    if (!t || !e || strstr(pt, "rows =") || (size_t)(e - t - 8) >= tcap)
-        return 0;
-    snprintf(tree, tcap, "%.*s", (int)(e - t - 8), t + 8);
-    snprintf(rest, rcap, "%.*s%s", (int)(t - pt), pt, e + 1);
-    return 1;
-}
-
-/* The probed lengths' points differ: where, sorted by length, they are one
- * point up to some length and another from the next (the same arithmetic,
- * another tree), the switch is found between them (rv_size_switch) and
- * the first length's point takes a size class for the other side,
- * confirmed at both edges and at every probed length.  Returns 0 when no
- * single switch explains the lengths, 1 with *out the joined point, 2 it
- * was tried and failed (reported), -1 an error. */
-static int join_lengths(rv_kernel *k, const rv_opts *o, const size_t *lens, size_t nlens, char **points, char **out,
-                        nx_err *err)
-{
-    size_t idx[RV_MAX_LENGTHS];
-    for (size_t i = 0; i < nlens; i++)
-        idx[i] = i;
-    for (size_t i = 1; i < nlens; i++) /* insertion sort by length */
-        for (size_t j = i; j > 0 && lens[idx[j]] < lens[idx[j - 1]]; j--) {
-            size_t x = idx[j];
-            idx[j] = idx[j - 1];
-            idx[j - 1] = x;
-        }
-    char tlo[512], thi[512], rlo[1024], rhi[1024], t[512], r[1024];
-    if (!points[idx[0]] || !split_point(points[idx[0]], tlo, sizeof tlo, rlo, sizeof rlo))
-        return 0;
-    size_t sw = 0; /* the first sorted position of the other tree */
-    for (size_t i = 1; i < nlens; i++) {
-        if (!points[idx[i]] || !split_point(points[idx[i]], t, sizeof t, r, sizeof r))
-            return 0;
-        if (!sw && strcmp(t, tlo)) {
-            sw = i;
-            snprintf(thi, sizeof thi, "%s", t);
-            snprintf(rhi, sizeof rhi, "%s", r);
-        }
-        if (sw && (strcmp(t, thi) || strcmp(r, rhi)))
-            return 0; /* a third tree, or the same tree again after the other */
-        if (!sw && strcmp(r, rlo))
-            return 0;
-    }
-    if (!sw || strcmp(rlo, rhi) || strstr(tlo, "expr(") || strstr(thi, "expr("))
-        return 0;
-    size_t lo = lens[idx[sw - 1]], hi = lens[idx[sw]];
-    /* the first length's point is the base */
-    return join_switch(k, o, points[0], lens[0] <= lo, lo, tlo, hi, thi, lens, nlens, "probed", out, err);
-}
-
-/* One point for every probed length (the first revealed one that
- * reproduces the others' fresh rows), then confirmed at two lengths not
- * probed.  Prints the `lengths:` lines and, as the last line, the point or
- * why there is none. */
-static int generalise(rv_kernel *k, const rv_opts *o, const size_t *lens, size_t nlens, char **points, nx_err *err)
-{
-    size_t crows = o->confirm_rows ? o->confirm_rows : 1000, rows, ok;
-    char why[512];
-    const char *chosen = NULL;
-    size_t fail_n[RV_MAX_LENGTHS] = {0}, fail_ok[RV_MAX_LENGTHS] = {0}, fail_rows[RV_MAX_LENGTHS] = {0};
-    for (size_t c = 0; c < nlens && !chosen; c++) {
-        int holds = 1;
-        for (size_t l = 0; l < nlens && holds; l++) {
-            if (l == c || !strcmp(points[l], points[c]))
-                continue; /* confirmed where it was revealed */
-            if (rv_confirm_at(k, points[c], lens[l], crows, o->seed, &rows, &ok, why, sizeof why, err))
-                return cli_fail("reveal", err);
-            holds = ok == rows;
-            if (!holds)
-                fail_n[c] = lens[l], fail_ok[c] = ok, fail_rows[c] = rows;
-        }
-        if (holds)
-            chosen = points[c];
-    }
-    char *joined = NULL;
-    if (!chosen) {
-        int r = join_lengths(k, o, lens, nlens, points, &joined, err);
-        if (r < 0)
-            return cli_fail("reveal", err);
-        if (r == 2)
-            return EXIT_PARITY;
-        chosen = joined;
-    }
-    if (!chosen) {
-        printf("lengths: no single point the search can express holds at n =");
-        for (size_t l = 0; l < nlens; l++)
-            printf("%s %zu", l ? "," : "", lens[l]);
-        printf("; the point of each length fails at another:\n");
-        for (size_t l = 0; l < nlens; l++)
-            printf("lengths: n = %zu reveals %s, which reproduces %zu of %zu rows at n = %zu\n", lens[l], points[l],
-                   fail_ok[l], fail_rows[l], fail_n[l]);
-        printf("not confirmed: the lengths disagree\n");
-        return EXIT_PARITY;
-    }
-    if (nlens > 1)
-        printf("lengths: one point holds at every probed length (n =");
-    for (size_t l = 0; l < nlens && nlens > 1; l++)
-        printf("%s %zu", l ? "," : "", lens[l]);
-    if (nlens > 1)
-        printf(")\n");
-    size_t extra[2];
-    rv_confirm_lengths(lens[0], extra);
-    char failed[128] = "";
-    size_t fl = 0;
-    for (int e = 0; e < 2; e++) {
-        int probed = 0;
-        for (size_t l = 0; l < nlens; l++)
-            probed |= lens[l] == extra[e];
-        if (probed || (e == 1 && extra[1] == extra[0]))
-            continue;
-        if (rv_confirm_at(k, chosen, extra[e], crows, o->seed, &rows, &ok, why, sizeof why, err)) {
-            free(joined);
-            return cli_fail("reveal", err);
-        }
-        printf("lengths: at n = %zu (not probed) the point reproduced %zu of %zu fresh random rows%s%s\n", extra[e],
-               ok, rows, why[0] ? ": " : "", why);
-        if (ok != rows)
-            fl += (size_t)snprintf(failed + fl, sizeof failed - fl, "%s%zu", fl ? ", " : "", extra[e]);
-    }
-    if (fl) {
-        printf("not confirmed: the point revealed at n = %zu fails at n = %s: %s\n", lens[0], failed, chosen);
-        free(joined);
-        return EXIT_PARITY;
-    }
-    printf("%s\n", chosen);
-    free(joined);
-    return EXIT_PASS;
 }
 
 int cmd_reveal(int argc, char **argv)
@@ -613,8 +384,19 @@ int cmd_reveal(int argc, char **argv)
         if (rc == EXIT_PARITY && nlens > 1)
             printf("lengths: stopped at n = %zu: no confirmed point there (above)\n", lens[l]);
     }
-    if (rc == EXIT_PASS && !order_only)
-        rc = generalise(k, &o, lens, nlens, points, &err);
+    if (rc == EXIT_PASS && !order_only) {
+        /* one point for every length, confirmed where not probed */
+        int v;
+        char *pt = NULL;
+        rv_say say = {say_line, NULL};
+        if (rv_generalise(k, &o, lens, nlens, points, &say, &v, &pt, &err))
+            rc = cli_fail("reveal", &err);
+        else if (v == RV_LEN_REFUSED)
+            rc = EXIT_PARITY;
+        else
+            printf("%s\n", pt);
+        free(pt);
+    }
     for (size_t l = 0; l < nlens; l++)
         free(points[l]);
     if (html && (rc == EXIT_PASS || rc == EXIT_PARITY)) {

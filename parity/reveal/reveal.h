@@ -209,6 +209,33 @@ void rv_confirm_lengths(size_t n, size_t out[2]);
  * in why[whylen]; err is the kernel's failure only. */
 nx_status rv_confirm_at(rv_kernel *k, const char *point, size_t n, size_t crows, unsigned long long seed,
                         size_t *rows, size_t *ok, char *why, size_t whylen, nx_err *err);
+/* Lengths (lengths.c): an account of lines, one at a time, to the
+ * caller (`parity reveal` prints them; the API keeps the last). */
+typedef struct rv_say {
+    void (*line)(void *ctx, const char *text);
+    void *ctx;
+} rv_say;
+
+#define RV_MAX_LENGTHS 16
+enum { RV_LEN_HOLDS = 0, RV_LEN_REFUSED = 1 };
+
+/* After rv_reveal_arith found res->point: where induction saw another
+ * order at res->induce_n that no name shares (RV_INDUCE_ONE_LENGTH), one
+ * switch of length between the two (a size class: res->point replaced by
+ * the joined point) or else res->point run at res->induce_n.  *verdict:
+ * RV_LEN_HOLDS, or RV_LEN_REFUSED with a last line `not confirmed: ...`
+ * said.  Nothing to do (RV_LEN_HOLDS) for the other induction outcomes. */
+nx_status rv_one_length(rv_kernel *k, const rv_opts *o, rv_result *res, const rv_say *say, int *verdict,
+                        nx_err *err);
+/* One point for the probed lengths lens[0 .. nlens) whose revealed points
+ * are points[]: the first that reproduces fresh rows at every other, else
+ * two orders joined by one switch of length (a size class), then
+ * confirmed at rv_confirm_lengths(lens[0]) where not probed.  *verdict
+ * RV_LEN_HOLDS with *out the point (malloc'd), or RV_LEN_REFUSED with the
+ * reason said last (`not confirmed: ...`). */
+nx_status rv_generalise(rv_kernel *k, const rv_opts *o, const size_t *lens, size_t nlens, char *const *points,
+                        const rv_say *say, int *verdict, char **out, nx_err *err);
+
 /* Both; NX_OK with res->point NULL when no point was found. */
 nx_status rv_reveal(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err *err);
 

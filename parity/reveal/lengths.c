@@ -1,0 +1,294 @@
+/* lengths.c: a revealed point held at lengths it was not revealed at
+ * (docs/reveal.md "Induction", "Size classes", "Other lengths"): the
+ * check where induction saw another order, the join of two orders by one
+ * switch of length, and the confirmation at the lengths rv_confirm_lengths
+ * names.  Used by `parity reveal` and by the C and Python API; each line
+ * of the account goes to the caller's rv_say. */
+#include "reveal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* One line to say, formatted (any length: a point with an expr(...) of
+ * thousands of terms is one line). */
+static void sayf(const rv_say *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sayf(const rv_say *s, const char *fmt, ...)
+{
+    if (!s || !s->line)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    char *buf = malloc((size_t)n + 1);
+    if (!buf)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(buf, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    s->line(s->ctx, buf);
+    free(buf);
+}
+
+static size_t confirm_rows_of(const rv_opts *o)
+{
+    return o->confirm_rows ? o->confirm_rows : 1000;
+}
+
+/* The point text with one size class added: `, rows = [{ select = SEL,
+ * tree = "TREE" }]` before its closing brace (malloc'd). */
+static char *with_size_class(const char *point, const char *sel, const char *tree)
+{
+    size_t l = strlen(point);
+    while (l && (point[l - 1] == ' ' || point[l - 1] == '}'))
+        l--;
+    size_t cap = l + strlen(sel) + strlen(tree) + 64;
+    char *out = malloc(cap);
+    if (out)
+        snprintf(out, cap, "%.*s, rows = [{ select = \"%s\", tree = \"%s\" }] }", (int)l, point, sel, tree);
+    return out;
+}
+
+/* One switch of length between lo (order tlo) and hi (order thi), found by
+ * rv_size_switch; base (a point text) takes a class `n >= T` with thi when
+ * base_lo, else `n < T` with tlo.  The joined point is confirmed at T - 1,
+ * T and T + 1 (both sides of the edge, and one past it: a class that is no
+ * switch of length, n % 8 == 3, fails there) and at the lengths at[]
+ * outside the edge (said as `what`).  *verdict: -1 no single switch
+ * explains the two orders, RV_LEN_HOLDS with *out the joined point,
+ * RV_LEN_REFUSED it was tried and failed (said). */
+static nx_status join_switch(rv_kernel *k, const rv_opts *o, const char *base, int base_lo, size_t lo,
+                             const char *tlo, size_t hi, const char *thi, const size_t *at, size_t nat,
+                             const char *what, const rv_say *say, int *verdict, char **out, nx_err *err)
+{
+    *verdict = -1;
+    size_t T = 0, reveals = 0, calls0 = k->calls, probes0 = k->probes;
+    nx_status st = rv_size_switch(k, o, lo, tlo, hi, thi, &T, &reveals, err);
+    if (st || !T)
+        return st;
+    char sel[64];
+    snprintf(sel, sizeof sel, base_lo ? "n >= %zu" : "n < %zu", T);
+    char *pt = with_size_class(base, sel, base_lo ? thi : tlo);
+    if (!pt)
+        return nx_err_set(err, NX_ENOMEM, "out of memory");
+    sayf(say,
+         "size class: the order is %s below n = %zu and %s from n = %zu on (%zu more order reveals between n = "
+         "%zu and %zu, %zu rows in %zu calls)",
+         tlo, T, thi, T, reveals, lo, hi, k->probes - probes0, k->calls - calls0);
+    size_t crows = confirm_rows_of(o), rows, ok, fl = 0;
+    char why[512], failed[256] = "";
+    for (size_t e = 0; e < 3 + nat; e++) {
+        size_t L = e < 3 ? T - 1 + e : at[e - 3];
+        if (e >= 3 && L + 1 >= T && L <= T + 1)
+            continue; /* at the edge: confirmed above */
+        if ((st = rv_confirm_at(k, pt, L, crows, o->seed, &rows, &ok, why, sizeof why, err))) {
+            free(pt);
+            return st;
+        }
+        sayf(say, "lengths: at n = %zu (%s) the point reproduced %zu of %zu fresh random rows%s%s", L,
+             e < 3 ? "the size class's edge" : what, ok, rows, why[0] ? ": " : "", why);
+        if (ok != rows && fl < sizeof failed - 24)
+            fl += (size_t)snprintf(failed + fl, sizeof failed - fl, "%s%zu", fl ? ", " : "", L);
+    }
+    if (fl) {
+        sayf(say, "not confirmed: the point with a size class fails at n = %s: %s", failed, pt);
+        free(pt);
+        *verdict = RV_LEN_REFUSED;
+        return NX_OK;
+    }
+    *out = pt;
+    *verdict = RV_LEN_HOLDS;
+    return NX_OK;
+}
+
+nx_status rv_one_length(rv_kernel *k, const rv_opts *o, rv_result *res, const rv_say *say, int *verdict,
+                        nx_err *err)
+{
+    *verdict = RV_LEN_HOLDS;
+    if (res->induce != RV_INDUCE_ONE_LENGTH || !res->point)
+        return NX_OK;
+    /* a size class, where one switch between the two lengths explains
+     * the two orders */
+    const char *at_n = res->tree_text, *other = res->induce_other;
+    nx_status st;
+    if (at_n && other && !strstr(at_n, "expr(") && !strstr(other, "expr(")) {
+        int up = res->induce_n > res->n, v;
+        char *pt = NULL;
+        st = join_switch(k, o, res->point, up, up ? res->n : res->induce_n, up ? at_n : other,
+                         up ? res->induce_n : res->n, up ? other : at_n, &res->induce_n, 1, "probed for the order",
+                         say, &v, &pt, err);
+        if (st)
+            return st;
+        if (v >= 0) {
+            *verdict = v;
+            if (v == RV_LEN_HOLDS) {
+                free(res->point);
+                res->point = pt;
+            }
+            return NX_OK;
+        }
+    }
+    /* else the point cannot hold there unless the arithmetic hides the
+     * difference */
+    size_t rows, ok;
+    char why[512];
+    if ((st = rv_confirm_at(k, res->point, res->induce_n, confirm_rows_of(o), o->seed, &rows, &ok, why, sizeof why,
+                            err)))
+        return st;
+    sayf(say, "lengths: at n = %zu (probed for the order) the point reproduced %zu of %zu fresh random rows%s%s",
+         res->induce_n, ok, rows, why[0] ? ": " : "", why);
+    if (ok != rows) {
+        sayf(say, "not confirmed: the point revealed at n = %zu fails at n = %zu, where the order differs: %s", res->n,
+             res->induce_n, res->point);
+        *verdict = RV_LEN_REFUSED;
+    }
+    return NX_OK;
+}
+
+/* The tree of a point text (`tree = "..."`) into buf; the rest of the text
+ * with the tree left out into rest.  0 when there is no tree or the point
+ * has row classes of its own. */
+static int split_point(const char *pt, char *tree, size_t tcap, char *rest, size_t rcap)
+{
+    const char *t = strstr(pt, "tree = \""), *e = t ? strchr(t + 8, '"') : NULL;
+    if (!t || !e || strstr(pt, "rows =") || (size_t)(e - t - 8) >= tcap)
+        return 0;
+    snprintf(tree, tcap, "%.*s", (int)(e - t - 8), t + 8);
+    snprintf(rest, rcap, "%.*s%s", (int)(t - pt), pt, e + 1);
+    return 1;
+}
+
+/* The probed lengths' points differ: where, sorted by length, they are one
+ * point up to some length and another from the next (the same arithmetic,
+ * another tree), the first length's point takes a size class for the other
+ * side (join_switch, confirmed at every probed length too).  *verdict as
+ * join_switch's. */
+static nx_status join_lengths(rv_kernel *k, const rv_opts *o, const size_t *lens, size_t nlens, char *const *points,
+                              const rv_say *say, int *verdict, char **out, nx_err *err)
+{
+    *verdict = -1;
+    size_t idx[RV_MAX_LENGTHS];
+    if (nlens > RV_MAX_LENGTHS)
+        return NX_OK;
+    for (size_t i = 0; i < nlens; i++)
+        idx[i] = i;
+    for (size_t i = 1; i < nlens; i++) /* insertion sort by length */
+        for (size_t j = i; j > 0 && lens[idx[j]] < lens[idx[j - 1]]; j--) {
+            size_t x = idx[j];
+            idx[j] = idx[j - 1];
+            idx[j - 1] = x;
+        }
+    char tlo[512], thi[512], rlo[1024], rhi[1024], t[512], r[1024];
+    if (!points[idx[0]] || !split_point(points[idx[0]], tlo, sizeof tlo, rlo, sizeof rlo))
+        return NX_OK;
+    size_t sw = 0; /* the first sorted position of the other tree */
+    for (size_t i = 1; i < nlens; i++) {
+        if (!points[idx[i]] || !split_point(points[idx[i]], t, sizeof t, r, sizeof r))
+            return NX_OK;
+        if (!sw && strcmp(t, tlo)) {
+            sw = i;
+            snprintf(thi, sizeof thi, "%s", t);
+            snprintf(rhi, sizeof rhi, "%s", r);
+        }
+        if (sw && (strcmp(t, thi) || strcmp(r, rhi)))
+            return NX_OK; /* a third tree, or the same tree again after the other */
+        if (!sw && strcmp(r, rlo))
+            return NX_OK;
+    }
+    if (!sw || strcmp(rlo, rhi) || strstr(tlo, "expr(") || strstr(thi, "expr("))
+        return NX_OK;
+    size_t lo = lens[idx[sw - 1]], hi = lens[idx[sw]];
+    /* the first length's point is the base */
+    return join_switch(k, o, points[0], lens[0] <= lo, lo, tlo, hi, thi, lens, nlens, "probed", say, verdict, out,
+                       err);
+}
+
+nx_status rv_generalise(rv_kernel *k, const rv_opts *o, const size_t *lens, size_t nlens, char *const *points,
+                        const rv_say *say, int *verdict, char **out, nx_err *err)
+{
+    *verdict = RV_LEN_REFUSED;
+    *out = NULL;
+    if (nlens < 1 || nlens > RV_MAX_LENGTHS)
+        return nx_err_set(err, NX_EINVAL, "lengths: 1 to %d of them", RV_MAX_LENGTHS);
+    size_t crows = confirm_rows_of(o), rows, ok;
+    char why[512];
+    const char *chosen = NULL;
+    nx_status st;
+    size_t fail_n[RV_MAX_LENGTHS] = {0}, fail_ok[RV_MAX_LENGTHS] = {0}, fail_rows[RV_MAX_LENGTHS] = {0};
+    for (size_t c = 0; c < nlens && !chosen; c++) {
+        int holds = 1;
+        for (size_t l = 0; l < nlens && holds; l++) {
+            if (l == c || !strcmp(points[l], points[c]))
+                continue; /* confirmed where it was revealed */
+            if ((st = rv_confirm_at(k, points[c], lens[l], crows, o->seed, &rows, &ok, why, sizeof why, err)))
+                return st;
+            holds = ok == rows;
+            if (!holds)
+                fail_n[c] = lens[l], fail_ok[c] = ok, fail_rows[c] = rows;
+        }
+        if (holds)
+            chosen = points[c];
+    }
+    char *joined = NULL;
+    if (!chosen) {
+        int v;
+        if ((st = join_lengths(k, o, lens, nlens, points, say, &v, &joined, err)))
+            return st;
+        if (v == RV_LEN_REFUSED)
+            return NX_OK;
+        chosen = joined;
+    }
+    if (!chosen) {
+        char list[RV_MAX_LENGTHS * 12] = "";
+        size_t ll = 0;
+        for (size_t l = 0; l < nlens; l++)
+            ll += (size_t)snprintf(list + ll, sizeof list - ll, "%s %zu", l ? "," : "", lens[l]);
+        sayf(say, "lengths: no single point the search can express holds at n =%s; the point of each length fails at "
+                  "another:", list);
+        for (size_t l = 0; l < nlens; l++)
+            sayf(say, "lengths: n = %zu reveals %s, which reproduces %zu of %zu rows at n = %zu", lens[l], points[l],
+                 fail_ok[l], fail_rows[l], fail_n[l]);
+        sayf(say, "not confirmed: the lengths disagree");
+        return NX_OK;
+    }
+    if (nlens > 1) {
+        char list[RV_MAX_LENGTHS * 12] = "";
+        size_t ll = 0;
+        for (size_t l = 0; l < nlens; l++)
+            ll += (size_t)snprintf(list + ll, sizeof list - ll, "%s %zu", l ? "," : "", lens[l]);
+        sayf(say, "lengths: one point holds at every probed length (n =%s)", list);
+    }
+    size_t extra[2];
+    rv_confirm_lengths(lens[0], extra);
+    char failed[128] = "";
+    size_t fl = 0;
+    for (int e = 0; e < 2; e++) {
+        int probed = 0;
+        for (size_t l = 0; l < nlens; l++)
+            probed |= lens[l] == extra[e];
+        if (probed || (e == 1 && extra[1] == extra[0]))
+            continue;
+        if ((st = rv_confirm_at(k, chosen, extra[e], crows, o->seed, &rows, &ok, why, sizeof why, err))) {
+            free(joined);
+            return st;
+        }
+        sayf(say, "lengths: at n = %zu (not probed) the point reproduced %zu of %zu fresh random rows%s%s", extra[e],
+             ok, rows, why[0] ? ": " : "", why);
+        if (ok != rows)
+            fl += (size_t)snprintf(failed + fl, sizeof failed - fl, "%s%zu", fl ? ", " : "", extra[e]);
+    }
+    if (fl) {
+        sayf(say, "not confirmed: the point revealed at n = %zu fails at n = %s: %s", lens[0], failed, chosen);
+        free(joined);
+        return NX_OK;
+    }
+    *out = joined ? joined : strdup(chosen);
+    if (!*out)
+        return nx_err_set(err, NX_ENOMEM, "out of memory");
+    *verdict = RV_LEN_HOLDS;
+    return NX_OK;
+}
