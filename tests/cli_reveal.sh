@@ -238,16 +238,16 @@ out=$("$P" reveal --simulate '{ tree = "stride(8, seq, halving)" }' --n 100 2>"$
 printf '%s\n' "$out" | grep -q '^lengths: at n = 101 (not probed) the point reproduced 1000 of 1000 ' || fail "lengths, stride: no n = 101 line: $out"
 printf '%s\n' "$out" | grep -q '^lengths: at n = 47 (not probed) the point reproduced 1000 of 1000 ' || fail "lengths, stride: no n = 47 line: $out"
 [ "$(printf '%s\n' "$out" | tail -n 1)" = "$(pt fp32 rne true "stride(8, seq, halving)" fp32)" ] || fail "lengths, stride: last line: $out"
-# A kernel whose fp64 tail runs only when n % 32 != 0: at n = 4096 the tail
+# A kernel whose fp64 tail runs only when n % 32 != 0: at n = 1024 the tail
 # is empty and the probes see stride(32, seq, pairwise).  Induction probes
-# 4099 (3 tail terms), names body(32, ..., seq), and the arithmetic, fitted
+# 1027 (3 tail terms), names body(32, ..., seq), and the arithmetic, fitted
 # on rows of both lengths, finds the tail's own format (per-part
-# arithmetic: seq@fp64); the point then holds at 4097 and 2039.
+# arithmetic: seq@fp64); the point then holds at 1025 and 509.
 TAIL='{ tree = "body(32, stride(32, seq, pairwise), seq[acc=fp64])" }'
-out=$("$P" reveal --simulate "$TAIL" --n 4096 2>"$T/err"); rc=$?
+out=$("$P" reveal --simulate "$TAIL" --n 1024 2>"$T/err"); rc=$?
 [ $rc -eq 0 ] || fail "lengths, tail: exit $rc, want 0 $(cat "$T/err")"
-printf '%s\n' "$out" | grep -q '^order: body(32, stride(32, seq, pairwise), seq)$' || fail "lengths, tail: order at 4096: $out"
-printf '%s\n' "$out" | grep -q '^lengths: at n = 4097 (not probed) the point reproduced 1000 of 1000 ' || fail "lengths, tail: no 4097 line: $out"
+printf '%s\n' "$out" | grep -q '^order: body(32, stride(32, seq, pairwise), seq)$' || fail "lengths, tail: order at 1024: $out"
+printf '%s\n' "$out" | grep -q '^lengths: at n = 1025 (not probed) the point reproduced 1000 of 1000 ' || fail "lengths, tail: no 1025 line: $out"
 [ "$(printf '%s\n' "$out" | tail -n 1)" = "$(pt fp32 rne true "body(32, stride(32, seq, pairwise), seq@fp64)" fp32)" ] \
   || fail "lengths, tail: last line: $(printf '%s\n' "$out" | tail -n 1)"
 # A kernel that takes another path from n = 102 on: induction at 107 sees

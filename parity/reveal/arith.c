@@ -16,6 +16,7 @@
 #include "fit.h"
 #include "nx_engine.h"
 #include "nx_program.h"
+#include "nx_rowclass.h"
 #include "point_toml.h"
 
 #include <math.h>
@@ -308,15 +309,9 @@ static nx_status eval_point(const char *text, nx_fmt in, size_t rows, size_t n, 
     nx_status st = pt_from_text(text, "revealed point", &pt, err);
     if (st)
         return st;
-    for (size_t r = 0; r < rows && !st; r++) {
-        const nx_point *pr;
-        nx_program *p = NULL;
-        if ((st = nx_point_for_row(&pt, r, rows, n, &pr, err)) || (st = nx_program_build(pr, n, 1, &p, err)))
-            break;
-        nx_rows one = {1, in, a + r * n, in, b + r * n, NX_FP64, NULL};
-        st = nx_fast_reduce(p, &one, y + r, 1, err);
-        nx_program_free(p);
-    }
+    /* one program per row class, not per row */
+    nx_rows all = {rows, in, a, in, b, NX_FP64, NULL};
+    st = nx_point_reduce(&pt, &all, n, 1, NX_ENGINE_FAST, 0, y, err);
     nx_point_free(&pt);
     return st;
 }
