@@ -93,46 +93,75 @@ nx_status tm_compare(const dev_backend *ba, const fam_spec *sa, const st_file *i
     /* one count of runs per sample for both sides, from the faster one */
     double one = fmax(fmin(ta, tb), 1e-9);
     int reps = (int)fmin(fmax(ceil(o->min_sample_s / one), 1), 100000);
-    double *ra = malloc((size_t)n * sizeof *ra), *rb = malloc((size_t)n * sizeof *rb),
-           *q = malloc((size_t)n * sizeof *q);
-    if (!ra || !rb || !q) {
-        free(ra), free(rb), free(q);
+    /* Sequential: TM_STAGES looks at growing counts of pairs (n, 2n + 1,
+     * ...), each at level alpha / TM_STAGES, so that the false-alarm rate
+     * over all the looks is still at most alpha (Bonferroni).  A look stops
+     * when the interval is above 1 + slack (slower) or at or below it (not
+     * slower beyond doubt); only an interval that straddles it on a noisy
+     * machine asks for more pairs. */
+    int nmax = n;
+    for (int g = 1; g < TM_STAGES; g++)
+        nmax = 2 * nmax + 1;
+    double *ra = malloc((size_t)nmax * sizeof *ra), *rb = malloc((size_t)nmax * sizeof *rb),
+           *q = malloc((size_t)nmax * sizeof *q), *sa_ = malloc((size_t)nmax * sizeof *sa_),
+           *sb_ = malloc((size_t)nmax * sizeof *sb_);
+    if (!ra || !rb || !q || !sa_ || !sb_) {
+        free(ra), free(rb), free(q), free(sa_), free(sb_);
         return nx_err_set(err, NX_ENOMEM, "out of memory");
     }
-    for (int i = 0; i < n && !st; i++) {
-        /* alternate which side goes first: a drift in the machine's speed
-         * within a pair favours neither */
-        if (i % 2 == 0) {
-            if (!(st = sample(ba, sa, in_a, &d, reps, &ra[i], err)))
-                st = sample(bb, sb, in_b, &d, reps, &rb[i], err);
-        } else {
-            if (!(st = sample(bb, sb, in_b, &d, reps, &rb[i], err)))
-                st = sample(ba, sa, in_a, &d, reps, &ra[i], err);
+    double a_look = o->alpha / TM_STAGES;
+    int have = 0, looks = 0;
+    for (int want = n; !st; want = 2 * want + 1) {
+        for (int i = have; i < want && !st; i++) {
+            /* alternate which side goes first: a drift in the machine's
+             * speed within a pair favours neither */
+            if (i % 2 == 0) {
+                if (!(st = sample(ba, sa, in_a, &d, reps, &ra[i], err)))
+                    st = sample(bb, sb, in_b, &d, reps, &rb[i], err);
+            } else {
+                if (!(st = sample(bb, sb, in_b, &d, reps, &rb[i], err)))
+                    st = sample(ba, sa, in_a, &d, reps, &ra[i], err);
+            }
+            q[i] = rb[i] / fmax(ra[i], 1e-12);
         }
-        q[i] = rb[i] / fmax(ra[i], 1e-12);
-    }
-    if (!st) {
-        qsort(q, (size_t)n, sizeof *q, cmp_double);
-        qsort(ra, (size_t)n, sizeof *ra, cmp_double);
-        qsort(rb, (size_t)n, sizeof *rb, cmp_double);
-        int k = tm_median_bound_rank(n, o->alpha);
-        r->pairs = n;
+        if (st)
+            break;
+        have = want;
+        looks++;
+        memcpy(sa_, ra, (size_t)have * sizeof *sa_);
+        memcpy(sb_, rb, (size_t)have * sizeof *sb_);
+        double *qs = malloc((size_t)have * sizeof *qs);
+        if (!qs) {
+            st = nx_err_set(err, NX_ENOMEM, "out of memory");
+            break;
+        }
+        memcpy(qs, q, (size_t)have * sizeof *qs);
+        qsort(qs, (size_t)have, sizeof *qs, cmp_double);
+        qsort(sa_, (size_t)have, sizeof *sa_, cmp_double);
+        qsort(sb_, (size_t)have, sizeof *sb_, cmp_double);
+        int k = tm_median_bound_rank(have, a_look), m = have;
+        r->pairs = m;
         r->reps = reps;
         r->alpha = o->alpha;
         r->slack = o->slack;
-        r->before_s = n % 2 ? ra[n / 2] : 0.5 * (ra[n / 2 - 1] + ra[n / 2]);
-        r->after_s = n % 2 ? rb[n / 2] : 0.5 * (rb[n / 2 - 1] + rb[n / 2]);
-        r->ratio = n % 2 ? q[n / 2] : 0.5 * (q[n / 2 - 1] + q[n / 2]);
-        r->lo = k ? q[k - 1] : 0;
-        r->hi = k ? q[n - k] : INFINITY;
+        r->before_s = m % 2 ? sa_[m / 2] : 0.5 * (sa_[m / 2 - 1] + sa_[m / 2]);
+        r->after_s = m % 2 ? sb_[m / 2] : 0.5 * (sb_[m / 2 - 1] + sb_[m / 2]);
+        r->ratio = m % 2 ? qs[m / 2] : 0.5 * (qs[m / 2 - 1] + qs[m / 2]);
+        r->lo = k ? qs[k - 1] : 0;
+        r->hi = k ? qs[m - k] : INFINITY;
+        free(qs);
         r->slower = k && r->lo > 1 + o->slack;
-        snprintf(r->text, sizeof r->text,
-                 "time ratio after/before %.3f [%.3f, %.3f] (%d interleaved pairs, each side the fastest of %d "
-                 "run%s, %d thread%s; %.4g s -> %.4g s per run; slower means the interval's lower end above %.2f, a false alarm "
-                 "at most %.2g%% of the time)",
-                 r->ratio, r->lo, r->hi, n, reps, reps == 1 ? "" : "s", o->threads, o->threads == 1 ? "" : "s",
-                 r->before_s, r->after_s, 1 + o->slack, 100 * o->alpha);
+        if (r->slower || r->hi <= 1 + o->slack || looks == TM_STAGES)
+            break;
     }
+    if (!st)
+        snprintf(r->text, sizeof r->text,
+                 "time ratio after/before %.3f [%.3f, %.3f] (%d interleaved pairs in %d look%s, each side the fastest "
+                 "of %d run%s, %d thread%s; %.4g s -> %.4g s per run; slower means the interval's lower end above "
+                 "%.2f, a false alarm at most %.2g%% of the time)",
+                 r->ratio, r->lo, r->hi, r->pairs, looks, looks == 1 ? "" : "s", reps, reps == 1 ? "" : "s",
+                 o->threads, o->threads == 1 ? "" : "s", r->before_s, r->after_s, 1 + o->slack, 100 * o->alpha);
+    free(sa_), free(sb_);
     free(ra), free(rb), free(q);
     return st;
 }

@@ -10,7 +10,9 @@
  * "Slower" means the interval's lower end is above 1 + slack: when the
  * kernels are alike (true median ratio <= 1 + slack), that happens with
  * probability at most alpha, the stated false-alarm rate, however loaded
- * the machine is. */
+ * the machine is.  On a loaded machine the interval widens: where it
+ * straddles 1 + slack, more pairs are taken (TM_STAGES looks, each at
+ * alpha / TM_STAGES), so that load costs time, not the verdict. */
 #ifndef PARITY_TIMING_H
 #define PARITY_TIMING_H
 
@@ -28,6 +30,10 @@ typedef struct tm_opts {
 } tm_opts;
 
 #define TM_PAIRS 31
+/* Looks at 31, 63, 127 and 255 pairs (with the default), each at level
+ * alpha / TM_STAGES: more pairs only where the interval straddles
+ * 1 + slack. */
+#define TM_STAGES 4
 #define TM_SLACK 0.10
 #define TM_ALPHA 0.001
 
