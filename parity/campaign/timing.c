@@ -110,8 +110,12 @@ nx_status tm_compare(const dev_backend *ba, const fam_spec *sa, const st_file *i
         return nx_err_set(err, NX_ENOMEM, "out of memory");
     }
     double a_look = o->alpha / TM_STAGES;
-    int have = 0, looks = 0;
+    int have = 0, looks = 0, reps0 = reps;
     for (int want = n; !st; want = 2 * want + 1) {
+        /* a later look's samples are the fastest of twice as many runs as the look before:
+         * less of the load in each (every pair stays symmetric when the
+         * kernels are alike, whatever its count of runs) */
+        reps = (int)fmin((double)reps0 * (double)(1 << looks), 100000);
         for (int i = have; i < want && !st; i++) {
             /* alternate which side goes first: a drift in the machine's
              * speed within a pair favours neither */
