@@ -87,10 +87,14 @@ static void primary(sp *ps)
         ps->p++;
         expr(ps, 0);
         ws(ps);
-        if (!ps->failed && *ps->p != ')')
-            fail(ps, ps->p, "expected ')'");
-        else
-            ps->p++;
+        /* after a failure inside, the cursor may be at the end: never
+         * step past the terminator */
+        if (!ps->failed) {
+            if (*ps->p != ')')
+                fail(ps, ps->p, "expected ')'");
+            else
+                ps->p++;
+        }
     } else if (*ps->p == '!' && ps->p[1] != '=') {
         ps->p++;
         primary(ps);

@@ -28,6 +28,7 @@ option --in needs a value                                    | reduce --numerics
 option --out needs a value                                   | reduce --numerics '{}' --in good.st --out
 option --engine needs a value                                | reduce --numerics '{}' --in good.st --out w/y.st --engine
 option --threads needs a value                               | reduce --numerics '{}' --in good.st --out w/y.st --threads
+column 10: expected a number, a name or '(' at the end       | reduce --numerics '{ tree = "seq", rows = [{ select = "r %(2 != ", fma = false }] }' --in good.st --out w/y.st
 option --check needs a value                                 | reduce --numerics '{}' --in good.st --out w/y.st --check
 option --report needs a value                                | reduce --numerics '{}' --in good.st --out w/y.st --report
 unknown argument '--bogus'                                   | reduce --numerics '{}' --in good.st --out w/y.st --bogus
