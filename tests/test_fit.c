@@ -68,18 +68,25 @@ static void space_of(fit_space *sp)
     assert_int_equal(sp->count, 4);
 }
 
-static void run(size_t rows, const int *cls, int classes, fit_result *res)
+/* fit_run over rows [rows, N] of a with results y, the four trees as the
+ * space, the first max candidates (0: all), row classes when asked. */
+static void fit_rows(const double *a, const double *y, size_t rows, size_t max, int classes, fit_result *res)
 {
-    double *a = malloc(rows * N * sizeof *a), *y = malloc(rows * sizeof *y);
-    rows_of(rows, cls, a, y);
     fit_space sp;
     space_of(&sp);
     fit_pair pair = {{rows, NX_FP32, a, NX_FP32, NULL, NX_FP64, NULL}, N, 0, y};
-    fit_opts o = {1, 0, 0, NX_ENGINE_FAST, classes, 1};
+    fit_opts o = {1, max, 0, NX_ENGINE_FAST, classes, 1};
     nx_err e = {0};
     memset(res, 0, sizeof *res);
     assert_int_equal(fit_run(&pair, 1, &sp, &o, res, &e), NX_OK);
     fit_space_free(&sp);
+}
+
+static void run(size_t rows, const int *cls, int classes, fit_result *res)
+{
+    double *a = malloc(rows * N * sizeof *a), *y = malloc(rows * sizeof *y);
+    rows_of(rows, cls, a, y);
+    fit_rows(a, y, rows, 0, classes, res);
     free(a);
     free(y);
 }
@@ -152,21 +159,14 @@ static void test_residue_classes(void **state)
         memcpy(a + r * N, R1, sizeof R1);
         y[r] = r % 4 == 3 ? 0x1p0 : 0x1.000002p0;
     }
-    fit_space sp;
-    space_of(&sp);
-    fit_pair pair = {{8, NX_FP32, a, NX_FP32, NULL, NX_FP64, NULL}, N, 0, y};
-    fit_opts o = {1, 0, 0, NX_ENGINE_FAST, 1, 1};
     fit_result r;
-    memset(&r, 0, sizeof r);
-    nx_err e = {0};
-    assert_int_equal(fit_run(&pair, 1, &sp, &o, &r, &e), NX_OK);
+    fit_rows(a, y, 8, 0, 1, &r);
     if (!r.found)
         fail_msg("residue class: nothing found");
     assert_true(names(&r, "pairwise"));
     if (!strstr(r.point, "rows = [{ select = \"r % 4 == 3\"") || !strstr(r.point, "tree = \"seq\""))
         fail_msg("residue class: %s", r.point);
     fit_result_free(&r);
-    fit_space_free(&sp);
 }
 
 /* --max: only the first candidates are searched (space order): pairwise is
@@ -177,23 +177,14 @@ static void test_max_bounds_the_search(void **state)
     double a[2 * N], y[2];
     int cls[2] = {2, 2};
     rows_of(2, cls, a, y);
-    fit_space sp;
-    space_of(&sp);
-    fit_pair pair = {{2, NX_FP32, a, NX_FP32, NULL, NX_FP64, NULL}, N, 0, y};
-    fit_opts o = {1, 2, 0, NX_ENGINE_FAST, 0, 1};
     fit_result r;
-    memset(&r, 0, sizeof r);
-    nx_err e = {0};
-    assert_int_equal(fit_run(&pair, 1, &sp, &o, &r, &e), NX_OK);
+    fit_rows(a, y, 2, 2, 0, &r);
     assert_int_equal(r.found, 0);
     assert_int_equal(r.evaluated, 2);
     fit_result_free(&r);
-    o.max = 3;
-    memset(&r, 0, sizeof r);
-    assert_int_equal(fit_run(&pair, 1, &sp, &o, &r, &e), NX_OK);
+    fit_rows(a, y, 2, 3, 0, &r);
     assert_true(r.found && names(&r, "pairwise"));
     fit_result_free(&r);
-    fit_space_free(&sp);
 }
 
 int main(void)
