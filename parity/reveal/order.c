@@ -1172,14 +1172,18 @@ static nx_status induce(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err *
     res->induce_n = n2;
     res->induce_calls = k->calls - calls0;
     res->induce_probes = k->probes - probes0;
-    if (st && st != NX_ENOMEM) {
-        /* no tree there, or a kernel that fails at that length: the order
-         * is named at n alone, and the failure said */
+    if (st && st != NX_ENOMEM && !k->killed) {
+        /* no tree there, or a kernel that declines that length (an error
+         * exit, a point that does not expand there): the order is named at
+         * n alone, and the failure said.  A kernel killed for hanging or
+         * for a wrong answer has failed, as it would at n. */
         res->induce = RV_INDUCE_NO_TREE;
         res->induce_why = strdup(err->msg);
         memset(err, 0, sizeof *err);
         st = res->induce_why ? NX_OK : nx_err_set(err, NX_ENOMEM, "out of memory");
-    } else if (!st) {
+    } else if (st) {
+        nx_err_prefix(err, "the order again at n = %zu (induction)", n2);
+    } else {
         const rv_tree *ts[2] = {&res->tree, &r2.tree};
         size_t ns[2] = {o->n, n2};
         char *name = rv_recognise_lengths(ts, ns, 2, o->hints, o->nhints);

@@ -212,6 +212,7 @@ static nx_status exec_eval(rv_kernel *k, size_t rows, size_t n, const double *a,
     int rc = 0;
     if (!wait_until(pid, now_s() + k->timeout_s, &rc)) {
         kill_group(pid);
+        k->killed = 1;
         return nx_err_set(err, NX_EINTERNAL,
                           "--exec: the command did not finish within %g s on a file of %zu probes (--timeout); "
                           "killed with its process group", k->timeout_s, rows);
@@ -275,6 +276,7 @@ static nx_status serve_eval(rv_kernel *k, size_t rows, size_t n, const double *a
     /* no answer, a late one or a wrong one: the child is killed, not waited on */
     kill_group(im->pid);
     im->pid = 0;
+    k->killed = 1;
     if (r == -2)
         return nx_err_set(err, NX_EINTERNAL,
                           "--serve: no answer within %g s to a file of %zu probes (--timeout); killed with its "

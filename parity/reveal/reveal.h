@@ -39,6 +39,8 @@ struct rv_kernel {
     size_t max_elems;   /* rows * n per call at most (0: no limit) */
     size_t calls;       /* kernel invocations */
     size_t probes;      /* rows evaluated */
+    int killed;         /* a call's command was killed (no answer in time, a wrong answer): a kernel
+                           failure wherever it happens, never a length the kernel declines */
     double timeout_s;   /* --exec, --serve: one call's limit (RV_TIMEOUT_DEFAULT_S); past it the command's
                            process group is killed and the call fails */
 };
