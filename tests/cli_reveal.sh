@@ -263,6 +263,17 @@ printf '%s\n' "$out" | grep -q '^size class: the order is seq below n = 102 and 
   || fail "size class n >= 102: size class line: $out"
 want=$(pt fp32 rne true seq fp32 | sed 's/ }$/, rows = [{ select = "n >= 102", tree = "reverse(seq)" }] }/')
 [ "$(printf '%s\n' "$out" | tail -n 1)" = "$want" ] || fail "size class n >= 102: last line: $(printf '%s\n' "$out" | tail -n 1)"
+# Two points fit the search rows of a body in fp32 whose tail and body +
+# tail run in double (OpenBLAS's sdot): the fp32 body + tail differs on
+# rare rows only.  Sparse rows on which the two disagree, asked of the
+# kernel, keep the kernel's own point.
+DB='{ acc = "fp64", fma = true, out = "fp32", tree = "body(8, stride(8, seq, halving)@fp32, seq[product=fp32])" }'
+out=$("$P" reveal --simulate "$DB" --n 33 2>"$T/err"); rc=$?
+[ $rc -eq 0 ] || fail "double tail: exit $rc $(cat "$T/err")"
+printf '%s\n' "$out" | grep -q '^arithmetic: 2 points of the space fit the search rows; at n = 35, [1-9][0-9]* sparse rows on which they disagree and 4000 random rows: 1 of them reproduce all' \
+  || fail "double tail: no disambiguation line: $out"
+[ "$(printf '%s\n' "$out" | tail -n 1)" = '{ acc = "fp64", rounding = "rne", fma = true, product = "exact", tree = "body(8, stride(8, seq, halving)@fp32, seq[product=fp32])", out = "fp32", out_rounding = "rne", saturate = false }' ] \
+  || fail "double tail: last line: $(printf '%s\n' "$out" | tail -n 1)"
 # The confirmation must still refuse what the probed lengths cannot show.
 # A kernel whose other path runs when n % 8 == 3: at 100 and 107 it looks
 # like a switch at 107, but one length past the edge (108) is seq again:

@@ -425,6 +425,15 @@ out:
     return st;
 }
 
+/* The rows the arithmetic is fitted on: a quarter that tell fma apart, a
+ * quarter of pinned pairs, the rest random (from seed). */
+static void search_rows(nx_fmt f, size_t rows, size_t n, uint64_t seed, double *a, double *b)
+{
+    size_t nt = fma_rows(f, n, rows / 4, a, b);
+    nt += pin_rows(f, n, rows / 4, a + nt * n, b + nt * n);
+    rand_rows(f, rows - nt, n, seed, a + nt * n, b + nt * n);
+}
+
 /* Several points of the space fit the search rows: points that differ on
  * rare rows (a body + tail added in fp32 or in double, which differ where
  * double rounding does).  More fresh rows, at the length with the longer
@@ -625,9 +634,7 @@ nx_status rv_reveal_arith(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err
         goto out;
     }
     uint64_t seed = o->seed ? o->seed : 0x7265766561ULL;
-    size_t nt = fma_rows(k->in_fmt, n, rows / 4, a, b);
-    nt += pin_rows(k->in_fmt, n, rows / 4, a + nt * n, b + nt * n);
-    rand_rows(k->in_fmt, rows - nt, n, seed, a + nt * n, b + nt * n);
+    search_rows(k->in_fmt, rows, n, seed, a, b);
     if ((st = rv_call(k, rows, n, a, b, y, err)))
         goto out;
     res->out_fmt = k->out_fmt;
@@ -676,9 +683,7 @@ nx_status rv_reveal_arith(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err
                 st = nx_err_set(err, NX_ENOMEM, "out of memory");
                 goto out;
             }
-            size_t nt2 = fma_rows(k->in_fmt, n2, rows / 4, a2, b2);
-            nt2 += pin_rows(k->in_fmt, n2, rows / 4, a2 + nt2 * n2, b2 + nt2 * n2);
-            rand_rows(k->in_fmt, rows - nt2, n2, seed ^ 0x696e647563ULL, a2 + nt2 * n2, b2 + nt2 * n2);
+            search_rows(k->in_fmt, rows, n2, seed ^ 0x696e647563ULL, a2, b2);
             if ((st = rv_call(k, rows, n2, a2, b2, y2, err)))
                 goto out;
             pair[1] = (fit_pair){{rows, k->in_fmt, a2, k->in_fmt, b2, NX_FP64, NULL}, n2, 1, y2};

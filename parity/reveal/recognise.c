@@ -367,7 +367,7 @@ static const char *const tails_all[] = {"seq",
                                         "tile(8, pairwise, seq)"};
 #define NTAILS (sizeof tails_all / sizeof *tails_all)
 
-static void lanes_form(const rv_tree *t, size_t n, uint64_t want, search *s)
+static void lanes_form(const rv_tree *t, size_t n, search *s)
 {
     const char *const *tails = tails_all;
     span *sp = malloc(t->count * sizeof *sp);
@@ -391,16 +391,14 @@ static void lanes_form(const rv_tree *t, size_t n, uint64_t want, search *s)
                 continue;
             if (m == n) {
                 snprintf(cand, cap + 256, "stride(%d, seq, expr(%s))", L, b);
-                if (cand_hash(cand, n) == want)
-                    try1(s, cand);
+                try1(s, cand); /* held at every length, this one included */
                 break; /* no tail: larger B give the same */
             }
             for (size_t tl = 0; tl < NTAILS && !s->found; tl++)
                 for (int carry = 0; carry < 2 && !s->found; carry++) {
                     snprintf(cand, cap + 256, "body(%d, stride(%d, seq, expr(%s)), %s%s)", B, L, b, tails[tl],
                              carry ? ", carry" : "");
-                    if (cand_hash(cand, n) == want)
-                        try1(s, cand);
+                    try1(s, cand);
                 }
         }
     }
@@ -550,7 +548,7 @@ char *rv_recognise_lengths(const rv_tree *const *trees, const size_t *ns, size_t
         }
     }
     for (size_t i = 0; i < m && !s.found; i++)
-        lanes_form(trees[i], ns[i], s.want[i], &s);
+        lanes_form(trees[i], ns[i], &s);
     if (s.found)
         return s.found;
     /* a binary tree the families above do not name: its bracketing, which
