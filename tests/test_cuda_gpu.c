@@ -8,7 +8,7 @@
  * On sm90 the wgmma kernel runs too (Hopper's published atom: bit-exact),
  * and the mma.sync kernel at Hopper's measured atom (chain(16), wgmma's).
  * Every gemm run is also held against its atom's 15 neighbours
- * (measure_atoms): with fp32 output each must differ.
+ * (hold_to_neighbours): with fp32 output each must differ.
  * A point marked as assumed (exact = 0; none at present) is measured: its
  * mismatches and greatest ulp distance are reported, and only more than
  * PARITY_MEASURED_ULP (default 2) ulps fails.
@@ -179,7 +179,7 @@ static void report(const char *cname, const char *check, size_t bad, long long m
  * does.  With fp32 output (no output rounding to hide a difference) every
  * neighbour must differ, so that the declared atom is the only one of the
  * 16 the GPU reproduces; with a 16-bit output the counts are reported. */
-static void measure_atoms(const gcase *c, const st_file *in, const st_file *e1)
+static void hold_to_neighbours(const gcase *c, const st_file *in, const st_file *e1)
 {
     const fam_spec *s = &c->spec;
     if (strcmp(s->family, "gemm") || s->nreds != 1 || s->reds[0].point.atom.frac_bits < 0)
@@ -262,7 +262,7 @@ static void run_case(const dev_backend *b, gcase *c, const char *trace_dir)
     long long mu;
     size_t bad = compare(&e1, &ref, "y", NULL, 0, &mu, first, sizeof first);
     report(c->name, "tier2 vs reference", bad, mu, first, c->exact);
-    measure_atoms(c, &in, &e1);
+    hold_to_neighbours(c, &in, &e1);
     if (st_find(&ref, "residual_out")) {
         bad = compare(&e1, &ref, "residual_out", NULL, 0, &mu, first, sizeof first);
         report(c->name, "tier2 residual_out", bad, mu, first, 1);
