@@ -9,9 +9,9 @@
  * pairs adds the operands' propagated errors and one rounding of a value of
  * magnitude at most the computed one's bound (nx_bound_rounding).  Where a
  * reduction's terms are earlier computed values (the MoE combine over h,
- * gemv's per-group k over u_g, attention's probabilities and partials),
- * those values are computed here by the engine, so nx_bound sees the terms
- * the point really adds. */
+ * gemv's per-group k over u_g, attention's probabilities and partials,
+ * softmax's exponentials), those values are computed here, so nx_bound sees
+ * the terms the point really adds. */
 #include "nx_bound.h"
 #include "nx_round_fast.h"
 #include "ref_internal.h"
@@ -768,6 +768,130 @@ done:
     return st;
 }
 
+/* --- softmax: y*_h = e^(x_h - m) / sum_j e^(x_j - m) ------------------------------ */
+
+/* max with NaN propagation (m starts at -inf) */
+static double nan_max(double m, double x)
+{
+    if (isnan(m) || isnan(x))
+        return NAN;
+    return x > m ? x : m;
+}
+
+/* The smallest fp32 number >= v (v >= 0, finite). */
+static double f32_up(double v)
+{
+    float f = (float)v;
+    if ((double)f < v)
+        f = nextafterf(f, INFINITY);
+    return (double)f;
+}
+
+/* softmax is shift-invariant: y* = e^(x_h - m) / sum_j e^(x_j - m) with the
+ * computed maximum m (exact: one of the inputs), so each computed e_h is
+ * compared with e^(x_h - m).  The argument fp32(x_h - m) is within delta of
+ * x_h - m, so e_h is within e^a (e^delta - 1) plus exp's own error; `sum`
+ * adds its bound over the terms (an approximate exp: over an upper envelope
+ * of the terms it may give, the bound growing with the terms' magnitudes)
+ * and the terms' errors; the division e/s adds |de|/s + |e*| |ds| / (s s*),
+ * with s* >= sum_j e^(a_j - delta_j) >= 1 (the maximum's term is e^0) and
+ * every computed s >= s* - |ds|; then fp32 and `out`.  A row with a NaN, a
+ * +inf or only -inf has no finite bound. */
+static nx_status softmax_bound(bjob *j, nx_err *err)
+{
+    const fam_spec *s = j->s;
+    long T, H;
+    nx_fmt in, out;
+    const fam_reduction *sr;
+    nx_status st;
+    if ((st = ref_dim(s, "T", -1, &T, err)) || (st = ref_dim(s, "H", -1, &H, err)) ||
+        (st = ref_param_fmt(s, "in", NX_BF16, &in, err)) || (st = ref_param_fmt(s, "out", in, &out, err)) ||
+        (st = ref_need_red(s, "sum", &sr, err)))
+        return st;
+    const fam_elem *ex = fam_elem_get(s, "exp");
+    /* an approximation within N ulps: e' <= e* (1 + N 2^-23) + N 2^-149 and
+     * e* <= e (1 + 2^-24) + 2^-150 for the correctly rounded e */
+    double N = !j->as_ref && ex && ex->impl == FAM_ELEM_APPROX ? ex->ulp : 0;
+    size_t Hs = (size_t)H;
+    double *x = NULL;
+    bprog bp = {0};
+    j->n = (size_t)T * Hs;
+    if (!(j->bound = ref_alloc(j->n)))
+        return nx_err_set(err, NX_ENOMEM, "out of memory");
+    if ((st = decode(j, "x", &x, err)) || (st = bprog_new(j, sr, Hs, 0, &bp, err)))
+        goto done;
+    nx_mode mode = nx_point_out_rounding(&sr->point);
+    int fail = 0;
+#pragma omp parallel num_threads(j->threads)
+    {
+        ref_math m;
+        ref_math_init(&m);
+        double *e = ref_alloc(Hs), *pe = ref_alloc(Hs), *u = ref_alloc(Hs);
+        if (!e || !pe || !u) {
+#pragma omp atomic write
+            fail = 1;
+        }
+#pragma omp for schedule(dynamic, 1)
+        for (size_t t = 0; t < (size_t)T; t++) {
+            if (!e || !pe || !u)
+                continue;
+            const double *xr = x + t * Hs;
+            double mx = -INFINITY;
+            for (size_t h = 0; h < Hs; h++)
+                mx = nan_max(mx, xr[h]);
+            int bad = !isfinite(mx);
+            double lo = 0, ep = 0;
+            for (size_t h = 0; h < Hs && !bad; h++) {
+                double a = xr[h] == -INFINITY ? -INFINITY : ref_f32_add(&m, xr[h], -mx);
+                if (a == -INFINITY) { /* e = +0; e^(x - m) is 0 or below every double */
+                    e[h] = u[h] = 0;
+                    pe[h] = xr[h] == -INFINITY ? 0 : 0x1p-1074;
+                    ep += pe[h];
+                    continue;
+                }
+                double d = xr[h] - mx; /* binary64: within 2^-53 |d| of x - m */
+                double delta = (fabs(a - d) + fabs(d) * 0x1p-53) * MARGIN;
+                nx_err e1;
+                e[h] = ref_f32_exp(&m, a, &e1);
+                if (delta < 1) {
+                    double ea = exp_up(a);
+                    pe[h] = (ea * expm1(delta) * MARGIN + elem_err(s, "exp", j->as_ref, ea)) * MARGIN;
+                } else { /* |a| > 2^24: both values lie in [0, e^(a + delta)] */
+                    double hi = exp_up(a + delta);
+                    pe[h] = (hi + elem_err(s, "exp", j->as_ref, hi)) * MARGIN;
+                }
+                u[h] = N > 0 ? f32_up((e[h] * (1 + 0x1p-24) + 0x1p-150) * (1 + N * 0x1p-23) * MARGIN + N * 0x1p-149)
+                             : e[h];
+                lo += exp(a - delta) / MARGIN / MARGIN;
+                ep += pe[h];
+            }
+            double sE = bad ? INFINITY : (red_row(&bp, NX_FP32, u, NX_FP32, NULL).E + ep) * MARGIN;
+            double slo = (lo - sE) / MARGIN; /* below s* and below every computed s */
+            for (size_t h = 0; h < Hs; h++) {
+                double *out_b = &j->bound[t * Hs + h];
+                if (bad || !(slo > 0) || !(sE < INFINITY)) {
+                    *out_b = INFINITY;
+                    continue;
+                }
+                double qv = (e[h] + 2 * pe[h]) / slo * MARGIN; /* >= the computed e' / s' and y* */
+                double E = (pe[h] / slo + (e[h] + pe[h]) * sE / (slo * lo)) * MARGIN;
+                eb y = {E + R(NX_FP32, NX_RNE, qv), qv};
+                *out_b = eb_round(y, out, mode).E;
+            }
+        }
+        ref_math_clear(&m);
+        free(e);
+        free(pe);
+        free(u);
+    }
+    if (fail)
+        st = nx_err_set(err, NX_ENOMEM, "out of memory");
+done:
+    bprog_free(&bp);
+    free(x);
+    return st;
+}
+
 /* --- dispatch ------------------------------------------------------------------------ */
 
 /* The params that define a family's mathematical value (not its order or
@@ -782,6 +906,7 @@ static const struct {
     {"paged_decode_attention", {"scale", NULL}, attn_bound},
     {"rmsnorm", {"eps", "residual", NULL}, rms_bound},
     {"silu_and_mul", {NULL}, silu_bound},
+    {"softmax", {NULL}, softmax_bound},
 };
 #define NFAMS (sizeof fams / sizeof fams[0])
 

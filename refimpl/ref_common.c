@@ -18,7 +18,7 @@
 
 static const ref_family *const families[] = {
     &ref_family_gemm,    &ref_family_gemv_w4a16, &ref_family_moe_grouped_gemm, &ref_family_paged_decode_attention,
-    &ref_family_rmsnorm, &ref_family_silu_and_mul,
+    &ref_family_rmsnorm, &ref_family_silu_and_mul, &ref_family_softmax,
 };
 #define NFAMILIES (sizeof families / sizeof families[0])
 
@@ -42,7 +42,7 @@ static nx_status find_family(const fam_spec *s, const ref_family **out, nx_err *
     }
     return nx_err_set(err, NX_EINVAL,
                       "family '%s' has no reference implementation (known: gemm, gemv_w4a16, moe_grouped_gemm, "
-                      "paged_decode_attention, rmsnorm, silu_and_mul)",
+                      "paged_decode_attention, rmsnorm, silu_and_mul, softmax)",
                       s->family ? s->family : "(none)");
 }
 

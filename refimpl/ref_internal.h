@@ -185,6 +185,6 @@ typedef struct ref_family {
 } ref_family;
 
 extern const ref_family ref_family_gemm, ref_family_gemv_w4a16, ref_family_moe_grouped_gemm,
-    ref_family_paged_decode_attention, ref_family_rmsnorm, ref_family_silu_and_mul;
+    ref_family_paged_decode_attention, ref_family_rmsnorm, ref_family_silu_and_mul, ref_family_softmax;
 
 #endif

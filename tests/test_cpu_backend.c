@@ -9,8 +9,9 @@
  * legacy kernel (the point's kernel id + "_legacy") == the new one, a row
  * alone == the same row in a batch; and the negative controls DO differ
  * (cpu_gemm_splitk_threads between thread counts, cpu_gemm_batch_split
- * between batch sizes).  Also: the declared approximation (silu libm) stays
- * within its ulp bound, input validation names the tensor, a kernel refuses
+ * between batch sizes).  Also: the declared approximations (silu and
+ * softmax with libm's expf) stay within their ulp bounds, softmax's rows
+ * with -inf, NaN and +inf, input validation names the tensor, a kernel refuses
  * a point it does not realise, describe() is JSON, and the format
  * conversions and correctly rounded functions against independent oracles
  * (scaled nearbyint in binary64; MPFR).  PARITY_SEED overrides the seeds. */
@@ -74,6 +75,8 @@ static const char *small_shape(const char *family)
         return "T=3,H=45";
     if (!strcmp(family, "silu_and_mul"))
         return "T=3,H=21";
+    if (!strcmp(family, "softmax"))
+        return "T=5,H=37";
     return NULL;
 }
 
@@ -228,6 +231,7 @@ static void test_corner_shapes(void **state)
         {"gemv_w4a16.per_element", "B=1,N=3,K=128"},
         {"moe_grouped_gemm.vec", "T=2,E=3,H=5,N=2,topk=3"},
         {"paged_decode_attention.nosplit", "B=2,HQ=2,HKV=1,D=3,P=1,NP=3,MAXP=5"},
+        {"softmax.plain", "T=1,H=1"},     {"softmax.plain", "T=3,H=5"},      {"softmax.plain", "T=2,H=4099"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         fam_spec s;
@@ -297,6 +301,7 @@ static void test_fp32_outputs(void **state)
         {"rmsnorm.plain", "T=64,H=33"},
         {"rmsnorm.fused_add", "T=64,H=20"},
         {"silu_and_mul.cr", "T=32,H=128"},
+        {"softmax.plain", "T=16,H=131"},
         {"paged_decode_attention.nosplit", "B=4,HQ=8,HKV=2,D=16,P=8,NP=16,MAXP=8"},
         {"paged_decode_attention.split512", "B=4,HQ=8,HKV=2,D=16,P=8,NP=16,MAXP=8"},
     };
@@ -422,7 +427,7 @@ static void first_rows(const st_file *in, const char *const *batched, size_t nb,
 static void test_row_invariance(void **state)
 {
     (void)state;
-    static const char *const gemm_rows[] = {"a"}, *const rms_rows[] = {"x"};
+    static const char *const gemm_rows[] = {"a"}, *const rms_rows[] = {"x"}; /* softmax's rows are x's too */
     static const struct {
         const char *id, *big, *small;
         const char *const *rows;
@@ -430,6 +435,7 @@ static void test_row_invariance(void **state)
         {"gemm.splitk", "M=16,N=7,K=100", "M=1,N=7,K=100", gemm_rows},
         {"gemm.seq", "M=16,N=7,K=100", "M=1,N=7,K=100", gemm_rows},
         {"rmsnorm.plain", "T=16,H=45", "T=1,H=45", rms_rows},
+        {"softmax.plain", "T=16,H=45", "T=1,H=45", rms_rows},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         fam_spec big, small;
@@ -655,6 +661,116 @@ static void test_silu_libm_underflow(void **state)
     st_free(&in);
     fam_spec_free(&b);
     fam_spec_free(&s);
+}
+
+/* softmax rows with -inf, NaN and +inf (docs/families.md, softmax): bf16
+ * inputs drawn normal, then row 0 with -inf at every third element, row 1
+ * -inf but one element (y = 1 there), row 2 -inf only, row 3 one NaN,
+ * row 4 one +inf, row 5 -150 - h (e^x underflows to 0 in fp32: only the max
+ * subtraction leaves finite, nonzero y).  Each
+ * kernel against the reference bit for bit at 1 and 3 threads, and the
+ * values the family fixes: +0 where x = -inf, 1 where a row has one finite
+ * element, the canonical NaN on the rows that must give NaN. */
+static void test_softmax_special_rows(void **state)
+{
+    (void)state;
+    static const char *const ids[] = {"softmax.plain", "softmax.libm"};
+    enum { TN = 6, H = 29 };
+    for (size_t k = 0; k < 2; k++)
+        for (int o = 0; o < 2; o++) {
+            fam_spec s;
+            resolve(ids[k], "T=6,H=29", &s);
+            if (o)
+                assert_int_equal(fam_spec_set_param(&s, "out", "fp32", NULL), NX_OK);
+            st_file in, want, got;
+            gen(&s, NX_DIST_NORMAL, 0, SEED + 1300 + k, &in);
+            const st_tensor *x = st_find(&in, "x");
+            for (size_t h = 0; h < H; h++) {
+                if (h % 3 == 0)
+                    st_put_bits(x, x->data, 0 * H + h, 0xff80);
+                if (h != 17)
+                    st_put_bits(x, x->data, 1 * H + h, 0xff80);
+                st_put_bits(x, x->data, 2 * H + h, 0xff80);
+                float v = -150.0f - (float)h; /* an integer of 8 bits: exact in bf16 */
+                st_put_bits(x, x->data, 5 * H + h, cpu_f32_bits(v) >> 16);
+            }
+            st_put_bits(x, x->data, 3 * H + 7, 0x7fc0);
+            st_put_bits(x, x->data, 4 * H + 28, 0x7f80);
+            ref(&s, &in, &want);
+            const st_tensor *y = st_find(&want, "y");
+            uint64_t one = o ? 0x3f800000u : 0x3f80, nan = o ? 0x7fc00000u : 0x7fc0;
+            for (size_t h = 0; h < H; h++) {
+                if (h % 3 == 0)
+                    assert_int_equal(st_get_bits(y, y->data, 0 * H + h), 0);
+                assert_int_equal(st_get_bits(y, y->data, 1 * H + h), h == 17 ? one : 0);
+                assert_int_equal(st_get_bits(y, y->data, 2 * H + h), nan);
+                assert_int_equal(st_get_bits(y, y->data, 3 * H + h), nan);
+                assert_int_equal(st_get_bits(y, y->data, 4 * H + h), nan);
+                uint64_t b5 = st_get_bits(y, y->data, 5 * H + h) & (o ? 0x7fffffffu : 0x7fff);
+                assert_true(b5 > 0 && b5 < (o ? 0x7f800000u : 0x7f80)); /* finite, not 0 */
+            }
+            for (int t = 1; t <= 3; t += 2) {
+                char ctx[96];
+                snprintf(ctx, sizeof ctx, "%s special rows, %s out, %d threads", ids[k], o ? "fp32" : "bf16", t);
+                dev(&s, &in, t == 1 ? DEV_EAGER : DEV_GRAPHED, t, NULL, &got);
+                if (k == 0 || !o) { /* libm's exp: its fp32 outputs may differ by its ulp */
+                    assert_same(&got, &want, ctx);
+                } else { /* the elements the family fixes */
+                    const st_tensor *g = st_find(&got, "y");
+                    for (size_t i = 0; i < TN * H; i++)
+                        if ((i < H && i % 3 == 0) || (i >= H && i < 5 * H))
+                            assert_int_equal(st_get_bits(g, g->data, i), st_get_bits(y, y->data, i));
+                }
+                st_free(&got);
+            }
+            st_free(&want);
+            st_free(&in);
+            fam_spec_free(&s);
+        }
+}
+
+/* The declared approximation: softmax with libm's expf stays within the
+ * point's ulp tolerance of the cr reference, in bf16 and in fp32. */
+static void test_softmax_libm_within_tolerance(void **state)
+{
+    (void)state;
+    fam_spec s, cr;
+    resolve("softmax.libm", "T=64,H=1000", &s);
+    resolve("softmax.plain", "T=64,H=1000", &cr);
+    assert_true(s.tol.has_ulp);
+    assert_false(dev_cpu_backend()->supports(&cr, "cpu_softmax_libm"));
+    assert_false(dev_cpu_backend()->supports(&s, "cpu_softmax"));
+    for (int o = 0; o < 2; o++) {
+        if (o) /* fp32 out shows the approximation's own error */
+            assert_int_equal(fam_spec_set_param(&s, "out", "fp32", NULL), NX_OK);
+        st_file in, want, got;
+        gen(&s, NX_DIST_NORMAL, 0, SEED + 1400 + (uint64_t)o, &in);
+        ref(&s, &in, &want);
+        dev(&s, &in, DEV_GRAPHED, 2, NULL, &got);
+        const st_tensor *g = st_find(&got, "y"), *w = st_find(&want, "y");
+        uint64_t worst = 0;
+        size_t differ = 0;
+        for (size_t e = 0; e < g->nelem; e++) {
+            int64_t a = (int64_t)st_get_bits(g, g->data, e), b = (int64_t)st_get_bits(w, w->data, e);
+            int bits = (int)st_dtype_bits(g->dtype);
+            int64_t sa = (a >> (bits - 1)) ? -(a & ((1LL << (bits - 1)) - 1)) : a; /* ordinal: sign-magnitude */
+            int64_t sb = (b >> (bits - 1)) ? -(b & ((1LL << (bits - 1)) - 1)) : b;
+            uint64_t dist = (uint64_t)(sa > sb ? sa - sb : sb - sa);
+            differ += dist != 0;
+            if (dist > worst)
+                worst = dist;
+        }
+        print_message("softmax libm vs cr (%s out): %zu of %zu differ, worst %llu ulp\n", o ? "fp32" : "bf16", differ,
+                      g->nelem, (unsigned long long)worst);
+        /* bf16: the declared tolerance; fp32: it held over 96 runs of four
+         * shapes and every distribution (worst 2), plus one for the seed */
+        assert_true((double)worst <= s.tol.ulp + o);
+        st_free(&in);
+        st_free(&want);
+        st_free(&got);
+    }
+    fam_spec_free(&s);
+    fam_spec_free(&cr);
 }
 
 /* --- refusals and errors ------------------------------------------------------------------- */
@@ -893,6 +1009,8 @@ int main(void)
         cmocka_unit_test(test_negative_control_batch),
         cmocka_unit_test(test_silu_libm_within_tolerance),
         cmocka_unit_test(test_silu_libm_underflow),
+        cmocka_unit_test(test_softmax_special_rows),
+        cmocka_unit_test(test_softmax_libm_within_tolerance),
         cmocka_unit_test(test_input_validation),
         cmocka_unit_test(test_refuses_other_points),
         cmocka_unit_test(test_describe),

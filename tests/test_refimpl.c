@@ -14,7 +14,8 @@
  * gemv per_element vs per_group (both exact, and they differ); moe top-k
  * with the combine order (seq vs reverse: both exact, and they differ);
  * paged attention with GQA, a split and the log-sum-exp combine, and without
- * a split; rmsnorm with residual; silu_and_mul; integer inputs that make
+ * a split; rmsnorm with residual; silu_and_mul; softmax (rows with -inf,
+ * NaN and +inf, and one row worked by hand); integer inputs that make
  * every tree agree; input validation messages. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -1131,6 +1132,289 @@ static void test_silu_and_mul(void **state)
     silu_check("fp32", "fp32", NX_DIST_ADVERSARIAL, tu_seed(63));
 }
 
+/* --- softmax ------------------------------------------------------------------------------- */
+
+/* A softmax spec: T x H, params in and out, reduction `sum` at point sp. */
+static void softmax_spec(fam_spec *s, size_t Tn, size_t H, const char *in_fmt, const char *out_fmt,
+                         const orc_point *sp)
+{
+    char v[32];
+    spec_init(s, "softmax");
+    snprintf(v, sizeof v, "%zu", Tn), param(s, "T", v);
+    snprintf(v, sizeof v, "%zu", H), param(s, "H", v);
+    param(s, "in", in_fmt);
+    param(s, "out", out_fmt);
+    red(s, "sum", sp);
+}
+
+/* Every step of docs/families.md over exact rationals: m the largest x,
+ * d = fp32(x - m), e = exp(d) by MPFR at 300 bits rounded once, s by the
+ * oracle over the e (values), y = fp32(e / s) rounded to out.  The inputs
+ * are finite (no --specials). */
+static void softmax_check(const char *in_fmt, const char *out_fmt, const char *tree, nx_dist dist, uint64_t seed,
+                          st_file *keep)
+{
+    fam_spec s;
+    const size_t Tn = 4, H = 37; /* H: no multiple of the lanes */
+    orc_point sp = P("fp32", tree, NULL);
+    softmax_spec(&s, Tn, H, in_fmt, out_fmt, &sp);
+    st_file in, out;
+    gen(&s, dist, seed, &in);
+    run(&s, &in, &out);
+    const st_tensor *x = T(&in, "x");
+    uint64_t *e = alloc_u64(H), *want = alloc_u64(Tn * H);
+    tv xv[37], m, d, sum;
+    for (size_t h = 0; h < H; h++)
+        tv_init(&xv[h]);
+    tv_init(&m), tv_init(&d), tv_init(&sum);
+    for (size_t t = 0; t < Tn; t++) {
+        for (size_t h = 0; h < H; h++) {
+            tv_bits(&xv[h], in_fmt, B(x, t * H + h));
+            if (h == 0 || tv_cmp(&xv[h], &m) > 0)
+                mpq_set(m.q, xv[h].q), m.neg0 = xv[h].neg0;
+        }
+        for (size_t h = 0; h < H; h++) {
+            tv_sub(&d, &xv[h], &m);
+            tv_f32(&d);
+            tv_func(&d, F_EXP, &d);
+            e[h] = tv_round(&d, "fp32", "rne", 0);
+        }
+        tv_bits(&sum, "fp32", orc(&sp, "fp32", NULL, e, NULL, H));
+        assert_true(mpq_cmp_ui(sum.q, 1, 1) >= 0); /* the largest x's term is e^0 = 1 */
+        for (size_t h = 0; h < H; h++) {
+            tv_bits(&d, "fp32", e[h]);
+            tv_div(&d, &d, &sum);
+            tv_f32(&d);
+            want[t * H + h] = tv_round(&d, out_fmt, "rne", 0);
+        }
+    }
+    char ctx[96];
+    snprintf(ctx, sizeof ctx, "softmax %s -> %s, sum %s, %s", in_fmt, out_fmt, tree, nx_dist_name(dist));
+    expect(&out, "y", want, Tn * H, ctx);
+    for (size_t h = 0; h < H; h++)
+        tv_clear(&xv[h]);
+    tv_clear(&m), tv_clear(&d), tv_clear(&sum);
+    free(e);
+    free(want);
+    st_free(&in);
+    if (keep)
+        *keep = out;
+    else
+        st_free(&out);
+    fam_spec_free(&s);
+}
+
+static void test_softmax(void **state)
+{
+    (void)state;
+    softmax_check("bf16", "bf16", "stride(8, seq, pairwise)", NX_DIST_NORMAL, tu_seed(71), NULL);
+    softmax_check("fp16", "fp32", "stride(4, seq, halving)", NX_DIST_ADVERSARIAL, tu_seed(72), NULL);
+    softmax_check("fp32", "fp16", "pairwise", NX_DIST_ADVERSARIAL, tu_seed(73), NULL);
+    softmax_check("bf16", "bf16", "seq", NX_DIST_INT, tu_seed(74), NULL);
+    /* the tree of `sum` shows in an fp32 output: seq and its reverse, both
+     * exact, differ on the same inputs */
+    st_file ya, yb;
+    softmax_check("fp32", "fp32", "seq", NX_DIST_NORMAL, tu_seed(75), &ya);
+    softmax_check("fp32", "fp32", "reverse(seq)", NX_DIST_NORMAL, tu_seed(75), &yb);
+    assert_true(count_diff(&ya, &yb, "y") > 0);
+    st_free(&ya);
+    st_free(&yb);
+}
+
+/* Runs softmax over T rows of H bf16 patterns; returns y's patterns. */
+static void softmax_rows(const uint16_t *xb, size_t Tn, size_t H, const char *out_fmt, const char *tree,
+                         st_file *out)
+{
+    fam_spec s;
+    orc_point sp = P("fp32", tree, NULL);
+    softmax_spec(&s, Tn, H, "bf16", out_fmt, &sp);
+    st_file in;
+    gen(&s, NX_DIST_NORMAL, 1, &in);
+    const st_tensor *x = T(&in, "x");
+    for (size_t i = 0; i < Tn * H; i++)
+        st_put_bits(x, x->data, i, xb[i]);
+    run(&s, &in, out);
+    st_free(&in);
+    fam_spec_free(&s);
+}
+
+/* Worked by hand.  A row whose k largest elements are equal and whose
+ * others are -inf has e = 1 (d = +0) k times and e = +0 (d = -inf) else:
+ * s = k exactly under any tree, y = fp32(1/k) there and +0 elsewhere.
+ * k = 4: 0.25 (bf16 0x3e80); k = 3: fp32(1/3) = 0x3eaaaaab, whose bf16
+ * rounding is 0x3eab (the 16 bits cut, 0xaaab, are above half); k = 1: 1.
+ * A row of -inf only: d = -inf - -inf = NaN, so every y is NaN, and so is
+ * every y of a row that holds a NaN, or a +inf (inf - inf = NaN).  Row 6,
+ * {-100, -101} and -inf: only the max subtraction keeps its terms normal
+ * (e^-100 is an fp32 subnormal): d = {0, -1}, e = {1, 0x1.78b564p-2},
+ * s = fp32(1 + e1) = 0x1.5e2d58p+0 (every other addition adds +0, in any
+ * tree), y = 0x1.764d5p-1 (bf16 0x3f3b) and 0x1.136562p-2 (bf16 0x3e8a:
+ * the bits cut, 0xb2b1, are above half). */
+static void test_softmax_special_rows(void **state)
+{
+    (void)state;
+    enum { TN = 7, H = 12 };
+    const uint16_t NI = 0xff80, PI = 0x7f80, QN = 0x7fc0;
+    static const char *const trees[] = {"seq", "stride(8, seq, pairwise)", "reverse(pairwise)"};
+    uint16_t xb[TN * H];
+    for (size_t i = 0; i < TN * H; i++)
+        xb[i] = NI;
+    for (size_t h = 0; h < H; h += 3) /* row 0: four zeros at 0, 3, 6, 9 */
+        xb[h] = h % 2 ? 0x8000 : 0x0000; /* -0 and +0: both the maximum, d = +0 */
+    xb[H + 2] = xb[H + 7] = xb[H + 11] = 0x4020; /* row 1: three 2.5 */
+    xb[2 * H + 5] = 0xc2c8;                      /* row 2: -100 alone: y = 1 */
+    /* row 3: -inf only */
+    for (size_t h = 0; h < H; h++) /* row 4: a NaN among finite values; row 5: a +inf among them */
+        xb[4 * H + h] = xb[5 * H + h] = (uint16_t)(0x3f80 + h);
+    xb[4 * H + 6] = QN;
+    xb[5 * H + 1] = PI;
+    xb[6 * H + 0] = 0xc2c8; /* row 6: -100 and -101 */
+    xb[6 * H + 4] = 0xc2ca;
+    for (size_t k = 0; k < 3; k++)
+        for (int o = 0; o < 2; o++) {
+            st_file out;
+            softmax_rows(xb, TN, H, o ? "fp32" : "bf16", trees[k], &out);
+            const st_tensor *y = T(&out, "y");
+            for (size_t h = 0; h < H; h++) {
+                uint64_t w0 = h % 3 ? 0 : (o ? 0x3e800000u : 0x3e80);
+                uint64_t w1 = h == 2 || h == 7 || h == 11 ? (o ? 0x3eaaaaabu : 0x3eab) : 0;
+                uint64_t w2 = h == 5 ? (o ? 0x3f800000u : 0x3f80) : 0;
+                uint64_t nan = o ? 0x7fc00000u : 0x7fc0;
+                uint64_t w6 = h == 0 ? (o ? 0x3f3b26a8u : 0x3f3b) : h == 4 ? (o ? 0x3e89b2b1u : 0x3e8a) : 0;
+                const uint64_t w[TN] = {w0, w1, w2, nan, nan, nan, w6};
+                for (size_t t = 0; t < TN; t++)
+                    if (B(y, t * H + h) != w[t])
+                        fail_msg("sum %s, %s out: y[%zu, %zu] = 0x%llx, want 0x%llx", trees[k], o ? "fp32" : "bf16",
+                                 t, h, (unsigned long long)B(y, t * H + h), (unsigned long long)w[t]);
+            }
+            st_free(&out);
+        }
+}
+
+/* One row worked outside the code: x = {1, 0.5, -0.25, 2, -3} in fp32,
+ * sum `seq`, fp32 out.  m = 2; d = {-1, -1.5, -2.25, 0, -5} (exact);
+ * e = exp(d) rounded to fp32 (from exp to 80 decimal digits):
+ * 0x1.78b564p-2, 0x1.c8f878p-3, 0x1.afb718p-4, 1, 0x1.b993fep-8;
+ * s = (((e0 + e1) + e2) + 1) + e4 in fp32 = 0x1.b4016ep+0 (the exact sum of
+ * the e is 1.70314678503..., s = 1.70314681529...); y = fp32(e / s) =
+ * 0x1.ba5e2p-3, 0x1.0c4f4p-3, 0x1.faf63ap-5, 0x1.2c9eb8p-1, 0x1.03459ap-8.
+ * The test checks the e against MPFR and the rest in float arithmetic
+ * (IEEE single, -ffp-contract=off) before it compares the reference. */
+static void test_softmax_hand_row(void **state)
+{
+    (void)state;
+    static const float x[5] = {1.0f, 0.5f, -0.25f, 2.0f, -3.0f};
+    static const float e_want[5] = {0x1.78b564p-2f, 0x1.c8f878p-3f, 0x1.afb718p-4f, 1.0f, 0x1.b993fep-8f};
+    static const float y_want[5] = {0x1.ba5e2p-3f, 0x1.0c4f4p-3f, 0x1.faf63ap-5f, 0x1.2c9eb8p-1f, 0x1.03459ap-8f};
+    mpfr_t a;
+    mpfr_init2(a, 200);
+    float s = 0.0f;
+    for (int h = 0; h < 5; h++) {
+        mpfr_set_flt(a, x[h] - 2.0f, MPFR_RNDN); /* exact */
+        mpfr_exp(a, a, MPFR_RNDN);
+        assert_true(mpfr_get_flt(a, MPFR_RNDN) == e_want[h]);
+        s = s + e_want[h];
+    }
+    mpfr_clear(a);
+    assert_true(s == 0x1.b4016ep+0f);
+    for (int h = 0; h < 5; h++)
+        assert_true(e_want[h] / s == y_want[h]);
+
+    fam_spec sp;
+    orc_point pt = P("fp32", "seq", NULL);
+    softmax_spec(&sp, 1, 5, "fp32", "fp32", &pt);
+    st_file in, out;
+    gen(&sp, NX_DIST_NORMAL, 1, &in);
+    const st_tensor *xt = T(&in, "x");
+    for (int h = 0; h < 5; h++) {
+        uint32_t u;
+        memcpy(&u, &x[h], sizeof u);
+        st_put_bits(xt, xt->data, (size_t)h, u);
+    }
+    run(&sp, &in, &out);
+    const st_tensor *y = T(&out, "y");
+    for (int h = 0; h < 5; h++) {
+        uint32_t u;
+        memcpy(&u, &y_want[h], sizeof u);
+        if (B(y, (size_t)h) != u)
+            fail_msg("y[%d] = 0x%08llx, want 0x%08x (%a)", h, (unsigned long long)B(y, (size_t)h), u, (double)y_want[h]);
+    }
+    st_free(&in);
+    st_free(&out);
+    fam_spec_free(&sp);
+}
+
+static double f32_of_bits(uint64_t b);
+
+/* ref_bound for softmax: every element of the reference's y within its
+ * bound of the exact softmax (MPFR at 300 bits: e^(x - m) summed and
+ * divided, no fp32 step), under fp32 and bf16 outputs and three trees; a
+ * row holding a NaN has no finite bound. */
+static void test_softmax_bound(void **state)
+{
+    (void)state;
+    static const char *const trees[] = {"seq", "stride(8, seq, pairwise)", "split(3, pairwise, seq)"};
+    static const nx_dist dists[] = {NX_DIST_NORMAL, NX_DIST_ADVERSARIAL, NX_DIST_INT};
+    const size_t Tn = 6, H = 300;
+    double *ex = malloc(Tn * H * sizeof *ex);
+    assert_non_null(ex);
+    mpfr_t s, t;
+    mpfr_inits2(300, s, t, (mpfr_ptr)0);
+    for (size_t k = 0; k < 3; k++)
+        for (int o = 0; o < 2; o++) {
+            fam_spec sp;
+            orc_point pt = P("fp32", trees[k], NULL);
+            softmax_spec(&sp, Tn, H, "fp32", o ? "fp32" : "bf16", &pt);
+            st_file in, out;
+            gen(&sp, dists[k], tu_seed(76 + k * 2 + (uint64_t)o), &in);
+            run(&sp, &in, &out);
+            const st_tensor *x = T(&in, "x"), *y = T(&out, "y");
+            for (size_t r = 0; r < Tn; r++) {
+                double mx = -INFINITY;
+                for (size_t h = 0; h < H; h++)
+                    mx = fmax(mx, f32_of_bits(B(x, r * H + h)));
+                mpfr_set_zero(s, 1);
+                for (size_t h = 0; h < H; h++) {
+                    mpfr_set_d(t, f32_of_bits(B(x, r * H + h)), MPFR_RNDN);
+                    mpfr_sub_d(t, t, mx, MPFR_RNDN); /* exact at 300 bits: two fp32 values */
+                    mpfr_exp(t, t, MPFR_RNDN);
+                    mpfr_add(s, s, t, MPFR_RNDN);
+                }
+                for (size_t h = 0; h < H; h++) {
+                    mpfr_set_d(t, f32_of_bits(B(x, r * H + h)), MPFR_RNDN);
+                    mpfr_sub_d(t, t, mx, MPFR_RNDN);
+                    mpfr_exp(t, t, MPFR_RNDN);
+                    mpfr_div(t, t, s, MPFR_RNDN);
+                    ex[r * H + h] = mpfr_get_d(t, MPFR_RNDN);
+                }
+            }
+            double *bound;
+            size_t n;
+            char why[256];
+            nx_err e = {0};
+            if (ref_bound(&sp, &in, 1, 2, &bound, &n, why, sizeof why, &e) != NX_OK)
+                fail_msg("ref_bound: %s", e.msg);
+            assert_int_equal(n, Tn * H);
+            for (size_t i = 0; i < n; i++) {
+                double got = o ? f32_of_bits(B(y, i)) : f32_of_bits(B(y, i) << 16);
+                if (!(fabs(got - ex[i]) <= bound[i]))
+                    fail_msg("sum %s, %s out: y[%zu] = %a, exact %a: error %g beyond the bound %g", trees[k],
+                             o ? "fp32" : "bf16", i, got, ex[i], fabs(got - ex[i]), bound[i]);
+            }
+            free(bound);
+            if (k == 0 && o == 1) { /* a NaN: no finite bound, said as such */
+                st_put_bits(x, x->data, 2 * H + 5, 0x7fc00000u);
+                assert_int_equal(ref_bound(&sp, &in, 1, 2, &bound, &n, why, sizeof why, &e), NX_EUNSUPPORTED);
+                assert_non_null(strstr(why, "unbounded at element 600"));
+            }
+            st_free(&in);
+            st_free(&out);
+            fam_spec_free(&sp);
+        }
+    mpfr_clears(s, t, (mpfr_ptr)0);
+    free(ex);
+}
+
 /* --- elementwise functions, directly ------------------------------------------------------ */
 
 static double f32_of_bits(uint64_t b)
@@ -1424,6 +1708,10 @@ int main(void)
         cmocka_unit_test(test_exp_near_overflow),
         cmocka_unit_test(test_rmsnorm_residual),
         cmocka_unit_test(test_silu_and_mul),
+        cmocka_unit_test(test_softmax),
+        cmocka_unit_test(test_softmax_special_rows),
+        cmocka_unit_test(test_softmax_hand_row),
+        cmocka_unit_test(test_softmax_bound),
         cmocka_unit_test(test_elementwise_cr),
         cmocka_unit_test(test_param_f32),
         cmocka_unit_test(test_validation),

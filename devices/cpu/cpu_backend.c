@@ -22,6 +22,7 @@ const cpu_kernel *const cpu_kernels[] = {
     &cpu_k_gemv_dequant,  &cpu_k_gemv_grouped,       &cpu_k_moe_grouped,
     &cpu_k_moe_grouped_vec, &cpu_k_attn,           &cpu_k_attn_split,         &cpu_k_rmsnorm,
     &cpu_k_rmsnorm_legacy, &cpu_k_fused_add_rmsnorm, &cpu_k_silu,             &cpu_k_silu_libm,
+    &cpu_k_softmax,       &cpu_k_softmax_libm,
 };
 const size_t cpu_nkernels = sizeof cpu_kernels / sizeof cpu_kernels[0];
 

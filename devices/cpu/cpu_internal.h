@@ -84,6 +84,7 @@ extern const cpu_kernel cpu_k_moe_grouped, cpu_k_moe_grouped_vec;
 extern const cpu_kernel cpu_k_attn, cpu_k_attn_split;
 extern const cpu_kernel cpu_k_rmsnorm, cpu_k_rmsnorm_legacy, cpu_k_fused_add_rmsnorm;
 extern const cpu_kernel cpu_k_silu, cpu_k_silu_libm;
+extern const cpu_kernel cpu_k_softmax, cpu_k_softmax_libm;
 
 /* --- formats (cpu_format.c) ---------------------------------------------------- */
 
