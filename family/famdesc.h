@@ -1,11 +1,72 @@
-/* famdesc.h: what the harness needs to know about each kernel family
- * beyond its registry entry, as data in one place (famdesc.c): the
- * dimension that indexes independent rows (the batch) and the shapes of
- * the campaign's presets.  The family's tensors are refimpl's
- * (ref_inputs), its params' defaults the registry's; adding a family adds
- * one row here. */
+/* famdesc.h: what the harness knows about each kernel family beyond its
+ * registry entry, as one C descriptor per family (famdesc.c): the dimension
+ * that indexes independent rows (the batch), the campaign's preset shapes,
+ * the output's axes as the diff names them, the params that define the
+ * family's mathematical value, and what the power checks need (their
+ * shapes, order probes and where rounding happens).  The family's tensors
+ * and its reduction rows are its reference file's (refimpl/<family>.c);
+ * its params' defaults are the registry's and the readers' (famspec.h).
+ * Adding a family adds one descriptor here. */
 #ifndef PARITY_FAMDESC_H
 #define PARITY_FAMDESC_H
+
+#include <stddef.h>
+
+#define FAM_MAX_VARIANTS 2
+#define FAM_MAX_REDS 2
+
+/* A shape the power checks run besides the preset's: reduction lengths that
+ * are not multiples of the lane width; `fp32` the params that make inputs
+ * and output fp32, `fills` tensors held at values, `fp16` the params for an
+ * fp16 output ("" none). */
+typedef struct fam_variant {
+    const char *shape, *fp32, *fills, *fp16;
+} fam_variant;
+
+/* FPRev-style order probes of reduction `red` through `tensor`, [rows, len]
+ * (docs/power.md): the tensors of `fills` hold the given values so that
+ * every term is the pattern's element times one; `shape` is set besides. */
+typedef struct fam_probe {
+    const char *red, *tensor, *rows, *len, *fills, *shape;
+} fam_probe;
+
+/* A reduction whose terms are values, not products (fma cannot matter),
+ * always (param NULL) or when param = value. */
+typedef struct fam_value_red {
+    const char *red, *param, *value;
+} fam_value_red;
+
+/* A reduction whose products are exact in its fp32 accumulator, and why. */
+typedef struct fam_exact_product {
+    const char *red, *why;
+} fam_exact_product;
+
+/* A param a port plausibly gets wrong and the values to try ("*2", "/2":
+ * of the declared value). */
+typedef struct fam_neighbour {
+    const char *param, *values;
+} fam_neighbour;
+
+typedef struct fam_desc {
+    const char *family;
+    const char *batch_dim;             /* "M", "B", "T" */
+    const char *small, *layer;         /* shapes of the presets "small" and "8b-layer" */
+    const char *out_dims[3];           /* the main output's axes by dimension */
+    const char *out_units[3][2];       /* their names: unit, units */
+    const char *value_params[4];       /* params that define the mathematical value */
+    fam_variant variants[FAM_MAX_VARIANTS];
+    fam_probe probe;                   /* red NULL: none */
+    fam_value_red value_reds[FAM_MAX_REDS];
+    fam_exact_product exact_products[FAM_MAX_REDS];
+    const char *final_red;             /* the reduction whose out_rounding rounds the output */
+    int final_is_sum;                  /* 1: the output is that reduction's result itself */
+    fam_neighbour neighbours[FAM_MAX_REDS];
+} fam_desc;
+
+/* The descriptor of family, or NULL for a family this table does not know. */
+const fam_desc *fam_desc_of(const char *family);
+/* The i-th descriptor, NULL past the end. */
+const fam_desc *fam_desc_at(size_t i);
 
 /* The dimension that indexes independent rows of a family ("M", "B",
  * "T"), or NULL for a family this table does not know. */

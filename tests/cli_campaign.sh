@@ -122,8 +122,8 @@ rc=$?
 [ $rc -eq 0 ] || fail "campaign cpu2 --against cpu: exit $rc, want 0 ($(cat "$T/x1"))"
 n_yes=$(grep -c ' parity: ok: bit parity between cpu2 and cpu at [a-z_0-9.]*: yes (' "$T/x1")
 n_pts=$(grep -v '^family.point ' "$T/x1" | grep -c '^[a-z_0-9]*\.[a-z_0-9]*  ')
-[ "$n_pts" -eq 16 ] || fail "campaign cpu2: $n_pts table lines, want 16"
-[ "$n_yes" -eq 15 ] || fail "campaign cpu2 --against cpu: $n_yes points with bit parity, want 15: $(cat "$T/x1")"
+[ "$n_pts" -eq 18 ] || fail "campaign cpu2: $n_pts table lines, want 18"
+[ "$n_yes" -eq 17 ] || fail "campaign cpu2 --against cpu: $n_yes points with bit parity, want 17: $(cat "$T/x1")"
 grep -q 'gemm.atomic_split parity: ok (declared difference): .*atomic' "$T/x1" || fail "atomic point not a declared difference"
 grep -q '"against": "cpu"' "$T/x.json" || fail "json: no against"
 grep -q '"parity": {' "$T/x.json" || fail "json: no parity check"
@@ -131,8 +131,8 @@ grep -q '<testcase classname="gemm.splitk" name="parity"' "$T/x.xml" || fail "ju
 # the same from cpu's traces instead of running cpu here
 "$PARITY" campaign --class cpu2 --against cpu --against-traces "$T/tr" --kernels "$KERNELS" --quiet > "$T/x2" 2>&1 \
   || fail "campaign --against-traces: exit $? ($(cat "$T/x2"))"
-[ "$(grep -c ' parity: ok: bit parity between cpu2 and cpu at .*: yes (' "$T/x2")" -eq 15 ] \
-  || fail "campaign --against-traces: not 15 points with bit parity: $(cat "$T/x2")"
+[ "$(grep -c ' parity: ok: bit parity between cpu2 and cpu at .*: yes (' "$T/x2")" -eq 17 ] \
+  || fail "campaign --against-traces: not 17 points with bit parity: $(cat "$T/x2")"
 # another split at one point: a declared difference (what registry compare says), exit 0
 "$PARITY" campaign --class cpu-split8 --against cpu --families gemm --kernels "$KERNELS" --quiet --traces "$T/tr8" \
   > "$T/x3" 2>&1; rc=$?

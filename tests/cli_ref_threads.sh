@@ -22,6 +22,7 @@ shape_of() {
   paged_decode_attention) echo "B=2,HQ=4,HKV=2,D=32,P=8,NP=40,MAXP=16" ;;
   rmsnorm) echo "T=8,H=512" ;;
   silu_and_mul) echo "T=8,H=512" ;;
+  softmax) echo "T=8,H=512" ;;
   esac
 }
 

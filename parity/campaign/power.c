@@ -7,6 +7,7 @@
  * the params that make inputs and outputs fp32, the tensor that carries
  * the order probes and the tensors filled with ones around it. */
 #include "power.h"
+#include "famdesc.h"
 
 #include "nx_program.h"
 #include "nx_sbuf.h"
@@ -22,80 +23,16 @@
 
 /* --- the families as data ---------------------------------------------------------- */
 
-/* Shapes whose reduction lengths are not multiples of the lane width (8)
- * and whose attention contexts span several 512-position splits; `fp32`
- * lists the params that make the inputs and the output fp32 (every
- * reduction's own `out` is made fp32 as well). */
-static const struct {
-    const char *family, *shape, *fp32, *fills, *fp16;
-} variants[] = {
-    {"gemm", "M=5,N=29,K=203", "in=fp32,out=fp32", "", "out=fp16"},
-    {"gemv_w4a16", "B=3,N=21,K=180,group=36", "", "", ""},
-    {"gemv_w4a16", "B=2,N=19,K=384", "", "", ""},
-    {"moe_grouped_gemm", "T=7,E=5,H=101,N=13,topk=3", "in=fp32", "", ""},
-    /* every context 1100 positions: three splits of a 512 split, the last short */
-    {"paged_decode_attention", "B=2,HQ=2,HKV=1,D=13,P=16,NP=72,MAXP=72", "in=fp32,out=fp32", "context_lens=1100",
-     "out=fp16"},
-    {"rmsnorm", "T=32,H=163", "in=fp32,out=fp32", "", "out=fp16"},
-    {"silu_and_mul", "T=5,H=97", "in=fp32,out=fp32", "", "out=fp16"},
-};
-
-/* FPRev-style order probes: row r of `tensor` ([rows, len]) holds fillers
- * f with +M at i_r and -M at j_r; the tensors of `fills` hold the given
- * values, so every term of the reduction is the pattern's element times
- * one.  `shape` is set besides (a short tile past a multiple of 4 and 8). */
-static const struct {
-    const char *family, *red, *tensor, *rows, *len, *fills, *shape;
-} probes[] = {
-    {"gemm", "k", "a", "M", "K", "b=1,bias=0", "N=5"},
-    {"gemv_w4a16", "k", "x", "B", "K", "qweight=9,zeros=8,scales=1", "N=3"},
-    {"moe_grouped_gemm", "k", "x", "T", "H", "w=1,topk_weights=1", "N=9"},
-};
-
-/* Reductions whose terms are values, not products: fma cannot matter. */
-static const struct {
-    const char *family, *red, *param, *value;
-} value_reds[] = {
-    {"paged_decode_attention", "softmax_sum", NULL, NULL},
-    {"gemv_w4a16", "k", "scale_apply", "per_group"},
-};
-
-/* Reductions whose products are exact in their fp32 accumulator at the
- * formats the point reads, so that fusing them cannot change a bit. */
-static const struct {
-    const char *family, *red, *why;
-} exact_products[] = {
-    {"gemv_w4a16", "k", "fp16 x fp16 products (22 bits) are exact in fp32: fma has no effect"},
-    {"gemv_w4a16", "group", "fp16 x int4 products (15 bits) are exact in fp32: fma has no effect"},
-};
-
-/* The reduction whose out_rounding rounds the family's final output;
- * `sum`: that output is the reduction's result itself (the tie rows below
- * can put it halfway between two output numbers), not the result of
- * elementwise steps after it. */
-static const struct {
-    const char *family, *red;
-    int sum;
-} final_red[] = {
-    {"gemm", "k", 1}, {"gemv_w4a16", "k", 1}, {"moe_grouped_gemm", "combine", 1},
-    {"paged_decode_attention", "pv", 0}, {"rmsnorm", "sumsq", 0},
-};
-
-/* Policy and numerics params a port plausibly gets wrong, with the values
- * to try ("*2", "/2": of the declared value). */
-static const struct {
-    const char *family, *param, *values;
-} param_neighbours[] = {
-    {"gemv_w4a16", "scale_apply", "per_element,per_group"},
-    {"paged_decode_attention", "split", "/2,*2"},
-};
+/* What the checks know of each family (its shapes, probes, value
+ * reductions, final reduction, param neighbours) is its descriptor's:
+ * family/famdesc.h. */
 
 /* The largest point (input elements) whose own shape is also run in fp32. */
 #define OWN_SHAPE_MAX_ELEMS (1u << 17)
 
 /* Lengths at which two trees are compared for equivalence: every length up
  * to 64 and the lengths the presets and the variants reduce over. */
-static const size_t equiv_lengths[] = {96, 97, 100, 101, 128, 160, 163, 180, 200, 203, 256, 384, 512, 1024, 1536};
+static const size_t equiv_lengths[] = {96, 97, 100, 101, 128, 131, 160, 163, 180, 200, 203, 256, 384, 512, 1024, 1536, 4096};
 
 /* --- small helpers -------------------------------------------------------------------- */
 
@@ -395,7 +332,7 @@ static nx_status fill_named(st_tensor *t, const ref_tensor_desc *d, const char *
 }
 
 /* Lays order probes into c->in (already generated for c->spec). */
-static nx_status lay_probes(pw_case *c, size_t pr, size_t nrows, const size_t *pi, const size_t *pj, size_t n,
+static nx_status lay_probes(pw_case *c, const fam_probe *pb, size_t nrows, const size_t *pi, const size_t *pj, size_t n,
                             int tie_p, nx_err *err)
 {
     ref_tensor_desc *d = NULL;
@@ -404,12 +341,12 @@ static nx_status lay_probes(pw_case *c, size_t pr, size_t nrows, const size_t *p
     if (st)
         return st;
     char fills[128];
-    snprintf(fills, sizeof fills, "%s", probes[pr].fills);
+    snprintf(fills, sizeof fills, "%s", pb->fills);
     for (size_t k = 0; k < nd && !st; k++) {
         st_tensor *t = (st_tensor *)st_find(&c->in, d[k].name);
         if (!t)
             continue;
-        if (strcmp(d[k].name, probes[pr].tensor) == 0) {
+        if (strcmp(d[k].name, pb->tensor) == 0) {
             if (tie_p > 0) { /* row r sums to 2^p + 1 + 2r: halfway between two p-bit numbers */
                 for (size_t r = 0; r < nrows && !st; r++) {
                     size_t target = ((size_t)1 << tie_p) + 1 + 2 * r, q = target / n, rem = target % n;
@@ -623,13 +560,15 @@ static void tree_neighbours(nb_list *l, const char *red, const char *t)
 
 static int is_value_red(const fam_spec *s, const char *red)
 {
-    for (size_t i = 0; i < sizeof value_reds / sizeof value_reds[0]; i++) {
-        if (strcmp(value_reds[i].family, fam_of(s)) || strcmp(value_reds[i].red, red))
+    const fam_desc *fd = fam_desc_of(fam_of(s));
+    for (size_t i = 0; fd && i < FAM_MAX_REDS && fd->value_reds[i].red; i++) {
+        const fam_value_red *v = &fd->value_reds[i];
+        if (strcmp(v->red, red))
             continue;
-        if (!value_reds[i].param)
+        if (!v->param)
             return 1;
-        const char *v = fam_param_get(s, value_reds[i].param);
-        if (v && !strcmp(v, value_reds[i].value))
+        const char *pv = fam_param_get(s, v->param);
+        if (pv && !strcmp(pv, v->value))
             return 1;
     }
     return 0;
@@ -638,9 +577,9 @@ static int is_value_red(const fam_spec *s, const char *red)
 /* 1: red rounds the final output; 2: and the output is its sum. */
 static int is_final_red(const fam_spec *s, const char *red)
 {
-    for (size_t i = 0; i < sizeof final_red / sizeof final_red[0]; i++)
-        if (!strcmp(final_red[i].family, fam_of(s)) && !strcmp(final_red[i].red, red))
-            return 1 + final_red[i].sum;
+    const fam_desc *fd = fam_desc_of(fam_of(s));
+    if (fd && fd->final_red && !strcmp(fd->final_red, red))
+        return 1 + fd->final_is_sum;
     return 0;
 }
 
@@ -685,15 +624,15 @@ static nx_status enumerate(const fam_spec *s, nb_list *l, nx_err *err)
                 }
         }
     }
-    for (size_t i = 0; i < sizeof param_neighbours / sizeof param_neighbours[0]; i++) {
-        if (strcmp(param_neighbours[i].family, fam_of(s)))
-            continue;
-        const char *cur = fam_param_get(s, param_neighbours[i].param);
+    const fam_desc *fd = fam_desc_of(fam_of(s));
+    for (size_t i = 0; fd && i < FAM_MAX_REDS && fd->neighbours[i].param; i++) {
+        const fam_neighbour *pn = &fd->neighbours[i];
+        const char *cur = fam_param_get(s, pn->param);
         char buf[128];
-        snprintf(buf, sizeof buf, "%s", param_neighbours[i].values);
+        snprintf(buf, sizeof buf, "%s", pn->values);
         for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
             nb_def d = {.kind = NB_PARAM};
-            snprintf(d.param, sizeof d.param, "%s", param_neighbours[i].param);
+            snprintf(d.param, sizeof d.param, "%s", pn->param);
             if (tok[0] == '*' || tok[0] == '/') {
                 long v = cur ? strtol(cur, NULL, 10) : 0;
                 long f = strtol(tok + 1, NULL, 10);
@@ -853,10 +792,11 @@ static int equivalent(const fam_spec *s, const nb_def *d, char *why, size_t len)
         snprintf(why, len, "its terms are values, not products: fma has no effect");
         return 1;
     }
-    for (size_t i = 0; d->kind == NB_FMA && r && i < sizeof exact_products / sizeof exact_products[0]; i++)
-        if (!strcmp(exact_products[i].family, fam_of(s)) && !strcmp(exact_products[i].red, d->red) &&
-            r->point.acc == NX_FP32 && r->point.product < 0 && r->point.in < 0) {
-            snprintf(why, len, "%s", exact_products[i].why);
+    const fam_desc *fd = fam_desc_of(fam_of(s));
+    for (size_t i = 0; fd && d->kind == NB_FMA && r && i < FAM_MAX_REDS && fd->exact_products[i].red; i++)
+        if (!strcmp(fd->exact_products[i].red, d->red) && r->point.acc == NX_FP32 && r->point.product < 0 &&
+            r->point.in < 0) {
+            snprintf(why, len, "%s", fd->exact_products[i].why);
             return 1;
         }
     if (d->kind == NB_TREE && r) {
@@ -916,9 +856,12 @@ static nx_status build_cases(pw_ctx *x, const fam_spec *spec, nx_err *err)
             elems += e;
         }
     free(dd);
-    for (size_t v = 0; v < sizeof variants / sizeof variants[0] && !st && elems <= OWN_SHAPE_MAX_ELEMS; v++) {
-        if (strcmp(variants[v].family, fam))
-            continue;
+    const fam_desc *fd = fam_desc_of(fam);
+    const fam_variant *variants = fd ? fd->variants : NULL;
+    size_t nvar = 0;
+    while (fd && nvar < FAM_MAX_VARIANTS && variants[nvar].shape)
+        nvar++;
+    for (size_t v = 0; v < nvar && !st && elems <= OWN_SHAPE_MAX_ELEMS; v++) {
         pw_case *c;
         if ((st = add_case(x, &c, err)) || (st = pw_spec_copy(spec, &c->spec, err)))
             break;
@@ -932,9 +875,7 @@ static nx_status build_cases(pw_ctx *x, const fam_spec *spec, nx_err *err)
         st = ref_generate(&c->spec, &go, &c->in, err);
         break;
     }
-    for (size_t v = 0; v < sizeof variants / sizeof variants[0] && !st; v++) {
-        if (strcmp(variants[v].family, fam))
-            continue;
+    for (size_t v = 0; v < nvar && !st; v++) {
         for (int fp32 = 0; fp32 < 2 && !st; fp32++)
             for (int di = 0; di < 3 - fp32 && !st; di++) {
                 pw_case *c;
@@ -958,8 +899,8 @@ static nx_status build_cases(pw_ctx *x, const fam_spec *spec, nx_err *err)
     }
     /* fp16 outputs under adversarial inputs: the fp16 store's subnormal and
      * tie paths, which no bf16 point reaches */
-    for (size_t v = 0; v < sizeof variants / sizeof variants[0] && !st; v++) {
-        if (strcmp(variants[v].family, fam) || !*variants[v].fp16)
+    for (size_t v = 0; v < nvar && !st; v++) {
+        if (!*variants[v].fp16)
             continue;
         pw_case *c;
         if ((st = add_case(x, &c, err)) || (st = pw_spec_copy(spec, &c->spec, err)))
@@ -973,18 +914,17 @@ static nx_status build_cases(pw_ctx *x, const fam_spec *spec, nx_err *err)
         if (!(st = ref_generate(&c->spec, &go, &c->in, err)))
             st = apply_fills(c, variants[v].fills, err);
     }
-    for (size_t p = 0; p < sizeof probes / sizeof probes[0] && !st; p++) {
-        if (strcmp(probes[p].family, fam) || !fam_reduction_get(spec, probes[p].red))
+    for (size_t p = 0; p < (fd && fd->probe.red ? 1u : 0u) && !st; p++) {
+        const fam_probe *pb = &fd->probe;
+        if (!fam_reduction_get(spec, pb->red))
             continue;
         long lens[2] = {0, 0};
-        if (fam_param_long(spec, probes[p].len, &lens[0], NULL) != NX_OK)
+        if (fam_param_long(spec, pb->len, &lens[0], NULL) != NX_OK)
             continue;
-        for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
-            if (strcmp(variants[v].family, fam))
-                continue;
+        for (size_t v = 0; v < nvar; v++) {
             fam_spec tmp;
             if (pw_spec_copy(spec, &tmp, NULL) == NX_OK) {
-                if (set_params(&tmp, variants[v].shape, NULL) == NX_OK && fam_param_long(&tmp, probes[p].len, &lens[1], NULL) == NX_OK &&
+                if (set_params(&tmp, variants[v].shape, NULL) == NX_OK && fam_param_long(&tmp, pb->len, &lens[1], NULL) == NX_OK &&
                     lens[1] == lens[0])
                     lens[1] = 0;
                 fam_spec_free(&tmp);
@@ -1004,29 +944,28 @@ static nx_status build_cases(pw_ctx *x, const fam_spec *spec, nx_err *err)
             size_t np = probe_pairs(n, x->o->seed, pi, pj, cap);
             pw_case *c;
             char rows[32], len[48];
-            snprintf(rows, sizeof rows, "%s=%zu", probes[p].rows, np);
-            snprintf(len, sizeof len, "%s=%zu", probes[p].len, n);
+            snprintf(rows, sizeof rows, "%s=%zu", pb->rows, np);
+            snprintf(len, sizeof len, "%s=%zu", pb->len, n);
             if (!(st = add_case(x, &c, err)) && !(st = pw_spec_copy(spec, &c->spec, err))) {
                 x->ncases++;
                 c->probe = 1;
                 c->prio = 6;
                 if (li == 1)
-                    for (size_t v = 0; v < sizeof variants / sizeof variants[0] && !st; v++)
-                        if (!strcmp(variants[v].family, fam)) {
-                            st = set_params(&c->spec, variants[v].shape, err);
-                            break;
-                        }
-                if (!st && !(st = set_params(&c->spec, probes[p].shape, err)) && !(st = set_params(&c->spec, rows, err)) &&
+                    for (size_t v = 0; v < nvar && !st; v++) {
+                        st = set_params(&c->spec, variants[v].shape, err);
+                        break;
+                    }
+                if (!st && !(st = set_params(&c->spec, pb->shape, err)) && !(st = set_params(&c->spec, rows, err)) &&
                     !(st = set_params(&c->spec, len, err))) {
                     if (fam_param_get(&c->spec, "out") || !strcmp(fam, "gemm"))
                         st = fam_spec_set_param(&c->spec, "out", "fp32", err);
                     reds_out_fp32(&c->spec);
                 }
                 snprintf(c->label, sizeof c->label, "order probes of %s (%zu rows of %zu terms: +M and -M among fillers)",
-                         probes[p].red, np, n);
+                         pb->red, np, n);
                 ref_gen_opts go = {x->o->seed, NX_DIST_NORMAL, 0, x->o->threads};
                 if (!st && !(st = ref_generate(&c->spec, &go, &c->in, err)))
-                    st = lay_probes(c, p, np, pi, pj, n, 0, err);
+                    st = lay_probes(c, pb, np, pi, pj, n, 0, err);
                 x->res->probe_rows += np;
             }
             free(pi);
@@ -1043,18 +982,18 @@ static nx_status build_cases(pw_ctx *x, const fam_spec *spec, nx_err *err)
         }
         pw_case *c;
         char rows[32];
-        snprintf(rows, sizeof rows, "%s=16", probes[p].rows);
+        snprintf(rows, sizeof rows, "%s=16", pb->rows);
         if (st || tp <= 0 || tp > 20 || lens[0] < 1 || (st = add_case(x, &c, err)) || (st = pw_spec_copy(spec, &c->spec, err)))
             break;
         x->ncases++;
         c->probe = 1;
         c->prio = 6;
         snprintf(c->label, sizeof c->label, "rounding-tie rows of %s (16 rows whose sums lie halfway between two "
-                 "%d-bit numbers)", probes[p].red, tp);
+                 "%d-bit numbers)", pb->red, tp);
         ref_gen_opts go = {x->o->seed, NX_DIST_NORMAL, 0, x->o->threads};
-        if (!(st = set_params(&c->spec, probes[p].shape, err)) && !(st = set_params(&c->spec, rows, err)) &&
+        if (!(st = set_params(&c->spec, pb->shape, err)) && !(st = set_params(&c->spec, rows, err)) &&
             !(st = ref_generate(&c->spec, &go, &c->in, err)))
-            st = lay_probes(c, p, 16, NULL, NULL, (size_t)lens[0], tp, err);
+            st = lay_probes(c, pb, 16, NULL, NULL, (size_t)lens[0], tp, err);
     }
     return st;
 }

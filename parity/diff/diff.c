@@ -2,6 +2,7 @@
  * histogram, first and worst element, errors, and the localisation along
  * each axis and through the trace's inputs. */
 #include "diff.h"
+#include "famdesc.h"
 #include "compare.h"
 #include "nx_format.h"
 #include "nx_limits.h"
@@ -62,21 +63,8 @@ void diff_result_free(diff_result *r)
 
 /* --- axis names from the trace's family ------------------------------------------ */
 
-typedef struct axis_name {
-    const char *family;
-    const char *dims[3];      /* shape dimensions of the output's axes */
-    const char *units[3][2];  /* unit, units */
-} axis_name;
-
-/* docs/families.md: the outputs' shapes.  rmsnorm's residual_out has y's. */
-static const axis_name family_axes[] = {
-    {"gemm", {"M", "N"}, {{"row", "rows"}, {"column", "columns"}}},
-    {"gemv_w4a16", {"B", "N"}, {{"row", "rows"}, {"column", "columns"}}},
-    {"moe_grouped_gemm", {"T", "N"}, {{"token", "tokens"}, {"column", "columns"}}},
-    {"paged_decode_attention", {"B", "HQ", "D"}, {{"sequence", "sequences"}, {"head", "heads"}, {"column", "columns"}}},
-    {"rmsnorm", {"T", "H"}, {{"token", "tokens"}, {"column", "columns"}}},
-    {"silu_and_mul", {"T", "H"}, {{"token", "tokens"}, {"column", "columns"}}},
-};
+/* The outputs' axes of each family (docs/families.md) are its descriptor's
+ * (family/famdesc.h).  rmsnorm's residual_out has y's. */
 
 static void name_axes(diff_result *r, const trace *t)
 {
@@ -93,29 +81,24 @@ static void name_axes(diff_result *r, const trace *t)
             snprintf(x->units, sizeof x->units, "indices %d", d);
         }
     }
-    if (!t)
+    const fam_desc *an = t ? fam_desc_of(t->family) : NULL;
+    if (!an)
         return;
-    for (size_t f = 0; f < sizeof family_axes / sizeof family_axes[0]; f++) {
-        const axis_name *an = &family_axes[f];
-        if (strcmp(an->family, t->family) != 0)
-            continue;
-        int nd = 0;
-        while (nd < 3 && an->dims[nd])
-            nd++;
-        if (nd != r->naxes)
-            return;
-        for (int d = 0; d < nd; d++) {
-            int64_t v;
-            if (!trace_shape_dim(t, an->dims[d], &v) || v != r->axes[d].extent)
-                return; /* not the family's output layout: keep the plain names */
-        }
-        for (int d = 0; d < nd; d++) {
-            diff_axis *x = &r->axes[d];
-            snprintf(x->dim, sizeof x->dim, "%s", an->dims[d]);
-            snprintf(x->unit, sizeof x->unit, "%s", an->units[d][0]);
-            snprintf(x->units, sizeof x->units, "%s", an->units[d][1]);
-        }
+    int nd = 0;
+    while (nd < 3 && an->out_dims[nd])
+        nd++;
+    if (nd != r->naxes)
         return;
+    for (int d = 0; d < nd; d++) {
+        int64_t v;
+        if (!trace_shape_dim(t, an->out_dims[d], &v) || v != r->axes[d].extent)
+            return; /* not the family's output layout: keep the plain names */
+    }
+    for (int d = 0; d < nd; d++) {
+        diff_axis *x = &r->axes[d];
+        snprintf(x->dim, sizeof x->dim, "%s", an->out_dims[d]);
+        snprintf(x->unit, sizeof x->unit, "%s", an->out_units[d][0]);
+        snprintf(x->units, sizeof x->units, "%s", an->out_units[d][1]);
     }
 }
 
