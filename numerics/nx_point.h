@@ -90,4 +90,10 @@ nx_mode nx_point_out_rounding(const nx_point *pt);
 /* Canonical inline-TOML text of the point (every key, resolved). */
 char *nx_point_print(const nx_point *pt);
 
+/* Appends to b one line per difference between x and y ("    acc: fp32 vs
+ * fp64", "      split count: 4 vs 8": settings four spaces in, tree parts
+ * six) and adds their number to *nd; nothing when they are the same. */
+struct nx_sbuf;
+void nx_point_diff(struct nx_sbuf *b, size_t *nd, const nx_point *x, const nx_point *y);
+
 #endif

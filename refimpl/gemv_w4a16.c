@@ -358,4 +358,4 @@ done:
     return st;
 }
 
-const ref_family ref_family_gemv_w4a16 = {"gemv_w4a16", inputs, run};
+const ref_family ref_family_gemv_w4a16 = {"gemv_w4a16", inputs, run, NULL};

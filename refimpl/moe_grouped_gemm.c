@@ -169,4 +169,4 @@ done:
     return st;
 }
 
-const ref_family ref_family_moe_grouped_gemm = {"moe_grouped_gemm", inputs, run};
+const ref_family ref_family_moe_grouped_gemm = {"moe_grouped_gemm", inputs, run, NULL};

@@ -435,4 +435,4 @@ done:
     return st;
 }
 
-const ref_family ref_family_paged_decode_attention = {"paged_decode_attention", inputs, run};
+const ref_family ref_family_paged_decode_attention = {"paged_decode_attention", inputs, run, NULL};

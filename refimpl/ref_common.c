@@ -723,3 +723,31 @@ nx_status ref_spec_meta(const fam_spec *spec, st_file *out, nx_err *err)
     }
     return st;
 }
+
+/* --- an output as the rows of its reduction --------------------------------------- */
+
+void ref_out_rows_free(ref_out_rows *r)
+{
+    free(r->a);
+    free(r->b);
+    free(r->y);
+    memset(r, 0, sizeof *r);
+}
+
+nx_status ref_output_rows(const fam_spec *spec, const st_file *in, const st_tensor *y, const int64_t *rows,
+                          ref_out_rows *out, nx_err *err)
+{
+    memset(out, 0, sizeof *out);
+    const ref_family *f;
+    nx_status st = find_family(spec, &f, err);
+    if (st)
+        return st;
+    if (!f->out_rows)
+        return nx_err_set(err, NX_EUNSUPPORTED,
+                          "family '%s' has no layout of its output as the rows of one reduction (gemm has)", f->name);
+    if ((st = ref_check_inputs(spec, in, err)))
+        return st;
+    if ((st = f->out_rows(spec, in, y, rows, out, err)))
+        ref_out_rows_free(out);
+    return st;
+}

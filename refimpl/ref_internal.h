@@ -182,6 +182,10 @@ typedef struct ref_family {
     const char *name;
     nx_status (*inputs)(const fam_spec *s, ref_desc_list *l, nx_err *err);
     nx_status (*run)(ref_job *j, nx_err *err);
+    /* The main output as rows of the reduction whose result it is
+     * (refimpl.h, ref_output_rows); NULL: the family has no such layout. */
+    nx_status (*out_rows)(const fam_spec *s, const st_file *in, const st_tensor *y, const int64_t *rows,
+                          ref_out_rows *out, nx_err *err);
 } ref_family;
 
 extern const ref_family ref_family_gemm, ref_family_gemv_w4a16, ref_family_moe_grouped_gemm,

@@ -2,7 +2,9 @@
  * and the description of its inputs, for the generator.
  *
  * One file per family (gemm.c, gemv_w4a16.c, moe_grouped_gemm.c,
- * paged_decode_attention.c, rmsnorm.c, silu_and_mul.c).  Every reduction
+ * paged_decode_attention.c, rmsnorm.c, silu_and_mul.c, softmax.c), which
+ * also lays out its output as the rows of its reduction where it is one
+ * (ref_output_rows).  Every reduction
  * goes through numerics/: the reduction's numerics point is expanded for its
  * length (nx_program_build) and evaluated by an engine over rows gathered
  * into contiguous buffers; nothing here fixes an order.  Every elementwise
@@ -72,6 +74,32 @@ nx_status ref_bound(const fam_spec *spec, const st_file *in, int as_reference, i
  * bias; rmsnorm's eps; ...), so that |y_a - y_b| <= bound_a + bound_b;
  * else 0 and why says what differs. */
 int ref_bound_same_function(const fam_spec *a, const fam_spec *b, char *why, size_t len);
+
+/* --- an output as the rows of its reduction (fit, `parity explain`) ------------ */
+
+/* Where a family's main output is the result of one reduction (gemm's y
+ * with alpha = 1, beta = 0 and no bias is reduction `k` of a[m, :] and
+ * b[n, :], rounded to y's format), the rows that reduction reduced: row i
+ * of the output, element j, is row i * cols + j here, with its n terms
+ * a[.] * b[.] (b NULL: a value sum) and the output's value y[.].  This is
+ * the layout `parity fit` reads, written once per family. */
+typedef struct ref_out_rows {
+    char reduction[32];   /* the reduction's name in the family ("k") */
+    size_t rows, n;       /* rows (output elements) and terms per row */
+    nx_fmt a_fmt, b_fmt, y_fmt;
+    double *a, *b, *y;    /* rows * n, rows * n (or NULL), rows; malloc'd */
+} ref_out_rows;
+
+void ref_out_rows_free(ref_out_rows *r);
+
+/* The rows of spec's family for output tensor y (its first dimension the
+ * batch: y's row i is the logical row rows[i] of the inputs `in`, or row i
+ * when rows is NULL).  NX_EUNSUPPORTED, with the reason, when the family
+ * has no such layout or the point's epilogue changes the reduction's
+ * result (gemm: alpha, beta, bias); NX_EINVAL for inputs that do not
+ * match the shape. */
+nx_status ref_output_rows(const fam_spec *spec, const st_file *in, const st_tensor *y, const int64_t *rows,
+                          ref_out_rows *out, nx_err *err);
 
 /* The families refimpl knows, for messages and listings. */
 size_t ref_family_count(void);

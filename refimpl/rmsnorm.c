@@ -89,4 +89,4 @@ done:
     return st;
 }
 
-const ref_family ref_family_rmsnorm = {"rmsnorm", inputs, run};
+const ref_family ref_family_rmsnorm = {"rmsnorm", inputs, run, NULL};

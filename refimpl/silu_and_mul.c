@@ -68,4 +68,4 @@ done:
     return st;
 }
 
-const ref_family ref_family_silu_and_mul = {"silu_and_mul", inputs, run};
+const ref_family ref_family_silu_and_mul = {"silu_and_mul", inputs, run, NULL};

@@ -123,6 +123,10 @@ int cmd_diff(int argc, char **argv);
 int cmd_check_numerics(int argc, char **argv);
 /* `parity fit`: a point that reproduces given outputs (cmd_fit.c, parity/fit/). */
 int cmd_fit(int argc, char **argv);
+
+/* `parity explain A [B]`: a parity diff as the points each side realises
+ * (cmd_explain.c, parity/explain/). */
+int cmd_explain(int argc, char **argv);
 /* `parity reveal`: a black-box kernel probed for its point (cmd_reveal.c,
  * parity/reveal/). */
 int cmd_reveal(int argc, char **argv);

@@ -111,6 +111,8 @@ int main(int argc, char **argv)
         return cmd_diff(argc - 1, argv + 1);
     if (!strcmp(cmd, "fit"))
         return cmd_fit(argc - 1, argv + 1);
+    if (!strcmp(cmd, "explain"))
+        return cmd_explain(argc - 1, argv + 1);
     if (!strcmp(cmd, "reveal"))
         return cmd_reveal(argc - 1, argv + 1);
     if (!strcmp(cmd, "lkb"))

@@ -61,6 +61,11 @@ nx_status fit_space_default(fit_space *s, const fit_ctx *ctx, int atoms, nx_err 
  * and the words `default` and `atoms`.  Errors name the line. */
 nx_status fit_space_parse(fit_space *s, const fit_ctx *ctx, const char *text, const char *name, nx_err *err);
 
+/* Adds a whole point (inline TOML, as nx_point_print writes it) at the end
+ * of the space: the search tries candidates in order, so points added to an
+ * empty space first are preferred when several fit. */
+nx_status fit_space_add_point(fit_space *s, const char *toml, nx_err *err);
+
 /* The candidate as a point (out set to the space's out unless the TOML says). */
 nx_status fit_cand_point(const fit_space *s, size_t i, nx_point *pt, nx_err *err);
 /* The candidate's canonical text (malloc'd), or NULL. */

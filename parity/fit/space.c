@@ -49,6 +49,13 @@ static nx_status push(fit_space *s, const fit_cand *c, nx_err *err)
     return NX_OK;
 }
 
+nx_status fit_space_add_point(fit_space *s, const char *toml, nx_err *err)
+{
+    fit_cand c = {.toml = (char *)toml, .acc = -1, .fma = -1, .product = -1, .atom_preset = -1, .atom_frac = -1,
+                  .atom_round = -1};
+    return push(s, &c, err);
+}
+
 /* The settings a tree is crossed with (docs/fit.md): accumulator formats
  * relevant to the out format, fma on/off and a product rounded to the
  * narrower format, for dot products. */
