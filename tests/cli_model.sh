@@ -70,6 +70,26 @@ class P(HTMLParser):
         if tag == "h3": self.h3 += 1
 p = P(); p.feed(open(sys.argv[1]).read()); sys.exit(0 if p.h3 == 4 else 1)
 EOF
+# ---- batches: the 4 prompts as one batch (the default, every op at C4) and
+# one at a time (--batch 1, C1) give the same bits (cpu's kernels are row
+# invariant), with 4 times fewer family-op calls in the batch
+[ "$(jv "$T/a.json" "j['batch'], j['ops'][2]['shape']")" = "4 M=4,N=384,K=256" ] ||
+  fail "default batch: 4 prompts at once, qkv_proj at M=4: $(jv "$T/a.json" "j['batch'], j['ops'][2]")"
+expect_rc 0 "--batch 1" $M --batch 1 --json "$T/a1.json"
+[ "$(jv "$T/a1.json" "j['batch'], j['ops'][2]['shape']")" = "1 M=1,N=384,K=256" ] ||
+  fail "--batch 1: qkv_proj at M=1: $(jv "$T/a1.json" "j['ops'][2]")"
+same='[(p["device"], p["control"]) for p in j["per_prompt"]], j["logits_equal"], j["max_ulp"]'
+[ "$(jv "$T/a.json" "$same")" = "$(jv "$T/a1.json" "$same")" ] || fail "batch 4 and batch 1: transcripts differ"
+[ "$(jv "$T/a1.json" "j['cost']['device_calls']")" = "$(( $(jv "$T/a.json" "j['cost']['device_calls']") * 4 ))" ] ||
+  fail "batch 1 makes 4 times the calls of batch 4: $(jv "$T/a1.json" "j['cost']") vs $(jv "$T/a.json" "j['cost']")"
+expect_rc 2 "--batch 3 of 4 prompts" $M --batch 3
+grep -q "divide" "$T/err" || fail "--batch 3: the message says it must divide the prompts: $(cat "$T/err")"
+expect_rc 2 "32 prompts at once: no cpu rule for attention at C32" $M --prompts 32 --tokens 1 --prompt-len 1
+grep -q "at C32.*--batch" "$T/err" || fail "C32: the message names C32 and --batch: $(cat "$T/err")"
+expect_rc 0 "32 prompts as two batches of 16" $M --prompts 32 --batch 16 --tokens 1 --prompt-len 1 --json "$T/a16.json"
+[ "$(jv "$T/a16.json" "j['ops'][2]['point'], j['ops'][2]['shape']")" = "gemm.splitk M=16,N=384,K=256" ] ||
+  fail "batch 16: qkv_proj at M=16 ($(jv "$T/a16.json" "j['ops'][2]"))"
+
 # Tier 3: the metrics written with --metrics meet the sample's bars in parity tier3 too
 expect_rc 0 "tier3 on the written metrics" $M --prompts 1 --tokens 4 --metrics "$T/m.json"
 expect_rc 0 "parity tier3 reads the metrics against the model's bars" \
@@ -186,7 +206,7 @@ EOF
 expect_rc 0 "a checkpoint with its own names and dims" $M --prompts 2 --tokens 8 --weights "$T/c.safetensors" \
   --names "$T/names.toml" --json "$T/c.json"
 [ "$(jv "$T/c.json" "j['dims']['layers'], j['dims']['hidden'], j['dims']['heads'], j['dims']['vocab'], j['ops'][4]['shape']")" = \
-  "1 64 4 512 B=1,HQ=4,HKV=2,D=16,P=16,NP=2,MAXP=1" ] || fail "the map's dims: $(jv "$T/c.json" "j['dims'], j['ops'][4]")"
+  "1 64 4 512 B=2,HQ=4,HKV=2,D=16,P=16,NP=2,MAXP=1" ] || fail "the map's dims: $(jv "$T/c.json" "j['dims'], j['ops'][4]")"
 sed 's/^hidden = 64/hidden = 32/' "$T/names.toml" > "$T/names2.toml"
 expect_rc 2 "a tensor of another shape" $M --prompts 1 --tokens 1 --weights "$T/c.safetensors" --names "$T/names2.toml"
 grep -q "tensor 'tok.w' must be \[512, 32\]" "$T/err" || fail "the misshaped tensor is named with the shape it must have"

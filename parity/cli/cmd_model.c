@@ -14,7 +14,7 @@
 
 static const char model_usage[] =
     "usage: parity model --class C --model M [--scale tiny|small|full] [--prompts P]\n"
-    "                    [--prompt-len L] [--tokens T] [--seed S] [--threads N]\n"
+    "                    [--batch B] [--prompt-len L] [--tokens T] [--seed S] [--threads N]\n"
     "                    [--engine fast|mpfr] [--kernels DIR] [--against D]\n"
     "                    [--plant OP[@LAYER]=FAMILY.POINT]\n"
     "                    [--rtol R --atol A] [--json FILE|-] [--html FILE] [--metrics FILE]\n"
@@ -22,8 +22,9 @@ static const char model_usage[] =
     "                    [--save-weights FILE.safetensors]\n"
     "\n"
     "Runs model M's decode step (DIR/models/M/STEP.toml) greedily for T tokens from\n"
-    "P prompts of L tokens, every op lowered by class C's FUSIONS.toml rules (as\n"
-    "`parity lkb` lowers them at C1) to a family point and run by C's backend, in\n"
+    "P prompts of L tokens, decoded B at a time as one batch, every op lowered by\n"
+    "class C's FUSIONS.toml rules at C = B rows to a family point and run by C's\n"
+    "backend, in\n"
     "lockstep with a control that computes every family op by the exact reference\n"
     "of the same point.  Embedding, rope, the KV cache append, residual adds the\n"
     "lowering does not fuse and the greedy argmax are outside the families: one\n"
@@ -42,6 +43,8 @@ static const char model_usage[] =
     "                   vocabulary <= 4096), small (4 layers, /4, /2, /4, <= 16384),\n"
     "                   full (the manifest's dimensions)\n"
     "  --prompts P      prompts (default 4)\n"
+    "  --batch B        prompts decoded together, one row each of every op (default:\n"
+    "                   all P; B divides P; 1: one prompt at a time, at C1)\n"
     "  --prompt-len L   tokens per prompt, drawn from Philox (default 8)\n"
     "  --tokens T       tokens generated per prompt (default 32)\n"
     "  --seed S         weights, prompts and page order (default 1)\n"
@@ -88,7 +91,7 @@ static const char model_usage[] =
 int cmd_model(int argc, char **argv)
 {
     const char *cls = NULL, *model = NULL, *dir = "kernels", *json = NULL, *html = NULL, *scale = "tiny",
-               *prompts = NULL, *plen = NULL, *tokens = NULL, *seed = NULL, *threads = NULL, *engine = NULL,
+               *prompts = NULL, *batch = NULL, *plen = NULL, *tokens = NULL, *seed = NULL, *threads = NULL, *engine = NULL,
                *plant = NULL, *against = NULL, *rtol = NULL, *atol = NULL, *metrics = NULL,
                *ledger = NULL, *weights = NULL, *names = NULL, *save_weights = NULL;
     int bad = 0;
@@ -102,7 +105,7 @@ int cmd_model(int argc, char **argv)
             cli_opt(argc, argv, &i, "--html", &html, &bad) || cli_opt(argc, argv, &i, "--scale", &scale, &bad) ||
             cli_opt(argc, argv, &i, "--prompts", &prompts, &bad) ||
             cli_opt(argc, argv, &i, "--prompt-len", &plen, &bad) ||
-            cli_opt(argc, argv, &i, "--tokens", &tokens, &bad) || cli_opt(argc, argv, &i, "--seed", &seed, &bad) ||
+            cli_opt(argc, argv, &i, "--tokens", &tokens, &bad) || cli_opt(argc, argv, &i, "--batch", &batch, &bad) || cli_opt(argc, argv, &i, "--seed", &seed, &bad) ||
             cli_opt(argc, argv, &i, "--threads", &threads, &bad) ||
             cli_opt(argc, argv, &i, "--engine", &engine, &bad) || cli_opt(argc, argv, &i, "--plant", &plant, &bad) ||
             cli_opt(argc, argv, &i, "--against", &against, &bad) || cli_opt(argc, argv, &i, "--rtol", &rtol, &bad) ||
@@ -155,6 +158,10 @@ int cmd_model(int argc, char **argv)
         return EXIT_INPUT;
     if (plen)
         o.prompt_len = (int)v;
+    if (batch && (v = cli_long("model", "--batch", batch, 1, 4096)) < 0)
+        return EXIT_INPUT;
+    if (batch)
+        o.batch = (int)v;
     if (tokens && (v = cli_long("model", "--tokens", tokens, 1, 1 << 20)) < 0)
         return EXIT_INPUT;
     if (tokens)

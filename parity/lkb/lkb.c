@@ -489,6 +489,25 @@ static const rule *rule_for(const rules *rs, const lkb_op *op, long long c)
     return NULL;
 }
 
+nx_status lkb_lower(const reg_registry *r, const char *class_name, const lkb_op *op, long long c, char *point,
+                    size_t plen, char *where, size_t wlen, nx_err *err)
+{
+    point[0] = where[0] = 0;
+    if (!op->family)
+        return NX_OK;
+    rules rs;
+    nx_status st = rules_load(r, class_name, &rs, err);
+    if (st)
+        return st;
+    const rule *x = rule_for(&rs, op, c);
+    if (x) {
+        snprintf(point, plen, "%s.%s", x->family, x->point);
+        snprintf(where, wlen, "%s", x->where);
+    }
+    rules_free(&rs);
+    return NX_OK;
+}
+
 /* ---- the report -------------------------------------------------------- */
 
 void lkb_report_free(lkb_report *rep)

@@ -192,6 +192,13 @@ typedef struct lkb_opts {
 } lkb_opts;
 
 /* The report of class_name over the registry r loaded from r's directory. */
+/* The point ("FAMILY.POINT") class_name's lowering rules (FUSIONS.toml of
+ * its chain) give op at c rows, and the rule's file:line; both "" when no
+ * rule serves it (or op has no family).  The decode loop lowers at its
+ * batch this way. */
+nx_status lkb_lower(const reg_registry *r, const char *class_name, const lkb_op *op, long long c, char *point,
+                    size_t plen, char *where, size_t wlen, nx_err *err);
+
 nx_status lkb_compute(const reg_registry *r, const char *class_name, const lkb_opts *o, lkb_report *rep,
                       nx_err *err);
 void lkb_report_free(lkb_report *rep);

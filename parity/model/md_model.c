@@ -285,15 +285,18 @@ static nx_status weights_make(const md_dims *d, uint64_t seed, md_weights *w, nx
 
 /* ---- one run of the loop (a lane): its activations and KV cache ------- */
 
+/* Prompts decoded as one batch, at most (the CLI's bound on --prompts). */
+#define MD_MAX_BATCH 4096
+
 typedef struct md_lane {
-    uint16_t *h, *x, *qkv, *attn, *o, *gu, *act, *down, *logits;
+    uint16_t *h, *x, *qkv, *q, *attn, *o, *gu, *act, *down, *logits; /* B rows each */
     uint16_t **kc, **vc; /* per layer [NP, P, HKV, D] */
     int residual_pending; /* down's output not yet added into h */
 } md_lane;
 
 static void lane_free(md_lane *l, long long layers)
 {
-    free(l->h), free(l->x), free(l->qkv), free(l->attn), free(l->o), free(l->gu), free(l->act), free(l->down),
+    free(l->h), free(l->x), free(l->qkv), free(l->q), free(l->attn), free(l->o), free(l->gu), free(l->act), free(l->down),
         free(l->logits);
     for (long long i = 0; l->kc && i < layers; i++)
         free(l->kc[i]);
@@ -303,15 +306,18 @@ static void lane_free(md_lane *l, long long layers)
     memset(l, 0, sizeof *l);
 }
 
-static int lane_make(md_lane *l, const md_dims *d, long long np)
+/* Activations of B rows (one per prompt of the batch), the KV cache of the
+ * whole pool. */
+static int lane_make(md_lane *l, const md_dims *d, long long np, size_t B)
 {
     memset(l, 0, sizeof *l);
-    size_t H = (size_t)d->hidden, Q = (size_t)((d->hq + 2 * d->hkv) * d->d), A = (size_t)(d->hq * d->d),
-           M = (size_t)d->mlp, V = (size_t)d->vocab, C = (size_t)(np * d->page * d->hkv * d->d);
-    l->h = calloc(H, 2), l->x = calloc(H, 2), l->qkv = calloc(Q, 2), l->attn = calloc(A, 2), l->o = calloc(H, 2),
+    size_t H = B * (size_t)d->hidden, Q = B * (size_t)((d->hq + 2 * d->hkv) * d->d), A = B * (size_t)(d->hq * d->d),
+           M = B * (size_t)d->mlp, V = B * (size_t)d->vocab, C = (size_t)(np * d->page * d->hkv * d->d);
+    l->h = calloc(H, 2), l->x = calloc(H, 2), l->qkv = calloc(Q, 2), l->q = calloc(A, 2), l->attn = calloc(A, 2),
+    l->o = calloc(H, 2),
     l->gu = calloc(2 * M, 2), l->act = calloc(M, 2), l->down = calloc(H, 2), l->logits = calloc(V, 2);
     l->kc = calloc((size_t)d->layers, sizeof *l->kc), l->vc = calloc((size_t)d->layers, sizeof *l->vc);
-    int ok = l->h && l->x && l->qkv && l->attn && l->o && l->gu && l->act && l->down && l->logits && l->kc && l->vc;
+    int ok = l->h && l->x && l->qkv && l->q && l->attn && l->o && l->gu && l->act && l->down && l->logits && l->kc && l->vc;
     for (long long i = 0; ok && i < d->layers; i++)
         ok = (l->kc[i] = calloc(C, 2)) && (l->vc[i] = calloc(C, 2));
     return ok;
@@ -336,6 +342,7 @@ typedef struct md_ctx {
     ref_tensor_desc *desc[2][MD_NROLES]; /* the inputs of each lane's spec */
     size_t ndesc[2][MD_NROLES];
     int cur_prompt, cur_pos, cur_layer;
+    int group0, nb;  /* the batch's first prompt and its rows */
 } md_ctx;
 
 /* Builds the st_file of the op's inputs, each tensor borrowing the loop's
@@ -472,8 +479,15 @@ static nx_status run_family(md_ctx *c, int role, const md_buf *dbufs, const md_b
             nx_err_prefix(err, "op '%s' (%s) in the reference", op->id, op->point);
         return st;
     }
-    for (size_t k = 0; k < nouts; k++)
-        note_diff(c, role, douts[k], couts[k], osz[k]);
+    /* row b of each output is prompt group0 + b's */
+    for (size_t k = 0; k < nouts; k++) {
+        size_t row = osz[k] / (size_t)c->nb;
+        for (int b = 0; b < c->nb; b++) {
+            c->cur_prompt = c->group0 + b;
+            note_diff(c, role, douts[k] + (size_t)b * row, couts[k] + (size_t)b * row, row);
+        }
+    }
+    c->cur_prompt = c->group0;
     return NX_OK;
 }
 
@@ -594,7 +608,7 @@ typedef struct md_model {
 static nx_status norm_op(md_ctx *c, md_model *m, md_lane *L[2], int role, const uint16_t *weight, nx_err *err)
 {
     const md_op *op = &c->res->ops[role];
-    size_t H = (size_t)m->d.hidden;
+    size_t Hw = (size_t)m->d.hidden, H = Hw * (size_t)c->nb; /* the weight's, the batch's */
     uint16_t *pend[2] = {role == MD_R_MLP_NORM ? L[0]->o : L[0]->down, role == MD_R_MLP_NORM ? L[1]->o : L[1]->down};
     int pending = role == MD_R_MLP_NORM || L[0]->residual_pending;
     if (op->fused_residual) {
@@ -603,8 +617,8 @@ static nx_status norm_op(md_ctx *c, md_model *m, md_lane *L[2], int role, const 
             memset(L[0]->down, 0, H * 2), memset(L[1]->down, 0, H * 2);
             pend[0] = L[0]->down, pend[1] = L[1]->down;
         }
-        md_buf db[] = {{"x", pend[0], ST_BF16, H}, {"weight", weight, ST_BF16, H}, {"residual", L[0]->h, ST_BF16, H}};
-        md_buf cb[] = {{"x", pend[1], ST_BF16, H}, {"weight", weight, ST_BF16, H}, {"residual", L[1]->h, ST_BF16, H}};
+        md_buf db[] = {{"x", pend[0], ST_BF16, H}, {"weight", weight, ST_BF16, Hw}, {"residual", L[0]->h, ST_BF16, H}};
+        md_buf cb[] = {{"x", pend[1], ST_BF16, H}, {"weight", weight, ST_BF16, Hw}, {"residual", L[1]->h, ST_BF16, H}};
         /* residual_out goes to a scratch copy first: h is an input */
         uint16_t *nh0 = malloc(H * 2), *nh1 = malloc(H * 2);
         if (!nh0 || !nh1) {
@@ -628,8 +642,8 @@ static nx_status norm_op(md_ctx *c, md_model *m, md_lane *L[2], int role, const 
         c->res->t_outside += now() - t0;
         L[0]->residual_pending = L[1]->residual_pending = 0;
     }
-    md_buf db[] = {{"x", L[0]->h, ST_BF16, H}, {"weight", weight, ST_BF16, H}};
-    md_buf cb[] = {{"x", L[1]->h, ST_BF16, H}, {"weight", weight, ST_BF16, H}};
+    md_buf db[] = {{"x", L[0]->h, ST_BF16, H}, {"weight", weight, ST_BF16, Hw}};
+    md_buf cb[] = {{"x", L[1]->h, ST_BF16, H}, {"weight", weight, ST_BF16, Hw}};
     static const char *const on[] = {"y"};
     uint16_t *const d_o[] = {L[0]->x}, *const c_o[] = {L[1]->x};
     const size_t osz[] = {H};
@@ -639,34 +653,40 @@ static nx_status norm_op(md_ctx *c, md_model *m, md_lane *L[2], int role, const 
 static nx_status gemm_op(md_ctx *c, md_lane *L[2], int role, uint16_t *a0, uint16_t *a1, size_t K,
                          const uint16_t *b, size_t N, uint16_t *y0, uint16_t *y1, nx_err *err)
 {
-    md_buf db[] = {{"a", a0, ST_BF16, K}, {"b", b, ST_BF16, N * K}};
-    md_buf cb[] = {{"a", a1, ST_BF16, K}, {"b", b, ST_BF16, N * K}};
+    size_t B = (size_t)c->nb;
+    md_buf db[] = {{"a", a0, ST_BF16, B * K}, {"b", b, ST_BF16, N * K}};
+    md_buf cb[] = {{"a", a1, ST_BF16, B * K}, {"b", b, ST_BF16, N * K}};
     static const char *const on[] = {"y"};
     uint16_t *const d_o[] = {y0}, *const c_o[] = {y1};
-    const size_t osz[] = {N};
+    const size_t osz[] = {B * N};
     (void)L;
     return run_family(c, role, db, cb, 2, on, d_o, c_o, osz, 1, err);
 }
 
-/* One token of prompt p at position pos through both lanes; with_logits:
- * also the final norm and the lm head. */
-static nx_status forward(md_ctx *c, md_model *m, md_lane *L[2], md_seq *sq, int tok0, int tok1, long long pos,
-                         int with_logits, nx_err *err)
+/* One token of each of the batch's nb prompts (sq[0 .. nb-1]) at position
+ * pos through both lanes, as one batch of nb rows; tok0/tok1 the lanes'
+ * tokens; with_logits: also the final norm and the lm head. */
+static nx_status forward(md_ctx *c, md_model *m, md_lane *L[2], md_seq *sq, int32_t *block_table,
+                         const int *tok0, const int *tok1, long long pos, int with_logits, nx_err *err)
 {
     const md_dims *d = &m->d;
     size_t H = (size_t)d->hidden, D = (size_t)d->d, HQ = (size_t)d->hq, HKV = (size_t)d->hkv,
-           Q = (HQ + 2 * HKV) * D, A = HQ * D, M = (size_t)d->mlp, V = (size_t)d->vocab;
+           Q = (HQ + 2 * HKV) * D, A = HQ * D, M = (size_t)d->mlp, V = (size_t)d->vocab, B = (size_t)c->nb,
+           MAXP = (size_t)m->maxp;
     nx_status st = NX_OK;
     double t0 = now();
-    /* embedding: a row of the table, copied */
-    memcpy(L[0]->h, m->w.embed + (size_t)tok0 * H, H * 2);
-    memcpy(L[1]->h, m->w.embed + (size_t)tok1 * H, H * 2);
+    int32_t clen[MD_MAX_BATCH];
+    for (size_t b = 0; b < B; b++) {
+        /* embedding: a row of the table, copied */
+        memcpy(L[0]->h + b * H, m->w.embed + (size_t)tok0[b] * H, H * 2);
+        memcpy(L[1]->h + b * H, m->w.embed + (size_t)tok1[b] * H, H * 2);
+        /* each sequence's KV cache grows by a page when pos starts one */
+        if (pos % d->page == 0)
+            sq[b].block_table[pos / d->page] = m->page_order[m->next_page++];
+        sq[b].ctx_len = (int32_t)(pos + 1);
+        clen[b] = sq[b].ctx_len;
+    }
     L[0]->residual_pending = L[1]->residual_pending = 0;
-    /* the KV cache grows by a page when pos starts one */
-    if (pos % d->page == 0)
-        sq->block_table[pos / d->page] = m->page_order[m->next_page++];
-    sq->ctx_len = (int32_t)(pos + 1);
-    int32_t clen = sq->ctx_len;
     c->res->t_outside += now() - t0;
     for (long long l = 0; l < d->layers && !st; l++) {
         c->cur_layer = (int)l;
@@ -676,25 +696,30 @@ static nx_status forward(md_ctx *c, md_model *m, md_lane *L[2], md_seq *sq, int 
         if ((st = gemm_op(c, L, MD_R_QKV, L[0]->x, L[1]->x, H, w->wqkv, Q, L[0]->qkv, L[1]->qkv, err)))
             break;
         t0 = now();
-        size_t page = (size_t)sq->block_table[pos / d->page], slot = (size_t)(pos % d->page);
-        for (int k = 0; k < 2; k++) {
-            rope(L[k]->qkv, d->hq + d->hkv, d->d, pos, m->inv_freq); /* q heads, then k heads */
-            /* append k and v at (page, slot) */
-            size_t at = ((page * (size_t)d->page + slot) * HKV) * D;
-            memcpy(L[k]->kc[l] + at, L[k]->qkv + A, HKV * D * 2);
-            memcpy(L[k]->vc[l] + at, L[k]->qkv + A + HKV * D, HKV * D * 2);
+        for (size_t b = 0; b < B; b++) {
+            size_t page = (size_t)sq[b].block_table[pos / d->page], slot = (size_t)(pos % d->page);
+            for (int k = 0; k < 2; k++) {
+                uint16_t *qkv = L[k]->qkv + b * Q;
+                rope(qkv, d->hq + d->hkv, d->d, pos, m->inv_freq); /* q heads, then k heads */
+                /* append k and v at (page, slot) */
+                size_t at = ((page * (size_t)d->page + slot) * HKV) * D;
+                memcpy(L[k]->kc[l] + at, qkv + A, HKV * D * 2);
+                memcpy(L[k]->vc[l] + at, qkv + A + HKV * D, HKV * D * 2);
+                /* the query heads of row b, contiguous for attention's q [B, HQ, D] */
+                memcpy(L[k]->q + b * A, qkv, A * 2);
+            }
         }
         c->res->t_outside += now() - t0;
         uint64_t csz = (uint64_t)(m->np * d->page) * HKV * D;
-        md_buf db[] = {{"q", L[0]->qkv, ST_BF16, A},          {"k_cache", L[0]->kc[l], ST_BF16, csz},
-                       {"v_cache", L[0]->vc[l], ST_BF16, csz}, {"block_table", sq->block_table, ST_I32, (uint64_t)m->maxp},
-                       {"context_lens", &clen, ST_I32, 1}};
-        md_buf cb[] = {{"q", L[1]->qkv, ST_BF16, A},          {"k_cache", L[1]->kc[l], ST_BF16, csz},
-                       {"v_cache", L[1]->vc[l], ST_BF16, csz}, {"block_table", sq->block_table, ST_I32, (uint64_t)m->maxp},
-                       {"context_lens", &clen, ST_I32, 1}};
+        md_buf db[] = {{"q", L[0]->q, ST_BF16, B * A},         {"k_cache", L[0]->kc[l], ST_BF16, csz},
+                       {"v_cache", L[0]->vc[l], ST_BF16, csz}, {"block_table", block_table, ST_I32, B * MAXP},
+                       {"context_lens", clen, ST_I32, B}};
+        md_buf cb[] = {{"q", L[1]->q, ST_BF16, B * A},         {"k_cache", L[1]->kc[l], ST_BF16, csz},
+                       {"v_cache", L[1]->vc[l], ST_BF16, csz}, {"block_table", block_table, ST_I32, B * MAXP},
+                       {"context_lens", clen, ST_I32, B}};
         static const char *const on[] = {"y"};
         uint16_t *const d_o[] = {L[0]->attn}, *const c_o[] = {L[1]->attn};
-        const size_t osz[] = {A};
+        const size_t osz[] = {B * A};
         if ((st = run_family(c, MD_R_ATTN, db, cb, 5, on, d_o, c_o, osz, 1, err)))
             break;
         if ((st = gemm_op(c, L, MD_R_O, L[0]->attn, L[1]->attn, A, w->wo, H, L[0]->o, L[1]->o, err)))
@@ -703,9 +728,9 @@ static nx_status forward(md_ctx *c, md_model *m, md_lane *L[2], md_seq *sq, int 
             break;
         if ((st = gemm_op(c, L, MD_R_GATE_UP, L[0]->x, L[1]->x, H, w->wgu, 2 * M, L[0]->gu, L[1]->gu, err)))
             break;
-        md_buf da[] = {{"x", L[0]->gu, ST_BF16, 2 * M}}, ca[] = {{"x", L[1]->gu, ST_BF16, 2 * M}};
+        md_buf da[] = {{"x", L[0]->gu, ST_BF16, B * 2 * M}}, ca[] = {{"x", L[1]->gu, ST_BF16, B * 2 * M}};
         uint16_t *const d_a[] = {L[0]->act}, *const c_a[] = {L[1]->act};
-        const size_t asz[] = {M};
+        const size_t asz[] = {B * M};
         if ((st = run_family(c, MD_R_ACT, da, ca, 1, on, d_a, c_a, asz, 1, err)))
             break;
         if ((st = gemm_op(c, L, MD_R_DOWN, L[0]->act, L[1]->act, M, w->wdown, H, L[0]->down, L[1]->down, err)))
@@ -717,28 +742,29 @@ static nx_status forward(md_ctx *c, md_model *m, md_lane *L[2], md_seq *sq, int 
         return st;
     if ((st = norm_op(c, m, L, MD_R_FINAL_NORM, m->w.final_norm, err)))
         return st;
+    (void)V;
     return gemm_op(c, L, MD_R_LM_HEAD, L[0]->x, L[1]->x, H, m->w.lm_head, V, L[0]->logits, L[1]->logits, err);
 }
 
 /* ---- lowering, resolution, the run -------------------------------------- */
 
-static void shape_of(const md_dims *d, long long np, long long maxp, int role, char *s, size_t n)
+static void shape_of(const md_dims *d, long long np, long long maxp, long long B, int role, char *s, size_t n)
 {
     long long H = d->hidden, Q = (d->hq + 2 * d->hkv) * d->d, A = d->hq * d->d;
     switch (role) {
-    case MD_R_ATTN_NORM: case MD_R_MLP_NORM: case MD_R_FINAL_NORM: snprintf(s, n, "T=1,H=%lld", H); break;
-    case MD_R_QKV: snprintf(s, n, "M=1,N=%lld,K=%lld", Q, H); break;
-    case MD_R_O: snprintf(s, n, "M=1,N=%lld,K=%lld", H, A); break;
-    case MD_R_GATE_UP: snprintf(s, n, "M=1,N=%lld,K=%lld", 2 * d->mlp, H); break;
-    case MD_R_DOWN: snprintf(s, n, "M=1,N=%lld,K=%lld", H, d->mlp); break;
-    case MD_R_LM_HEAD: snprintf(s, n, "M=1,N=%lld,K=%lld", d->vocab, H); break;
-    case MD_R_ACT: snprintf(s, n, "T=1,H=%lld", d->mlp); break;
+    case MD_R_ATTN_NORM: case MD_R_MLP_NORM: case MD_R_FINAL_NORM: snprintf(s, n, "T=%lld,H=%lld", B, H); break;
+    case MD_R_QKV: snprintf(s, n, "M=%lld,N=%lld,K=%lld", B, Q, H); break;
+    case MD_R_O: snprintf(s, n, "M=%lld,N=%lld,K=%lld", B, H, A); break;
+    case MD_R_GATE_UP: snprintf(s, n, "M=%lld,N=%lld,K=%lld", B, 2 * d->mlp, H); break;
+    case MD_R_DOWN: snprintf(s, n, "M=%lld,N=%lld,K=%lld", B, H, d->mlp); break;
+    case MD_R_LM_HEAD: snprintf(s, n, "M=%lld,N=%lld,K=%lld", B, d->vocab, H); break;
+    case MD_R_ACT: snprintf(s, n, "T=%lld,H=%lld", B, d->mlp); break;
     case MD_R_ATTN:
-        snprintf(s, n, "B=1,HQ=%lld,HKV=%lld,D=%lld,P=%lld,NP=%lld,MAXP=%lld", d->hq, d->hkv, d->d, d->page, np, maxp);
+        snprintf(s, n, "B=%lld,HQ=%lld,HKV=%lld,D=%lld,P=%lld,NP=%lld,MAXP=%lld", B, d->hq, d->hkv, d->d, d->page, np, maxp);
         break;
-    case MD_R_EMBED: snprintf(s, n, "T=1,H=%lld", H); break;
-    case MD_R_ROPE: snprintf(s, n, "T=1,HQ=%lld,HKV=%lld,D=%lld", d->hq, d->hkv, d->d); break;
-    case MD_R_SAMPLE: snprintf(s, n, "T=1,V=%lld", d->vocab); break;
+    case MD_R_EMBED: snprintf(s, n, "T=%lld,H=%lld", B, H); break;
+    case MD_R_ROPE: snprintf(s, n, "T=%lld,HQ=%lld,HKV=%lld,D=%lld", B, d->hq, d->hkv, d->d); break;
+    case MD_R_SAMPLE: snprintf(s, n, "T=%lld,V=%lld", B, d->vocab); break;
     default: s[0] = 0;
     }
 }
@@ -836,6 +862,11 @@ nx_status md_run(const reg_registry *r, const char *cls, const md_opts *o, md_re
     res->seed = o->seed;
     if (o->prompts < 1 || o->prompt_len < 1 || o->tokens < 1)
         return nx_err_set(err, NX_EINVAL, "prompts, prompt length and tokens must be >= 1");
+    int B = o->batch ? o->batch : o->prompts;
+    if (B < 1 || B > MD_MAX_BATCH || o->prompts % B)
+        return nx_err_set(err, NX_EINVAL, "batch %d: it must divide the %d prompts (and be at most %d)", B,
+                          o->prompts, MD_MAX_BATCH);
+    res->batch = B;
     md_ctx c;
     memset(&c, 0, sizeof c);
     c.o = o, c.res = res, c.cur_layer = -1;
@@ -844,6 +875,9 @@ nx_status md_run(const reg_registry *r, const char *cls, const md_opts *o, md_re
     md_lane L0, L1;
     memset(&L0, 0, sizeof L0), memset(&L1, 0, sizeof L1);
     md_seq *seqs = NULL;
+    int32_t *block_tables = NULL; /* [P, MAXP]: batch g's rows are contiguous */
+    md_names names; /* before any goto out: freed there */
+    memset(&names, 0, sizeof names);
     int *role_of = NULL;
     lkb_report rep, rep2;
     memset(&rep, 0, sizeof rep), memset(&rep2, 0, sizeof rep2);
@@ -865,8 +899,6 @@ nx_status md_run(const reg_registry *r, const char *cls, const md_opts *o, md_re
     }
     if ((st = map_roles(&rep, role_of, err)) || (st = scale_dims(&rep, role_of, o->scale, &res->dims, err)))
         goto out;
-    md_names names;
-    memset(&names, 0, sizeof names);
     if ((st = md_names_load(o->names, &names, &res->dims, err)))
         goto out;
     m.d = res->dims;
@@ -881,10 +913,15 @@ nx_status md_run(const reg_registry *r, const char *cls, const md_opts *o, md_re
         snprintf(op->family, sizeof op->family, "%s", oa->op->family ? oa->op->family : "");
         snprintf(op->point, sizeof op->point, "%s", oa->point);
         snprintf(op->rule_where, sizeof op->rule_where, "%s", oa->rule_where);
-        shape_of(&m.d, m.np, m.maxp, op->role, op->shape, sizeof op->shape);
+        /* every op runs at C = the batch's rows: lowered there */
+        if (B != 1 && (st = lkb_lower(r, cls, oa->op, B, op->point, sizeof op->point, op->rule_where,
+                                      sizeof op->rule_where, err)))
+            goto out;
+        shape_of(&m.d, m.np, m.maxp, B, op->role, op->shape, sizeof op->shape);
         if (op->family[0] && !op->point[0]) {
-            st = nx_err_set(err, NX_EINVAL, "class %s: no rule of its FUSIONS.toml lowers op '%s' (%s) at C1: the "
-                            "decode loop cannot run it", cls, op->id, op->family);
+            st = nx_err_set(err, NX_EINVAL, "class %s: no rule of its FUSIONS.toml lowers op '%s' (%s) at C%d: the "
+                            "decode loop cannot run it%s", cls, op->id, op->family, B,
+                            B > 1 ? " (--batch: fewer prompts at once)" : "");
             goto out;
         }
     }
@@ -908,9 +945,13 @@ nx_status md_run(const reg_registry *r, const char *cls, const md_opts *o, md_re
         for (size_t i = 0; i < rep.step.nops; i++) {
             md_op *op = &res->ops[role_of[i]];
             snprintf(op->point2, sizeof op->point2, "%s", rep2.cov[0].ops[i].point);
+            char w2[160];
+            if (B != 1 && (st = lkb_lower(r, o->against, rep2.cov[0].ops[i].op, B, op->point2, sizeof op->point2, w2,
+                                          sizeof w2, err)))
+                goto out;
             if (op->family[0] && !op->point2[0]) {
                 st = nx_err_set(err, NX_EINVAL, "--against %s: no rule of its FUSIONS.toml lowers op '%s' (%s) at "
-                                "C1", o->against, op->id, op->family);
+                                "C%d", o->against, op->id, op->family, B);
                 goto out;
             }
         }
@@ -994,8 +1035,10 @@ nx_status md_run(const reg_registry *r, const char *cls, const md_opts *o, md_re
     res->t_weights = now() - tw;
     if (!(m.inv_freq = calloc((size_t)m.d.d / 2, sizeof *m.inv_freq)) ||
         !(m.page_order = calloc((size_t)m.np, sizeof *m.page_order)) ||
-        !(seqs = calloc((size_t)o->prompts, sizeof *seqs)) || !lane_make(&L0, &m.d, m.np) ||
-        !lane_make(&L1, &m.d, m.np) || !(res->pr = calloc((size_t)o->prompts, sizeof *res->pr))) {
+        !(seqs = calloc((size_t)o->prompts, sizeof *seqs)) ||
+        !(block_tables = calloc((size_t)o->prompts * (size_t)m.maxp, sizeof *block_tables)) ||
+        !lane_make(&L0, &m.d, m.np, (size_t)B) || !lane_make(&L1, &m.d, m.np, (size_t)B) ||
+        !(res->pr = calloc((size_t)o->prompts, sizeof *res->pr))) {
         st = nx_err_set(err, NX_ENOMEM, "out of memory");
         goto out;
     }
@@ -1020,8 +1063,8 @@ nx_status md_run(const reg_registry *r, const char *cls, const md_opts *o, md_re
         md_prompt_res *pr = &res->pr[p];
         pr->ntok = o->tokens;
         pr->first_logit_step = -1;
-        if (!(seqs[p].block_table = calloc((size_t)m.maxp, sizeof(int32_t))) ||
-            !(pr->prompt = calloc((size_t)o->prompt_len, sizeof *pr->prompt)) ||
+        seqs[p].block_table = block_tables + (size_t)p * (size_t)m.maxp;
+        if (!(pr->prompt = calloc((size_t)o->prompt_len, sizeof *pr->prompt)) ||
             !(pr->dev = calloc((size_t)o->tokens, sizeof *pr->dev)) ||
             !(pr->ctl = calloc((size_t)o->tokens, sizeof *pr->ctl)))
             st = nx_err_set(err, NX_ENOMEM, "out of memory");
@@ -1038,60 +1081,70 @@ nx_status md_run(const reg_registry *r, const char *cls, const md_opts *o, md_re
     double lp_dev = 0, lp_ctl = 0;
     long long lp_n = 0, topk_eq = 0;
     for (long long pos = 0; pos < npos && !st; pos++) {
-        for (int p = 0; p < o->prompts && !st; p++) {
-            md_prompt_res *pr = &res->pr[p];
-            int g = (int)(pos - (o->prompt_len - 1)); /* the generated token this step predicts, when >= 0 */
-            int t0 = (int)(pos < o->prompt_len ? pr->prompt[pos] : pr->dev[pos - o->prompt_len]);
-            int t1 = (int)(pos < o->prompt_len ? pr->prompt[pos] : pr->ctl[pos - o->prompt_len]);
-            c.cur_prompt = p, c.cur_pos = (int)pos;
-            if ((st = forward(&c, &m, L, &seqs[p], t0, t1, pos, g >= 0, err)))
-                break;
-            res->steps++;
-            if (g < 0)
-                continue;
-            double ta = now();
-            pr->dev[g] = argmax_bf16(L0.logits, (size_t)m.d.vocab);
-            pr->ctl[g] = argmax_bf16(L1.logits, (size_t)m.d.vocab);
-            res->t_outside += now() - ta;
-            if (pr->diverged)
-                continue; /* the contexts differ from here: logits are not comparable */
-            pr->logits_steps++;
-            size_t mis = 0;
-            for (long long i = 0; i < m.d.vocab; i++)
-                if (L0.logits[i] != L1.logits[i]) {
-                    mis++;
-                    double u = bf16_ulps(L0.logits[i], L1.logits[i]);
-                    double a = fabs((double)md_bf16_to_f(L0.logits[i]) - (double)md_bf16_to_f(L1.logits[i]));
-                    if (u > pr->max_ulp)
-                        pr->max_ulp = u;
-                    if (a > pr->max_abs)
-                        pr->max_abs = a;
-                }
-            int within = 1;
-            for (long long i = 0; i < m.d.vocab && mis; i++) {
-                double a = md_bf16_to_f(L0.logits[i]), b = md_bf16_to_f(L1.logits[i]);
-                if (!(fabs(a - b) <= res->atol + res->rtol * fabs(b)) && !(a != a && b != b) && a != b)
-                    within = 0;
+        for (int g0 = 0; g0 < o->prompts && !st; g0 += B) {
+            /* the batch of prompts g0 .. g0 + B - 1 through one forward step */
+            int tk0[MD_MAX_BATCH], tk1[MD_MAX_BATCH];
+            for (int b = 0; b < B; b++) {
+                const md_prompt_res *pb = &res->pr[g0 + b];
+                tk0[b] = (int)(pos < o->prompt_len ? pb->prompt[pos] : pb->dev[pos - o->prompt_len]);
+                tk1[b] = (int)(pos < o->prompt_len ? pb->prompt[pos] : pb->ctl[pos - o->prompt_len]);
             }
-            pr->logits_within += within;
-            if (!mis)
-                pr->logits_equal++;
-            else if (pr->first_logit_step < 0)
-                pr->first_logit_step = g;
-            int ct = (int)pr->ctl[g];
-            pr->logprob_dev += logprob(L0.logits, (size_t)m.d.vocab, ct);
-            pr->logprob_ctl += logprob(L1.logits, (size_t)m.d.vocab, ct);
-            int k0[5], k1[5];
-            top5(L0.logits, (size_t)m.d.vocab, k0);
-            top5(L1.logits, (size_t)m.d.vocab, k1);
-            pr->topk_steps++;
-            pr->topk_agree += same_set(k0, k1);
-            if (pr->dev[g] != pr->ctl[g]) {
-                pr->diverged = 1;
-                pr->agreed = g;
-                pr->dev_tok = (int)pr->dev[g], pr->ctl_tok = (int)pr->ctl[g];
-            } else {
-                pr->agreed = g + 1;
+            c.group0 = g0, c.nb = B, c.cur_prompt = g0, c.cur_pos = (int)pos;
+            int g = (int)(pos - (o->prompt_len - 1)); /* the generated token this step predicts, when >= 0 */
+            if ((st = forward(&c, &m, L, &seqs[g0], block_tables + (size_t)g0 * (size_t)m.maxp, tk0, tk1, pos, g >= 0,
+                              err)))
+                break;
+            for (int p = g0; p < g0 + B; p++) {
+                md_prompt_res *pr = &res->pr[p];
+                const uint16_t *lg0 = L0.logits + (size_t)(p - g0) * (size_t)m.d.vocab,
+                               *lg1 = L1.logits + (size_t)(p - g0) * (size_t)m.d.vocab;
+                res->steps++;
+                if (g < 0)
+                    continue;
+                double ta = now();
+                pr->dev[g] = argmax_bf16(lg0, (size_t)m.d.vocab);
+                pr->ctl[g] = argmax_bf16(lg1, (size_t)m.d.vocab);
+                res->t_outside += now() - ta;
+                if (pr->diverged)
+                    continue; /* the contexts differ from here: logits are not comparable */
+                pr->logits_steps++;
+                size_t mis = 0;
+                for (long long i = 0; i < m.d.vocab; i++)
+                    if (lg0[i] != lg1[i]) {
+                        mis++;
+                        double u = bf16_ulps(lg0[i], lg1[i]);
+                        double a = fabs((double)md_bf16_to_f(lg0[i]) - (double)md_bf16_to_f(lg1[i]));
+                        if (u > pr->max_ulp)
+                            pr->max_ulp = u;
+                        if (a > pr->max_abs)
+                            pr->max_abs = a;
+                    }
+                int within = 1;
+                for (long long i = 0; i < m.d.vocab && mis; i++) {
+                    double a = md_bf16_to_f(lg0[i]), b = md_bf16_to_f(lg1[i]);
+                    if (!(fabs(a - b) <= res->atol + res->rtol * fabs(b)) && !(a != a && b != b) && a != b)
+                        within = 0;
+                }
+                pr->logits_within += within;
+                if (!mis)
+                    pr->logits_equal++;
+                else if (pr->first_logit_step < 0)
+                    pr->first_logit_step = g;
+                int ct = (int)pr->ctl[g];
+                pr->logprob_dev += logprob(lg0, (size_t)m.d.vocab, ct);
+                pr->logprob_ctl += logprob(lg1, (size_t)m.d.vocab, ct);
+                int k0[5], k1[5];
+                top5(lg0, (size_t)m.d.vocab, k0);
+                top5(lg1, (size_t)m.d.vocab, k1);
+                pr->topk_steps++;
+                pr->topk_agree += same_set(k0, k1);
+                if (pr->dev[g] != pr->ctl[g]) {
+                    pr->diverged = 1;
+                    pr->agreed = g;
+                    pr->dev_tok = (int)pr->dev[g], pr->ctl_tok = (int)pr->ctl[g];
+                } else {
+                    pr->agreed = g + 1;
+                }
             }
         }
     }
@@ -1129,9 +1182,8 @@ out:
     }
     if (c.have_pspec)
         fam_spec_free(&c.pspec);
-    for (int p = 0; seqs && p < o->prompts; p++)
-        free(seqs[p].block_table);
     free(seqs);
+    free(block_tables);
     lane_free(&L0, m.d.layers), lane_free(&L1, m.d.layers);
     md_weights_free(&m.w, m.d.layers);
     free(m.inv_freq), free(m.page_order);

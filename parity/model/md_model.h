@@ -63,6 +63,8 @@ typedef struct md_opts {
     int prompts;        /* P, >= 1 */
     int prompt_len;     /* tokens of each prompt, >= 1 */
     int tokens;         /* T tokens generated per prompt, >= 1 */
+    int batch;          /* prompts decoded together as one batch (0: all P);
+                           it divides P, and every op is lowered at C = batch */
     uint64_t seed;
     int threads;        /* backend and reference threads (0: OpenMP's default) */
     int engine;         /* nx_engine_kind of the control */
@@ -121,6 +123,7 @@ typedef struct md_result {
     md_dims dims;
     md_op ops[MD_NROLES];
     int prompts, prompt_len, tokens;
+    int batch;               /* prompts decoded as one batch: the ops run at C = batch rows */
     uint64_t seed;
     char engine[16];
     char against[64];        /* the control's class (--against), "" : the exact reference */

@@ -44,13 +44,14 @@ char *md_text(const md_result *r)
                    d->full_hidden, d->hq, d->hkv, d->d, d->full_hq, d->full_hkv, d->full_d, d->mlp, d->full_mlp,
                    d->vocab, d->full_vocab, d->page);
     nx_sbuf_printf(&b, "Weights: Philox seed %llu (docs/model.md); %d prompts x %d tokens, then %d generated "
-                   "greedily; ",
-                   (unsigned long long)r->seed, r->prompts, r->prompt_len, r->tokens);
+                   "greedily, %d prompt%s per batch (every op at C%d); ",
+                   (unsigned long long)r->seed, r->prompts, r->prompt_len, r->tokens, r->batch,
+                   r->batch == 1 ? "" : "s", r->batch);
     if (r->against[0])
         nx_sbuf_printf(&b, "control: class %s's backend with its own lowering\n", r->against);
     else
         nx_sbuf_printf(&b, "control: the exact reference (%s engine) of the same points\n", r->engine);
-    nx_sbuf_printf(&b, "\nOps (lowered at C1 by the class's FUSIONS.toml):\n");
+    nx_sbuf_printf(&b, "\nOps (lowered at C%d by the class's FUSIONS.toml):\n", r->batch);
     for (int i = 0; i < MD_NROLES; i++) {
         const md_op *op = &r->ops[i];
         if (op->family[0]) {
@@ -160,6 +161,7 @@ char *md_json(const md_result *r)
     json_object_set_new(j, "seed", json_integer((json_int_t)r->seed));
     json_object_set_new(j, "prompts", json_integer(r->prompts));
     json_object_set_new(j, "prompt_len", json_integer(r->prompt_len));
+    json_object_set_new(j, "batch", json_integer(r->batch));
     json_object_set_new(j, "tokens", json_integer(r->tokens));
     json_object_set_new(j, "engine", json_string(r->engine));
     json_object_set_new(j, "control", json_string(r->against[0] ? r->against : "reference"));
