@@ -15,6 +15,7 @@
 #include "nx_bound.h"
 #include "nx_round_fast.h"
 #include "ref_internal.h"
+#include "famdesc.h"
 #include "fam_int4.h"
 #include "rows.h"
 
@@ -894,19 +895,16 @@ done:
 
 /* --- dispatch ------------------------------------------------------------------------ */
 
-/* The params that define a family's mathematical value (not its order or
- * precision): two points that differ in one compute different functions. */
+/* Each family's bound.  The params that define its mathematical value (not
+ * its order or precision), so that two points differing in one compute
+ * different functions, are its descriptor's (family/famdesc.h). */
 static const struct {
-    const char *family, *params[4];
+    const char *family;
     nx_status (*fn)(bjob *j, nx_err *err);
 } fams[] = {
-    {"gemm", {"alpha", "beta", "bias", NULL}, gemm_bound},
-    {"gemv_w4a16", {"group", "zero_points", NULL}, gemv_bound},
-    {"moe_grouped_gemm", {NULL}, moe_bound},
-    {"paged_decode_attention", {"scale", NULL}, attn_bound},
-    {"rmsnorm", {"eps", "residual", NULL}, rms_bound},
-    {"silu_and_mul", {NULL}, silu_bound},
-    {"softmax", {NULL}, softmax_bound},
+    {"gemm", gemm_bound},       {"gemv_w4a16", gemv_bound},     {"moe_grouped_gemm", moe_bound},
+    {"paged_decode_attention", attn_bound}, {"rmsnorm", rms_bound}, {"silu_and_mul", silu_bound},
+    {"softmax", softmax_bound},
 };
 #define NFAMS (sizeof fams / sizeof fams[0])
 
@@ -926,8 +924,10 @@ int ref_bound_same_function(const fam_spec *a, const fam_spec *b, char *why, siz
                  b->family ? b->family : "?");
         return 0;
     }
-    for (int k = 0; k < 4 && fams[fi].params[k]; k++) {
-        const char *p = fams[fi].params[k], *va = fam_param_get(a, p), *vb = fam_param_get(b, p);
+    /* the params that define the family's value: its descriptor's */
+    const fam_desc *fd = fam_desc_of(a->family);
+    for (int k = 0; fd && k < 4 && fd->value_params[k]; k++) {
+        const char *p = fd->value_params[k], *va = fam_param_get(a, p), *vb = fam_param_get(b, p);
         if ((va == NULL) != (vb == NULL) || (va && strcmp(va, vb) != 0)) {
             snprintf(why, len, "the two points compute different functions: param '%s' is %s and %s", p,
                      va ? va : "(default)", vb ? vb : "(default)");

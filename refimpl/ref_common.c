@@ -40,10 +40,12 @@ static nx_status find_family(const fam_spec *s, const ref_family **out, nx_err *
             return NX_OK;
         }
     }
-    return nx_err_set(err, NX_EINVAL,
-                      "family '%s' has no reference implementation (known: gemm, gemv_w4a16, moe_grouped_gemm, "
-                      "paged_decode_attention, rmsnorm, silu_and_mul, softmax)",
-                      s->family ? s->family : "(none)");
+    char known[512];
+    size_t k = 0;
+    for (size_t i = 0; i < NFAMILIES && k < sizeof known; i++)
+        k += (size_t)snprintf(known + k, sizeof known - k, "%s%s", i ? ", " : "", families[i]->name);
+    return nx_err_set(err, NX_EINVAL, "family '%s' has no reference implementation (known: %s)",
+                      s->family ? s->family : "(none)", known);
 }
 
 /* --- engines ------------------------------------------------------------------ */
@@ -738,7 +740,7 @@ nx_status ref_output_rows(const fam_spec *spec, const st_file *in, const st_tens
                           ref_out_rows *out, nx_err *err)
 {
     memset(out, 0, sizeof *out);
-    const ref_family *f;
+    const ref_family *f = NULL;
     nx_status st = find_family(spec, &f, err);
     if (st)
         return st;
