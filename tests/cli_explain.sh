@@ -76,6 +76,23 @@ grep -Fq 'the declared point does not reproduce 1 of 96 rows' "$T/o4" || fail "t
 grep -Fq 'realised: not found: no point of the space reproduces every row' "$T/o4" || fail "tampered: $(cat "$T/o4")"
 grep -Fq 'difference: not named' "$T/o4" || fail "tampered: an explanation was invented: $(cat "$T/o4")"
 
+# gemv_w4a16 per_element: the output is reduction k of x and the weights
+# dequantized to fp16, so its declared point reproduces every row of an
+# untouched trace and all but the one row of a tampered one (which checks
+# the layout, the dequantization and the row order); per_group has no
+# layout over the inputs, and says why
+"$PARITY" campaign --class cpu --kernels "$T/k" --families gemv_w4a16 --no-ledger --quiet --traces "$T/gv" > /dev/null 2>&1
+G=$T/gv/cpu.gemv_w4a16.per_element.eager-0.safetensors
+cp "$G" "$T/gbad.safetensors" 2>/dev/null && "$FLIP" "$T/gbad.safetensors" y 7 0
+"$PARITY" explain "$T/gbad.safetensors" --kernels "$T/k" > "$T/og" 2>&1; rc=$?
+[ $rc -eq 1 ] || fail "gemv tampered: exit $rc, want 1: $(cat "$T/og")"
+grep -Fq "reduction 'k': 60 rows of 512 terms, output fp16" "$T/og" || fail "gemv: the rows: $(cat "$T/og")"
+grep -Fq 'the declared point does not reproduce 1 of 60 rows' "$T/og" || fail "gemv tampered: $(cat "$T/og")"
+cp "$T/gv/cpu.gemv_w4a16.per_group.eager-0.safetensors" "$T/gpg.safetensors" 2>/dev/null && "$FLIP" "$T/gpg.safetensors" y 0 0
+"$PARITY" explain "$T/gpg.safetensors" --kernels "$T/k" > "$T/ogp" 2>&1; rc=$?
+[ $rc -eq 1 ] || fail "gemv per_group: exit $rc: $(cat "$T/ogp")"
+grep -Fq "realised point: not found: gemv_w4a16.per_group: scale_apply = per_group" "$T/ogp" || fail "gemv per_group: $(cat "$T/ogp")"
+
 # a family without a row layout: said, not guessed
 R=$(ls "$T/cpu"/cpu.gemm.seq.eager-0.safetensors)
 "$PARITY" campaign --class cpu --kernels "$T/k" --families rmsnorm --no-ledger --quiet --traces "$T/rms" > /dev/null 2>&1
