@@ -46,6 +46,20 @@ grep -Eq '^ +split count: 4 vs 8$' "$T/o1" || fail "classes: split count not nam
 grep -Eq 'the declared point does not reproduce [1-9][0-9]* of 96 rows' "$T/o2" || fail "batch_split: $(cat "$T/o2")"
 grep -Fq 'tree = "split(2, stride(8, seq, pairwise), seq)"' "$T/o2" || fail "batch_split: realised point: $(cat "$T/o2")"
 grep -Eq '^ +split count: 1 vs 2$' "$T/o2" || fail "batch_split: split count not named: $(cat "$T/o2")"
+# --json: the same, as one object
+"$PARITY" explain "$T/cpu/cpu.gemm.batch_split.eager-0.safetensors" --kernels "$T/k" --json > "$T/o2.json" 2>&1; rc=$?
+[ $rc -eq 1 ] || fail "--json: exit $rc, want 1: $(cat "$T/o2.json")"
+python3 - "$T/o2.json" <<'PY' || fail "--json: $(cat "$T/o2.json")"
+import json, sys
+j = json.load(open(sys.argv[1]))
+s = j["sides"][0]
+assert j["outcome"] == "explained" and j["b"] is None and j["family"] == "gemm", j
+assert j["compared"] == 96 and 0 < j["mismatched"] <= 96, j
+assert s["rows"] == 96 and s["terms"] == 200 and s["out"] == "fp32", s
+assert 'split(2, stride(8, seq, pairwise), seq)' in s["realised"], s
+assert s["declared_mismatched_rows"] == j["mismatched"], s
+assert "split count: 1 vs 2" in j["difference"], j["difference"]
+PY
 # the same kernel on row 3 computed alone (inputs regenerated from the seed,
 # the batch's row mapped to its logical row): its split count is 8 / M, so 8
 # at M = 1 (devices/cpu/cpu_gemm.c)

@@ -4,12 +4,15 @@
 #include "cli.h"
 #include "explain.h"
 
+#include <jansson.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static const char usage[] =
     "usage: parity explain A [B] [--kernels DIR] [--max-rows N] [--threads T] [--progress]\n"
+    "                      [--json]\n"
     "\n"
     "Explains a parity diff.  A and B are traces of one family point (two\n"
     "classes, two kernels, before and after a change); without B, A is\n"
@@ -26,6 +29,7 @@ static const char usage[] =
     "                  more are sampled evenly and the report says so\n"
     "  --threads T     threads of the search (default: all cores)\n"
     "  --progress      the search's progress on stderr\n"
+    "  --json          print one JSON object instead of the text (docs/explain.md)\n"
     "\n"
     "exit status: 0 the outputs agree in every bit (nothing to explain); 1 they\n"
     "differ (the explanation printed, or why none was found); 2 usage error or\n"
@@ -37,7 +41,7 @@ int cmd_explain(int argc, char **argv)
     const char *kdir = "kernels", *rows_s = NULL, *threads_s = NULL;
     const char *paths[2] = {NULL, NULL};
     size_t np = 0;
-    int bad = 0, progress = 0;
+    int bad = 0, progress = 0, json = 0;
     for (int i = 1; i < argc; i++) {
         if (cli_flag(argv, i, "--help") || cli_flag(argv, i, "-h")) {
             fputs(usage, stdout);
@@ -45,6 +49,10 @@ int cmd_explain(int argc, char **argv)
         }
         if (cli_flag(argv, i, "--progress")) {
             progress = 1;
+            continue;
+        }
+        if (cli_flag(argv, i, "--json")) {
+            json = 1;
             continue;
         }
         if (cli_opt(argc, argv, &i, "--kernels", &kdir, &bad) || cli_opt(argc, argv, &i, "--max-rows", &rows_s, &bad) ||
@@ -89,8 +97,18 @@ int cmd_explain(int argc, char **argv)
     if (ex_explain(reg, paths[0], paths[1], &o, &r, &err) != NX_OK) {
         rc = cli_fail("explain", &err);
     } else {
-        fputs(r.text, stdout);
-        rc = r.outcome == EX_SAME ? EXIT_PASS : EXIT_PARITY;
+        char *jt = json && r.json ? json_dumps(r.json, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+        if (json && !jt) {
+            cli_error("explain", "out of memory");
+            rc = EXIT_INTERNAL;
+        } else {
+            if (jt)
+                printf("%s\n", jt);
+            else
+                fputs(r.text, stdout);
+            rc = r.outcome == EX_SAME ? EXIT_PASS : EXIT_PARITY;
+        }
+        free(jt);
     }
     ex_result_free(&r);
     reg_free(reg);

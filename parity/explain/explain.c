@@ -59,6 +59,7 @@ static void side_free(side *s)
 void ex_result_free(ex_result *r)
 {
     free(r->text);
+    json_decref(r->json);
     memset(r, 0, sizeof *r);
 }
 
@@ -324,6 +325,43 @@ static void put_realised(nx_sbuf *b, const side *s)
         nx_sbuf_printf(b, "  %zu points of the space fit these rows: the inputs cannot tell them apart\n", s->nfit);
 }
 
+static json_t *jstr(const char *s)
+{
+    return s ? json_string(s) : json_null();
+}
+
+/* One side as JSON: what it is, the reduction's rows, the declared and the
+ * realised point. */
+static json_t *side_json(const side *s)
+{
+    const trace *t = &s->c.t;
+    json_t *o = json_object();
+    json_object_set_new(o, "label", json_string(s->label));
+    json_object_set_new(o, "trace", s->is_ref ? json_null() : json_string(t->path));
+    json_object_set_new(o, "class", json_string(t->class_name));
+    json_object_set_new(o, "point", json_string(s->c.id));
+    json_object_set_new(o, "kernel", s->is_ref ? json_null() : json_string(t->kernel));
+    json_object_set_new(o, "batch", s->is_ref ? json_null() : json_string(t->batch));
+    if (s->is_ref)
+        return o;
+    if (!s->have_rr) {
+        json_object_set_new(o, "no_rows", json_string(s->why_no_rows));
+        return o;
+    }
+    json_object_set_new(o, "reduction", json_string(s->rr.reduction));
+    json_object_set_new(o, "rows", json_integer((json_int_t)s->rr.rows));
+    json_object_set_new(o, "rows_total", json_integer((json_int_t)s->all_rows));
+    json_object_set_new(o, "terms", json_integer((json_int_t)s->rr.n));
+    json_object_set_new(o, "out", json_string(nx_format(s->rr.y_fmt)->name));
+    json_object_set_new(o, "declared", jstr(s->declared));
+    json_object_set_new(o, "declared_mismatched_rows", json_integer((json_int_t)s->declared_bad));
+    json_object_set_new(o, "realised", jstr(s->real));
+    json_object_set_new(o, "points_fitting", json_integer((json_int_t)s->nfit));
+    if (!s->real)
+        json_object_set_new(o, "not_found", json_string(s->fit_note));
+    return o;
+}
+
 static nx_status open_side(const reg_registry *reg, const char *path, side *s, nx_err *err)
 {
     nx_status st = trace_read(path, &s->c.t, err);
@@ -440,6 +478,7 @@ nx_status ex_explain(const reg_registry *reg, const char *a, const char *b, cons
             nx_sbuf_printf(&out, "difference (%s vs %s), reduction '%s':\n%s", la, lb, A.rr.reduction, dt ? dt : "");
             r->differences = nd;
             r->outcome = EX_EXPLAINED;
+            r->diff_text = dt ? strdup(dt) : NULL;
         } else {
             nx_sbuf_printf(&out, "difference: none found: both sides realise the same point of reduction '%s' on "
                                  "these rows; the bits differ elsewhere (another reduction, an elementwise step or the "
@@ -454,6 +493,33 @@ done:
     r->text = nx_sbuf_take(&out);
     if (!st && !r->text)
         st = nx_err_set(err, NX_ENOMEM, "out of memory");
+    if (!st) {
+        static const char *const outcomes[] = {"same", "explained", "unexplained"};
+        json_t *j = json_object(), *sides = json_array();
+        json_object_set_new(j, "a", json_string(a));
+        json_object_set_new(j, "b", b ? json_string(b) : json_null());
+        json_object_set_new(j, "family", json_string(A.c.t.family));
+        json_object_set_new(j, "outcome", json_string(outcomes[r->outcome]));
+        json_object_set_new(j, "mismatched", json_integer((json_int_t)r->mismatched));
+        json_object_set_new(j, "compared", json_integer((json_int_t)r->compared));
+        json_array_append_new(sides, side_json(&A));
+        if (b)
+            json_array_append_new(sides, side_json(&B));
+        json_object_set_new(j, "sides", sides);
+        json_t *lines = json_array();
+        for (const char *p = r->diff_text; p && *p;) {
+            const char *nl = strchr(p, '\n');
+            size_t n = nl ? (size_t)(nl - p) : strlen(p);
+            while (n && *p == ' ')
+                p++, n--;
+            json_array_append_new(lines, json_stringn(p, n));
+            p += n + (nl != NULL);
+        }
+        json_object_set_new(j, "difference", lines);
+        r->json = j;
+    }
+    free(r->diff_text);
+    r->diff_text = NULL;
     side_free(&A);
     side_free(&B);
     return st;

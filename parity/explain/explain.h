@@ -12,6 +12,8 @@
 
 #include <stddef.h>
 
+#include <jansson.h>
+
 #include "nx_error.h"
 #include "registry.h"
 
@@ -35,6 +37,8 @@ typedef struct ex_result {
     size_t mismatched, compared;  /* output elements whose bits differ / compared */
     size_t differences;           /* lines of the point difference */
     char *text;                   /* the report, malloc'd */
+    json_t *json;                 /* the same as one object (docs/explain.md), owned */
+    char *diff_text;              /* internal: the difference's lines while building */
 } ex_result;
 
 void ex_result_free(ex_result *r);
