@@ -74,7 +74,7 @@ static void fit_rows(const double *a, const double *y, size_t rows, size_t max, 
 {
     fit_space sp;
     space_of(&sp);
-    fit_pair pair = {{rows, NX_FP32, a, NX_FP32, NULL, NX_FP64, NULL}, N, 0, y};
+    fit_pair pair = {{rows, NX_FP32, a, NX_FP32, NULL, NX_FP64, NULL}, N, 0, y, 0, 0};
     fit_opts o = {1, max, 0, NX_ENGINE_FAST, classes, 1};
     nx_err e = {0};
     memset(res, 0, sizeof *res);
@@ -187,6 +187,117 @@ static void test_max_bounds_the_search(void **state)
     fit_result_free(&r);
 }
 
+/* Row classes over a grid (docs/fit.md "Row classes over a grid").  Every
+ * row is G = [M, 2, -M, 1] with M = 2^25 (fp32 spacing 2 on [2^24, 2^25),
+ * 4 on [2^25, 2^26)):
+ *
+ *   seq:          ((M + 2) + -M) + 1: M + 2 is a tie between 2^25 (even)
+ *                 and 2^25 + 4 (odd): 2^25; then 0, then 1
+ *   reverse(seq): ((1 + -M) + 2) + M: 1 - 2^25 is a tie between -(2^25 - 2)
+ *                 (odd) and -2^25 (even): -2^25; + 2 = -(2^25 - 2) exactly;
+ *                 + M = 2
+ *   pairwise:     (M + 2) + (-M + 1) = 2^25 + -2^25 = +0
+ *   halving:      (M + -M) + (2 + 1) = 3
+ *
+ * The rows are a grid of M x N = 6 x 10 (row r = 10 i + j); the rows of a
+ * class take seq's result (1), the others pairwise's (+0). */
+static const double G[N] = {0x1p25, 0x1p1, -0x1p25, 0x1p0};
+
+static void run_grid(long gm, long gn, int (*edge)(long i, long j), fit_result *res)
+{
+    size_t rows = (size_t)(gm * gn);
+    double *a = malloc(rows * N * sizeof *a), *y = malloc(rows * sizeof *y);
+    for (size_t r = 0; r < rows; r++) {
+        memcpy(a + r * N, G, sizeof G);
+        y[r] = edge((long)r / gn, (long)r % gn) ? 0x1p0 : 0.0;
+    }
+    fit_space sp;
+    space_of(&sp);
+    fit_pair pair = {{rows, NX_FP32, a, NX_FP32, NULL, NX_FP64, NULL}, N, 0, y, gm, gn};
+    fit_opts o = {1, 0, 0, NX_ENGINE_FAST, 1, 1};
+    nx_err e = {0};
+    memset(res, 0, sizeof *res);
+    if (fit_run(&pair, 1, &sp, &o, res, &e) != NX_OK)
+        fail_msg("fit_run: %s", e.msg);
+    fit_space_free(&sp);
+    free(a);
+    free(y);
+}
+
+/* the last two columns, j = 8, 9: N % 4 = 2, the edge of a 4-wide tile */
+static int edge_cols(long i, long j)
+{
+    (void)i;
+    return j >= 8;
+}
+
+/* edge rows i = 4, 5 (M % 4 = 2) or edge columns j = 8, 9 */
+static int edge_rows_or_cols(long i, long j)
+{
+    return i >= 4 || j >= 8;
+}
+
+/* j >= 8 on a 6 x 10 grid: the rows r % 10 >= 8 too, but on a grid the
+ * selector is over j, and the point holds the grid. */
+static void test_grid_edge_columns(void **state)
+{
+    (void)state;
+    fit_result r;
+    run_grid(6, 10, edge_cols, &r);
+    if (!r.found)
+        fail_msg("grid columns: nothing found");
+    /* the canonical text (nx_point_print): every key, the grid, the class */
+    const char *want_s = "{ acc = \"fp32\", rounding = \"rne\", fma = true, product = \"exact\", tree = \"pairwise\", "
+                         "out = \"fp32\", out_rounding = \"rne\", saturate = false, grid = [6, 10], rows = [{ select = "
+                         "\"j >= N - N % 4\", acc = \"fp32\", rounding = \"rne\", fma = true, product = \"exact\", tree = "
+                         "\"seq\", out = \"fp32\", out_rounding = \"rne\", saturate = false }] }";
+    if (strcmp(r.point, want_s) != 0)
+        fail_msg("grid columns: %s", r.point);
+    if (strstr(r.point, "\"r %"))
+        fail_msg("grid columns: a residue of r, not a class of the grid: %s", r.point);
+    assert_int_equal(r.nclasses, 1);
+    fit_result_free(&r);
+}
+
+/* i >= 4 || j >= 8: neither a prefix or suffix of r nor one residue class;
+ * two edge classes joined. */
+static void test_grid_edge_rows_or_columns(void **state)
+{
+    (void)state;
+    fit_result r;
+    run_grid(6, 10, edge_rows_or_cols, &r);
+    if (!r.found)
+        fail_msg("grid rows or columns: nothing found");
+    const char *want_s = "{ acc = \"fp32\", rounding = \"rne\", fma = true, product = \"exact\", tree = \"pairwise\", "
+                         "out = \"fp32\", out_rounding = \"rne\", saturate = false, grid = [6, 10], rows = [{ select = "
+                         "\"i >= M - M % 4 || j >= N - N % 4\", acc = \"fp32\", rounding = \"rne\", fma = true, product = "
+                         "\"exact\", tree = \"seq\", out = \"fp32\", out_rounding = \"rne\", saturate = false }] }";
+    if (strcmp(r.point, want_s) != 0)
+        fail_msg("grid rows or columns: %s", r.point);
+    assert_int_equal(r.nclasses, 1);
+    fit_result_free(&r);
+}
+
+/* A grid that does not lay out the rows is refused, naming the pair. */
+static void test_grid_must_lay_out_the_rows(void **state)
+{
+    (void)state;
+    double a[6 * N], y[6] = {0};
+    for (size_t r = 0; r < 6; r++)
+        memcpy(a + r * N, G, sizeof G);
+    fit_space sp;
+    space_of(&sp);
+    fit_pair pair = {{6, NX_FP32, a, NX_FP32, NULL, NX_FP64, NULL}, N, 0, y, 2, 4};
+    fit_opts o = {1, 0, 0, NX_ENGINE_FAST, 1, 1};
+    nx_err e = {0};
+    fit_result r;
+    assert_int_equal(fit_run(&pair, 1, &sp, &o, &r, &e), NX_EINVAL);
+    if (!strstr(e.msg, "pair 1: grid [2, 4] does not lay out its 6 rows"))
+        fail_msg("bad grid: %s", e.msg);
+    fit_result_free(&r);
+    fit_space_free(&sp);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -195,6 +306,9 @@ int main(void)
         cmocka_unit_test(test_row_classes_only_when_asked),
         cmocka_unit_test(test_residue_classes),
         cmocka_unit_test(test_max_bounds_the_search),
+        cmocka_unit_test(test_grid_edge_columns),
+        cmocka_unit_test(test_grid_edge_rows_or_columns),
+        cmocka_unit_test(test_grid_must_lay_out_the_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

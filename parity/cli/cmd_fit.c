@@ -16,7 +16,7 @@
 
 static const char usage[] =
     "usage: parity fit --in IN --ref Y [--in IN2 --ref Y2 ...] [--space SPEC]\n"
-    "                  [--max N] [--threads T] [--json] [--no-classes]\n"
+    "                  [--max N] [--threads T] [--json] [--no-classes] [--grid M,N]\n"
     "\n"
     "Searches a space of numerics points for one whose exact evaluation\n"
     "reproduces every Y bit for bit.  IN holds 'a' (and 'b', optional 'c') of\n"
@@ -34,6 +34,9 @@ static const char usage[] =
     "  --threads T   candidates evaluated in parallel (default: all cores)\n"
     "  --json        a JSON summary line on stdout before the point\n"
     "  --no-classes  do not fit row classes when no single point fits\n"
+    "  --grid M,N    the rows of every pair are an M x N grid (row r = i * N + j;\n"
+    "                M * N must be each pair's row count): row classes over i, j,\n"
+    "                M, N are tried first, and the point holds grid = [M, N]\n"
     "\n"
     "Progress on stderr.  The last line of stdout is the fitted point as one\n"
     "inline TOML table that `parity reduce --numerics` accepts.\n"
@@ -49,6 +52,21 @@ typedef struct pair_data {
     npy_array ny;
     pa_fit_vals v;
 } pair_data;
+
+/* "M,N": two positive integers; -1 when malformed */
+static int parse_grid(const char *v, long *m, long *n)
+{
+    char *e;
+    if (*v < '0' || *v > '9')
+        return -1;
+    *m = strtol(v, &e, 10);
+    if (*e != ',' || e[1] < '0' || e[1] > '9')
+        return -1;
+    *n = strtol(e + 1, &e, 10);
+    if (*e || *m <= 0 || *n <= 0 || *m > (1L << 30) || *n > (1L << 30))
+        return -1;
+    return 0;
+}
 
 static int ends_with(const char *s, const char *suf)
 {
@@ -79,7 +97,8 @@ static nx_status load_pair(const char *inp, const char *yp, pair_data *d, fit_pa
 
 int cmd_fit(int argc, char **argv)
 {
-    const char *ins[MAX_PAIRS], *refs[MAX_PAIRS], *space_s = NULL, *max_s = NULL, *threads_s = NULL, *v;
+    const char *ins[MAX_PAIRS], *refs[MAX_PAIRS], *space_s = NULL, *max_s = NULL, *threads_s = NULL, *grid_s = NULL,
+               *v;
     size_t nin = 0, nref = 0;
     int bad = 0, json = 0, classes = 1;
     for (int i = 1; i < argc && !bad; i++) {
@@ -111,6 +130,14 @@ int cmd_fit(int argc, char **argv)
             refs[nref++] = v;
             continue;
         }
+        if (cli_opt(argc, argv, &i, "--grid", &v, &bad)) {
+            if (grid_s) {
+                cli_error("fit", "--grid given twice: one grid holds for every pair (the fitted point holds one)");
+                return EXIT_INPUT;
+            }
+            grid_s = v;
+            continue;
+        }
         if (cli_opt(argc, argv, &i, "--space", &space_s, &bad) || cli_opt(argc, argv, &i, "--max", &max_s, &bad) ||
             cli_opt(argc, argv, &i, "--threads", &threads_s, &bad))
             continue;
@@ -128,6 +155,11 @@ int cmd_fit(int argc, char **argv)
         return EXIT_INPUT;
     if (threads_s && (threads = cli_long("fit", "--threads", threads_s, 1, 4096)) < 0)
         return EXIT_INPUT;
+    long grid_m = 0, grid_n = 0;
+    if (grid_s && parse_grid(grid_s, &grid_m, &grid_n)) {
+        cli_error("fit", "--grid '%s': expected M,N, two positive integers (the rows as an M x N grid)", grid_s);
+        return EXIT_INPUT;
+    }
 
     pair_data pd[MAX_PAIRS];
     fit_pair fp[MAX_PAIRS];
@@ -153,6 +185,11 @@ int cmd_fit(int argc, char **argv)
         if (p)
             st = pa_fit_pairs_agree(fp, p, f, yfmt, ins[p], refs[p], ins[0], refs[0], &err);
         yfmt = f;
+        fp[p].grid_m = grid_m;
+        fp[p].grid_n = grid_n;
+        if (!st && grid_s && (size_t)grid_m * (size_t)grid_n != fp[p].in.rows)
+            st = nx_err_set(&err, NX_EINVAL, "--grid %ld,%ld lays out %ld rows, but pair %zu (%s, %s) has %zu", grid_m,
+                            grid_n, grid_m * grid_n, p + 1, ins[p], refs[p], fp[p].in.rows);
     }
     if (st)
         goto fail;

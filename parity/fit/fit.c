@@ -3,6 +3,7 @@
 #include "nx_limits.h"
 #include "point_toml.h"
 
+#include <limits.h>
 #include <malloc.h>
 #include <math.h>
 #include <omp.h>
@@ -451,10 +452,413 @@ static double now(void)
     return omp_get_wtime();
 }
 
+/* Row classes over a grid (docs/fit.md "Row classes over a grid"): the
+ * rows of every pair are an M x N grid, row r = i * N + j.  A selector is
+ * a set A of grid rows i and a set B of grid columns j, S = {(i, j): i in
+ * A or j in B}; either may be empty (a class of one axis), not both.  The
+ * sets of one axis, each taken once (the first spelling that gives it):
+ * `X >= L - L % P` (the edge of a P-wide tile) for P = 2 ... 32, then `X %
+ * P >= k` (the last P - k of every P) for P = 2 ... 32, k = 1 ... P - 1,
+ * with X, L = i, M or j, N; a set that is empty or the whole axis is none.
+ * No selector holds (0, 0), so the point's own tree always fits row 0 of
+ * every pair. */
+#define GRID_PMAX 32
+#define GRID_TOP 8      /* candidates whose every row is evaluated */
+#define GRID_SAMPLE 128 /* rows that rank the candidates that fit row 0 */
+#define GRID_RANKED 512 /* at most this many candidates are ranked */
+#define GRID_TRIES 8    /* partitions tried, each one or two first_fitting */
+
+typedef struct axsel {
+    unsigned char *in; /* L bytes: the axis values the set holds */
+    size_t cnt;
+    uint64_t hash; /* of in[], to find a set already listed */
+    int kind, P, k; /* kind 0: X >= L - L % P; 1: X % P >= k */
+} axsel;
+
+typedef struct axis {
+    axsel *s;
+    size_t count;
+} axis;
+
+static void axis_free(axis *ax)
+{
+    for (size_t k = 0; k < ax->count; k++)
+        free(ax->s[k].in);
+    free(ax->s);
+    memset(ax, 0, sizeof *ax);
+}
+
+static int axis_add(axis *ax, long L, int kind, int P, int k)
+{
+    unsigned char *in = malloc((size_t)L);
+    if (!in)
+        return -1;
+    size_t cnt = 0;
+    uint64_t h = 1469598103934665603ull;
+    for (long x = 0; x < L; x++) {
+        in[x] = kind == 0 ? x >= L - L % P : x % P >= k;
+        cnt += in[x];
+        h = (h ^ in[x]) * 1099511628211ull;
+    }
+    if (cnt == 0 || cnt == (size_t)L) {
+        free(in);
+        return 0;
+    }
+    for (size_t q = 0; q < ax->count; q++)
+        if (ax->s[q].hash == h && ax->s[q].cnt == cnt && memcmp(ax->s[q].in, in, (size_t)L) == 0) {
+            free(in);
+            return 0;
+        }
+    axsel *ns = realloc(ax->s, (ax->count + 1) * sizeof *ns);
+    if (!ns) {
+        free(in);
+        return -1;
+    }
+    ax->s = ns;
+    ax->s[ax->count++] = (axsel){in, cnt, h, kind, P, k};
+    return 0;
+}
+
+static int axis_build(axis *ax, long L)
+{
+    memset(ax, 0, sizeof *ax);
+    for (int P = 2; P <= GRID_PMAX; P++)
+        if (axis_add(ax, L, 0, P, 0))
+            return -1;
+    for (int P = 2; P <= GRID_PMAX; P++)
+        for (int k = 1; k < P; k++)
+            if (axis_add(ax, L, 1, P, k))
+                return -1;
+    return 0;
+}
+
+static void axsel_text(const axsel *s, char x, char L, char *buf, size_t cap)
+{
+    if (s->kind == 0)
+        snprintf(buf, cap, "%c >= %c - %c %% %d", x, L, L, s->P);
+    else
+        snprintf(buf, cap, "%c %% %d >= %d", x, s->P, s->k);
+}
+
+/* A partition tried: selector (a, b) (-1: no set on that axis) and how
+ * well the rows one candidate gets wrong fill it. */
+typedef struct gtry {
+    size_t slack; /* rows of S the candidate gets right anyway */
+    int sides;    /* 1 or 2 */
+    long a, b;
+} gtry;
+
+static int gtry_before(const gtry *x, const gtry *y)
+{
+    if (x->slack != y->slack)
+        return x->slack < y->slack;
+    if (x->sides != y->sides)
+        return x->sides < y->sides;
+    /* singles: the rows' (a >= 0) before the columns'; then in list order */
+    long xa = x->a < 0 ? LONG_MAX : x->a, ya = y->a < 0 ? LONG_MAX : y->a;
+    if (xa != ya)
+        return xa < ya;
+    return x->b < y->b;
+}
+
+/* Keeps the GRID_TRIES best partitions, one entry per (a, b). */
+static void gtry_offer(gtry *best, size_t *nb, gtry t)
+{
+    for (size_t q = 0; q < *nb; q++)
+        if (best[q].a == t.a && best[q].b == t.b) {
+            if (!gtry_before(&t, &best[q]))
+                return;
+            memmove(best + q, best + q + 1, (*nb - q - 1) * sizeof *best);
+            (*nb)--;
+            break;
+        }
+    size_t pos = *nb;
+    while (pos > 0 && gtry_before(&t, &best[pos - 1]))
+        pos--;
+    if (pos >= GRID_TRIES)
+        return;
+    if (*nb < GRID_TRIES)
+        (*nb)++;
+    memmove(best + pos + 1, best + pos, (*nb - 1 - pos) * sizeof *best);
+    best[pos] = t;
+}
+
+/* Returns 1 and sets *text when a partition fits, 0 when none does, -1 on
+ * OOM. */
+static int fit_grid(search *S, char **text, size_t *nclasses)
+{
+    const long M = S->pairs[0].grid_m, N = S->pairs[0].grid_n;
+    const size_t T = S->rm.total, cells = (size_t)(M * N), np = S->npairs;
+    double t0 = now();
+    size_t evals0 = S->row_evals;
+    axis ai = {0}, aj = {0};
+    unsigned char *fcell = NULL, *mask = NULL, *jset = NULL, *rowf = NULL;
+    size_t *ranked = NULL, *score = NULL, *samp = NULL;
+    int found = 0;
+    if (axis_build(&ai, M) || axis_build(&aj, N) || !(fcell = malloc(cells)) || !(mask = malloc(T)) ||
+        !(jset = malloc((size_t)N)) || !(rowf = malloc((size_t)M)) || !(ranked = malloc(GRID_RANKED * sizeof *ranked)) ||
+        !(score = malloc(GRID_RANKED * sizeof *score)) || !(samp = malloc(GRID_SAMPLE * sizeof *samp))) {
+        found = -1;
+        goto out;
+    }
+    /* 1. The candidates that fit row 0 of every pair (the only ones that
+     * can be the point's own tree), at most GRID_RANKED in space order,
+     * ranked by the rows they fit of a sample: all rows, or GRID_SAMPLE
+     * taken with a stride coprime to T (so that they do not alias with N). */
+    size_t ns = T < GRID_SAMPLE ? T : GRID_SAMPLE, step = 1;
+    if (ns < T) {
+        step = (size_t)(0.618 * (double)T);
+        while (step > 1) {
+            size_t x = T, y = step;
+            while (y) {
+                size_t t = x % y;
+                x = y;
+                y = t;
+            }
+            if (x == 1)
+                break;
+            step--;
+        }
+    }
+    for (size_t s = 0; s < ns; s++)
+        samp[s] = ns < T ? (s * step) % T : s;
+    size_t nr = 0, evals = 0;
+    size_t *first = malloc(np * sizeof *first);
+    if (!first) {
+        found = -1;
+        goto out;
+    }
+    for (size_t p = 0, base = 0; p < np; base += S->pairs[p].in.rows, p++)
+        first[p] = base;
+    for (size_t b0 = 0; b0 < S->ncand && nr < GRID_RANKED; b0 += GRID_RANKED) {
+        size_t b1 = b0 + GRID_RANKED < S->ncand ? b0 + GRID_RANKED : S->ncand;
+        unsigned char *ok = calloc(b1 - b0, 1);
+        size_t *sc = calloc(b1 - b0, sizeof *sc);
+        if (!ok || !sc) {
+            free(ok);
+            free(sc);
+            free(first);
+            found = -1;
+            goto out;
+        }
+#pragma omp parallel for schedule(dynamic, 1) num_threads(S->threads) reduction(+ : evals)
+        for (size_t c = b0; c < b1; c++) {
+            size_t k = S->killer[c];
+            if (k == INVALID || k == FITS_ALL)
+                continue;
+            int row0 = 0;
+            for (size_t p = 0; p < np; p++)
+                row0 |= k == first[p];
+            if (row0)
+                continue;
+            cand_eval ce;
+            if (ce_open(&ce, S->space, c, np) != 0)
+                continue;
+            int fits = 1;
+            for (size_t p = 0; p < np && fits; p++) {
+                evals++;
+                fits = ce_row(&ce, S->pairs, p, 0, S->o->engine) == 1;
+            }
+            size_t cnt = 0;
+            for (size_t s = 0; s < ns && fits; s++) {
+                evals++;
+                cnt += ce_row(&ce, S->pairs, S->rm.pair_of[samp[s]], S->rm.row_of[samp[s]], S->o->engine) == 1;
+            }
+            ce_close(&ce);
+            ok[c - b0] = (unsigned char)fits;
+            sc[c - b0] = cnt;
+        }
+        for (size_t c = b0; c < b1 && nr < GRID_RANKED; c++)
+            if (ok[c - b0]) {
+                ranked[nr] = c;
+                score[nr++] = sc[c - b0];
+            }
+        free(ok);
+        free(sc);
+    }
+    free(first);
+    S->row_evals += evals;
+    /* the GRID_TOP best: most sample rows, then space order */
+    size_t top[GRID_TOP], nt = 0;
+    unsigned char *taken = calloc(nr ? nr : 1, 1);
+    if (!taken) {
+        found = -1;
+        goto out;
+    }
+    for (nt = 0; nt < GRID_TOP && nt < nr; nt++) {
+        size_t bx = SIZE_MAX;
+        for (size_t x = 0; x < nr; x++)
+            if (!taken[x] && (bx == SIZE_MAX || score[x] > score[bx]))
+                bx = x;
+        taken[bx] = 1;
+        top[nt] = ranked[bx];
+    }
+    free(taken);
+    /* 2. Every row of those: the cells they get wrong (in any pair), and
+     * the partitions whose class holds all of them, by slack */
+    unsigned char *fm = malloc((nt ? nt : 1) * T);
+    if (!fm) {
+        found = -1;
+        goto out;
+    }
+    evals = 0;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(S->threads) reduction(+ : evals)
+    for (size_t t = 0; t < nt; t++) {
+        cand_eval ce;
+        if (ce_open(&ce, S->space, top[t], np) != 0) {
+            memset(fm + t * T, 1, T);
+            continue;
+        }
+        /* a pair's rows in one call (row 0 builds the program) */
+        unsigned char *f = fm + t * T;
+        memset(f, 1, T);
+        for (size_t p = 0, g0 = 0; p < np; g0 += S->pairs[p].in.rows, p++) {
+            const fit_pair *pr = &S->pairs[p];
+            double *y = malloc(pr->in.rows * sizeof *y);
+            nx_err e = {0};
+            evals += pr->in.rows;
+            if (y && ce_row(&ce, S->pairs, p, 0, S->o->engine) >= 0 &&
+                (S->o->engine == NX_ENGINE_MPFR ? nx_mpfr_reduce(ce.prog[p], &pr->in, y, pr->in.rows, &e)
+                                                : nx_fast_reduce(ce.prog[p], &pr->in, y, pr->in.rows, &e)) == NX_OK)
+                for (size_t r = 0; r < pr->in.rows; r++)
+                    f[g0 + r] = !same_bits(y[r], pr->y[r]);
+            free(y);
+        }
+        ce_close(&ce);
+    }
+    S->row_evals += evals;
+    gtry best[GRID_TRIES];
+    size_t nb = 0;
+    for (size_t t = 0; t < nt; t++) {
+        size_t totalF = 0;
+        memset(fcell, 0, cells);
+        memset(rowf, 0, (size_t)M);
+        for (size_t g = 0; g < T; g++)
+            if (fm[t * T + g]) {
+                fcell[S->rm.row_of[g]] = 1;
+                rowf[S->rm.row_of[g] / (size_t)N] = 1;
+                totalF++;
+            }
+        if (totalF == 0)
+            continue; /* fits every row: not a class candidate (cannot happen here) */
+        for (long a = -1; a < (long)ai.count; a++) {
+            /* the columns of the wrong cells outside A's rows */
+            memset(jset, 0, (size_t)N);
+            size_t nj = 0;
+            for (long i = 0; i < M; i++) {
+                if (!rowf[i] || (a >= 0 && ai.s[a].in[i]))
+                    continue;
+                for (long j = 0; j < N; j++)
+                    if (fcell[i * N + j] && !jset[j]) {
+                        jset[j] = 1;
+                        nj++;
+                    }
+            }
+            size_t na = a >= 0 ? ai.s[a].cnt : 0;
+            if (a >= 0 && nj == 0) { /* rows alone */
+                size_t rows_s = np * na * (size_t)N;
+                gtry g = {rows_s - totalF, 1, a, -1};
+                if (3 * g.slack <= totalF)
+                    gtry_offer(best, &nb, g);
+            }
+            for (long b = 0; b < (long)aj.count; b++) {
+                const unsigned char *bin = aj.s[b].in;
+                int sub = 1;
+                for (long j = 0; j < N && sub; j++)
+                    sub = !jset[j] || bin[j];
+                if (!sub)
+                    continue;
+                size_t nbj = aj.s[b].cnt;
+                size_t rows_s = np * (na * (size_t)N + nbj * (size_t)M - na * nbj);
+                gtry g = {rows_s - totalF, a >= 0 ? 2 : 1, a, b};
+                if (3 * g.slack <= totalF) /* wrong on 3/4 of the class or more */
+                    gtry_offer(best, &nb, g);
+            }
+        }
+    }
+    free(fm);
+    /* 3. The partitions in that order: per class the first candidate (space
+     * order) that fits all of its rows */
+    size_t tried = 0;
+    for (size_t q = 0; q < nb && !found; q++) {
+        const gtry *g = &best[q];
+        for (size_t x = 0; x < T; x++) {
+            long r = (long)S->rm.row_of[x], i = r / N, j = r % N;
+            mask[x] = (g->a >= 0 && ai.s[g->a].in[i]) || (g->b >= 0 && aj.s[g->b].in[j]);
+        }
+        tried++;
+        size_t pick = first_fitting(S, mask);
+        if (pick == SIZE_MAX)
+            continue;
+        for (size_t x = 0; x < T; x++)
+            mask[x] = !mask[x];
+        size_t base = first_fitting(S, mask);
+        if (base == SIZE_MAX)
+            continue;
+        char sa[48] = "", sb[48] = "", sel[128];
+        if (g->a >= 0)
+            axsel_text(&ai.s[g->a], 'i', 'M', sa, sizeof sa);
+        if (g->b >= 0)
+            axsel_text(&aj.s[g->b], 'j', 'N', sb, sizeof sb);
+        snprintf(sel, sizeof sel, "%s%s%s", sa, sa[0] && sb[0] ? " || " : "", sb);
+        char *bt = fit_cand_text(S->space, base), *inner = inner_text(S->space, pick);
+        if (!bt || !inner) {
+            free(bt);
+            free(inner);
+            found = -1;
+            break;
+        }
+        size_t bl = strlen(bt);
+        if (bl >= 2)
+            bt[bl - 1] = 0; /* drop the closing brace */
+        size_t cap = bl + strlen(inner) + strlen(sel) + 96;
+        char *o = malloc(cap);
+        if (o)
+            snprintf(o, cap, "%s, grid = [%ld, %ld], rows = [{ select = \"%s\",%s}] }", bt, M, N, sel, inner);
+        free(bt);
+        free(inner);
+        if (!o) {
+            found = -1;
+            break;
+        }
+        *text = o;
+        *nclasses = 1;
+        found = 1;
+    }
+    if (S->o->progress)
+        fprintf(stderr,
+                "parity fit: grid classes (%ld x %ld): %zu candidates ranked, %zu partitions tried, %zu row "
+                "evaluations, %.2f s%s\n",
+                M, N, nr, tried, S->row_evals - evals0, now() - t0, found > 0 ? "" : ": none fits");
+out:
+    axis_free(&ai);
+    axis_free(&aj);
+    free(fcell);
+    free(mask);
+    free(jset);
+    free(rowf);
+    free(ranked);
+    free(score);
+    free(samp);
+    return found;
+}
+
 nx_status fit_run(const fit_pair *pairs, size_t npairs, const fit_space *space, const fit_opts *o, fit_result *res,
                   nx_err *err)
 {
     memset(res, 0, sizeof *res);
+    /* a grid: the same one for every pair (the fitted point holds one), M x N = its rows */
+    for (size_t p = 0; p < npairs; p++) {
+        const fit_pair *pp = &pairs[p];
+        if (pp->grid_m != pairs[0].grid_m || pp->grid_n != pairs[0].grid_n)
+            return nx_err_set(err, NX_EINVAL, "pair %zu: grid [%ld, %ld], but pair 1 has [%ld, %ld] (one grid for all)",
+                              p + 1, pp->grid_m, pp->grid_n, pairs[0].grid_m, pairs[0].grid_n);
+        if ((pp->grid_m || pp->grid_n) &&
+            (pp->grid_m <= 0 || pp->grid_n <= 0 || pp->grid_m > (long)pp->in.rows ||
+             (size_t)pp->grid_m * (size_t)pp->grid_n != pp->in.rows))
+            return nx_err_set(err, NX_EINVAL, "pair %zu: grid [%ld, %ld] does not lay out its %zu rows", p + 1,
+                              pp->grid_m, pp->grid_n, pp->in.rows);
+    }
     /* Every candidate builds and frees programs and engine scratch of a few
      * hundred KiB; with glibc's defaults each free returns them to the
      * kernel (trim, munmap) and the next allocation faults them in again,
@@ -630,7 +1034,11 @@ nx_status fit_run(const fit_pair *pairs, size_t npairs, const fit_space *space, 
     } else if (o->classes && T > 1) {
         if (o->progress)
             fprintf(stderr, "parity fit: no single point fits every row; fitting row classes\n");
-        int f = fit_classes(&S, &text, &res->nclasses);
+        int f = 0;
+        if (pairs[0].grid_m > 0)
+            f = fit_grid(&S, &text, &res->nclasses);
+        if (f == 0)
+            f = fit_classes(&S, &text, &res->nclasses);
         if (f == 0)
             f = fit_residues(&S, &text, &res->nclasses);
         if (f < 0) {

@@ -6,8 +6,9 @@
  * point).  The search evaluates candidates with the fast engine (bit-
  * identical to MPFR), one row at a time, each candidate stopping at its
  * first mismatching row; rows that recently killed a candidate are tried
- * first.  When no candidate fits every row it fits row classes (leading
- * rows, remainder rows) separately.  The winner is verified on every row
+ * first.  When no candidate fits every row it fits row classes (over a
+ * grid of the rows when the pairs have one: edge rows or columns of a
+ * tile; then leading rows, remainder rows, residues) separately.  The winner is verified on every row
  * with MPFR. */
 #ifndef PARITY_FIT_H
 #define PARITY_FIT_H
@@ -24,6 +25,10 @@ typedef struct fit_pair {
     size_t n;       /* terms per row */
     int dot;        /* 1: in.b holds the second operands */
     const double *y;/* in.rows expected results, values of the out format */
+    long grid_m, grid_n; /* the rows as an M x N grid (row r = i * N + j), or 0 x 0:
+                          * with a grid, row classes over i, j, M, N are tried too
+                          * (docs/fit.md); every pair with a grid must have the same
+                          * one, of M * N rows (the fitted point holds one grid) */
 } fit_pair;
 
 /* A candidate: either settings + tree, or a whole point as inline TOML. */
