@@ -15,6 +15,7 @@
 
 static const fam_desc descs[] = {
     {.family = "gemm",
+     .defaults = "in=bf16,out=bf16,alpha=1,beta=0,bias=false",
      .batch_dim = "M",
      .small = "M=4,N=24,K=200",
      .layer = "M=16,N=4096,K=4096",
@@ -26,6 +27,7 @@ static const fam_desc descs[] = {
      .final_red = "k",
      .final_is_sum = 1},
     {.family = "gemv_w4a16",
+     .defaults = "B=1,zero_points=false,packed=false",
      .batch_dim = "B",
      .small = "B=3,N=20,K=512",
      .layer = "B=1,N=14336,K=4096",
@@ -41,6 +43,7 @@ static const fam_desc descs[] = {
      .final_is_sum = 1,
      .neighbours = {{"scale_apply", "per_element,per_group"}}},
     {.family = "moe_grouped_gemm",
+     .defaults = "in=bf16",
      .batch_dim = "T",
      .small = "T=5,E=4,H=96,N=16,topk=2",
      .layer = "T=16,E=8,H=4096,N=2048,topk=2",
@@ -51,6 +54,7 @@ static const fam_desc descs[] = {
      .final_red = "combine",
      .final_is_sum = 1},
     {.family = "paged_decode_attention",
+     .defaults = "in=bf16,out=@in",
      .batch_dim = "B",
      .small = "B=3,HQ=4,HKV=2,D=16,P=8,NP=12,MAXP=4",
      .layer = "B=4,HQ=32,HKV=8,D=128,P=16,NP=1024,MAXP=256",
@@ -64,6 +68,7 @@ static const fam_desc descs[] = {
      .final_is_sum = 0,
      .neighbours = {{"split", "/2,*2"}}},
     {.family = "rmsnorm",
+     .defaults = "in=bf16,out=@in,eps=1e-6,residual=false",
      .batch_dim = "T",
      .small = "T=4,H=160",
      .layer = "T=16,H=4096",
@@ -74,6 +79,7 @@ static const fam_desc descs[] = {
      .final_red = "sumsq",
      .final_is_sum = 0},
     {.family = "silu_and_mul",
+     .defaults = "in=bf16,out=@in",
      .batch_dim = "T",
      .small = "T=4,H=96",
      .layer = "T=16,H=14336",
@@ -81,6 +87,7 @@ static const fam_desc descs[] = {
      .out_units = {{"token", "tokens"}, {"column", "columns"}},
      .variants = {{"T=5,H=97", "in=fp32,out=fp32", "", "out=fp16"}}},
     {.family = "softmax",
+     .defaults = "in=bf16,out=@in",
      .batch_dim = "T",
      .small = "T=4,H=131",
      .layer = "T=32,H=4096",
@@ -105,6 +112,26 @@ const fam_desc *fam_desc_of(const char *family)
 const fam_desc *fam_desc_at(size_t i)
 {
     return i < NDESCS ? &descs[i] : NULL;
+}
+
+const char *fam_desc_default(const char *family, const char *name, char *buf, size_t n)
+{
+    const fam_desc *d = fam_desc_of(family);
+    size_t ln = name ? strlen(name) : 0;
+    for (const char *p = d ? d->defaults : NULL; p && *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len > ln && !strncmp(p, name, ln) && p[ln] == '=') {
+            size_t vl = len - ln - 1;
+            if (vl + 1 > n)
+                return NULL;
+            memcpy(buf, p + ln + 1, vl);
+            buf[vl] = 0;
+            return buf;
+        }
+        p = end ? end + 1 : NULL;
+    }
+    return NULL;
 }
 
 const char *fam_batch_dim(const char *family)

@@ -3,9 +3,9 @@
  * that indexes independent rows (the batch), the campaign's preset shapes,
  * the output's axes as the diff names them, the params that define the
  * family's mathematical value, and what the power checks need (their
- * shapes, order probes and where rounding happens).  The family's tensors
- * and its reduction rows are its reference file's (refimpl/<family>.c);
- * its params' defaults are the registry's and the readers' (famspec.h).
+ * shapes, order probes and where rounding happens) and its params'
+ * defaults.  The family's tensors and its reduction rows are its reference
+ * file's (refimpl/<family>.c).
  * Adding a family adds one descriptor here. */
 #ifndef PARITY_FAMDESC_H
 #define PARITY_FAMDESC_H
@@ -54,6 +54,11 @@ typedef struct fam_desc {
     const char *out_dims[3];           /* the main output's axes by dimension */
     const char *out_units[3][2];       /* their names: unit, units */
     const char *value_params[4];       /* params that define the mathematical value */
+    /* The defaults of the family's params, "NAME=VALUE,...": what refimpl,
+     * the campaign and every backend read for an absent param (famspec.h's
+     * readers); "NAME=@OTHER": the value of param OTHER (out=@in: the
+     * output in the input's format). */
+    const char *defaults;
     fam_variant variants[FAM_MAX_VARIANTS];
     fam_probe probe;                   /* red NULL: none */
     fam_value_red value_reds[FAM_MAX_REDS];
@@ -67,6 +72,10 @@ typedef struct fam_desc {
 const fam_desc *fam_desc_of(const char *family);
 /* The i-th descriptor, NULL past the end. */
 const fam_desc *fam_desc_at(size_t i);
+
+/* The default of param name of family (its descriptor's `defaults`) into
+ * buf, "@OTHER" for another param's value; NULL when it has none. */
+const char *fam_desc_default(const char *family, const char *name, char *buf, size_t n);
 
 /* The dimension that indexes independent rows of a family ("M", "B",
  * "T"), or NULL for a family this table does not know. */

@@ -1,5 +1,6 @@
 /* famspec.c: building, querying and freeing resolved family points. */
 #include "famspec.h"
+#include "famdesc.h"
 
 #include <errno.h>
 #include <math.h>
@@ -176,25 +177,65 @@ const char *fam_spec_point(const fam_spec *s)
     return s && s->point ? s->point : "?";
 }
 
+/* The param's text: its value, else the family's default (famdesc.h; an
+ * "@OTHER" default is param OTHER's text), else NULL. */
+static const char *text_of(const fam_spec *s, const char *name, char *buf, size_t n, int depth)
+{
+    const char *v = fam_param_get(s, name);
+    if (v)
+        return v;
+    const char *d = fam_desc_default(s->family, name, buf, n);
+    if (d && d[0] == '@') {
+        char other[64];
+        snprintf(other, sizeof other, "%s", d + 1);
+        return depth < 4 ? text_of(s, other, buf, n, depth + 1) : NULL;
+    }
+    return d;
+}
+
+const char *fam_param_text(const fam_spec *s, const char *name, char *buf, size_t n)
+{
+    return text_of(s, name, buf, n, 0);
+}
+
+/* An absent param with no default anywhere. */
+static nx_status no_value(const fam_spec *s, const char *name, nx_err *err)
+{
+    return nx_err_set(err, NX_EINVAL, "%s.%s: param '%s' has no value and the family no default (give it in the point)",
+                      fam_spec_family(s), fam_spec_point(s), name);
+}
+
 nx_status fam_get_long(const fam_spec *s, const char *name, long def, long *out, nx_err *err)
 {
-    if (!fam_param_get(s, name)) {
+    char buf[64];
+    const char *v = text_of(s, name, buf, sizeof buf, 0);
+    if (!v) {
+        if (def == FAM_DEFAULT_LONG)
+            return no_value(s, name, err);
         *out = def;
         return NX_OK;
     }
-    return fam_param_long(s, name, out, err);
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (errno || end == v || *end)
+        return nx_err_set(err, NX_EINVAL, "%s.%s: param '%s' = '%s' is not an integer", fam_spec_family(s),
+                          fam_spec_point(s), name, v);
+    *out = x;
+    return NX_OK;
 }
 
 nx_status fam_get_dim(const fam_spec *s, const char *name, long def, long *out, nx_err *err)
 {
-    if (!fam_param_get(s, name)) {
+    char buf[64];
+    if (!text_of(s, name, buf, sizeof buf, 0)) {
         if (def < 0)
             return nx_err_set(err, NX_EINVAL, "%s.%s: dimension '%s' has no value (give it with --shape %s=...)",
                               fam_spec_family(s), fam_spec_point(s), name, name);
         *out = def;
         return NX_OK;
     }
-    nx_status st = fam_param_long(s, name, out, err);
+    nx_status st = fam_get_long(s, name, FAM_DEFAULT_LONG, out, err);
     if (st)
         return st;
     if (*out < 1 || *out > (1L << 30))
@@ -205,23 +246,30 @@ nx_status fam_get_dim(const fam_spec *s, const char *name, long def, long *out, 
 
 nx_status fam_get_bool(const fam_spec *s, const char *name, int def, int *out, nx_err *err)
 {
-    const char *v = fam_param_get(s, name);
-    if (!v)
+    char buf[64];
+    const char *v = text_of(s, name, buf, sizeof buf, 0);
+    if (!v) {
+        if (def == FAM_DEFAULT_BOOL)
+            return no_value(s, name, err);
         *out = def;
-    else if (!strcmp(v, "true"))
+    } else if (!strcmp(v, "true")) {
         *out = 1;
-    else if (!strcmp(v, "false"))
+    } else if (!strcmp(v, "false")) {
         *out = 0;
-    else
+    } else {
         return nx_err_set(err, NX_EINVAL, "%s.%s: param '%s' = '%s' is not true or false", fam_spec_family(s),
                           fam_spec_point(s), name, v);
+    }
     return NX_OK;
 }
 
 nx_status fam_get_fmt(const fam_spec *s, const char *name, nx_fmt def, nx_fmt *out, nx_err *err)
 {
-    const char *v = fam_param_get(s, name);
+    char buf[64];
+    const char *v = text_of(s, name, buf, sizeof buf, 0);
     if (!v) {
+        if ((int)def < 0)
+            return no_value(s, name, err);
         *out = def;
         return NX_OK;
     }
@@ -235,9 +283,12 @@ nx_status fam_get_fmt(const fam_spec *s, const char *name, nx_fmt def, nx_fmt *o
 
 nx_status fam_get_f32(const fam_spec *s, const char *name, const char *def, float *out, nx_err *err)
 {
-    const char *v = fam_param_get(s, name);
+    char buf[64];
+    const char *v = text_of(s, name, buf, sizeof buf, 0);
     if (!v)
         v = def;
+    if (!v)
+        return no_value(s, name, err);
     char *end;
     errno = 0;
     float x = strtof(v, &end); /* glibc: correctly rounded (rne), hex floats too */

@@ -6,6 +6,7 @@
 #ifndef PARITY_FAMSPEC_H
 #define PARITY_FAMSPEC_H
 
+#include <limits.h>
 #include <stddef.h>
 
 #include "nx_point.h"
@@ -75,7 +76,10 @@ const char *fam_spec_point(const fam_spec *s);
 
 /* Typed readers of a spec's params, the one set that refimpl, the cpu and
  * the cuda backends read through (a backend adds its own limits on top).
- * An absent param takes def; a present one must parse, else an error
+ * An absent param takes the family's default (its descriptor's, famdesc.h:
+ * the one place a family's defaults are written), else def; with def one of
+ * the FAM_DEFAULT_* values below, an absent param without a default is an
+ * error.  A present one (or a default) must parse, else an error
  * "FAMILY.POINT: param 'NAME' = 'VALUE' is not ...".
  *   fam_get_long: an integer;
  *   fam_get_dim:  a dimension in [1, 2^30]; def < 0: required (the error
@@ -84,6 +88,14 @@ const char *fam_spec_point(const fam_spec *s);
  *   fam_get_fmt:  a format name of docs/numerics.md §1;
  *   fam_get_f32:  a finite number (decimal or hex) rounded once to fp32,
  *                 to nearest even; def is its text. */
+/* The param's text, else the family's default (into buf), else NULL: for
+ * readers of their own kind (refimpl's exact fp32 parse). */
+const char *fam_param_text(const fam_spec *s, const char *name, char *buf, size_t n);
+
+#define FAM_DEFAULT_LONG LONG_MIN          /* the family's default, else an error */
+#define FAM_DEFAULT_BOOL (-1)
+#define FAM_DEFAULT_FMT ((nx_fmt)-1)
+#define FAM_DEFAULT_STR ((const char *)0)
 nx_status fam_get_long(const fam_spec *s, const char *name, long def, long *out, nx_err *err);
 nx_status fam_get_dim(const fam_spec *s, const char *name, long def, long *out, nx_err *err);
 nx_status fam_get_bool(const fam_spec *s, const char *name, int def, int *out, nx_err *err);

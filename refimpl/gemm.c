@@ -24,10 +24,10 @@ static nx_status params(const fam_spec *s, gemm_p *p, nx_err *err)
 {
     nx_status st;
     if ((st = ref_dim(s, "M", -1, &p->M, err)) || (st = ref_dim(s, "N", -1, &p->N, err)) ||
-        (st = ref_dim(s, "K", -1, &p->K, err)) || (st = ref_param_fmt(s, "in", NX_BF16, &p->in, err)) ||
-        (st = ref_param_fmt(s, "out", NX_BF16, &p->out, err)) ||
-        (st = ref_param_f32(s, "alpha", "1", &p->alpha, err)) ||
-        (st = ref_param_f32(s, "beta", "0", &p->beta, err)) || (st = ref_param_bool(s, "bias", 0, &p->bias, err)) ||
+        (st = ref_dim(s, "K", -1, &p->K, err)) || (st = ref_param_fmt(s, "in", FAM_DEFAULT_FMT, &p->in, err)) ||
+        (st = ref_param_fmt(s, "out", FAM_DEFAULT_FMT, &p->out, err)) ||
+        (st = ref_param_f32(s, "alpha", FAM_DEFAULT_STR, &p->alpha, err)) ||
+        (st = ref_param_f32(s, "beta", FAM_DEFAULT_STR, &p->beta, err)) || (st = ref_param_bool(s, "bias", FAM_DEFAULT_BOOL, &p->bias, err)) ||
         (st = ref_need_red(s, "k", &p->k, err)))
         return st;
     if (nx_point_out(&p->k->point) != NX_FP32)

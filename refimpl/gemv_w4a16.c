@@ -27,9 +27,9 @@ static nx_status params(const fam_spec *s, gemv_p *p, nx_err *err)
 {
     nx_status st;
     const char *who = s->point ? s->point : "?";
-    if ((st = ref_dim(s, "B", 1, &p->B, err)) || (st = ref_dim(s, "N", -1, &p->N, err)) ||
+    if ((st = ref_dim(s, "B", -1, &p->B, err)) || (st = ref_dim(s, "N", -1, &p->N, err)) ||
         (st = ref_dim(s, "K", -1, &p->K, err)) || (st = ref_dim(s, "group", -1, &p->G, err)) ||
-        (st = ref_param_bool(s, "zero_points", 0, &p->zp, err)) || (st = ref_param_bool(s, "packed", 0, &p->packed, err)) ||
+        (st = ref_param_bool(s, "zero_points", FAM_DEFAULT_BOOL, &p->zp, err)) || (st = ref_param_bool(s, "packed", FAM_DEFAULT_BOOL, &p->packed, err)) ||
         (st = ref_need_red(s, "k", &p->k, err)))
         return st;
     if (p->K % p->G)

@@ -20,7 +20,7 @@ static nx_status params(const fam_spec *s, moe_p *p, nx_err *err)
     nx_status st;
     if ((st = ref_dim(s, "T", -1, &p->T, err)) || (st = ref_dim(s, "E", -1, &p->E, err)) ||
         (st = ref_dim(s, "H", -1, &p->H, err)) || (st = ref_dim(s, "N", -1, &p->N, err)) ||
-        (st = ref_dim(s, "topk", -1, &p->topk, err)) || (st = ref_param_fmt(s, "in", NX_BF16, &p->in, err)) ||
+        (st = ref_dim(s, "topk", -1, &p->topk, err)) || (st = ref_param_fmt(s, "in", FAM_DEFAULT_FMT, &p->in, err)) ||
         (st = ref_need_red(s, "k", &p->k, err)) || (st = ref_need_red(s, "combine", &p->combine, err)))
         return st;
     if (p->topk > p->E)

@@ -34,8 +34,8 @@ static nx_status params(const fam_spec *s, attn_p *p, nx_err *err)
     if ((st = ref_dim(s, "B", -1, &p->B, err)) || (st = ref_dim(s, "HQ", -1, &p->HQ, err)) ||
         (st = ref_dim(s, "HKV", -1, &p->HKV, err)) || (st = ref_dim(s, "D", -1, &p->D, err)) ||
         (st = ref_dim(s, "P", -1, &p->P, err)) || (st = ref_dim(s, "NP", -1, &p->NP, err)) ||
-        (st = ref_dim(s, "MAXP", -1, &p->MAXP, err)) || (st = ref_param_fmt(s, "in", NX_BF16, &p->in, err)) ||
-        (st = ref_param_fmt(s, "out", p->in, &p->out, err)) || (st = ref_need_red(s, "qk", &p->qk, err)) ||
+        (st = ref_dim(s, "MAXP", -1, &p->MAXP, err)) || (st = ref_param_fmt(s, "in", FAM_DEFAULT_FMT, &p->in, err)) ||
+        (st = ref_param_fmt(s, "out", FAM_DEFAULT_FMT, &p->out, err)) || (st = ref_need_red(s, "qk", &p->qk, err)) ||
         (st = ref_need_red(s, "softmax_sum", &p->ssum, err)) || (st = ref_need_red(s, "pv", &p->pv, err)))
         return st;
     if (p->HQ % p->HKV)

@@ -188,9 +188,9 @@ static nx_status gemm_bound(bjob *j, nx_err *err)
     const fam_reduction *k;
     nx_status st;
     if ((st = ref_dim(s, "M", -1, &M, err)) || (st = ref_dim(s, "N", -1, &N, err)) ||
-        (st = ref_dim(s, "K", -1, &K, err)) || (st = ref_param_fmt(s, "in", NX_BF16, &in, err)) ||
-        (st = ref_param_fmt(s, "out", NX_BF16, &out, err)) || (st = ref_param_f32(s, "alpha", "1", &alpha, err)) ||
-        (st = ref_param_f32(s, "beta", "0", &beta, err)) || (st = ref_param_bool(s, "bias", 0, &bias, err)) ||
+        (st = ref_dim(s, "K", -1, &K, err)) || (st = ref_param_fmt(s, "in", FAM_DEFAULT_FMT, &in, err)) ||
+        (st = ref_param_fmt(s, "out", FAM_DEFAULT_FMT, &out, err)) || (st = ref_param_f32(s, "alpha", FAM_DEFAULT_STR, &alpha, err)) ||
+        (st = ref_param_f32(s, "beta", FAM_DEFAULT_STR, &beta, err)) || (st = ref_param_bool(s, "bias", FAM_DEFAULT_BOOL, &bias, err)) ||
         (st = ref_need_red(s, "k", &k, err)))
         return st;
     double *a = NULL, *b = NULL, *c = NULL, *bv = NULL;
@@ -231,9 +231,9 @@ static nx_status gemv_bound(bjob *j, nx_err *err)
     int zp, pk;
     const fam_reduction *k, *grp = NULL;
     nx_status st;
-    if ((st = ref_dim(s, "B", 1, &B, err)) || (st = ref_dim(s, "N", -1, &N, err)) ||
+    if ((st = ref_dim(s, "B", -1, &B, err)) || (st = ref_dim(s, "N", -1, &N, err)) ||
         (st = ref_dim(s, "K", -1, &K, err)) || (st = ref_dim(s, "group", -1, &G, err)) ||
-        (st = ref_param_bool(s, "zero_points", 0, &zp, err)) || (st = ref_param_bool(s, "packed", 0, &pk, err)) ||
+        (st = ref_param_bool(s, "zero_points", FAM_DEFAULT_BOOL, &zp, err)) || (st = ref_param_bool(s, "packed", FAM_DEFAULT_BOOL, &pk, err)) ||
         (st = ref_need_red(s, "k", &k, err)))
         return st;
     if (K % G)
@@ -325,7 +325,7 @@ static nx_status moe_bound(bjob *j, nx_err *err)
     nx_status st;
     if ((st = ref_dim(s, "T", -1, &T, err)) || (st = ref_dim(s, "E", -1, &E, err)) ||
         (st = ref_dim(s, "H", -1, &H, err)) || (st = ref_dim(s, "N", -1, &N, err)) ||
-        (st = ref_dim(s, "topk", -1, &topk, err)) || (st = ref_param_fmt(s, "in", NX_BF16, &in, err)) ||
+        (st = ref_dim(s, "topk", -1, &topk, err)) || (st = ref_param_fmt(s, "in", FAM_DEFAULT_FMT, &in, err)) ||
         (st = ref_need_red(s, "k", &k, err)) || (st = ref_need_red(s, "combine", &comb, err)))
         return st;
     size_t Hs = (size_t)H, Ns = (size_t)N, tk = (size_t)topk;
@@ -395,8 +395,8 @@ static nx_status rms_bound(bjob *j, nx_err *err)
     const fam_reduction *ssr;
     nx_status st;
     if ((st = ref_dim(s, "T", -1, &T, err)) || (st = ref_dim(s, "H", -1, &H, err)) ||
-        (st = ref_param_fmt(s, "in", NX_BF16, &in, err)) || (st = ref_param_fmt(s, "out", in, &out, err)) ||
-        (st = ref_param_f32(s, "eps", "1e-6", &eps, err)) || (st = ref_param_bool(s, "residual", 0, &residual, err)) ||
+        (st = ref_param_fmt(s, "in", FAM_DEFAULT_FMT, &in, err)) || (st = ref_param_fmt(s, "out", FAM_DEFAULT_FMT, &out, err)) ||
+        (st = ref_param_f32(s, "eps", FAM_DEFAULT_STR, &eps, err)) || (st = ref_param_bool(s, "residual", FAM_DEFAULT_BOOL, &residual, err)) ||
         (st = ref_need_red(s, "sumsq", &ssr, err)))
         return st;
     size_t Hs = (size_t)H;
@@ -453,7 +453,7 @@ static nx_status silu_bound(bjob *j, nx_err *err)
     nx_fmt in, out;
     nx_status st;
     if ((st = ref_dim(s, "T", -1, &T, err)) || (st = ref_dim(s, "H", -1, &H, err)) ||
-        (st = ref_param_fmt(s, "in", NX_BF16, &in, err)) || (st = ref_param_fmt(s, "out", in, &out, err)))
+        (st = ref_param_fmt(s, "in", FAM_DEFAULT_FMT, &in, err)) || (st = ref_param_fmt(s, "out", FAM_DEFAULT_FMT, &out, err)))
         return st;
     size_t Hs = (size_t)H;
     double *x = NULL;
@@ -556,8 +556,8 @@ static nx_status attn_bound(bjob *j, nx_err *err)
     if ((st = ref_dim(s, "B", -1, &B, err)) || (st = ref_dim(s, "HQ", -1, &HQ, err)) ||
         (st = ref_dim(s, "HKV", -1, &HKV, err)) || (st = ref_dim(s, "D", -1, &D, err)) ||
         (st = ref_dim(s, "P", -1, &P, err)) || (st = ref_dim(s, "NP", -1, &NP, err)) ||
-        (st = ref_dim(s, "MAXP", -1, &MAXP, err)) || (st = ref_param_fmt(s, "in", NX_BF16, &in, err)) ||
-        (st = ref_param_fmt(s, "out", in, &out, err)) || (st = ref_need_red(s, "qk", &qk, err)) ||
+        (st = ref_dim(s, "MAXP", -1, &MAXP, err)) || (st = ref_param_fmt(s, "in", FAM_DEFAULT_FMT, &in, err)) ||
+        (st = ref_param_fmt(s, "out", FAM_DEFAULT_FMT, &out, err)) || (st = ref_need_red(s, "qk", &qk, err)) ||
         (st = ref_need_red(s, "softmax_sum", &ssum, err)) || (st = ref_need_red(s, "pv", &pv, err)))
         return st;
     if (HQ % HKV)
@@ -806,7 +806,7 @@ static nx_status softmax_bound(bjob *j, nx_err *err)
     const fam_reduction *sr;
     nx_status st;
     if ((st = ref_dim(s, "T", -1, &T, err)) || (st = ref_dim(s, "H", -1, &H, err)) ||
-        (st = ref_param_fmt(s, "in", NX_BF16, &in, err)) || (st = ref_param_fmt(s, "out", in, &out, err)) ||
+        (st = ref_param_fmt(s, "in", FAM_DEFAULT_FMT, &in, err)) || (st = ref_param_fmt(s, "out", FAM_DEFAULT_FMT, &out, err)) ||
         (st = ref_need_red(s, "sum", &sr, err)))
         return st;
     const fam_elem *ex = fam_elem_get(s, "exp");
@@ -927,7 +927,9 @@ int ref_bound_same_function(const fam_spec *a, const fam_spec *b, char *why, siz
     /* the params that define the family's value: its descriptor's */
     const fam_desc *fd = fam_desc_of(a->family);
     for (int k = 0; fd && k < 4 && fd->value_params[k]; k++) {
-        const char *p = fd->value_params[k], *va = fam_param_get(a, p), *vb = fam_param_get(b, p);
+        char ba[64], bb[64]; /* a param left to the family's default has the default's value */
+        const char *p = fd->value_params[k], *va = fam_param_text(a, p, ba, sizeof ba),
+                   *vb = fam_param_text(b, p, bb, sizeof bb);
         if ((va == NULL) != (vb == NULL) || (va && strcmp(va, vb) != 0)) {
             snprintf(why, len, "the two points compute different functions: param '%s' is %s and %s", p,
                      va ? va : "(default)", vb ? vb : "(default)");

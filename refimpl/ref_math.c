@@ -201,9 +201,13 @@ double ref_f32_silu(ref_math *m, double x, nx_err *err)
 
 nx_status ref_param_f32(const fam_spec *s, const char *name, const char *def, double *out, nx_err *err)
 {
-    const char *v = fam_param_get(s, name);
+    char buf[64];
+    const char *v = fam_param_text(s, name, buf, sizeof buf);
     if (!v)
         v = def;
+    if (!v)
+        return nx_err_set(err, NX_EINVAL, "%s.%s: param '%s' has no value and the family no default (give it in the "
+                          "point)", s->family ? s->family : "?", s->point ? s->point : "?", name);
     mpfr_t x;
     mpfr_init2(x, 256);
     char *end;

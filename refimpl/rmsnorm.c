@@ -20,9 +20,9 @@ static nx_status params(const fam_spec *s, rms_p *p, nx_err *err)
 {
     nx_status st;
     if ((st = ref_dim(s, "T", -1, &p->T, err)) || (st = ref_dim(s, "H", -1, &p->H, err)) ||
-        (st = ref_param_fmt(s, "in", NX_BF16, &p->in, err)) || (st = ref_param_fmt(s, "out", p->in, &p->out, err)) ||
-        (st = ref_param_f32(s, "eps", "1e-6", &p->eps, err)) ||
-        (st = ref_param_bool(s, "residual", 0, &p->residual, err)) || (st = ref_need_red(s, "sumsq", &p->sumsq, err)))
+        (st = ref_param_fmt(s, "in", FAM_DEFAULT_FMT, &p->in, err)) || (st = ref_param_fmt(s, "out", FAM_DEFAULT_FMT, &p->out, err)) ||
+        (st = ref_param_f32(s, "eps", FAM_DEFAULT_STR, &p->eps, err)) ||
+        (st = ref_param_bool(s, "residual", FAM_DEFAULT_BOOL, &p->residual, err)) || (st = ref_need_red(s, "sumsq", &p->sumsq, err)))
         return st;
     return NX_OK;
 }

@@ -18,7 +18,7 @@ static nx_status params(const fam_spec *s, softmax_p *p, nx_err *err)
 {
     nx_status st;
     if ((st = ref_dim(s, "T", -1, &p->T, err)) || (st = ref_dim(s, "H", -1, &p->H, err)) ||
-        (st = ref_param_fmt(s, "in", NX_BF16, &p->in, err)) || (st = ref_param_fmt(s, "out", p->in, &p->out, err)) ||
+        (st = ref_param_fmt(s, "in", FAM_DEFAULT_FMT, &p->in, err)) || (st = ref_param_fmt(s, "out", FAM_DEFAULT_FMT, &p->out, err)) ||
         (st = ref_need_red(s, "sum", &p->sum, err)))
         return st;
     return NX_OK;

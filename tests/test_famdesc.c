@@ -6,6 +6,7 @@
  * power variants and probes name params and tensors the family has.  A
  * family added in one place and forgotten in another fails here. */
 #include "famdesc.h"
+#include "famspec.h"
 #include "refimpl.h"
 #include "registry.h"
 
@@ -120,11 +121,50 @@ static void test_sample_points_resolve_at_presets(void **state)
     reg_free(reg);
 }
 
+/* The defaults are the descriptor's, read through famspec's readers: an
+ * absent param takes them, "@in" follows the input's format, a present one
+ * wins, and a param with no default and no value is an error. */
+static void test_defaults(void **state)
+{
+    (void)state;
+    char buf[32];
+    assert_string_equal(fam_desc_default("rmsnorm", "eps", buf, sizeof buf), "1e-6");
+    assert_string_equal(fam_desc_default("rmsnorm", "out", buf, sizeof buf), "@in");
+    assert_null(fam_desc_default("rmsnorm", "e", buf, sizeof buf)); /* a prefix of eps is not eps */
+    assert_null(fam_desc_default("gemm", "vec", buf, sizeof buf));  /* a backend's, not the family's */
+    assert_null(fam_desc_default("nosuch", "in", buf, sizeof buf));
+
+    fam_spec s;
+    memset(&s, 0, sizeof s);
+    s.family = strdup("rmsnorm");
+    s.point = strdup("t");
+    nx_fmt f;
+    float eps;
+    int res;
+    nx_err err = {0};
+    assert_int_equal(fam_get_fmt(&s, "out", FAM_DEFAULT_FMT, &f, &err), NX_OK);
+    assert_int_equal(f, NX_BF16); /* out = @in, in = bf16 */
+    assert_int_equal(fam_spec_set_param(&s, "in", "fp16", &err), NX_OK);
+    assert_int_equal(fam_get_fmt(&s, "out", FAM_DEFAULT_FMT, &f, &err), NX_OK);
+    assert_int_equal(f, NX_FP16); /* follows the given input format */
+    assert_int_equal(fam_spec_set_param(&s, "out", "fp32", &err), NX_OK);
+    assert_int_equal(fam_get_fmt(&s, "out", FAM_DEFAULT_FMT, &f, &err), NX_OK);
+    assert_int_equal(f, NX_FP32);
+    assert_int_equal(fam_get_f32(&s, "eps", FAM_DEFAULT_STR, &eps, &err), NX_OK);
+    assert_true(eps == 0x1.0c6f7ap-20f); /* 1e-6 rounded to fp32 */
+    assert_int_equal(fam_get_bool(&s, "residual", FAM_DEFAULT_BOOL, &res, &err), NX_OK);
+    assert_int_equal(res, 0);
+    assert_int_equal(fam_get_bool(&s, "fused", FAM_DEFAULT_BOOL, &res, &err), NX_EINVAL);
+    assert_non_null(strstr(err.msg, "param 'fused' has no value"));
+    fam_spec_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reference_and_descriptor_agree),
         cmocka_unit_test(test_sample_points_resolve_at_presets),
+        cmocka_unit_test(test_defaults),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1544,8 +1544,13 @@ static void test_param_f32(void **state)
     fam_spec s;
     spec_init(&s, "rmsnorm");
     double v;
-    assert_int_equal(ref_param_f32(&s, "eps", "0x1p-3", &v, NULL), NX_OK);
+    /* absent, no family default: the caller's */
+    assert_int_equal(ref_param_f32(&s, "alpha", "0x1p-3", &v, NULL), NX_OK);
     assert_double_bits_eq(v, 0.125);
+    /* absent with a family default (rmsnorm's eps = 1e-6, family/famdesc.c): the
+     * family's, 1e-6 rounded to fp32 = 0x1.0c6f7ap-20, whatever the caller says */
+    assert_int_equal(ref_param_f32(&s, "eps", "0x1p-3", &v, NULL), NX_OK);
+    assert_double_bits_eq(v, 0x1.0c6f7ap-20);
     /* just above the tie 1 + 2^-24, by far less than 2^-256: round-to-odd keeps the sticky bit */
     param(&s, "eps", "1.000000059604644775390625" "00000000000000000000000000000000000000000000000000"
                      "00000000000000000000000000000000000000000000000000001");

@@ -42,10 +42,10 @@ typedef struct gemm_args {
 static nx_status numerics(const fam_spec *s, gemm_args *g, nx_err *err)
 {
     nx_status st;
-    if ((st = cpu_fmt(s, "in", NX_BF16, &g->in, err)) || (st = cpu_fmt(s, "out", NX_BF16, &g->out, err)) ||
+    if ((st = cpu_fmt(s, "in", FAM_DEFAULT_FMT, &g->in, err)) || (st = cpu_fmt(s, "out", FAM_DEFAULT_FMT, &g->out, err)) ||
         (st = cpu_long(s, "split_k", 1, &g->split, err)) || (st = cpu_long(s, "vec", 8, &g->vec, err)) ||
-        (st = cpu_f32(s, "alpha", "1", &g->alpha, err)) || (st = cpu_f32(s, "beta", "0", &g->beta, err)) ||
-        (st = cpu_bool(s, "bias", 0, &g->bias, err)))
+        (st = cpu_f32(s, "alpha", FAM_DEFAULT_STR, &g->alpha, err)) || (st = cpu_f32(s, "beta", FAM_DEFAULT_STR, &g->beta, err)) ||
+        (st = cpu_bool(s, "bias", FAM_DEFAULT_BOOL, &g->bias, err)))
         return st;
     if (!cpu_fmt_readable(g->in) || !cpu_fmt_writable(g->out))
         return nx_err_set(err, NX_EUNSUPPORTED, "cpu: gemm reads fp32/fp16/bf16/e4m3/e5m2 and writes fp32/fp16/bf16; "

@@ -28,7 +28,7 @@ typedef struct gemv_args {
 static nx_status numerics(const fam_spec *s, gemv_args *g, nx_err *err)
 {
     nx_status st;
-    if ((st = cpu_bool(s, "zero_points", 0, &g->zp, err)) || (st = cpu_bool(s, "packed", 0, &g->packed, err)) ||
+    if ((st = cpu_bool(s, "zero_points", FAM_DEFAULT_BOOL, &g->zp, err)) || (st = cpu_bool(s, "packed", FAM_DEFAULT_BOOL, &g->packed, err)) ||
         (st = cpu_long(s, "vec", 8, &g->vec, err)))
         return st;
     const char *sa = fam_param_get(s, "scale_apply");
@@ -102,7 +102,7 @@ static nx_status run(const cpu_run *r, nx_err *err)
     const fam_spec *s = r->spec;
     gemv_args g;
     nx_status st;
-    if ((st = numerics(s, &g, err)) || (st = cpu_dim(s, "B", 1, &g.B, err)) || (st = cpu_dim(s, "N", -1, &g.N, err)) ||
+    if ((st = numerics(s, &g, err)) || (st = cpu_dim(s, "B", -1, &g.B, err)) || (st = cpu_dim(s, "N", -1, &g.N, err)) ||
         (st = cpu_dim(s, "K", -1, &g.K, err)) || (st = cpu_dim(s, "group", -1, &g.G, err)))
         return st;
     if (g.K % g.G)

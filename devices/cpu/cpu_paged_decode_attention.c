@@ -31,7 +31,7 @@ typedef struct attn_args {
 static nx_status numerics(const fam_spec *s, attn_args *a, nx_err *err)
 {
     nx_status st;
-    if ((st = cpu_fmt(s, "in", NX_BF16, &a->in, err)) || (st = cpu_fmt(s, "out", a->in, &a->out, err)) ||
+    if ((st = cpu_fmt(s, "in", FAM_DEFAULT_FMT, &a->in, err)) || (st = cpu_fmt(s, "out", FAM_DEFAULT_FMT, &a->out, err)) ||
         (st = cpu_long(s, "split", 0, &a->split, err)))
         return st;
     if (!cpu_fmt_readable(a->in) || !cpu_fmt_writable(a->out))

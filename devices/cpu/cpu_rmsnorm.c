@@ -29,8 +29,8 @@ typedef struct rms_args {
 static nx_status numerics(const fam_spec *s, rms_args *a, nx_err *err)
 {
     nx_status st;
-    if ((st = cpu_fmt(s, "in", NX_BF16, &a->in, err)) || (st = cpu_fmt(s, "out", a->in, &a->out, err)) ||
-        (st = cpu_f32(s, "eps", "1e-6", &a->eps, err)) || (st = cpu_bool(s, "residual", 0, &a->residual, err)) ||
+    if ((st = cpu_fmt(s, "in", FAM_DEFAULT_FMT, &a->in, err)) || (st = cpu_fmt(s, "out", FAM_DEFAULT_FMT, &a->out, err)) ||
+        (st = cpu_f32(s, "eps", FAM_DEFAULT_STR, &a->eps, err)) || (st = cpu_bool(s, "residual", FAM_DEFAULT_BOOL, &a->residual, err)) ||
         (st = cpu_long(s, "vec", 8, &a->vec, err)))
         return st;
     if (!cpu_fmt_writable(a->in) || !cpu_fmt_writable(a->out))

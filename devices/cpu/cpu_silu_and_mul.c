@@ -39,7 +39,7 @@ typedef struct silu_args {
 static nx_status numerics(const fam_spec *s, silu_args *a, nx_err *err)
 {
     nx_status st;
-    if ((st = cpu_fmt(s, "in", NX_BF16, &a->in, err)) || (st = cpu_fmt(s, "out", a->in, &a->out, err)))
+    if ((st = cpu_fmt(s, "in", FAM_DEFAULT_FMT, &a->in, err)) || (st = cpu_fmt(s, "out", FAM_DEFAULT_FMT, &a->out, err)))
         return st;
     if (!cpu_fmt_readable(a->in) || !cpu_fmt_writable(a->out))
         return nx_err_set(err, NX_EUNSUPPORTED, "cpu: silu_and_mul: in = %s, out = %s not handled",

@@ -26,7 +26,7 @@ typedef struct softmax_args {
 static nx_status numerics(const fam_spec *s, softmax_args *a, nx_err *err)
 {
     nx_status st;
-    if ((st = cpu_fmt(s, "in", NX_BF16, &a->in, err)) || (st = cpu_fmt(s, "out", a->in, &a->out, err)) ||
+    if ((st = cpu_fmt(s, "in", FAM_DEFAULT_FMT, &a->in, err)) || (st = cpu_fmt(s, "out", FAM_DEFAULT_FMT, &a->out, err)) ||
         (st = cpu_long(s, "vec", 8, &a->vec, err)))
         return st;
     if (!cpu_fmt_readable(a->in) || !cpu_fmt_writable(a->out))

@@ -651,9 +651,9 @@ static nx_status plan_gemm(const fam_spec *s, cu_plan *p, nx_err *err)
     float alpha = 1, beta = 0;
     nx_status st;
     if ((st = fam_get_dim(s, "M", -1, &c->M, err)) || (st = fam_get_dim(s, "N", -1, &c->N, err)) ||
-        (st = fam_get_dim(s, "K", -1, &c->K, err)) || (st = get_fmt(s, "in", NX_BF16, ins, &in, err)) ||
-        (st = get_fmt(s, "out", NX_BF16, outs, &out, err)) || (st = fam_get_f32(s, "alpha", "1", &alpha, err)) ||
-        (st = fam_get_f32(s, "beta", "0", &beta, err)) || (st = fam_get_bool(s, "bias", 0, &bias, err)))
+        (st = fam_get_dim(s, "K", -1, &c->K, err)) || (st = get_fmt(s, "in", FAM_DEFAULT_FMT, ins, &in, err)) ||
+        (st = get_fmt(s, "out", FAM_DEFAULT_FMT, outs, &out, err)) || (st = fam_get_f32(s, "alpha", FAM_DEFAULT_STR, &alpha, err)) ||
+        (st = fam_get_f32(s, "beta", FAM_DEFAULT_STR, &beta, err)) || (st = fam_get_bool(s, "bias", FAM_DEFAULT_BOOL, &bias, err)))
         return st;
     const char *inname = nx_format((nx_fmt)in)->name;
     if (!word_in(inname, p->kernel->policies))
@@ -704,9 +704,9 @@ static nx_status plan_gemv(const fam_spec *s, cu_plan *p, nx_err *err)
 {
     cu_gemv_cfg *c = &p->u.gemv;
     nx_status st;
-    if ((st = fam_get_dim(s, "B", 1, &c->B, err)) || (st = fam_get_dim(s, "N", -1, &c->N, err)) ||
+    if ((st = fam_get_dim(s, "B", -1, &c->B, err)) || (st = fam_get_dim(s, "N", -1, &c->N, err)) ||
         (st = fam_get_dim(s, "K", -1, &c->K, err)) || (st = fam_get_dim(s, "group", -1, &c->G, err)) ||
-        (st = fam_get_bool(s, "zero_points", 0, &c->zero_points, err)) || (st = fam_get_bool(s, "packed", 0, &c->packed, err)))
+        (st = fam_get_bool(s, "zero_points", FAM_DEFAULT_BOOL, &c->zero_points, err)) || (st = fam_get_bool(s, "packed", FAM_DEFAULT_BOOL, &c->packed, err)))
         return st;
     if (c->K % c->G)
         return nx_err_set(err, NX_EINVAL, "%s.%s: group = %ld does not divide K = %ld", fam_spec_family(s), fam_spec_point(s), c->G,
@@ -764,8 +764,8 @@ static nx_status plan_rms(const fam_spec *s, cu_plan *p, nx_err *err)
     int in, out;
     nx_status st;
     if ((st = fam_get_dim(s, "T", -1, &c->T, err)) || (st = fam_get_dim(s, "H", -1, &c->H, err)) ||
-        (st = get_fmt(s, "in", NX_BF16, ins, &in, err)) || (st = get_fmt(s, "out", in, ins, &out, err)) ||
-        (st = fam_get_f32(s, "eps", "1e-6", &c->eps, err)) || (st = fam_get_bool(s, "residual", 0, &c->residual, err)) ||
+        (st = get_fmt(s, "in", FAM_DEFAULT_FMT, ins, &in, err)) || (st = get_fmt(s, "out", FAM_DEFAULT_FMT, ins, &out, err)) ||
+        (st = fam_get_f32(s, "eps", FAM_DEFAULT_STR, &c->eps, err)) || (st = fam_get_bool(s, "residual", FAM_DEFAULT_BOOL, &c->residual, err)) ||
         (st = elem_mode(s, p->kernel, "rsqrt", "rsqrt.approx.f32", &c->rsqrt_approx, err)))
         return st;
     char binds[8][32], tmpl[256];
@@ -805,8 +805,8 @@ static nx_status plan_attn(const fam_spec *s, cu_plan *p, nx_err *err)
     if ((st = fam_get_dim(s, "B", -1, &c->B, err)) || (st = fam_get_dim(s, "HQ", -1, &c->HQ, err)) ||
         (st = fam_get_dim(s, "HKV", -1, &c->HKV, err)) || (st = fam_get_dim(s, "D", -1, &c->D, err)) ||
         (st = fam_get_dim(s, "P", -1, &c->P, err)) || (st = fam_get_dim(s, "NP", -1, &c->NP, err)) ||
-        (st = fam_get_dim(s, "MAXP", -1, &c->MAXP, err)) || (st = get_fmt(s, "in", NX_BF16, ins, &in, err)) ||
-        (st = get_fmt(s, "out", in, ins, &out, err)) ||
+        (st = fam_get_dim(s, "MAXP", -1, &c->MAXP, err)) || (st = get_fmt(s, "in", FAM_DEFAULT_FMT, ins, &in, err)) ||
+        (st = get_fmt(s, "out", FAM_DEFAULT_FMT, ins, &out, err)) ||
         (st = elem_mode(s, p->kernel, "exp", "ex2.approx.ftz.f32", &c->exp_approx, err)))
         return st;
     if (c->HQ % c->HKV)

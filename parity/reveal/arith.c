@@ -379,7 +379,7 @@ static nx_status fit_classes(rv_kernel *k, const rv_result *res, size_t rows, si
                 sp.c[sp.count++] = fc;
         }
         free(space);
-        fit_pair pair = {{m, k->in_fmt, ca, k->in_fmt, cb, NX_FP64, NULL}, n, 1, cy};
+        fit_pair pair = {{m, k->in_fmt, ca, k->in_fmt, cb, NX_FP64, NULL}, n, 1, cy, 0, 0};
         fit_opts fo = {0, 0, verbose, NX_ENGINE_FAST, 0, 1};
         if (!st)
             st = fit_run(&pair, 1, &sp, &fo, &fr, err);
@@ -675,7 +675,7 @@ nx_status rv_reveal_arith(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err
          * is fitted on rows of both: a part that is empty at n (a tail
          * when n is a multiple of the body) is seen at the other */
         size_t np = 1;
-        fit_pair pair[2] = {{{rows, k->in_fmt, a, k->in_fmt, b, NX_FP64, NULL}, n, 1, y}};
+        fit_pair pair[2] = {{{rows, k->in_fmt, a, k->in_fmt, b, NX_FP64, NULL}, n, 1, y, 0, 0}};
         if (res->induce == RV_INDUCE_HOLDS || res->induce == RV_INDUCE_RENAMED) {
             size_t n2 = res->induce_n;
             if (!(a2 = malloc(rows * n2 * sizeof *a2)) || !(b2 = malloc(rows * n2 * sizeof *b2)) ||
@@ -686,7 +686,7 @@ nx_status rv_reveal_arith(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err
             search_rows(k->in_fmt, rows, n2, seed ^ 0x696e647563ULL, a2, b2);
             if ((st = rv_call(k, rows, n2, a2, b2, y2, err)))
                 goto out;
-            pair[1] = (fit_pair){{rows, k->in_fmt, a2, k->in_fmt, b2, NX_FP64, NULL}, n2, 1, y2};
+            pair[1] = (fit_pair){{rows, k->in_fmt, a2, k->in_fmt, b2, NX_FP64, NULL}, n2, 1, y2, 0, 0};
             np = 2;
         }
         fit_opts fo = {0, 0, o->verbose, NX_ENGINE_FAST, 1, 1};
