@@ -137,50 +137,16 @@ static nx_status out_rows(const fam_spec *s, const st_file *in, const st_tensor 
                           "%s.%s: its epilogue (alpha = %g, beta = %g, bias = %s) changes the result of reduction 'k'; "
                           "only alpha = 1, beta = 0 and no bias leave y the reduction's result",
                           s->family, s->point ? s->point : "?", p.alpha, p.beta, p.bias ? "true" : "false");
-    if (y->ndim != 2 || y->shape[1] != p.N)
-        return nx_err_set(err, NX_EINVAL, "%s.%s: output 'y' is not [rows, N = %ld]", s->family,
-                          s->point ? s->point : "?", p.N);
-    size_t R = (size_t)y->shape[0], N = (size_t)p.N, K = (size_t)p.K;
-    double *a = NULL, *b = NULL, *yv = NULL;
     const st_tensor *ta = st_find(in, "a"), *tb = st_find(in, "b");
     if (!ta || !tb)
         return nx_err_set(err, NX_EINVAL, "%s: inputs 'a' and 'b' are needed", s->family);
-    if (R > SIZE_MAX / N / (K ? K : 1) / 2)
-        return nx_err_set(err, NX_EUNSUPPORTED, "%s: %zu x %zu rows of %zu terms are too many", s->family, R, N, K);
-    a = ref_alloc((size_t)ta->nelem);
-    b = ref_alloc((size_t)tb->nelem);
-    yv = ref_alloc(R * N);
-    o->a = ref_alloc(R * N * K);
-    o->b = ref_alloc(R * N * K);
-    if (!a || !b || !yv || !o->a || !o->b) {
+    double *a = ref_alloc((size_t)ta->nelem), *b = ref_alloc((size_t)tb->nelem);
+    if (!a || !b)
         st = nx_err_set(err, NX_ENOMEM, "out of memory");
-        goto done;
-    }
-    if ((st = rows_decode(ta, a, err)) || (st = rows_decode(tb, b, err)) || (st = rows_decode(y, yv, err)))
-        goto done;
-    for (size_t i = 0; i < R; i++) {
-        int64_t m = rows ? rows[i] : (int64_t)i;
-        if (m < 0 || m >= p.M) {
-            st = nx_err_set(err, NX_EINVAL, "%s: output row %zu is logical row %lld, beyond M = %ld", s->family, i,
-                            (long long)m, p.M);
-            goto done;
-        }
-        for (size_t n = 0; n < N; n++) {
-            memcpy(o->a + (i * N + n) * K, a + (size_t)m * K, K * sizeof *a);
-            memcpy(o->b + (i * N + n) * K, b + n * K, K * sizeof *b);
-        }
-    }
-    snprintf(o->reduction, sizeof o->reduction, "k");
-    o->rows = R * N;
-    o->n = K;
-    o->a_fmt = o->b_fmt = p.in;
-    o->y_fmt = p.out;
-    o->y = yv;
-    yv = NULL;
-done:
+    else if (!(st = rows_decode(ta, a, err)) && !(st = rows_decode(tb, b, err)))
+        st = ref_out_rows_dot(s, "k", a, p.M, b, (size_t)p.N, (size_t)p.K, p.in, p.in, p.out, y, rows, o, err);
     free(a);
     free(b);
-    free(yv);
     return st;
 }
 

@@ -376,26 +376,18 @@ static nx_status out_rows(const fam_spec *s, const st_file *in, const st_tensor 
                           "%s.%s: scale_apply = per_group: reduction 'k' sums the scaled group sums, which the output "
                           "does not show; only per_element has the output as the rows of one reduction over the inputs",
                           s->family, s->point ? s->point : "?");
-    if (y->ndim != 2 || y->shape[1] != p.N)
-        return nx_err_set(err, NX_EINVAL, "%s.%s: output 'y' is not [rows, N = %ld]", s->family,
-                          s->point ? s->point : "?", p.N);
-    size_t R = (size_t)y->shape[0], N = (size_t)p.N, K = (size_t)p.K, G = (size_t)p.G, ng = K / G;
+    size_t N = (size_t)p.N, K = (size_t)p.K, G = (size_t)p.G, ng = K / G;
     const st_tensor *tx = st_find(in, "x"), *tq = st_find(in, "qweight"), *ts = st_find(in, "scales"),
                     *tz = p.zp ? st_find(in, "zeros") : NULL;
     if (!tx || !tq || !ts || (p.zp && !tz))
         return nx_err_set(err, NX_EINVAL, "%s: inputs 'x', 'qweight', 'scales'%s are needed", s->family,
                           p.zp ? " and 'zeros'" : "");
-    if (R > SIZE_MAX / N / (K ? K : 1) / 2)
-        return nx_err_set(err, NX_EUNSUPPORTED, "%s: %zu x %zu rows of %zu terms are too many", s->family, R, N, K);
-    double *x = ref_alloc((size_t)tx->nelem), *sc = ref_alloc((size_t)ts->nelem), *w = ref_alloc(N * K),
-           *yv = ref_alloc(R * N);
-    o->a = ref_alloc(R * N * K);
-    o->b = ref_alloc(R * N * K);
-    if (!x || !sc || !w || !yv || !o->a || !o->b) {
+    double *x = ref_alloc((size_t)tx->nelem), *sc = ref_alloc((size_t)ts->nelem), *w = ref_alloc(N * K);
+    if (!x || !sc || !w) {
         st = nx_err_set(err, NX_ENOMEM, "out of memory");
         goto done;
     }
-    if ((st = rows_decode(tx, x, err)) || (st = rows_decode(ts, sc, err)) || (st = rows_decode(y, yv, err)))
+    if ((st = rows_decode(tx, x, err)) || (st = rows_decode(ts, sc, err)))
         goto done;
     for (size_t n = 0; n < N; n++) {
         const uint8_t *qr = fam_u4_row(tq->data, n, K, p.packed);
@@ -407,30 +399,11 @@ static nx_status out_rows(const fam_spec *s, const st_file *in, const st_tensor 
                                          NX_RNE, 0);
         }
     }
-    for (size_t i = 0; i < R; i++) {
-        int64_t b = rows ? rows[i] : (int64_t)i;
-        if (b < 0 || b >= p.B) {
-            st = nx_err_set(err, NX_EINVAL, "%s: output row %zu is logical row %lld, beyond B = %ld", s->family, i,
-                            (long long)b, p.B);
-            goto done;
-        }
-        for (size_t n = 0; n < N; n++) {
-            memcpy(o->a + (i * N + n) * K, x + (size_t)b * K, K * sizeof *x);
-            memcpy(o->b + (i * N + n) * K, w + n * K, K * sizeof *w);
-        }
-    }
-    snprintf(o->reduction, sizeof o->reduction, "k");
-    o->rows = R * N;
-    o->n = K;
-    o->a_fmt = o->b_fmt = NX_FP16;
-    o->y_fmt = nx_point_out(&p.k->point);
-    o->y = yv;
-    yv = NULL;
+    st = ref_out_rows_dot(s, "k", x, p.B, w, N, K, NX_FP16, NX_FP16, nx_point_out(&p.k->point), y, rows, o, err);
 done:
     free(x);
     free(sc);
     free(w);
-    free(yv);
     return st;
 }
 

@@ -736,6 +736,43 @@ void ref_out_rows_free(ref_out_rows *r)
     memset(r, 0, sizeof *r);
 }
 
+nx_status ref_out_rows_dot(const fam_spec *s, const char *red, const double *a, long M, const double *b, size_t N,
+                           size_t K, nx_fmt fa, nx_fmt fb, nx_fmt fy, const st_tensor *y, const int64_t *rows,
+                           ref_out_rows *o, nx_err *err)
+{
+    if (y->ndim != 2 || (size_t)y->shape[1] != N)
+        return nx_err_set(err, NX_EINVAL, "%s.%s: output 'y' is not [rows, N = %zu]", s->family,
+                          s->point ? s->point : "?", N);
+    size_t R = (size_t)y->shape[0];
+    if (N && K && R > SIZE_MAX / N / K / 2)
+        return nx_err_set(err, NX_EUNSUPPORTED, "%s: %zu x %zu rows of %zu terms are too many", s->family, R, N, K);
+    o->a = ref_alloc(R * N * K);
+    o->b = ref_alloc(R * N * K);
+    o->y = ref_alloc(R * N);
+    if (!o->a || !o->b || !o->y)
+        return nx_err_set(err, NX_ENOMEM, "out of memory");
+    nx_status st = rows_decode(y, o->y, err);
+    if (st)
+        return st;
+    for (size_t i = 0; i < R; i++) {
+        int64_t m = rows ? rows[i] : (int64_t)i;
+        if (m < 0 || m >= M)
+            return nx_err_set(err, NX_EINVAL, "%s: output row %zu is logical row %lld, beyond the %ld rows", s->family,
+                              i, (long long)m, M);
+        for (size_t n = 0; n < N; n++) {
+            memcpy(o->a + (i * N + n) * K, a + (size_t)m * K, K * sizeof *a);
+            memcpy(o->b + (i * N + n) * K, b + n * K, K * sizeof *b);
+        }
+    }
+    snprintf(o->reduction, sizeof o->reduction, "%s", red);
+    o->rows = R * N;
+    o->n = K;
+    o->a_fmt = fa;
+    o->b_fmt = fb;
+    o->y_fmt = fy;
+    return NX_OK;
+}
+
 nx_status ref_output_rows(const fam_spec *spec, const st_file *in, const st_tensor *y, const int64_t *rows,
                           ref_out_rows *out, nx_err *err)
 {

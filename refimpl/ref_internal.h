@@ -176,6 +176,14 @@ nx_status ref_emit(ref_job *j, const char *name, nx_fmt f, int ndim, const int64
                    nx_err *err);
 double *ref_alloc(size_t count); /* count doubles (at least one) */
 
+/* The rows of a dot-product output (ref_output_rows): output element
+ * (i, n) of y [R, N] is row i * N + n, its terms a[m_i, :] . b[n, :] with
+ * m_i = rows[i] (or i), a [M, K] and b [N, K] decoded values; y's values are
+ * decoded here.  Fills o (reduction red, formats fa, fb, y's fy). */
+nx_status ref_out_rows_dot(const fam_spec *s, const char *red, const double *a, long M, const double *b, size_t N,
+                           size_t K, nx_fmt fa, nx_fmt fb, nx_fmt fy, const st_tensor *y, const int64_t *rows,
+                           ref_out_rows *o, nx_err *err);
+
 /* --- the families ------------------------------------------------------------ */
 
 typedef struct ref_family {
