@@ -197,6 +197,28 @@ static char *inner_text(const fit_space *s, size_t c)
     return t;
 }
 
+/* The point of candidate base with one class: rows matching sel take
+ * candidate pick; on an M x N grid when M > 0.  malloc'd, NULL when out of
+ * memory. */
+static char *class_point_text(const fit_space *sp, size_t base, size_t pick, const char *sel, long M, long N)
+{
+    char *b = fit_cand_text(sp, base), *inner = inner_text(sp, pick), *out = NULL;
+    if (b && inner) {
+        size_t bl = strlen(b);
+        if (bl >= 2)
+            b[bl - 1] = 0; /* drop the closing brace */
+        char grid[64] = "";
+        if (M > 0)
+            snprintf(grid, sizeof grid, ", grid = [%ld, %ld]", M, N);
+        size_t cap = bl + strlen(grid) + strlen(inner) + strlen(sel) + 64;
+        if ((out = malloc(cap)))
+            snprintf(out, cap, "%s%s, rows = [{ select = \"%s\",%s}] }", b, grid, sel, inner);
+    }
+    free(b);
+    free(inner);
+    return out;
+}
+
 /* Verifies text on every row of every pair with MPFR; returns the number
  * of differing rows, or -1 when it cannot be evaluated. */
 static long verify(const search *S, const char *text, nx_err *err)
@@ -306,22 +328,7 @@ static int fit_residues(search *S, char **text, size_t *nclasses)
             continue;
         char sel[1024];
         residue_text(in, P, sel, sizeof sel);
-        char *b = fit_cand_text(S->space, base), *inner = inner_text(S->space, pick);
-        if (!b || !inner) {
-            free(b);
-            free(inner);
-            found = -1;
-            break;
-        }
-        size_t bl = strlen(b);
-        if (bl >= 2)
-            b[bl - 1] = 0; /* drop the closing brace */
-        size_t cap = bl + strlen(inner) + strlen(sel) + 64;
-        char *out = malloc(cap);
-        if (out)
-            snprintf(out, cap, "%s, rows = [{ select = \"%s\",%s}] }", b, sel, inner);
-        free(b);
-        free(inner);
+        char *out = class_point_text(S->space, base, pick, sel, 0, 0);
         if (!out) {
             found = -1;
             break;
@@ -801,22 +808,7 @@ static int fit_grid(search *S, char **text, size_t *nclasses)
         if (g->b >= 0)
             axsel_text(&aj.s[g->b], 'j', 'N', sb, sizeof sb);
         snprintf(sel, sizeof sel, "%s%s%s", sa, sa[0] && sb[0] ? " || " : "", sb);
-        char *bt = fit_cand_text(S->space, base), *inner = inner_text(S->space, pick);
-        if (!bt || !inner) {
-            free(bt);
-            free(inner);
-            found = -1;
-            break;
-        }
-        size_t bl = strlen(bt);
-        if (bl >= 2)
-            bt[bl - 1] = 0; /* drop the closing brace */
-        size_t cap = bl + strlen(inner) + strlen(sel) + 96;
-        char *o = malloc(cap);
-        if (o)
-            snprintf(o, cap, "%s, grid = [%ld, %ld], rows = [{ select = \"%s\",%s}] }", bt, M, N, sel, inner);
-        free(bt);
-        free(inner);
+        char *o = class_point_text(S->space, base, pick, sel, M, N);
         if (!o) {
             found = -1;
             break;
