@@ -126,7 +126,7 @@ done:
  * fp32 result as it is (alpha = 1, beta = 0, no bias): output element
  * (i, n) is row i * N + n. */
 static nx_status out_rows(const fam_spec *s, const st_file *in, const st_tensor *y, const int64_t *rows,
-                          ref_out_rows *o, nx_err *err)
+                          size_t max_rows, ref_out_rows *o, nx_err *err)
 {
     gemm_p p;
     nx_status st = params(s, &p, err);
@@ -144,7 +144,7 @@ static nx_status out_rows(const fam_spec *s, const st_file *in, const st_tensor 
     if (!a || !b)
         st = nx_err_set(err, NX_ENOMEM, "out of memory");
     else if (!(st = rows_decode(ta, a, err)) && !(st = rows_decode(tb, b, err)))
-        st = ref_out_rows_dot(s, "k", a, p.M, b, (size_t)p.N, (size_t)p.K, p.in, p.in, p.out, y, rows, o, err);
+        st = ref_out_rows_dot(s, "k", a, p.M, b, (size_t)p.N, (size_t)p.K, p.in, p.in, p.out, y, rows, max_rows, o, err);
     free(a);
     free(b);
     return st;

@@ -365,7 +365,7 @@ done:
  * per_group: k reduces u_g = fp32(p_g s_g), whose group sums p_g the output
  * does not show, so there is no layout over the inputs. */
 static nx_status out_rows(const fam_spec *s, const st_file *in, const st_tensor *y, const int64_t *rows,
-                          ref_out_rows *o, nx_err *err)
+                          size_t max_rows, ref_out_rows *o, nx_err *err)
 {
     gemv_p p;
     nx_status st = params(s, &p, err);
@@ -399,7 +399,7 @@ static nx_status out_rows(const fam_spec *s, const st_file *in, const st_tensor 
                                          NX_RNE, 0);
         }
     }
-    st = ref_out_rows_dot(s, "k", x, p.B, w, N, K, NX_FP16, NX_FP16, nx_point_out(&p.k->point), y, rows, o, err);
+    st = ref_out_rows_dot(s, "k", x, p.B, w, N, K, NX_FP16, NX_FP16, nx_point_out(&p.k->point), y, rows, max_rows, o, err);
 done:
     free(x);
     free(sc);

@@ -738,34 +738,43 @@ void ref_out_rows_free(ref_out_rows *r)
 
 nx_status ref_out_rows_dot(const fam_spec *s, const char *red, const double *a, long M, const double *b, size_t N,
                            size_t K, nx_fmt fa, nx_fmt fb, nx_fmt fy, const st_tensor *y, const int64_t *rows,
-                           ref_out_rows *o, nx_err *err)
+                           size_t max_rows, ref_out_rows *o, nx_err *err)
 {
     if (y->ndim != 2 || (size_t)y->shape[1] != N)
         return nx_err_set(err, NX_EINVAL, "%s.%s: output 'y' is not [rows, N = %zu]", s->family,
                           s->point ? s->point : "?", N);
-    size_t R = (size_t)y->shape[0];
-    if (N && K && R > SIZE_MAX / N / K / 2)
-        return nx_err_set(err, NX_EUNSUPPORTED, "%s: %zu x %zu rows of %zu terms are too many", s->family, R, N, K);
-    o->a = ref_alloc(R * N * K);
-    o->b = ref_alloc(R * N * K);
-    o->y = ref_alloc(R * N);
-    if (!o->a || !o->b || !o->y)
-        return nx_err_set(err, NX_ENOMEM, "out of memory");
-    nx_status st = rows_decode(y, o->y, err);
+    size_t R = (size_t)y->shape[0], total = R * N, keep = max_rows && max_rows < total ? max_rows : total;
+    nx_status st = nx_limits_terms(keep, K, "the output's reduction rows", err);
     if (st)
         return st;
-    for (size_t i = 0; i < R; i++) {
+    double *yall = ref_alloc(total);
+    o->a = ref_alloc(keep * K);
+    o->b = ref_alloc(keep * K);
+    o->y = ref_alloc(keep);
+    if (!yall || !o->a || !o->b || !o->y) {
+        free(yall);
+        return nx_err_set(err, NX_ENOMEM, "out of memory");
+    }
+    if ((st = rows_decode(y, yall, err))) {
+        free(yall);
+        return st;
+    }
+    for (size_t t = 0; t < keep; t++) {
+        size_t e = keep == total ? t : (size_t)((double)t * (double)total / (double)keep), i = e / N, n = e % N;
         int64_t m = rows ? rows[i] : (int64_t)i;
-        if (m < 0 || m >= M)
+        if (m < 0 || m >= M) {
+            free(yall);
             return nx_err_set(err, NX_EINVAL, "%s: output row %zu is logical row %lld, beyond the %ld rows", s->family,
                               i, (long long)m, M);
-        for (size_t n = 0; n < N; n++) {
-            memcpy(o->a + (i * N + n) * K, a + (size_t)m * K, K * sizeof *a);
-            memcpy(o->b + (i * N + n) * K, b + n * K, K * sizeof *b);
         }
+        memcpy(o->a + t * K, a + (size_t)m * K, K * sizeof *a);
+        memcpy(o->b + t * K, b + n * K, K * sizeof *b);
+        o->y[t] = yall[e];
     }
+    free(yall);
     snprintf(o->reduction, sizeof o->reduction, "%s", red);
-    o->rows = R * N;
+    o->rows = keep;
+    o->total = total;
     o->n = K;
     o->a_fmt = fa;
     o->b_fmt = fb;
@@ -774,7 +783,7 @@ nx_status ref_out_rows_dot(const fam_spec *s, const char *red, const double *a, 
 }
 
 nx_status ref_output_rows(const fam_spec *spec, const st_file *in, const st_tensor *y, const int64_t *rows,
-                          ref_out_rows *out, nx_err *err)
+                          size_t max_rows, ref_out_rows *out, nx_err *err)
 {
     memset(out, 0, sizeof *out);
     const ref_family *f = NULL;
@@ -786,7 +795,7 @@ nx_status ref_output_rows(const fam_spec *spec, const st_file *in, const st_tens
                           "family '%s' has no layout of its output as the rows of one reduction (gemm has)", f->name);
     if ((st = ref_check_inputs(spec, in, err)))
         return st;
-    if ((st = f->out_rows(spec, in, y, rows, out, err)))
+    if ((st = f->out_rows(spec, in, y, rows, max_rows, out, err)))
         ref_out_rows_free(out);
     return st;
 }

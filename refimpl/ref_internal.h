@@ -182,7 +182,7 @@ double *ref_alloc(size_t count); /* count doubles (at least one) */
  * decoded here.  Fills o (reduction red, formats fa, fb, y's fy). */
 nx_status ref_out_rows_dot(const fam_spec *s, const char *red, const double *a, long M, const double *b, size_t N,
                            size_t K, nx_fmt fa, nx_fmt fb, nx_fmt fy, const st_tensor *y, const int64_t *rows,
-                           ref_out_rows *o, nx_err *err);
+                           size_t max_rows, ref_out_rows *o, nx_err *err);
 
 /* --- the families ------------------------------------------------------------ */
 
@@ -193,7 +193,7 @@ typedef struct ref_family {
     /* The main output as rows of the reduction whose result it is
      * (refimpl.h, ref_output_rows); NULL: the family has no such layout. */
     nx_status (*out_rows)(const fam_spec *s, const st_file *in, const st_tensor *y, const int64_t *rows,
-                          ref_out_rows *out, nx_err *err);
+                          size_t max_rows, ref_out_rows *out, nx_err *err);
 } ref_family;
 
 extern const ref_family ref_family_gemm, ref_family_gemv_w4a16, ref_family_moe_grouped_gemm,

@@ -85,7 +85,9 @@ int ref_bound_same_function(const fam_spec *a, const fam_spec *b, char *why, siz
  * the layout `parity fit` reads, written once per family. */
 typedef struct ref_out_rows {
     char reduction[32];   /* the reduction's name in the family ("k") */
-    size_t rows, n;       /* rows (output elements) and terms per row */
+    size_t rows, n;       /* rows laid out and terms per row */
+    size_t total;         /* the output's elements: rows is all of them, or
+                             an evenly spaced sample (max_rows) */
     nx_fmt a_fmt, b_fmt, y_fmt;
     double *a, *b, *y;    /* rows * n, rows * n (or NULL), rows; malloc'd */
 } ref_out_rows;
@@ -94,12 +96,14 @@ void ref_out_rows_free(ref_out_rows *r);
 
 /* The rows of spec's family for output tensor y (its first dimension the
  * batch: y's row i is the logical row rows[i] of the inputs `in`, or row i
- * when rows is NULL).  NX_EUNSUPPORTED, with the reason, when the family
+ * when rows is NULL).  max_rows > 0: at most that many rows, output
+ * elements floor(t * total / max_rows), so that a large output is never laid
+ * out whole (and rows x n stays within the --max-terms limit).  NX_EUNSUPPORTED, with the reason, when the family
  * has no such layout or the point's epilogue changes the reduction's
  * result (gemm: alpha, beta, bias); NX_EINVAL for inputs that do not
  * match the shape. */
 nx_status ref_output_rows(const fam_spec *spec, const st_file *in, const st_tensor *y, const int64_t *rows,
-                          ref_out_rows *out, nx_err *err);
+                          size_t max_rows, ref_out_rows *out, nx_err *err);
 
 /* The families refimpl knows, for messages and listings. */
 size_t ref_family_count(void);

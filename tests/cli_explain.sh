@@ -129,6 +129,10 @@ grep -Fq "none.safetensors" "$T/o7" || fail "missing file not named: $(cat "$T/o
 [ $rc -eq 2 ] || fail "three traces: exit $rc, want 2"
 "$PARITY" explain "$A" --max-rows 0 > "$T/o10" 2>&1; rc=$?
 [ $rc -eq 2 ] || fail "--max-rows 0: exit $rc, want 2"
+# the rows laid out for the search stay within --max-terms (exit 2, named)
+"$PARITY" explain "$T/cpu/cpu.gemm.batch_split.eager-0.safetensors" --kernels "$T/k" --max-terms 5000 > "$T/o12" 2>&1; rc=$?
+[ $rc -eq 2 ] || fail "--max-terms 5000: exit $rc, want 2: $(cat "$T/o12")"
+grep -Fq "96 rows x 200 terms" "$T/o12" || fail "--max-terms: the limit not named: $(cat "$T/o12")"
 "$PARITY" explain --help | grep -q '^usage: parity explain' || fail "--help"
 
 # --max-rows: sampled and said

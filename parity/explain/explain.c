@@ -27,7 +27,6 @@ typedef struct side {
     ref_out_rows rr;        /* the reduction's rows (sampled) */
     int have_rr;
     char why_no_rows[1024];  /* why there are none */
-    size_t all_rows;        /* the reduction's rows before sampling */
     const fam_reduction *red;
     char *declared;         /* the declared point with y's format as its out (TOML) */
     size_t declared_bad;    /* rows the declared point does not reproduce */
@@ -142,21 +141,6 @@ static nx_status count_bad(const side *s, const char *toml, const ex_opts *o, si
     return st;
 }
 
-/* Keeps `keep` rows of r, evenly spaced. */
-static void sample_rows(ref_out_rows *r, size_t keep)
-{
-    if (r->rows <= keep)
-        return;
-    for (size_t i = 0; i < keep; i++) {
-        size_t from = (size_t)((double)i * (double)r->rows / (double)keep);
-        memmove(r->a + i * r->n, r->a + from * r->n, r->n * sizeof *r->a);
-        if (r->b)
-            memmove(r->b + i * r->n, r->b + from * r->n, r->n * sizeof *r->b);
-        r->y[i] = r->y[from];
-    }
-    r->rows = keep;
-}
-
 /* Lines of difference between two points given as TOML (SIZE_MAX when one
  * does not parse). */
 static size_t point_distance(const char *x, const char *y, nx_sbuf *text)
@@ -193,7 +177,8 @@ static nx_status realise(side *s, const char *other, const ex_opts *o, nx_err *e
     const st_tensor *y = trace_output(&s->c.t, "y");
     if (!y)
         return nx_err_set(err, NX_EINVAL, "%s: no output tensor 'y'", s->c.t.path);
-    if ((st = ref_output_rows(&s->c.spec, &s->in, y, s->rows, &s->rr, &e))) {
+    if ((st = ref_output_rows(&s->c.spec, &s->in, y, s->rows, o->max_rows ? o->max_rows : EX_DEFAULT_ROWS, &s->rr,
+                              &e))) {
         if (st != NX_EUNSUPPORTED) {
             *err = e;
             return st;
@@ -202,8 +187,6 @@ static nx_status realise(side *s, const char *other, const ex_opts *o, nx_err *e
         return NX_OK;
     }
     s->have_rr = 1;
-    s->all_rows = s->rr.rows;
-    sample_rows(&s->rr, o->max_rows ? o->max_rows : EX_DEFAULT_ROWS);
     for (size_t i = 0; i < s->c.spec.nreds; i++)
         if (!strcmp(s->c.spec.reds[i].name, s->rr.reduction))
             s->red = &s->c.spec.reds[i];
@@ -307,8 +290,8 @@ static void put_realised(nx_sbuf *b, const side *s)
         return;
     }
     char sampled[96] = "";
-    if (s->rr.rows < s->all_rows)
-        snprintf(sampled, sizeof sampled, " (%zu of %zu, evenly spaced)", s->rr.rows, s->all_rows);
+    if (s->rr.rows < s->rr.total)
+        snprintf(sampled, sizeof sampled, " (%zu of %zu, evenly spaced)", s->rr.rows, s->rr.total);
     nx_sbuf_printf(b, "  reduction '%s': %zu rows%s of %zu terms, output %s\n", s->rr.reduction, s->rr.rows, sampled,
                    s->rr.n, nx_format(s->rr.y_fmt)->name);
     nx_sbuf_printf(b, "  declared: %s\n", s->declared);
@@ -350,7 +333,7 @@ static json_t *side_json(const side *s)
     }
     json_object_set_new(o, "reduction", json_string(s->rr.reduction));
     json_object_set_new(o, "rows", json_integer((json_int_t)s->rr.rows));
-    json_object_set_new(o, "rows_total", json_integer((json_int_t)s->all_rows));
+    json_object_set_new(o, "rows_total", json_integer((json_int_t)s->rr.total));
     json_object_set_new(o, "terms", json_integer((json_int_t)s->rr.n));
     json_object_set_new(o, "out", json_string(nx_format(s->rr.y_fmt)->name));
     json_object_set_new(o, "declared", jstr(s->declared));
@@ -380,6 +363,7 @@ nx_status ex_explain(const reg_registry *reg, const char *a, const char *b, cons
     side_init(&A, "A");
     side_init(&B, "B");
     nx_sbuf out = {0};
+    char *diff_text = NULL; /* the difference's lines, for the JSON */
     nx_status st;
     if ((st = open_side(reg, a, &A, err)))
         goto done;
@@ -478,7 +462,7 @@ nx_status ex_explain(const reg_registry *reg, const char *a, const char *b, cons
             nx_sbuf_printf(&out, "difference (%s vs %s), reduction '%s':\n%s", la, lb, A.rr.reduction, dt ? dt : "");
             r->differences = nd;
             r->outcome = EX_EXPLAINED;
-            r->diff_text = dt ? strdup(dt) : NULL;
+            diff_text = dt ? strdup(dt) : NULL;
         } else {
             nx_sbuf_printf(&out, "difference: none found: both sides realise the same point of reduction '%s' on "
                                  "these rows; the bits differ elsewhere (another reduction, an elementwise step or the "
@@ -507,7 +491,7 @@ done:
             json_array_append_new(sides, side_json(&B));
         json_object_set_new(j, "sides", sides);
         json_t *lines = json_array();
-        for (const char *p = r->diff_text; p && *p;) {
+        for (const char *p = diff_text; p && *p;) {
             const char *nl = strchr(p, '\n');
             size_t n = nl ? (size_t)(nl - p) : strlen(p);
             while (n && *p == ' ')
@@ -518,8 +502,7 @@ done:
         json_object_set_new(j, "difference", lines);
         r->json = j;
     }
-    free(r->diff_text);
-    r->diff_text = NULL;
+    free(diff_text);
     side_free(&A);
     side_free(&B);
     return st;

@@ -38,7 +38,6 @@ typedef struct ex_result {
     size_t differences;           /* lines of the point difference */
     char *text;                   /* the report, malloc'd */
     json_t *json;                 /* the same as one object (docs/explain.md), owned */
-    char *diff_text;              /* internal: the difference's lines while building */
 } ex_result;
 
 void ex_result_free(ex_result *r);
