@@ -61,6 +61,24 @@ nx_status cpu_f32(const fam_spec *s, const char *name, const char *def, float *o
     return said(fam_get_f32(s, name, def, out, err), err);
 }
 
+nx_status cpu_vec(const fam_spec *s, long *vec, nx_err *err)
+{
+    nx_status st = cpu_long(s, "vec", 8, vec, err);
+    if (!st && (*vec < 1 || *vec > CPU_MAX_VEC))
+        st = nx_err_set(err, NX_EUNSUPPORTED, "cpu: %s: vec = %ld outside [1, %d]", fam_spec_family(s), *vec,
+                        CPU_MAX_VEC);
+    return st;
+}
+
+nx_status cpu_io_fmts(const fam_spec *s, nx_fmt in, int in_written, nx_fmt out, nx_err *err)
+{
+    if ((in_written ? cpu_fmt_writable(in) : cpu_fmt_readable(in)) && cpu_fmt_writable(out))
+        return NX_OK;
+    return nx_err_set(err, NX_EUNSUPPORTED, "cpu: %s: in = %s, out = %s not handled (reads %s, writes fp32, fp16, bf16)",
+                      fam_spec_family(s), nx_format(in)->name, nx_format(out)->name,
+                      in_written ? "fp32, fp16, bf16" : "fp32, fp16, bf16, e4m3, e5m2");
+}
+
 /* --- numerics checks ---------------------------------------------------------------- */
 
 nx_fmt cpu_red_out(const fam_reduction *r)

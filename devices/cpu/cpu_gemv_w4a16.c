@@ -29,7 +29,7 @@ static nx_status numerics(const fam_spec *s, gemv_args *g, nx_err *err)
 {
     nx_status st;
     if ((st = cpu_bool(s, "zero_points", FAM_DEFAULT_BOOL, &g->zp, err)) || (st = cpu_bool(s, "packed", FAM_DEFAULT_BOOL, &g->packed, err)) ||
-        (st = cpu_long(s, "vec", 8, &g->vec, err)))
+        (st = cpu_vec(s, &g->vec, err)))
         return st;
     const char *sa = fam_param_get(s, "scale_apply");
     if (!sa || !strcmp(sa, "per_element"))
@@ -38,8 +38,6 @@ static nx_status numerics(const fam_spec *s, gemv_args *g, nx_err *err)
         g->per_group = 1;
     else
         return nx_err_set(err, NX_EINVAL, "cpu: gemv_w4a16: scale_apply = '%s' is not per_element or per_group", sa);
-    if (g->vec < 1 || g->vec > CPU_MAX_VEC)
-        return nx_err_set(err, NX_EUNSUPPORTED, "cpu: gemv_w4a16: vec = %ld outside [1, %d]", g->vec, CPU_MAX_VEC);
     return NX_OK;
 }
 

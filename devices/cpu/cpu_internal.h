@@ -145,6 +145,13 @@ nx_status cpu_fmt(const fam_spec *s, const char *name, nx_fmt def, nx_fmt *out, 
 /* A decimal or hex-float param rounded once to fp32 (strtof, correctly
  * rounded in glibc); def when absent. */
 nx_status cpu_f32(const fam_spec *s, const char *name, const char *def, float *out, nx_err *err);
+/* Param `vec`, the lane count (default 8), within [1, CPU_MAX_VEC]; else
+ * NX_EUNSUPPORTED "cpu: FAMILY: vec = V outside [1, MAX]". */
+nx_status cpu_vec(const fam_spec *s, long *vec, nx_err *err);
+/* The kernel reads `in` (written too when in_written: a residual output)
+ * and writes `out`; else NX_EUNSUPPORTED "cpu: FAMILY: in = .., out = ..
+ * not handled" with the formats the backend handles. */
+nx_status cpu_io_fmts(const fam_spec *s, nx_fmt in, int in_written, nx_fmt out, nx_err *err);
 
 /* The reduction's point, after checking that it is the one the kernel
  * computes: acc fp32, rne, fma, exact products, no input rounding, no atom,

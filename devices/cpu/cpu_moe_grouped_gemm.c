@@ -26,13 +26,10 @@ typedef struct moe_args {
 static nx_status numerics(const fam_spec *s, moe_args *m, nx_err *err)
 {
     nx_status st;
-    if ((st = cpu_fmt(s, "in", FAM_DEFAULT_FMT, &m->in, err)) || (st = cpu_long(s, "vec", 8, &m->vec, err)))
+    if ((st = cpu_fmt(s, "in", FAM_DEFAULT_FMT, &m->in, err)) || (st = cpu_vec(s, &m->vec, err)))
         return st;
     if (!cpu_fmt_readable(m->in))
         return nx_err_set(err, NX_EUNSUPPORTED, "cpu: moe_grouped_gemm does not read in = %s", nx_format(m->in)->name);
-    if (m->vec < 1 || m->vec > CPU_MAX_VEC)
-        return nx_err_set(err, NX_EUNSUPPORTED, "cpu: moe_grouped_gemm: vec = %ld outside [1, %d]", m->vec,
-                          CPU_MAX_VEC);
     return NX_OK;
 }
 

@@ -34,9 +34,8 @@ static nx_status numerics(const fam_spec *s, attn_args *a, nx_err *err)
     if ((st = cpu_fmt(s, "in", FAM_DEFAULT_FMT, &a->in, err)) || (st = cpu_fmt(s, "out", FAM_DEFAULT_FMT, &a->out, err)) ||
         (st = cpu_long(s, "split", 0, &a->split, err)))
         return st;
-    if (!cpu_fmt_readable(a->in) || !cpu_fmt_writable(a->out))
-        return nx_err_set(err, NX_EUNSUPPORTED, "cpu: paged_decode_attention: in = %s, out = %s not handled",
-                          nx_format(a->in)->name, nx_format(a->out)->name);
+    if ((st = cpu_io_fmts(s, a->in, 0, a->out, err)))
+        return st;
     if (a->split < 0)
         return nx_err_set(err, NX_EINVAL, "cpu: paged_decode_attention: split = %ld is negative", a->split);
     return NX_OK;

@@ -31,13 +31,8 @@ static nx_status numerics(const fam_spec *s, rms_args *a, nx_err *err)
     nx_status st;
     if ((st = cpu_fmt(s, "in", FAM_DEFAULT_FMT, &a->in, err)) || (st = cpu_fmt(s, "out", FAM_DEFAULT_FMT, &a->out, err)) ||
         (st = cpu_f32(s, "eps", FAM_DEFAULT_STR, &a->eps, err)) || (st = cpu_bool(s, "residual", FAM_DEFAULT_BOOL, &a->residual, err)) ||
-        (st = cpu_long(s, "vec", 8, &a->vec, err)))
+        (st = cpu_vec(s, &a->vec, err)) || (st = cpu_io_fmts(s, a->in, 1, a->out, err)))
         return st;
-    if (!cpu_fmt_writable(a->in) || !cpu_fmt_writable(a->out))
-        return nx_err_set(err, NX_EUNSUPPORTED, "cpu: rmsnorm: in = %s, out = %s not handled (fp32, fp16, bf16)",
-                          nx_format(a->in)->name, nx_format(a->out)->name);
-    if (a->vec < 1 || a->vec > CPU_MAX_VEC)
-        return nx_err_set(err, NX_EUNSUPPORTED, "cpu: rmsnorm: vec = %ld outside [1, %d]", a->vec, CPU_MAX_VEC);
     return NX_OK;
 }
 

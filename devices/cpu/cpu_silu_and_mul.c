@@ -41,10 +41,7 @@ static nx_status numerics(const fam_spec *s, silu_args *a, nx_err *err)
     nx_status st;
     if ((st = cpu_fmt(s, "in", FAM_DEFAULT_FMT, &a->in, err)) || (st = cpu_fmt(s, "out", FAM_DEFAULT_FMT, &a->out, err)))
         return st;
-    if (!cpu_fmt_readable(a->in) || !cpu_fmt_writable(a->out))
-        return nx_err_set(err, NX_EUNSUPPORTED, "cpu: silu_and_mul: in = %s, out = %s not handled",
-                          nx_format(a->in)->name, nx_format(a->out)->name);
-    return NX_OK;
+    return cpu_io_fmts(s, a->in, 0, a->out, err);
 }
 
 static nx_status check(const fam_spec *s, const cpu_kernel *k, nx_err *err)

@@ -27,13 +27,8 @@ static nx_status numerics(const fam_spec *s, softmax_args *a, nx_err *err)
 {
     nx_status st;
     if ((st = cpu_fmt(s, "in", FAM_DEFAULT_FMT, &a->in, err)) || (st = cpu_fmt(s, "out", FAM_DEFAULT_FMT, &a->out, err)) ||
-        (st = cpu_long(s, "vec", 8, &a->vec, err)))
+        (st = cpu_vec(s, &a->vec, err)) || (st = cpu_io_fmts(s, a->in, 0, a->out, err)))
         return st;
-    if (!cpu_fmt_readable(a->in) || !cpu_fmt_writable(a->out))
-        return nx_err_set(err, NX_EUNSUPPORTED, "cpu: softmax: in = %s, out = %s not handled",
-                          nx_format(a->in)->name, nx_format(a->out)->name);
-    if (a->vec < 1 || a->vec > CPU_MAX_VEC)
-        return nx_err_set(err, NX_EUNSUPPORTED, "cpu: softmax: vec = %ld outside [1, %d]", a->vec, CPU_MAX_VEC);
     return NX_OK;
 }
 
