@@ -11,6 +11,11 @@
  *                       time) show.  The products are exact for the order
  *                       probes (powers of two and small integers), not for
  *                       random rows: use it with --order-only.
+ *   sgemv_n             output r of y = A x, A of rows x n (column major,
+ *                       trans 'N') with A[r, i] = a_r[i] * b_r[i], x = ones
+ *                       (order only, as sgemv_t)
+ *   sgemm               output r of column 0 of C = A B, A as sgemv_n's and
+ *                       B of n x 3 ones (order only, as sgemv_t)
  *
  *   cc -O2 -I parity/reveal examples/reveal/blas_probe.c -o blas_probe -ldl */
 #define PARITY_PROBE_MAIN
@@ -22,10 +27,15 @@
 #include <string.h>
 
 typedef float (*sdot_fn)(const int *, const float *, const int *, const float *, const int *);
+typedef void (*sgemm_fn)(const char *, const char *, const int *, const int *, const int *, const float *,
+                         const float *, const int *, const float *, const int *, const float *, float *,
+                         const int *);
 typedef void (*sgemv_fn)(const char *, const int *, const int *, const float *, const float *, const int *,
                          const float *, const int *, const float *, float *, const int *);
 static sdot_fn sdot;
 static sgemv_fn sgemv;
+static sgemm_fn sgemm;
+static int trans_n; /* sgemv_n, sgemm: A is rows x n */
 
 static int kernel(parity_probe *p)
 {
@@ -34,23 +44,34 @@ static int kernel(parity_probe *p)
     const float *a = p->a, *b = p->b;
     float *y = p->y;
     int n = (int)p->n, one = 1;
-    if (sgemv) {
-        /* A is n x rows, column-major: column r holds row r's products */
-        int m = (int)p->rows;
-        float *A = malloc(p->rows * p->n * sizeof *A), *x = malloc(p->n * sizeof *x);
-        if (!A || !x) {
+    if (sgemv || sgemm) {
+        int m = (int)p->rows, nc = 3;
+        float *A = malloc(p->rows * p->n * sizeof *A), *x = malloc(p->n * nc * sizeof *x);
+        float *C = sgemm ? malloc(p->rows * nc * sizeof *C) : NULL;
+        if (!A || !x || (sgemm && !C)) {
             free(A);
             free(x);
+            free(C);
             return 1;
         }
-        for (size_t i = 0; i < p->rows * p->n; i++)
-            A[i] = a[i] * b[i];
-        for (size_t i = 0; i < p->n; i++)
+        /* trans 'T': A is n x rows, column r holds row r's products;
+         * trans 'N' and sgemm: A is rows x n, A[r + i*rows] */
+        for (size_t r = 0; r < p->rows; r++)
+            for (size_t i = 0; i < p->n; i++)
+                A[trans_n ? r + i * p->rows : i + r * p->n] = a[r * p->n + i] * b[r * p->n + i];
+        for (size_t i = 0; i < p->n * nc; i++)
             x[i] = 1;
         const float alpha = 1, beta = 0;
-        sgemv("T", &n, &m, &alpha, A, &n, x, &one, &beta, y, &one);
+        if (sgemm) {
+            sgemm("N", "N", &m, &nc, &n, &alpha, A, &m, x, &n, &beta, C, &m);
+            memcpy(y, C, p->rows * sizeof *y);
+        } else if (trans_n)
+            sgemv("N", &m, &n, &alpha, A, &m, x, &one, &beta, y, &one);
+        else
+            sgemv("T", &n, &m, &alpha, A, &n, x, &one, &beta, y, &one);
         free(A);
         free(x);
+        free(C);
     } else {
         for (size_t r = 0; r < p->rows; r++)
             y[r] = sdot(&n, a + r * p->n, &one, b + r * p->n, &one);
@@ -62,20 +83,28 @@ static int kernel(parity_probe *p)
 int main(int argc, char **argv)
 {
     const char *lib = getenv("BLAS_LIB"), *routine = getenv("BLAS_ROUTINE");
-    if (routine && strcmp(routine, "sdot") != 0 && strcmp(routine, "sgemv_t") != 0) {
-        fprintf(stderr, "blas_probe: BLAS_ROUTINE must be sdot or sgemv_t, not '%s'\n", routine);
-        return 2;
+    const char *sym = "sdot_";
+    if (routine && strcmp(routine, "sdot") != 0) {
+        if (!strcmp(routine, "sgemv_t") || !strcmp(routine, "sgemv_n"))
+            sym = "sgemv_";
+        else if (!strcmp(routine, "sgemm"))
+            sym = "sgemm_";
+        else {
+            fprintf(stderr, "blas_probe: BLAS_ROUTINE must be sdot, sgemv_t, sgemv_n or sgemm, not '%s'\n", routine);
+            return 2;
+        }
+        trans_n = strcmp(routine, "sgemv_t") != 0;
     }
-    int gemv = routine && strcmp(routine, "sgemv_t") == 0;
-    const char *sym = gemv ? "sgemv_" : "sdot_";
     void *h = lib ? dlopen(lib, RTLD_NOW) : NULL;
     void *f = h ? dlsym(h, sym) : NULL;
     if (!f) {
         fprintf(stderr, "blas_probe: set BLAS_LIB to a BLAS library with %s (%s)\n", sym, h ? "not found" : dlerror());
         return 2;
     }
-    if (gemv)
+    if (!strcmp(sym, "sgemv_"))
         *(void **)&sgemv = f;
+    else if (!strcmp(sym, "sgemm_"))
+        *(void **)&sgemm = f;
     else
         *(void **)&sdot = f;
     return parity_probe_main(argc, argv, kernel);

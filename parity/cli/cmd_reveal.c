@@ -95,16 +95,30 @@ static nx_status load_hints(const char *spec, nx_fmt in, rv_opts *o, nx_err *err
 static void print_induction(const rv_result *res)
 {
     const char *none = "a tree with fused nodes that no tree of the language names";
+    if (res->induce_n3 && res->induce != RV_INDUCE_NOT_RUN)
+        printf("induction: folded lanes: probed at n = %zu too, a remainder that runs every loop between the "
+               "folds (rows and calls counted below)\n",
+               res->induce_n3);
+    if (res->separate_n)
+        printf("induction: %zu names hold at the lengths probed; at n = %zu, where their bracketings differ, %s\n",
+               res->separate_names, res->separate_n,
+               res->separate_kept ? "the order is probed again and the first that holds there is kept"
+                                  : "the order is probed again and none holds (the first is kept)");
     switch (res->induce) {
     case RV_INDUCE_HOLDS:
         printf("induction: probed again at n = %zu (%zu rows in %zu calls): the same name holds there\n",
                res->induce_n, res->induce_probes, res->induce_calls);
         break;
     case RV_INDUCE_RENAMED:
-        printf("induction: probed again at n = %zu (%zu rows in %zu calls): %s has the bracketing of n = %zu but not "
-               "of n = %zu; %s has both\n",
-               res->induce_n, res->induce_probes, res->induce_calls, res->induce_alone, res->n, res->induce_n,
-               res->tree_text);
+        if (res->induce_n3 || res->separate_n)
+            printf("induction: probed again at n = %zu (%zu rows in %zu calls): %s has the bracketing of n = %zu but "
+                   "not of every length probed; %s has all\n",
+                   res->induce_n, res->induce_probes, res->induce_calls, res->induce_alone, res->n, res->tree_text);
+        else
+            printf("induction: probed again at n = %zu (%zu rows in %zu calls): %s has the bracketing of n = %zu but "
+                   "not of n = %zu; %s has both\n",
+                   res->induce_n, res->induce_probes, res->induce_calls, res->induce_alone, res->n, res->induce_n,
+                   res->tree_text);
         break;
     case RV_INDUCE_ONE_LENGTH:
         printf("induction: probed again at n = %zu (%zu rows in %zu calls): there the order is %s; no tree of the "

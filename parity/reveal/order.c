@@ -1154,6 +1154,86 @@ size_t rv_induction_length(size_t n)
     return m;
 }
 
+/* The third length of induction for a name with folded lanes: the least
+ * length past n and n2 that leaves W - 5 terms after the lanes' first loop
+ * of W (W a multiple of 8 from 16 on: 3 modulo 8 as well), so that every
+ * narrower loop between the folds runs; 0 for any other name. */
+static size_t lanes_length(const char *name, size_t n, size_t n2)
+{
+    const char *l = name ? strstr(name, "lanes(") : NULL;
+    if (!l || !strstr(l, "fold("))
+        return 0;
+    size_t W = strtoul(l + 6, NULL, 10);
+    if (W < 16 || W % 8)
+        return 0;
+    size_t m = (n > n2 ? n : n2) + 1;
+    while (m % W != W - 5)
+        m++;
+    return m <= RV_MAX_N ? m : 0;
+}
+
+/* Several names may hold at every length probed so far (tile(512, seq,
+ * seq, halve=8) and tile(320, seq, seq, halve=8) both cut 517 and 523 into
+ * two halves).  The others are looked for; where there are any, the order
+ * is probed at the first length of a short list (past n, then below) at
+ * which their bracketings differ, and the first name (search order) that
+ * holds there too is kept.  *name is replaced where another is kept. */
+static nx_status separate(rv_kernel *k, const rv_opts *o, rv_result *res, const rv_tree **ts, size_t *ns, size_t m,
+                          char **name, nx_err *err)
+{
+    char *alt[RV_ALT_MAX + 1];
+    size_t na = rv_recognise_others(ts, ns, m, o->hints, o->nhints, *name, alt + 1, RV_ALT_MAX);
+    if (!na)
+        return NX_OK;
+    alt[0] = *name;
+    size_t n = o->n, L = 0;
+    const size_t try[] = {2 * n + 3, 4 * n + 5, 3 * n + 1, 8 * n + 3, n + n / 2 + 1, n / 2 + 3, n / 4 + 3, 16 * n + 3};
+    for (size_t i = 0; i < sizeof try / sizeof *try && !L; i++) {
+        size_t x = try[i];
+        int seen = x < 2 || x > RV_MAX_N;
+        for (size_t j = 0; j < m && !seen; j++)
+            seen = ns[j] == x;
+        if (seen)
+            continue;
+        uint64_t h0 = rv_text_hash(alt[0], x);
+        for (size_t a = 1; a <= na && !L; a++)
+            if (rv_text_hash(alt[a], x) != h0)
+                L = x;
+    }
+    nx_status st = NX_OK;
+    if (L) {
+        rv_opts o2 = *o;
+        o2.n = L;
+        o2.no_induce = 1;
+        rv_result r = {0};
+        size_t calls0 = k->calls, probes0 = k->probes;
+        st = order_once(k, &o2, &r, err);
+        res->induce_calls += k->calls - calls0;
+        res->induce_probes += k->probes - probes0;
+        res->separate_n = L;
+        res->separate_names = na + 1;
+        if (st && st != NX_ENOMEM && !k->killed) {
+            memset(err, 0, sizeof *err); /* no tree there: the first name stays */
+            st = NX_OK;
+        } else if (st && st != NX_ENOMEM) {
+            nx_err_prefix(err, "the order at n = %zu (telling %zu names apart)", L, na + 1);
+        } else if (!st) {
+            for (size_t a = 0; a <= na && !res->separate_kept; a++)
+                if (rv_tree_is(&r.tree, alt[a], L)) {
+                    res->separate_kept = 1;
+                    char *x = alt[0];
+                    alt[0] = alt[a];
+                    alt[a] = x;
+                }
+        }
+        rv_result_free(&r);
+    }
+    *name = alt[0];
+    for (size_t a = 1; a <= na; a++)
+        free(alt[a]);
+    return st;
+}
+
 /* Induction: the order at n is one bracketing, and several names of the
  * language may expand to it there (split(4, pairwise, seq) and tile(8,
  * pairwise, seq) at n = 32) while only one is the kernel's loop.  The
@@ -1184,9 +1264,46 @@ static nx_status induce(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err *
     } else if (st) {
         nx_err_prefix(err, "the order again at n = %zu (induction)", n2);
     } else {
-        const rv_tree *ts[2] = {&res->tree, &r2.tree};
-        size_t ns[2] = {o->n, n2};
-        char *name = rv_recognise_lengths(ts, ns, 2, o->hints, o->nhints);
+        const rv_tree *ts[3] = {&res->tree, &r2.tree, NULL};
+        size_t ns[3] = {o->n, n2, 0}, m = 2;
+        rv_result r3 = {0};
+        size_t n3 = lanes_length(res->tree_text, o->n, n2);
+        if (!n3 && r2.tree_text)
+            n3 = lanes_length(r2.tree_text, o->n, n2);
+        if (n3) {
+            /* folded lanes: loops that run only on a long enough remainder
+             * (after a fold, before the next) show at a third length */
+            o2.n = n3;
+            st = order_once(k, &o2, &r3, err);
+            res->induce_calls = k->calls - calls0;
+            res->induce_probes = k->probes - probes0;
+            if (st == NX_ENOMEM || (st && k->killed)) {
+                rv_result_free(&r3);
+                rv_result_free(&r2);
+                if (st != NX_ENOMEM)
+                    nx_err_prefix(err, "the order again at n = %zu (induction)", n3);
+                return st;
+            }
+            if (!st) {
+                res->induce_n3 = n3;
+                ts[2] = &r3.tree;
+                ns[2] = n3;
+                m = 3;
+            }
+            memset(err, 0, sizeof *err);
+            st = NX_OK;
+        }
+        char *name = rv_recognise_lengths(ts, ns, m, o->hints, o->nhints);
+        if (name) {
+            st = separate(k, o, res, ts, ns, m, &name, err);
+            if (st) {
+                free(name);
+                rv_result_free(&r3);
+                rv_result_free(&r2);
+                return st;
+            }
+        }
+        rv_result_free(&r3);
         if (name && !strcmp(name, res->tree_text)) {
             res->induce = RV_INDUCE_HOLDS;
             free(name);

@@ -172,12 +172,17 @@ typedef struct search {
     uint64_t want[RV_INDUCE_MAX];
     char *found;
     size_t tried;
+    char *const *excl; /* names already found: passed over */
+    size_t nexcl;
 } search;
 
 static int try1(search *s, const char *text)
 {
     if (s->found)
         return 1;
+    for (size_t i = 0; i < s->nexcl; i++)
+        if (!strcmp(s->excl[i], text))
+            return 0;
     s->tried++;
     for (size_t i = 0; i < s->m; i++)
         if (cand_hash(text, s->n[i]) != s->want[i])
@@ -408,6 +413,384 @@ done:
     free(cand);
 }
 
+/* ---- lanes read off a bracketing ----
+ * A vector kernel whose registers outlive a loop (docs/numerics.md §4.2,
+ * `lanes`) leaves its structure in the bracketing: every lane is a running
+ * sum, a fold adds lanes of several registers, the combine adds the last
+ * lanes.  The reader simulates the stages over hashes (a lane's value is
+ * the hash of its bracketing, built with the same combine as tree_hash)
+ * and keeps a stage only where every lane it leaves is a subtree of the
+ * revealed tree: the loop width from the distances between a running
+ * sum's consecutive terms, a peeled head before the first loop, each fold's
+ * brackets read off the nodes that add whole lanes, and the combine read
+ * off the nodes above the last lanes.  Every form it builds is a
+ * candidate like any other: try1 expands it at every length. */
+#define LR_MAXW 256
+#define LR_DEPTH 4
+
+typedef struct lr_hn {
+    uint64_t h;
+    int node;
+} lr_hn;
+
+typedef struct lr_ctx {
+    const rv_tree *t;
+    size_t m;           /* the lanes hold terms 0 .. m-1 */
+    int top;            /* the node whose terms are exactly 0 .. m-1 */
+    uint64_t *h;        /* per node */
+    int *parent;        /* per node; -1 at the root */
+    lr_hn *byh;         /* nodes sorted by hash */
+    signed char *pure;  /* per node, scratch of fold reading */
+    search *s;
+    int B, tail, carry; /* the body(B, ..., tails_all[tail][, carry]) around, B = 0: none */
+    size_t tried;       /* lanes forms expanded (bounded) */
+} lr_ctx;
+
+static int cmp_hn(const void *a, const void *b)
+{
+    uint64_t x = ((const lr_hn *)a)->h, y = ((const lr_hn *)b)->h;
+    return x < y ? -1 : x > y;
+}
+
+/* The node with hash h, or -1. */
+static int lr_node(const lr_ctx *c, uint64_t h)
+{
+    lr_hn key = {h, 0};
+    const lr_hn *f = bsearch(&key, c->byh, c->t->count, sizeof *c->byh, cmp_hn);
+    return f ? f->node : -1;
+}
+
+static uint64_t lr_add(uint64_t a, uint64_t b)
+{
+    if (!a)
+        return b;
+    if (!b)
+        return a;
+    uint64_t x[2] = {a, b};
+    return combine(x, 2);
+}
+
+/* Appends text to a stage list; 0, or -1 when it does not fit. */
+static int lr_cat(char *b, size_t cap, const char *fmt, int x, int y)
+{
+    size_t l = strlen(b);
+    int k = snprintf(b + l, cap - l, fmt, x, y);
+    return k < 0 || l + (size_t)k >= cap ? -1 : 0;
+}
+
+/* The combine over lanes v[0 .. w) read below node i: a node that is lane
+ * l is "l", any other must be a binary node. */
+static int lr_comb(const lr_ctx *c, int i, const uint64_t *v, int w, char *b, size_t cap, size_t *len)
+{
+    const rv_node *nd = &c->t->node[i];
+    for (int l = 0; l < w; l++)
+        if (v[l] == c->h[i]) {
+            int k = snprintf(b + *len, cap - *len, "%d", l);
+            if (k < 0 || *len + (size_t)k >= cap)
+                return -1;
+            *len += (size_t)k;
+            return 0;
+        }
+    if (nd->leaf >= 0 || nd->nch != 2 || *len + 8 >= cap)
+        return -1;
+    b[(*len)++] = '(';
+    if (lr_comb(c, nd->ch[0], v, w, b, cap, len))
+        return -1;
+    memcpy(b + *len, " + ", 3);
+    *len += 3;
+    if (lr_comb(c, nd->ch[1], v, w, b, cap, len) || *len + 2 >= cap)
+        return -1;
+    b[(*len)++] = ')';
+    b[*len] = 0;
+    return 0;
+}
+
+/* One candidate: lanes(W, [stages], comb), in the body around if any. */
+static void lr_try(lr_ctx *c, int W, const char *stages, const char *comb)
+{
+    size_t cap = strlen(stages) + strlen(comb) + 256;
+    char *x = malloc(cap);
+    if (!x)
+        return;
+    c->tried++;
+    if (c->B)
+        snprintf(x, cap, "body(%d, lanes(%d, [%s], %s), %s%s)", c->B, W, stages, comb, tails_all[c->tail],
+                 c->carry ? ", carry" : "");
+    else
+        snprintf(x, cap, "lanes(%d, [%s], %s)", W, stages, comb);
+    try1(c->s, x);
+    free(x);
+}
+
+/* Lanes v[0 .. w) after the stages so far, p terms taken: the last stage
+ * (the rest in blocks of w, then the combine), or a fold read off the
+ * tree, then another loop. */
+static void lr_stage(lr_ctx *c, int W, int w, const uint64_t *v, size_t p, char *stages, size_t cap, int depth)
+{
+    if (c->s->found || c->tried > 4096)
+        return;
+    uint64_t f[LR_MAXW];
+    memcpy(f, v, (size_t)w * sizeof *f);
+    for (size_t q = p; q < c->m; q++)
+        f[(q - p) % (size_t)w] = lr_add(f[(q - p) % (size_t)w], leaf_hash((int)q));
+    int all = 1, ok = 1;
+    for (int l = 0; l < w && ok; l++) {
+        if (!f[l])
+            all = 0;
+        else if (lr_node(c, f[l]) < 0)
+            ok = 0;
+    }
+    /* folded to one lane with terms still to come: a tail carried into the
+     * body's value, which body(B, ..., carry) names (and can give its own
+     * arithmetic) */
+    if (ok && w == 1 && depth > 0 && p < c->m)
+        ok = 0;
+    if (ok) {
+        static const char *const named[] = {"seq", "pairwise", "halving"};
+        for (size_t k = 0; k < 3 && !c->s->found; k++)
+            lr_try(c, W, stages, named[k]);
+        size_t bcap = (size_t)w * 24 + 64, len = 5;
+        char *b = malloc(bcap);
+        if (b && all && !c->s->found) {
+            memcpy(b, "expr(", 6);
+            if (!lr_comb(c, c->top, f, w, b, bcap - 2, &len)) {
+                memcpy(b + len, ")", 2);
+                lr_try(c, W, stages, b);
+            }
+        }
+        free(b);
+    }
+    if (depth >= LR_DEPTH || c->s->found)
+        return;
+    /* a fold: every lane is a subtree; the nodes made only of whole lanes
+     * (pure) are the fold's brackets, the greatest of them its new lanes */
+    int node[LR_MAXW];
+    for (int l = 0; l < w; l++)
+        if (!v[l] || (node[l] = lr_node(c, v[l])) < 0)
+            return;
+    const rv_tree *t = c->t;
+    memset(c->pure, 0, t->count);
+    for (int l = 0; l < w; l++)
+        c->pure[node[l]] = 1;
+    /* a node is pure when both its children are (bottom up: repeat) */
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (int l = 0; l < w; l++)
+            for (int x = c->parent[node[l]]; x >= 0 && !c->pure[x]; x = c->parent[x]) {
+                const rv_node *nd = &t->node[x];
+                if (nd->nch != 2 || !c->pure[nd->ch[0]] || !c->pure[nd->ch[1]])
+                    break;
+                c->pure[x] = 1;
+                changed = 1;
+            }
+    }
+    int top[LR_MAXW];
+    for (int l = 0; l < w; l++) {
+        int x = node[l];
+        while (c->parent[x] >= 0 && c->pure[c->parent[x]])
+            x = c->parent[x];
+        top[l] = x;
+    }
+    if (top[0] == node[0] && w > 1) {
+        int lone = 1;
+        for (int l = 1; l < w && lone; l++)
+            lone = top[l] == node[l];
+        if (lone)
+            return; /* nothing folds */
+    }
+    /* the register width V: the greatest divisor of w below w such that
+     * every bracket adds lanes of one index j within their registers, and
+     * every j sees the same brackets */
+    for (int V = w / 2; V >= 1; V--) {
+        if (w % V)
+            continue;
+        int R = w / V, good = 1;
+        for (int l = 0; l < w && good; l++)
+            for (int l2 = 0; l2 < w && good; l2++)
+                if (top[l] == top[l2] && l % V != l2 % V)
+                    good = 0;
+        if (!good)
+            continue;
+        /* the brackets of j = 0, ordered by their least register */
+        int br[LR_MAXW], nb = 0;
+        for (int q = 0; q < R; q++) {
+            int seen = 0;
+            for (int k = 0; k < nb && !seen; k++)
+                seen = br[k] == top[q * V];
+            if (!seen)
+                br[nb++] = top[q * V];
+        }
+        /* lane j of register q must sit in the same bracket as lane 0 of q */
+        for (int j = 1; j < V && good; j++)
+            for (int q = 0; q < R && good; q++)
+                for (int q2 = 0; q2 < R && good; q2++)
+                    if ((top[q * V] == top[q2 * V]) != (top[q * V + j] == top[q2 * V + j]))
+                        good = 0;
+        if (!good || nb * V > LR_MAXW)
+            continue;
+        uint64_t nv[LR_MAXW];
+        size_t l0 = strlen(stages);
+        if (lr_cat(stages, cap, l0 ? ", fold(%d, [" : "fold(%d, [", V, 0))
+            return;
+        for (int k = 0; k < nb && good; k++) {
+            /* the bracket over registers: lr_comb over register lane 0 */
+            uint64_t regs[LR_MAXW];
+            for (int q = 0; q < R; q++)
+                regs[q] = v[q * V];
+            size_t bl = strlen(stages);
+            if (k && lr_cat(stages, cap, ", ", 0, 0))
+                good = 0;
+            bl = strlen(stages);
+            if (good && lr_comb(c, br[k], regs, R, stages, cap - 2, &bl))
+                good = 0;
+            /* new lane k*V + j: the bracket that holds lane j of its registers */
+            for (int j = 0; j < V && good; j++) {
+                int q0 = -1;
+                for (int q = 0; q < R && q0 < 0; q++)
+                    if (top[q * V] == br[k])
+                        q0 = q;
+                nv[k * V + j] = c->h[top[q0 * V + j]];
+            }
+        }
+        if (good && !lr_cat(stages, cap, "])", 0, 0)) {
+            int nw = nb * V;
+            size_t np = p;
+            size_t l1 = strlen(stages);
+            if (nw == 1)
+                good = 0; /* a fold to one lane is the combine (an expr),
+                           * and terms after it a carried tail, as above */
+            else if (c->m - p >= (size_t)nw) {
+                np = p + (c->m - p) / (size_t)nw * (size_t)nw;
+                for (size_t q = p; q < np; q++)
+                    nv[(q - p) % (size_t)nw] = lr_add(nv[(q - p) % (size_t)nw], leaf_hash((int)q));
+                if (lr_cat(stages, cap, ", loop(%d)", nw, 0))
+                    good = 0;
+            }
+            if (good)
+                lr_stage(c, W, nw, nv, np, stages, cap, depth + 1);
+            stages[l1] = 0;
+        }
+        stages[l0] = 0;
+        return; /* the greatest V only */
+    }
+}
+
+/* Candidate loop widths: the distances between consecutive terms of a
+ * running sum, the most frequent first. */
+static int lr_widths(const rv_tree *t, size_t n, int *out, int max)
+{
+    int *cnt = calloc(n + 1, sizeof *cnt);
+    if (!cnt)
+        return 0;
+    for (size_t i = 0; i < t->count; i++) {
+        const rv_node *nd = &t->node[i];
+        if (nd->leaf >= 0 || nd->nch != 2)
+            continue;
+        for (int s = 0; s < 2; s++) {
+            const rv_node *a = &t->node[nd->ch[s]], *x = &t->node[nd->ch[1 - s]];
+            if (a->leaf < 0 || x->leaf >= 0 || x->nch != 2)
+                continue;
+            for (int u = 0; u < 2; u++) {
+                int v = t->node[x->ch[u]].leaf;
+                if (v >= 0 && a->leaf > v && a->leaf - v <= LR_MAXW)
+                    cnt[a->leaf - v]++;
+            }
+        }
+    }
+    int k = 0;
+    for (; k < max; k++) {
+        int best = 0;
+        for (size_t d = 2; d <= n; d++)
+            if (cnt[d] > (best ? cnt[best] : 1))
+                best = (int)d;
+        if (!best)
+            break;
+        out[k] = best;
+        cnt[best] = 0;
+    }
+    free(cnt);
+    return k;
+}
+
+static void lanes_read(const rv_tree *t, size_t n, search *s)
+{
+    lr_ctx c = {.t = t, .s = s};
+    span *sp = malloc(t->count * sizeof *sp);
+    c.h = malloc(t->count * sizeof *c.h);
+    c.parent = malloc(t->count * sizeof *c.parent);
+    c.byh = malloc(t->count * sizeof *c.byh);
+    c.pure = malloc(t->count);
+    size_t cap = 1 << 15;
+    char *stages = malloc(cap);
+    int Ws[4];
+    int nW = lr_widths(t, n, Ws, 4);
+    if (!sp || !c.h || !c.parent || !c.byh || !c.pure || !stages || !nW)
+        goto done;
+    for (size_t i = 0; i < t->count; i++)
+        c.parent[i] = -1;
+    for (size_t i = 0; i < t->count; i++) {
+        c.h[i] = tree_hash(t, (int)i);
+        c.byh[i] = (lr_hn){c.h[i], (int)i};
+        for (int k = 0; k < t->node[i].nch; k++)
+            c.parent[t->node[i].ch[k]] = (int)i;
+    }
+    qsort(c.byh, t->count, sizeof *c.byh, cmp_hn);
+    span_of(t, t->root, 1, sp);
+    /* the body: the first n - n % B terms under a tail, then all n terms
+     * (a tail named as such can take arithmetic of its own; lanes that
+     * fold to one and take the rest one by one are the same bracketing) */
+    static const int Bs[] = {2, 4, 8, 16, 32, 64, 1};
+    for (size_t bi = 0; bi < sizeof Bs / sizeof *Bs && !s->found; bi++) {
+        int B = Bs[bi];
+        size_t m = n - n % (size_t)B;
+        if (B > 1 && m == n)
+            continue;
+        c.m = m;
+        c.top = -1;
+        for (size_t i = 0; i < t->count && c.top < 0; i++)
+            if (sp[i].lo == 0 && sp[i].hi == (int)m - 1 && (size_t)t->node[i].size == m)
+                c.top = (int)i;
+        if (c.top < 0 || m < 2)
+            continue;
+        for (int tl = 0; tl < (B > 1 ? (int)NTAILS : 1) && !s->found; tl++)
+            for (int carry = 0; carry < (B > 1 ? 2 : 1) && !s->found; carry++) {
+                c.B = B > 1 ? B : 0;
+                c.tail = tl;
+                c.carry = carry;
+                c.tried = 0;
+                for (int wi = 0; wi < nW && !s->found; wi++) {
+                    int W = Ws[wi];
+                    /* a peeled head of P terms into lanes 0 .. P-1 when
+                     * m mod W >= P (P = 0: none) */
+                    for (int P = 0; P < W && !s->found; P = P ? P * 2 : 1) {
+                        if (P && (int)(m % (size_t)W) < P)
+                            break;
+                        uint64_t v[LR_MAXW] = {0};
+                        size_t p = 0;
+                        stages[0] = 0;
+                        if (P) {
+                            for (; p < (size_t)P; p++)
+                                v[p] = leaf_hash((int)p);
+                            lr_cat(stages, cap, "peel(%d, %d), ", P, W);
+                        }
+                        size_t np = p + (m - p) / (size_t)W * (size_t)W;
+                        for (size_t q = p; q < np; q++)
+                            v[(q - p) % (size_t)W] = lr_add(v[(q - p) % (size_t)W], leaf_hash((int)q));
+                        lr_cat(stages, cap, "loop(%d)", W, 0);
+                        lr_stage(&c, W, W, v, np, stages, cap, 0);
+                    }
+                }
+            }
+    }
+done:
+    free(sp);
+    free(c.h);
+    free(c.parent);
+    free(c.byh);
+    free(c.pure);
+    free(stages);
+}
+
 int rv_tree_is(const rv_tree *t, const char *text, size_t n)
 {
     if (!t->count || t->root < 0)
@@ -426,12 +809,42 @@ char *rv_recognise_hinted(const rv_tree *t, size_t n, char *const *hints, size_t
     return rv_recognise_lengths(&t, &n, 1, hints, nhints);
 }
 
+static char *recognise(const rv_tree *const *trees, const size_t *ns, size_t m, char *const *hints, size_t nhints,
+                       char *const *excl, size_t nexcl);
+
 char *rv_recognise_lengths(const rv_tree *const *trees, const size_t *ns, size_t m, char *const *hints,
                            size_t nhints)
 {
+    return recognise(trees, ns, m, hints, nhints, NULL, 0);
+}
+
+size_t rv_recognise_others(const rv_tree *const *trees, const size_t *ns, size_t m, char *const *hints, size_t nhints,
+                           const char *first, char **out, size_t max)
+{
+    char *ex[RV_ALT_MAX + 1];
+    size_t k = 0;
+    ex[0] = (char *)first;
+    while (k < max && k < RV_ALT_MAX) {
+        char *x = recognise(trees, ns, m, hints, nhints, ex, k + 1);
+        if (!x)
+            break;
+        out[k++] = x;
+        ex[k] = x;
+    }
+    return k;
+}
+
+uint64_t rv_text_hash(const char *text, size_t n)
+{
+    return cand_hash(text, n);
+}
+
+static char *recognise(const rv_tree *const *trees, const size_t *ns, size_t m, char *const *hints, size_t nhints,
+                       char *const *excl, size_t nexcl)
+{
     if (m < 1 || m > RV_INDUCE_MAX)
         return NULL;
-    search s = {.m = m};
+    search s = {.m = m, .excl = excl, .nexcl = nexcl};
     size_t n = 0; /* the values below are drawn up to the largest length */
     for (size_t i = 0; i < m; i++) {
         if (!trees[i]->count || trees[i]->root < 0)
@@ -549,6 +962,8 @@ char *rv_recognise_lengths(const rv_tree *const *trees, const size_t *ns, size_t
     }
     for (size_t i = 0; i < m && !s.found; i++)
         lanes_form(trees[i], ns[i], &s);
+    for (size_t i = 0; i < m && !s.found; i++)
+        lanes_read(trees[i], ns[i], &s);
     if (s.found)
         return s.found;
     /* a binary tree the families above do not name: its bracketing, which

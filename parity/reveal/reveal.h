@@ -17,6 +17,7 @@
 #define PARITY_REVEAL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "nx_error.h"
 #include "nx_format.h"
@@ -121,6 +122,13 @@ typedef struct rv_result {
      * induce_n and the name chosen to hold at both lengths */
     int induce;             /* an RV_INDUCE_* */
     size_t induce_n;
+    size_t induce_n3;       /* a third length for folded lanes (0: none):
+                             * a remainder that runs every loop after a fold */
+    size_t separate_n;      /* where several names held at every length so
+                             * far: the length probed that tells them apart
+                             * (0: none) */
+    size_t separate_names;  /* how many names held before it */
+    int separate_kept;      /* 1: a name holds there too; 0: none did */
     size_t induce_calls, induce_probes;
     char *induce_alone;     /* the name at n alone, when induction renamed it
                              * or found none for both; else NULL */
@@ -178,6 +186,13 @@ char *rv_recognise_hinted(const rv_tree *t, size_t n, char *const *hints, size_t
  * m > 1 (a bracketing names one length).  NULL when none. */
 char *rv_recognise_lengths(const rv_tree *const *trees, const size_t *ns, size_t m, char *const *hints,
                            size_t nhints);
+/* Other names than `first` that hold at every ns[i], in the search's
+ * order: at most max (and RV_ALT_MAX) into out (malloc'd); their count. */
+#define RV_ALT_MAX 4
+size_t rv_recognise_others(const rv_tree *const *trees, const size_t *ns, size_t m, char *const *hints, size_t nhints,
+                           const char *first, char **out, size_t max);
+/* The hash of a tree text's bracketing at n (0: it does not expand). */
+uint64_t rv_text_hash(const char *text, size_t n);
 /* Whether the tree text's expansion at n has t's bracketing. */
 int rv_tree_is(const rv_tree *t, const char *text, size_t n);
 /* Size classes (docs/reveal.md "Size classes"): a kernel whose order is
