@@ -40,7 +40,9 @@ static char *expansion(const char *tree, size_t n)
 
 /* The bracketing with the signed-zero starting values dropped ("(+0+t0)"
  * is "t0"): reveal's order probes see which terms meet, not a +0 that
- * starts a chain, so a tree named with or without one is the same order. */
+ * starts a chain, so a tree named with or without one is the same order.
+ * The operands of each addition are put in text order: an addition is
+ * commutative bit for bit ((t1+t0) is (t0+t1)). */
 static const char *cur;
 static char *canon_expr(void);
 static char *canon_term(void)
@@ -76,7 +78,10 @@ static char *canon_expr(void)
             continue;
         }
         char *m = malloc(strlen(acc) + strlen(r) + 4);
-        sprintf(m, "(%s+%s)", acc, r);
+        if (strcmp(acc, r) <= 0)
+            sprintf(m, "(%s+%s)", acc, r);
+        else
+            sprintf(m, "(%s+%s)", r, acc);
         free(acc);
         free(r);
         acc = m;
@@ -109,7 +114,7 @@ static void same_bracketing(const char *tree, const char *named, size_t n)
  * the second length probed (rv_induction_length). */
 static void reveal_names(const char *tree, size_t n)
 {
-    char toml[256];
+    char toml[1024];
     snprintf(toml, sizeof toml, "{acc = \"fp32\", tree = \"%s\"}", tree);
     rv_kernel *k = NULL;
     nx_err e = {0};
@@ -131,6 +136,10 @@ static void reveal_names(const char *tree, size_t n)
     if (!strstr(r.tree_text, "expr(")) {
         assert_int_equal(r.induce_n, rv_induction_length(n));
         same_bracketing(tree, r.tree_text, r.induce_n);
+        if (r.induce_n3)
+            same_bracketing(tree, r.tree_text, r.induce_n3);
+        if (r.separate_n)
+            same_bracketing(tree, r.tree_text, r.separate_n);
     }
     rv_result_free(&r);
     rv_kernel_free(k);
@@ -176,6 +185,74 @@ static void test_induction_names_the_loop(void **state)
     assert_int_equal(rv_induction_length(35), 43);
     assert_int_equal(rv_induction_length(100), 107);
     assert_int_equal(rv_induction_length(RV_MAX_N), RV_MAX_N - 5);
+}
+
+/* Lanes read off the bracketing (docs/reveal.md "Lanes"): a peeled head,
+ * folds between loops of several widths, a combine no family names, a tail
+ * after the lanes.  The name must expand to the kernel's bracketing at n,
+ * at the induction length, at the third length of folded lanes and at
+ * lengths never probed (a remainder of every loop width). */
+static void test_lanes_read(void **state)
+{
+    (void)state;
+    static const char *const k[] = {
+        "lanes(8, [peel(4, 8), loop(8)], expr((((0 + 4) + (1 + 5)) + ((2 + 6) + (3 + 7)))))",
+        "lanes(4, [loop(4), fold(2, [(1 + 0)]), loop(2)], pairwise)",
+        "lanes(80, [loop(80), fold(8, [(0 + 5), (1 + 6), (2 + 7), (3 + 8), (4 + 9)]), loop(40), fold(8, [((0 + 2) + "
+        "4), (1 + 3)]), loop(16), fold(8, [(0 + 1)]), loop(8)], seq)",
+        "body(8, lanes(16, [peel(8, 16), loop(16), fold(8, [(0 + 1)])], pairwise), seq, carry)",
+    };
+    static const size_t n[] = {300, 100, 1000, 100};
+    for (size_t i = 0; i < sizeof k / sizeof *k; i++) {
+        reveal_names(k[i], n[i]);
+        char toml[1024];
+        snprintf(toml, sizeof toml, "{acc = \"fp32\", tree = \"%s\"}", k[i]);
+        rv_kernel *kr = NULL;
+        nx_err e = {0};
+        assert_int_equal(rv_kernel_point(toml, NX_FP32, &kr, &e), NX_OK);
+        rv_opts o = {0};
+        o.n = n[i];
+        o.order_only = 1;
+        o.seed = 1;
+        rv_result r;
+        memset(&r, 0, sizeof r);
+        assert_int_equal(rv_reveal_order(kr, &o, &r, &e), NX_OK);
+        assert_non_null(strstr(r.tree_text, "lanes("));
+        static const size_t held[] = {7, 95, 613, 2053};
+        for (size_t h = 0; h < 4; h++)
+            same_bracketing(k[i], r.tree_text, held[h]);
+        rv_result_free(&r);
+        rv_kernel_free(kr);
+    }
+}
+
+/* Two names that hold at n and at the induction length (OpenBLAS's sgemm
+ * K blocking of 320 and a blocking of 512 both halve 517 and 523): the
+ * order is probed where they differ and the kernel's kept. */
+static void test_separating_length(void **state)
+{
+    (void)state;
+    static const char *const k[] = {"tile(320, seq, seq, halve=8)", "tile(512, seq, seq, halve=8)"};
+    for (size_t i = 0; i < 2; i++) {
+        reveal_names(k[i], 517);
+        char toml[256];
+        snprintf(toml, sizeof toml, "{acc = \"fp32\", tree = \"%s\"}", k[i]);
+        rv_kernel *kr = NULL;
+        nx_err e = {0};
+        assert_int_equal(rv_kernel_point(toml, NX_FP32, &kr, &e), NX_OK);
+        rv_opts o = {0};
+        o.n = 517;
+        o.order_only = 1;
+        o.seed = 1;
+        rv_result r;
+        memset(&r, 0, sizeof r);
+        assert_int_equal(rv_reveal_order(kr, &o, &r, &e), NX_OK);
+        /* at lengths never probed, where the two blockings differ */
+        same_bracketing(k[i], r.tree_text, 1000);
+        same_bracketing(k[i], r.tree_text, 1500);
+        rv_result_free(&r);
+        rv_kernel_free(kr);
+    }
 }
 
 /* A kernel of several paths by length, and where the switch is. */
@@ -239,6 +316,8 @@ int main(void)
         cmocka_unit_test(test_pairwise_and_halving),
         cmocka_unit_test(test_lanes_and_splits),
         cmocka_unit_test(test_induction_names_the_loop),
+        cmocka_unit_test(test_lanes_read),
+        cmocka_unit_test(test_separating_length),
         cmocka_unit_test(test_size_switch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

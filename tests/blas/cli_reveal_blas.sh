@@ -12,7 +12,9 @@
 #     named by the space's tree and the point reproduce 1000 of 1000 fresh
 #     rows, on the core NAME_sdot.point holds for.
 #   - without --space: OpenBLAS's and BLIS's sdot revealed at n = 100 and the
-#     point held to the library at eight lengths it never saw (CRAFT given).
+#     point held to the library at eight lengths it never saw (CRAFT given);
+#   - the order of sgemv T, sgemv N and sgemm of all three, with row
+#     classes, held to the library on fresh rows (CRAFT given; below).
 # Exit 77 (skip) when a library is not installed.
 set -u
 PARITY=$1
@@ -121,6 +123,43 @@ if [ -n "${CRAFT:-}" ]; then
       fi
     done
     echo "$name sdot without --space: $(echo "$out" | grep '^order:' | cut -c1-100); bit-exact at n =$held (200 rows each)"
+  done
+  rm -rf "$T"
+fi
+# The order of sgemv T, sgemv N and sgemm (the rows of a batch are the
+# outputs of one call: blas_probe.c premultiplies the products, exact for
+# the order's probes), revealed at n = 300 and R = 255 without --space,
+# whatever core the library picks here.  The order with its row classes is
+# then held to the library on 255 fresh random rows at n = 300 through the
+# same wrapper: there the terms are the products rounded to fp32 and x is
+# ones, so the point is the order with product = "fp32" (an FMA against 1
+# rounds as a separate add does).  A difference fails; an order that the
+# language names at no length (printed as expr) is listed, not failed.
+if [ -n "${CRAFT:-}" ]; then
+  T=$(mktemp -d)
+  for e in "netlib:$NETLIB" "openblas:$OPENBLAS" "blis:$BLIS"; do
+    for rt in sgemv_t sgemv_n sgemm; do
+      name=${e%%:*}
+      out=$(BLAS_ROUTINE=$rt "$PARITY" reveal --exec "$EX/blas.sh ${e#*:} {in} {out}" --n 300 --order-only 2>&1)
+      rc=$?
+      [ $rc -eq 0 ] || { fail "$name $rt order at n = 300: exit $rc: $(echo "$out" | tail -n 2 | cut -c1-300)"; continue; }
+      tree=$(echo "$out" | sed -n 's/^order: //p')
+      rows=$(echo "$out" | sed -n 's/^row class: \(select = "[^"]*"\), order: \(.*\) (rows probed at every index of 255)$/{ \1, tree = "\2" }/p' |
+             paste -sd, - | sed 's/,/, /g; s/}, {/}, {/g')
+      p="{ product = \"fp32\", tree = \"$tree\"${rows:+, rows = [$rows]} }"
+      "$CRAFT" rand "$T/in.st" F32 255 300 11 F32 >/dev/null &&
+        BLAS_ROUTINE=$rt "$EX/blas.sh" "${e#*:}" "$T/in.st" "$T/k.st" &&
+        "$PARITY" reduce --numerics "$p" --in "$T/in.st" --out "$T/p.st" > /dev/null 2> "$T/err" ||
+        { fail "$name $rt: the revealed order could not be run: $(cat "$T/err" | cut -c1-300)"; continue; }
+      if ! "$PARITY" diff "$T/k.st" "$T/p.st" > /dev/null 2>&1; then
+        fail "$name $rt: the order revealed at n = 300 differs from the library on fresh rows: $(echo "$p" | cut -c1-400)"
+        continue
+      fi
+      case $tree in
+      expr*) echo "$name $rt: order at n = 300 reproduced on 255 fresh rows, but named by no tree of the language: $(echo "$tree" | cut -c1-80)..." ;;
+      *) echo "$name $rt: order at n = 300 reproduced on 255 fresh rows: $(echo "$tree" | cut -c1-160); $(echo "$out" | grep -c "^row class") row class(es)" ;;
+      esac
+    done
   done
   rm -rf "$T"
 fi
