@@ -111,8 +111,10 @@ static void same_bracketing(const char *tree, const char *named, size_t n)
 
 /* Reveals the order of a simulated kernel running tree at n; the named
  * tree must expand to the true one's bracketing at n and, by induction, at
- * the second length probed (rv_induction_length). */
-static void reveal_names(const char *tree, size_t n)
+ * the other lengths probed (rv_induction_length, the third length of
+ * folded lanes, the length that told names apart), and at held[0 .. nh),
+ * lengths never probed; `has`, where given, must be part of the name. */
+static void reveal_held(const char *tree, size_t n, const size_t *held, size_t nh, const char *has)
 {
     char toml[1024];
     snprintf(toml, sizeof toml, "{acc = \"fp32\", tree = \"%s\"}", tree);
@@ -141,8 +143,17 @@ static void reveal_names(const char *tree, size_t n)
         if (r.separate_n)
             same_bracketing(tree, r.tree_text, r.separate_n);
     }
+    if (has)
+        assert_non_null(strstr(r.tree_text, has));
+    for (size_t h = 0; h < nh; h++)
+        same_bracketing(tree, r.tree_text, held[h]);
     rv_result_free(&r);
     rv_kernel_free(k);
+}
+
+static void reveal_names(const char *tree, size_t n)
+{
+    reveal_held(tree, n, NULL, 0, NULL);
 }
 
 static void test_sequential(void **state)
@@ -202,28 +213,9 @@ static void test_lanes_read(void **state)
         "4), (1 + 3)]), loop(16), fold(8, [(0 + 1)]), loop(8)], seq)",
         "body(8, lanes(16, [peel(8, 16), loop(16), fold(8, [(0 + 1)])], pairwise), seq, carry)",
     };
-    static const size_t n[] = {300, 100, 1000, 100};
-    for (size_t i = 0; i < sizeof k / sizeof *k; i++) {
-        reveal_names(k[i], n[i]);
-        char toml[1024];
-        snprintf(toml, sizeof toml, "{acc = \"fp32\", tree = \"%s\"}", k[i]);
-        rv_kernel *kr = NULL;
-        nx_err e = {0};
-        assert_int_equal(rv_kernel_point(toml, NX_FP32, &kr, &e), NX_OK);
-        rv_opts o = {0};
-        o.n = n[i];
-        o.order_only = 1;
-        o.seed = 1;
-        rv_result r;
-        memset(&r, 0, sizeof r);
-        assert_int_equal(rv_reveal_order(kr, &o, &r, &e), NX_OK);
-        assert_non_null(strstr(r.tree_text, "lanes("));
-        static const size_t held[] = {7, 95, 613, 2053};
-        for (size_t h = 0; h < 4; h++)
-            same_bracketing(k[i], r.tree_text, held[h]);
-        rv_result_free(&r);
-        rv_kernel_free(kr);
-    }
+    static const size_t n[] = {300, 100, 1000, 100}, held[] = {7, 95, 613, 2053};
+    for (size_t i = 0; i < sizeof k / sizeof *k; i++)
+        reveal_held(k[i], n[i], held, 4, "lanes(");
 }
 
 /* Two names that hold at n and at the induction length (OpenBLAS's sgemm
@@ -233,26 +225,9 @@ static void test_separating_length(void **state)
 {
     (void)state;
     static const char *const k[] = {"tile(320, seq, seq, halve=8)", "tile(512, seq, seq, halve=8)"};
-    for (size_t i = 0; i < 2; i++) {
-        reveal_names(k[i], 517);
-        char toml[256];
-        snprintf(toml, sizeof toml, "{acc = \"fp32\", tree = \"%s\"}", k[i]);
-        rv_kernel *kr = NULL;
-        nx_err e = {0};
-        assert_int_equal(rv_kernel_point(toml, NX_FP32, &kr, &e), NX_OK);
-        rv_opts o = {0};
-        o.n = 517;
-        o.order_only = 1;
-        o.seed = 1;
-        rv_result r;
-        memset(&r, 0, sizeof r);
-        assert_int_equal(rv_reveal_order(kr, &o, &r, &e), NX_OK);
-        /* at lengths never probed, where the two blockings differ */
-        same_bracketing(k[i], r.tree_text, 1000);
-        same_bracketing(k[i], r.tree_text, 1500);
-        rv_result_free(&r);
-        rv_kernel_free(kr);
-    }
+    static const size_t held[] = {1000, 1500}; /* never probed; the two blockings differ there */
+    for (size_t i = 0; i < 2; i++)
+        reveal_held(k[i], 517, held, 2, NULL);
 }
 
 /* A kernel of several paths by length, and where the switch is. */
