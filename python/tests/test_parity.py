@@ -477,7 +477,10 @@ def test_the_gil_is_released_during_long_c_work():
     err = parity._lib.Error()
     during, took = ticks_during(lambda: held.parity_reduce(point.encode(), ctypes.byref(ta), ctypes.byref(tb), None,
                                                            b"mpfr", 1, 0, y.ctypes.data, y.nbytes, ctypes.byref(err)))
-    assert took > 0.1 and during <= 3, "%d ticks in %.3f s with the GIL held" % (during, took)
+    # a tick or a few slip in at the call's edges, more on a loaded machine
+    # (4 in 0.36 s seen there): held means at most 2 % of the ticks the
+    # released call must allow (30 %), never more than a few
+    assert took > 0.1 and during <= max(3, took / 0.001 * 0.02), "%d ticks in %.3f s with the GIL held" % (during, took)
 
 
 # --- helpers --------------------------------------------------------------------
