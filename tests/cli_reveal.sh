@@ -142,6 +142,18 @@ else
   echo "cli_reveal: numpy is not installed: the Python example is skipped"
 fi
 
+# --- --shared-b: a kernel with one b per call (a gemv's x) ----------------
+# dot8.c's gemv4_fma reads x from row 0's b for every output: without
+# --shared-b the arithmetic rows (each with its own b) cannot be answered
+# and no point fits (exit 1); with it every call's rows share b (the order's
+# probes as (a*b, 1)) and the point is dot4_fma's.
+out=$("$P" reveal --dlopen "$LIB:gemv4_fma" --n 100 2>&1); rc=$?
+[ $rc -eq 1 ] || fail "gemv4_fma without --shared-b: exit $rc, want 1: $(printf '%s\n' "$out" | tail -n 2)"
+out=$("$P" reveal --dlopen "$LIB:gemv4_fma" --n 100 --shared-b 2>&1); rc=$?
+[ $rc -eq 0 ] || fail "gemv4_fma with --shared-b: exit $rc: $(printf '%s\n' "$out" | tail -n 2)"
+[ "$(printf '%s\n' "$out" | tail -n 1)" = '{ acc = "fp32", rounding = "rne", fma = true, product = "exact", tree = "body(4, stride(4, seq, expr(((0 + 3) + (1 + 2)))), seq, carry)", out = "fp32", out_rounding = "rne", saturate = false }' ] ||
+  fail "gemv4_fma with --shared-b: last line: $(printf '%s\n' "$out" | tail -n 1)"
+
 # --- lanes induced; --space: the user's spellings of the order -----------
 # A vector body whose lanes outlive a peeled head and a fold, FMA in the body
 # and not in the tail.  Without --space the recogniser reads the lanes off
@@ -211,6 +223,10 @@ rows=$(echo "$out" | sed -n 's/^order probes: \([0-9]*\) rows in \([0-9]*\) call
 out=$("$P" reveal --simulate '{ tree = "seq" }' --n 1024 --order-only)
 echo "$out" | grep -q "^order probes: 1888 rows in 5 calls " || fail "seq n = 1024: $out"
 # the default R finds the remainder rows of a 4-row tile without --rows
+# the first rows of the remainder (4, 2, 1 outputs at a time): a selector
+# that holds at every R, not a range of this R's rows
+out=$("$P" reveal --simulate '{ tree = "stride(8, seq, halving)", rows = [{ select = "r >= R - R % 4 && r < R - R % 2", tree = "seq" }] }' --n 64 --order-only)
+echo "$out" | grep -q '^row class: select = "r >= R - R % 4 && r < R - R % 2", order: seq ' || fail "remainder's first rows: $out"
 out=$("$P" reveal --simulate '{ tree = "stride(8, seq, halving)", rows = [{ select = "r >= R - R % 4", tree = "seq" }] }' --n 64 --order-only)
 echo "$out" | grep -q '^row class: select = "r >= R - R % 4", order: seq ' || fail "default R, remainder rows: $out"
 

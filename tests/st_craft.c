@@ -4,9 +4,10 @@
  *   st_craft raw OUT 'HEADER' DATAHEX [--len N] [--cut K]
  *       8-byte little-endian header length (N, default the header's length),
  *       the header text, the data bytes; --cut K keeps only the first K bytes.
- *   st_craft rand OUT DTYPE ROWS N SEED [DTYPE_B]
+ *   st_craft rand OUT DTYPE ROWS N SEED [DTYPE_B [--shared-b]]
  *       tensor a [ROWS, N] (and b of DTYPE_B when given) of random finite
- *       values: F32, F16, BF16 or F64, from a fixed generator. */
+ *       values: F32, F16, BF16 or F64, from a fixed generator; with
+ *       --shared-b every row of b is the first (a gemv's x). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,6 +92,7 @@ int main(int argc, char **argv)
     }
     if (argc >= 7 && !strcmp(argv[1], "rand")) {
         const char *dta = argv[3], *dtb = argc > 7 ? argv[7] : NULL;
+        int shared = argc > 8 && !strcmp(argv[8], "--shared-b");
         long rows = atol(argv[4]), n = atol(argv[5]);
         state = strtoull(argv[6], NULL, 10);
         size_t na = (size_t)(rows * n) * dsize(dta), nb = dtb ? (size_t)(rows * n) * dsize(dtb) : 0;
@@ -111,12 +113,17 @@ int main(int argc, char **argv)
         memcpy(buf + 8, hdr, (size_t)hl);
         unsigned char *p = buf + 8 + hl;
         for (long i = 0; i < rows * n; i++, p += dsize(dta)) rand_elem(dta, p);
-        for (long i = 0; dtb && i < rows * n; i++, p += dsize(dtb)) rand_elem(dtb, p);
+        for (long i = 0; dtb && i < rows * n; i++, p += dsize(dtb)) {
+            if (shared && i >= n)
+                memcpy(p, p - (size_t)n * dsize(dtb), dsize(dtb));
+            else
+                rand_elem(dtb, p);
+        }
         int rc = write_all(argv[2], buf, 8 + (size_t)hl + na + nb);
         free(buf);
         return rc;
     }
     fprintf(stderr, "usage: st_craft raw OUT HEADER DATAHEX [--len N] [--cut K]\n"
-                    "       st_craft rand OUT DTYPE ROWS N SEED [DTYPE_B]\n");
+                    "       st_craft rand OUT DTYPE ROWS N SEED [DTYPE_B [--shared-b]]\n");
     return 2;
 }

@@ -4,18 +4,20 @@
  *
  * BLAS_ROUTINE picks what a probe row r is:
  *   sdot (the default)  sdot(n, a_r, 1, b_r, 1)
- *   sgemv_t             output r of y = A^T x with A[i, r] = a_r[i] * b_r[i]
- *                       (rounded to float) and x = ones: the rows of a
- *                       batch are the outputs of one sgemv call, so the
- *                       row classes of the kernel (4, 2 and 1 outputs at a
- *                       time) show.  The products are exact for the order
- *                       probes (powers of two and small integers), not for
- *                       random rows: use it with --order-only.
+ *   sgemv_t             output r of y = A^T x: the rows of a batch are the
+ *                       outputs of one sgemv call, so the row classes of
+ *                       the kernel (4, 2 and 1 outputs at a time) show.
+ *                       When every row has the same b (reveal --shared-b),
+ *                       column r of A is a_r and x is b: the library's own
+ *                       arithmetic.  Otherwise A[i, r] = a_r[i] * b_r[i]
+ *                       rounded to float and x = ones, exact for the order
+ *                       probes (powers of two), not for random rows: use
+ *                       that with --order-only.
  *   sgemv_n             output r of y = A x, A of rows x n (column major,
- *                       trans 'N') with A[r, i] = a_r[i] * b_r[i], x = ones
- *                       (order only, as sgemv_t)
- *   sgemm               output r of column 0 of C = A B, A as sgemv_n's and
- *                       B of n x 3 ones (order only, as sgemv_t)
+ *                       trans 'N'), row r of A being a_r and x = b (or as
+ *                       sgemv_t's, premultiplied, when the b differ)
+ *   sgemm               output r of column 0 of C = A B, A as sgemv_n's,
+ *                       B of n x 3 with every column b (or ones)
  *
  *   cc -O2 -I parity/reveal examples/reveal/blas_probe.c -o blas_probe -ldl */
 #define PARITY_PROBE_MAIN
@@ -54,13 +56,20 @@ static int kernel(parity_probe *p)
             free(C);
             return 1;
         }
-        /* trans 'T': A is n x rows, column r holds row r's products;
+        /* rows that share b (reveal --shared-b): A's rows are a, x is b,
+         * the library's own products; otherwise A holds the products
+         * rounded to float and x is ones (order probes only).
+         * trans 'T': A is n x rows, column r is row r;
          * trans 'N' and sgemm: A is rows x n, A[r + i*rows] */
+        int shared = 1;
+        for (size_t r = 1; r < p->rows && shared; r++)
+            shared = !memcmp(b, b + r * p->n, p->n * sizeof *b);
         for (size_t r = 0; r < p->rows; r++)
             for (size_t i = 0; i < p->n; i++)
-                A[trans_n ? r + i * p->rows : i + r * p->n] = a[r * p->n + i] * b[r * p->n + i];
+                A[trans_n ? r + i * p->rows : i + r * p->n] =
+                    shared ? a[r * p->n + i] : a[r * p->n + i] * b[r * p->n + i];
         for (size_t i = 0; i < p->n * nc; i++)
-            x[i] = 1;
+            x[i] = shared ? b[i % p->n] : 1;
         const float alpha = 1, beta = 0;
         if (sgemm) {
             sgemm("N", "N", &m, &nc, &n, &alpha, A, &m, x, &n, &beta, C, &m);

@@ -17,6 +17,7 @@
 #include "parity_probe.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 int dot8(parity_probe *p)
@@ -83,6 +84,36 @@ int dot4_fma(parity_probe *p)
         for (; i < p->n; i++)
             s = fmaf(x[i], w[i], s);
         y[r] = s;
+    }
+    p->y_dtype = "F32";
+    return 0;
+}
+
+/* A gemv: y = A x, the rows of a call being the outputs and x one vector
+ * for all of them, read from row 0's b (a kernel that takes one b per
+ * call); each output is dot4_fma's loop over its row.  Reveal it with
+ * --shared-b: without, every row after the first is computed with the
+ * wrong b. */
+int gemv4_fma(parity_probe *p)
+{
+    if (strcmp(p->dtype, "F32") != 0)
+        return 1;
+    const float *x = p->b;
+    float *y = p->y;
+    for (size_t r = 0; r < p->rows; r++) {
+        parity_probe one = *p;
+        float *w = malloc(p->n * sizeof *w);
+        if (!w)
+            return 1;
+        memcpy(w, x, p->n * sizeof *w);
+        one.rows = 1;
+        one.a = (const float *)p->a + r * p->n;
+        one.b = w;
+        one.y = y + r;
+        int rc = dot4_fma(&one);
+        free(w);
+        if (rc)
+            return rc;
     }
     p->y_dtype = "F32";
     return 0;

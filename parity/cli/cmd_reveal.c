@@ -19,7 +19,7 @@
 static const char usage[] =
     "usage: parity reveal (--exec 'CMD {in} {out}' | --serve CMD | --dlopen LIB.so:SYMBOL\n"
     "                      | --simulate POINT) --n N[,N2,...] [--dtype D] [--order-only]\n"
-    "                      [--rows R] [--confirm R] [--seed S] [--space SPEC] [-v]\n"
+    "                      [--shared-b] [--rows R] [--confirm R] [--seed S] [--space SPEC] [-v]\n"
     "                      [--timeout S]\n"
     "                      [--html FILE]\n"
     "\n"
@@ -47,6 +47,10 @@ static const char usage[] =
     "                 reported, not printed as the answer (exit 1)\n"
     "  --dtype D      the dtype of a and b: F32 (default), BF16, F16, F64\n"
     "  --order-only   reveal the order only\n"
+    "  --shared-b     the kernel takes one b for all the rows of a call (a\n"
+    "                 gemv's x, a column of a gemm's B, the rows being its\n"
+    "                 outputs): every call's rows share b (the order's probes\n"
+    "                 as (a*b, 1), exact; the arithmetic on random rows only)\n"
     "  --rows R       random rows the arithmetic is fitted to, and the batch of\n"
     "                 rows whose every index a probe is run at when rows\n"
     "                 differ by their index (row classes; default 255,\n"
@@ -197,7 +201,9 @@ static int reveal_one(rv_kernel *k, const rv_opts *o, int order_only, rv_result 
     printf("calls: %zu, probes: %zu in all\n", k->calls, k->probes);
     if (!res->point) {
         printf("arithmetic: no point of the space reproduces the kernel with this order\n");
-        if (res->tree_text && strstr(res->tree_text, "expr("))
+        /* an expr that is the order itself (not a lanes combine, whose
+         * lanes are running sums that fuse) */
+        if (res->tree_text && !strncmp(res->tree_text, "expr(", 5))
             fprintf(stderr, "parity reveal: the order is spelled with expr(...), whose additions never fuse: a "
                             "vector kernel with FMA lanes, or a body and tail in different formats, needs a tree "
                             "that says so (stride, body, lanes: docs/numerics.md section 4.2), found with `parity fit "
@@ -270,11 +276,15 @@ int cmd_reveal(int argc, char **argv)
 {
     const char *exec = NULL, *serve = NULL, *dl = NULL, *sim = NULL, *nstr = NULL, *dtype = "F32";
     const char *rows_s = NULL, *conf_s = NULL, *seed_s = NULL, *html = NULL, *space_s = NULL, *timeout_s = NULL;
-    int bad = 0, order_only = 0, verbose = 0;
+    int bad = 0, order_only = 0, verbose = 0, shared = 0;
     for (int i = 1; i < argc; i++) {
         if (cli_flag(argv, i, "--help") || cli_flag(argv, i, "-h")) {
             fputs(usage, stdout);
             return EXIT_PASS;
+        }
+        if (cli_flag(argv, i, "--shared-b")) {
+            shared = 1;
+            continue;
         }
         if (cli_opt(argc, argv, &i, "--exec", &exec, &bad) || cli_opt(argc, argv, &i, "--serve", &serve, &bad) ||
             cli_opt(argc, argv, &i, "--dlopen", &dl, &bad) || cli_opt(argc, argv, &i, "--simulate", &sim, &bad) ||
@@ -378,6 +388,7 @@ int cmd_reveal(int argc, char **argv)
         return cli_fail("reveal", &err);
     }
     k->timeout_s = timeout;
+    k->shared_b = shared;
     rv_result res = {0};
     int rc = EXIT_PASS;
     char *points[RV_MAX_LENGTHS] = {0};

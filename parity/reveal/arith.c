@@ -425,13 +425,29 @@ out:
     return st;
 }
 
-/* The rows the arithmetic is fitted on: a quarter that tell fma apart, a
- * quarter of pinned pairs, the rest random (from seed). */
-static void search_rows(nx_fmt f, size_t rows, size_t n, uint64_t seed, double *a, double *b)
+/* A kernel that takes one b for every row of a call (--shared-b): row 0's
+ * b for every row. */
+static void shared_b(const rv_kernel *k, size_t rows, size_t n, double *b)
 {
-    size_t nt = fma_rows(f, n, rows / 4, a, b);
-    nt += pin_rows(f, n, rows / 4, a + nt * n, b + nt * n);
+    if (k->shared_b)
+        for (size_t r = 1; r < rows; r++)
+            memcpy(b + r * n, b, n * sizeof *b);
+}
+
+/* The rows the arithmetic is fitted on: a quarter that tell fma apart, a
+ * quarter of pinned pairs, the rest random (from seed).  A kernel with one
+ * b per call gets random rows alone, with row 0's b: the targeted rows
+ * each need a b of their own. */
+static void search_rows(const rv_kernel *k, size_t rows, size_t n, uint64_t seed, double *a, double *b)
+{
+    nx_fmt f = k->in_fmt;
+    size_t nt = 0;
+    if (!k->shared_b) {
+        nt = fma_rows(f, n, rows / 4, a, b);
+        nt += pin_rows(f, n, rows / 4, a + nt * n, b + nt * n);
+    }
     rand_rows(f, rows - nt, n, seed, a + nt * n, b + nt * n);
+    shared_b(k, rows, n, b);
 }
 
 /* Several points of the space fit the search rows: points that differ on
@@ -537,6 +553,7 @@ static nx_status disambiguate(rv_kernel *k, const rv_opts *o, rv_result *res, co
         st = nx_err_set(err, NX_ENOMEM, "out of memory");
     if (!st) {
         sparse_rows(k->in_fmt, srows, n, seed ^ 0x737061727365ULL, sa, sb);
+        shared_b(k, srows, n, sb);
         if (eval_all(cands, nc, k->in_fmt, srows, n, sa, sb, sz))
             st = nx_err_set(err, NX_ENOMEM, "out of memory");
     }
@@ -565,6 +582,7 @@ static nx_status disambiguate(rv_kernel *k, const rv_opts *o, rv_result *res, co
         goto free_cands;
     /* 2: fresh random rows */
     rand_rows(k->in_fmt, rows, n, seed ^ 0x6469736dULL, a, b);
+    shared_b(k, rows, n, b);
     if ((st = rv_call(k, rows, n, a, b, y, err)))
         goto free_cands;
     for (size_t i = 0; i < nc; i++) {
@@ -634,7 +652,7 @@ nx_status rv_reveal_arith(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err
         goto out;
     }
     uint64_t seed = o->seed ? o->seed : 0x7265766561ULL;
-    search_rows(k->in_fmt, rows, n, seed, a, b);
+    search_rows(k, rows, n, seed, a, b);
     if ((st = rv_call(k, rows, n, a, b, y, err)))
         goto out;
     res->out_fmt = k->out_fmt;
@@ -683,7 +701,7 @@ nx_status rv_reveal_arith(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err
                 st = nx_err_set(err, NX_ENOMEM, "out of memory");
                 goto out;
             }
-            search_rows(k->in_fmt, rows, n2, seed ^ 0x696e647563ULL, a2, b2);
+            search_rows(k, rows, n2, seed ^ 0x696e647563ULL, a2, b2);
             if ((st = rv_call(k, rows, n2, a2, b2, y2, err)))
                 goto out;
             pair[1] = (fit_pair){{rows, k->in_fmt, a2, k->in_fmt, b2, NX_FP64, NULL}, n2, 1, y2, 0, 0};
@@ -703,6 +721,7 @@ nx_status rv_reveal_arith(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err
     res->alternatives = fr.nfit > 0 ? fr.nfit - 1 : 0;
     /* confirmation on fresh rows */
     rand_rows(k->in_fmt, crows, n, seed ^ 0xc0ffee1234ULL, a, b);
+    shared_b(k, crows, n, b);
     if ((st = rv_call(k, crows, n, a, b, y, err)) || (st = eval_point(fr.point, k->in_fmt, crows, n, a, b, z, err)))
         goto out;
     size_t okc = 0;
@@ -774,6 +793,7 @@ nx_status rv_confirm_at(rv_kernel *k, const char *point, size_t n, size_t crows,
     }
     /* rows never seen by the search at n, and different at each length */
     rand_rows(k->in_fmt, crows, n, (seed ? seed : 0x7265766561ULL) ^ 0x6c656e677468ULL ^ (uint64_t)n * 0x9e37ULL, a, b);
+    shared_b(k, crows, n, b);
     if ((st = rv_call(k, crows, n, a, b, y, err)))
         goto out;
     nx_err pe = {0};

@@ -244,7 +244,7 @@ static nx_status calibrate(rv_kernel *k, size_t n, cfg *c, int *ok, int *pbits, 
             int pm = fi->p - 1 < 30 ? fi->p - 1 : 30; /* every mantissa bit of the format */
             double m = 1 + ldexp((double)((i * 2654435761u + 12345u) & ((1u << pm) - 1)), -pm);
             a[r * n + i] = ldexp(m, (int)(i * 13 % 25) - 12) * (i % 3 == 1 ? -1 : 1);
-            b[r * n + i] = 1 + (double)(i % 5) / 8;
+            b[r * n + i] = k->shared_b ? 1 : 1 + (double)(i % 5) / 8; /* one b: ones */
         }
     if ((st = rv_call(k, rows, n, a, b, y, err)))
         goto out;
@@ -910,7 +910,7 @@ static nx_status rows_differ_check(rv_kernel *k, size_t n, size_t R, int *differ
             for (size_t i = 0; i < n; i++) {
                 double m = 1 + ldexp((double)((i * 2654435761u + 12345u + v * 977u) & ((1u << pm) - 1)), -pm);
                 a[r * n + i] = ldexp(m, (int)((i * (13 + 4 * v) + 7 * v) % 25) - 12) * ((i + v) % 3 == 1 ? -1 : 1);
-                b[r * n + i] = 1 + (double)((i + v) % 5) / 8;
+                b[r * n + i] = k->shared_b ? 1 : 1 + (double)((i + v) % 5) / 8;
             }
         if ((st = rv_call(k, R, n, a, b, y, err)))
             goto out;
@@ -974,6 +974,16 @@ static char *selector_for(const int *cls, size_t R, int c)
                 return strdup(buf);
             }
         }
+    /* the first rows of the remainder: a kernel that takes the R mod m last
+     * rows m2 at a time, then the rest one by one (OpenBLAS sgemv T: 4, 2,
+     * 1 outputs), the m2-row block being the class */
+    if (contiguous)
+        for (size_t m = 2; m <= 64; m++)
+            for (size_t m2 = 2; m2 < m; m2++)
+                if (m % m2 == 0 && lo == R - R % m && hi + 1 == R - R % m2) {
+                    snprintf(buf, sizeof buf, "r >= R - R %% %zu && r < R - R %% %zu", m, m2);
+                    return strdup(buf);
+                }
     if (contiguous) {
         snprintf(buf, sizeof buf, "r >= %zu && r < %zu", lo, hi + 1);
         return strdup(buf);

@@ -13,6 +13,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -31,25 +32,75 @@ void rv_kernel_free(rv_kernel *k)
     free(k);
 }
 
+/* A kernel with one b for every row of a call (k->shared_b): rows whose b
+ * differs from the first row's are sent as (a·b, 1), which is the same
+ * term when a·b is exact in the input format (the order's probes: powers
+ * of two); the arithmetic's rows are drawn with one b (arith.c).  *ca and
+ * *cb are then the rows to send (malloc'd), else NULL. */
+static nx_status share_b(const rv_kernel *k, size_t rows, size_t n, const double *a, const double *b, double **ca,
+                         double **cb, nx_err *err)
+{
+    *ca = *cb = NULL;
+    int same = 1;
+    for (size_t r = 1; r < rows && same; r++)
+        same = !memcmp(b, b + r * n, n * sizeof *b);
+    if (same)
+        return NX_OK;
+    if (!(*ca = malloc(rows * n * sizeof **ca)) || !(*cb = malloc(rows * n * sizeof **cb))) {
+        free(*ca);
+        *ca = NULL;
+        return nx_err_set(err, NX_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < rows * n; i++) {
+        double p = a[i] * b[i];
+        if (!nx_is_member(k->in_fmt, p) || fma(a[i], b[i], -p) != 0) {
+            free(*ca);
+            free(*cb);
+            *ca = *cb = NULL;
+            return nx_err_set(err, NX_EINVAL,
+                              "--shared-b: row %zu's b differs from row 0's and its product at term %zu is not "
+                              "exact in %s",
+                              i / n, i % n, nx_format(k->in_fmt)->name);
+        }
+        (*ca)[i] = p;
+        (*cb)[i] = 1;
+    }
+    return NX_OK;
+}
+
 nx_status rv_call(rv_kernel *k, size_t rows, size_t n, const double *a, const double *b, double *y, nx_err *err)
 {
+    double *ca = NULL, *cb = NULL;
+    if (k->shared_b && rows > 1) {
+        nx_status st = share_b(k, rows, n, a, b, &ca, &cb, err);
+        if (st)
+            return st;
+        if (ca) {
+            a = ca;
+            b = cb;
+        }
+    }
+    nx_status st = NX_OK;
     size_t per = rows;
     if (k->max_elems && n && per * n > k->max_elems)
         per = k->max_elems / n ? k->max_elems / n : 1;
     for (size_t r0 = 0; r0 < rows; r0 += per) {
         size_t m = rows - r0 < per ? rows - r0 : per;
         int of = -1;
-        nx_status st = k->eval(k, m, n, a + r0 * n, b + r0 * n, y + r0, &of, err);
-        if (st)
-            return st;
-        if (k->out_fmt >= 0 && of != k->out_fmt)
-            return nx_err_set(err, NX_EINVAL, "the kernel changed its output dtype from %s to %s between calls",
-                              nx_format(k->out_fmt)->st_dtype, of >= 0 ? nx_format(of)->st_dtype : "?");
+        if ((st = k->eval(k, m, n, a + r0 * n, b + r0 * n, y + r0, &of, err)))
+            break;
+        if (k->out_fmt >= 0 && of != k->out_fmt) {
+            st = nx_err_set(err, NX_EINVAL, "the kernel changed its output dtype from %s to %s between calls",
+                            nx_format(k->out_fmt)->st_dtype, of >= 0 ? nx_format(of)->st_dtype : "?");
+            break;
+        }
         k->out_fmt = of;
         k->calls++;
         k->probes += m;
     }
-    return NX_OK;
+    free(ca);
+    free(cb);
+    return st;
 }
 
 /* --- files: the exec and serve kernels ------------------------------------ */

@@ -44,6 +44,8 @@ struct rv_kernel {
                            failure wherever it happens, never a length the kernel declines */
     double timeout_s;   /* --exec, --serve: one call's limit (RV_TIMEOUT_DEFAULT_S); past it the command's
                            process group is killed and the call fails */
+    int shared_b;       /* --shared-b: the kernel takes one b for all the rows of a call (a gemv's x, a
+                           column of a gemm's B); rv_call sends rows that share b (below) */
 };
 
 #define RV_TIMEOUT_DEFAULT_S 600.0
