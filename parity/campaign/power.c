@@ -1094,9 +1094,12 @@ static void diagnose(pw_ctx *x, size_t fc, const st_file *fdev, const nb_list *l
             size_t k = strlen(reds);
             snprintf(reds + k, sizeof reds - k, "%s%s", r2 ? ", " : "", x->spec->reds[r2].name);
         }
-        snprintf(buf, len, "no neighbouring point of %s gives the kernel's bits; the closest is %s (%zu elements still "
-                 "differ over the failing input, the order probes and the fp32 inputs)%s%s", reds, nm, best,
-                 *declared ? "; the point declares " : "", declared);
+        int w = snprintf(buf, len,
+                         "no neighbouring point of %s gives the kernel's bits; the closest is %s (%zu elements still "
+                         "differ over the failing input, the order probes and the fp32 inputs)%s%s",
+                         reds, nm, best, *declared ? "; the point declares " : "", declared);
+        if (w >= (int)len && len > 4)
+            memcpy(buf + len - 4, "...", 4); /* cut: said so */
     }
 }
 

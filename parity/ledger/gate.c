@@ -77,15 +77,17 @@ static void remove_tree(const char *dir)
     char pat[4096];
     const char *sub[] = {"before", "after"};
     for (int s = 0; s < 2; s++) {
-        snprintf(pat, sizeof pat, "%s/%s/*", dir, sub[s]);
+        /* a name cut to fit would remove another folder's files: none */
+        if (snprintf(pat, sizeof pat, "%s/%s/*", dir, sub[s]) >= (int)sizeof pat)
+            return;
         glob_t g;
         if (glob(pat, 0, NULL, &g) == 0) {
             for (size_t i = 0; i < g.gl_pathc; i++)
                 unlink(g.gl_pathv[i]);
             globfree(&g);
         }
-        snprintf(pat, sizeof pat, "%s/%s", dir, sub[s]);
-        rmdir(pat);
+        if (snprintf(pat, sizeof pat, "%s/%s", dir, sub[s]) < (int)sizeof pat)
+            rmdir(pat);
     }
     rmdir(dir);
 }
