@@ -182,8 +182,8 @@ done
 # kernel whose combine no family names; revealed at one n without --space,
 # each point must give the kernel's bytes at four lengths reveal never saw.
 for K in '300|lanes(8, [peel(4, 8), loop(8)], expr((((0 + 4) + (1 + 5)) + ((2 + 6) + (3 + 7)))))' \
-         '1000|body(32, lanes(64, [loop(64), fold(8, [(0 + 1), (2 + 3), (4 + 5), (6 + 7)]), loop(32), fold(8, [(((0 + 1) + 2) + 3)]), fold(4, [(0 + 1)])], pairwise), seq)' \
-         '1000|lanes(80, [loop(80), fold(8, [(0 + 5), (1 + 6), (2 + 7), (3 + 8), (4 + 9)]), loop(40), fold(8, [((0 + 2) + 4), (1 + 3)]), loop(16), fold(8, [(0 + 1)]), loop(8)], seq)' \
+         '300|body(32, lanes(64, [loop(64), fold(8, [(0 + 1), (2 + 3), (4 + 5), (6 + 7)]), loop(32), fold(8, [(((0 + 1) + 2) + 3)]), fold(4, [(0 + 1)])], pairwise), seq)' \
+         '300|lanes(80, [loop(80), fold(8, [(0 + 5), (1 + 6), (2 + 7), (3 + 8), (4 + 9)]), loop(40), fold(8, [((0 + 2) + 4), (1 + 3)]), loop(16), fold(8, [(0 + 1)]), loop(8)], seq)' \
          '100|lanes(4, [loop(4), fold(2, [(1 + 0)]), loop(2)], pairwise)'; do
   KN=${K%%|*} KT=${K#*|}
   "$P" reveal --simulate "{ tree = \"$KT\" }" --n $KN --confirm 200 > "$T/lk.out" 2> "$T/lk.err"; rc=$?

@@ -213,7 +213,7 @@ static void test_lanes_read(void **state)
         "4), (1 + 3)]), loop(16), fold(8, [(0 + 1)]), loop(8)], seq)",
         "body(8, lanes(16, [peel(8, 16), loop(16), fold(8, [(0 + 1)])], pairwise), seq, carry)",
     };
-    static const size_t n[] = {300, 100, 1000, 100}, held[] = {7, 95, 613, 2053};
+    static const size_t n[] = {300, 100, 300, 100}, held[] = {7, 95, 613, 2053};
     for (size_t i = 0; i < sizeof k / sizeof *k; i++)
         reveal_held(k[i], n[i], held, 4, "lanes(");
 }

@@ -712,6 +712,25 @@ static int lr_widths(const rv_tree *t, size_t n, int *out, int max)
     return k;
 }
 
+/* Every node's hash into h (0: not yet), each computed once. */
+static uint64_t hash_all(const rv_tree *t, int i, uint64_t *h)
+{
+    if (h[i])
+        return h[i];
+    const rv_node *nd = &t->node[i];
+    if (nd->leaf >= 0)
+        return h[i] = leaf_hash(nd->leaf);
+    uint64_t buf[8], *x = nd->nch <= 8 ? buf : malloc((size_t)nd->nch * sizeof *x);
+    if (!x)
+        return 0;
+    for (int k = 0; k < nd->nch; k++)
+        x[k] = hash_all(t, nd->ch[k], h);
+    h[i] = combine(x, nd->nch);
+    if (x != buf)
+        free(x);
+    return h[i];
+}
+
 static void lanes_read(const rv_tree *t, size_t n, search *s)
 {
     lr_ctx c = {.t = t, .s = s};
@@ -726,10 +745,12 @@ static void lanes_read(const rv_tree *t, size_t n, search *s)
     int nW = lr_widths(t, n, Ws, 4);
     if (!sp || !c.h || !c.parent || !c.byh || !c.pure || !stages || !nW)
         goto done;
-    for (size_t i = 0; i < t->count; i++)
-        c.parent[i] = -1;
     for (size_t i = 0; i < t->count; i++) {
-        c.h[i] = tree_hash(t, (int)i);
+        c.parent[i] = -1;
+        c.h[i] = 0;
+    }
+    for (size_t i = 0; i < t->count; i++) {
+        hash_all(t, (int)i, c.h);
         c.byh[i] = (lr_hn){c.h[i], (int)i};
         for (int k = 0; k < t->node[i].nch; k++)
             c.parent[t->node[i].ch[k]] = (int)i;
