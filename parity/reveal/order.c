@@ -1185,9 +1185,10 @@ static size_t lanes_length(const char *name, size_t n, size_t n2)
 /* Several names may hold at every length probed so far (tile(512, seq,
  * seq, halve=8) and tile(320, seq, seq, halve=8) both cut 517 and 523 into
  * two halves).  The others are looked for; where there are any, the order
- * is probed at the first length of a short list (past n, then below) at
- * which their bracketings differ, and the first name (search order) that
- * holds there too is kept.  *name is replaced where another is kept. */
+ * is probed at the first length of a short list (n/4 + 3, n/2 + 3,
+ * 3n/2 + 1, 2n + 3) at which their bracketings differ, and the first name
+ * (search order) that holds there too is kept.  *name is replaced where
+ * another is kept. */
 static nx_status separate(rv_kernel *k, const rv_opts *o, rv_result *res, const rv_tree **ts, size_t *ns, size_t m,
                           char **name, nx_err *err)
 {
@@ -1197,7 +1198,10 @@ static nx_status separate(rv_kernel *k, const rv_opts *o, rv_result *res, const 
         return NX_OK;
     alt[0] = *name;
     size_t n = o->n, L = 0;
-    const size_t try[] = {2 * n + 3, 4 * n + 5, 3 * n + 1, 8 * n + 3, n + n / 2 + 1, n / 2 + 3, n / 4 + 3, 16 * n + 3};
+    /* the cheapest first (the probes cost about n^1.8), none past 2n + 3:
+     * names that agree on every length up to there are left to the
+     * confirmation at other lengths */
+    const size_t try[] = {n / 4 + 3, n / 2 + 3, n + n / 2 + 1, 2 * n + 3};
     for (size_t i = 0; i < sizeof try / sizeof *try && !L; i++) {
         size_t x = try[i];
         int seen = x < 2 || x > RV_MAX_N;

@@ -141,7 +141,7 @@ if [ -n "${CRAFT:-}" ]; then
   for e in "netlib:$NETLIB" "openblas:$OPENBLAS" "blis:$BLIS"; do
     for rt in sgemv_t sgemv_n sgemm; do
       name=${e%%:*}
-      out=$(BLAS_ROUTINE=$rt "$PARITY" reveal --exec "$EX/blas.sh ${e#*:} {in} {out}" --n 300 --order-only 2>&1)
+      out=$(BLAS_ROUTINE=$rt "$PARITY" reveal --serve "$EX/blas.sh ${e#*:} --serve" --n 300 --order-only 2>&1)
       rc=$?
       [ $rc -eq 0 ] || { fail "$name $rt order at n = 300: exit $rc: $(echo "$out" | tail -n 2 | cut -c1-300)"; continue; }
       tree=$(echo "$out" | sed -n 's/^order: //p')
@@ -164,6 +164,9 @@ if [ -n "${CRAFT:-}" ]; then
   done
   rm -rf "$T"
 fi
+# (These two loops serve the probes with --serve, one process per routine:
+# a kernel with row classes takes a thousand calls or more, about 10 s so
+# and 2 minutes as one process per call.)
 # The whole point of sgemv T, sgemv N and sgemm with --shared-b (the rows
 # of a call share b, the library's x: its own products and FMA), revealed
 # at n = 517 (a remainder of every power-of-two block) without --space.  A
@@ -179,7 +182,7 @@ if [ -n "${CRAFT:-}" ]; then
   for e in "netlib:$NETLIB" "openblas:$OPENBLAS" "blis:$BLIS"; do
     for rt in sgemv_t sgemv_n sgemm; do
       name=${e%%:*}
-      out=$(BLAS_ROUTINE=$rt "$PARITY" reveal --exec "$EX/blas.sh ${e#*:} {in} {out}" --n 517 --shared-b 2>&1)
+      out=$(BLAS_ROUTINE=$rt "$PARITY" reveal --serve "$EX/blas.sh ${e#*:} --serve" --n 517 --shared-b 2>&1)
       rc=$?
       if [ $rc -ne 0 ]; then
         [ $name = netlib ] && fail "netlib $rt --shared-b: exit $rc: $(echo "$out" | tail -n 2 | cut -c1-300)"
