@@ -33,6 +33,16 @@ done
 export BLAS_PROBE=$PROBE
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+# lib_holds LIB ROUTINE POINT N ROWS SEED [--shared-b] (CRAFT given): fresh
+# random rows through the library (examples/reveal/blas.sh) and through
+# `parity reduce --numerics POINT`; 0 the same bytes, 1 they differ, 2 one
+# of them could not run ($T/err says why)
+lib_holds() {
+  "$CRAFT" rand "$T/in.st" F32 "$5" "$4" "$6" F32 ${7:-} > /dev/null 2> "$T/err" &&
+    BLAS_ROUTINE=$2 "$EX/blas.sh" "$1" "$T/in.st" "$T/k.st" 2>> "$T/err" &&
+    "$PARITY" reduce --numerics "$3" --in "$T/in.st" --out "$T/p.st" > /dev/null 2>> "$T/err" || return 2
+  "$PARITY" diff "$T/k.st" "$T/p.st" > /dev/null 2>&1 || return 1
+}
 exp='{ acc = "fp32", rounding = "rne", fma = false, product = "exact", tree = "seq", out = "fp32", out_rounding = "rne", saturate = false }'
 for n in 100 1000; do
   out=$("$PARITY" reveal --exec "$EX/blas.sh $NETLIB {in} {out}" --n $n)
@@ -113,15 +123,12 @@ if [ -n "${CRAFT:-}" ]; then
     fi
     held=""
     for L in 5 31 64 95 257 517 1050 4099; do
-      "$CRAFT" rand "$T/in.st" F32 200 "$L" "$L" F32 >/dev/null &&
-        "$EX/blas.sh" "${e#*:}" "$T/in.st" "$T/k.st" &&
-        "$PARITY" reduce --numerics "$P" --in "$T/in.st" --out "$T/p.st" >/dev/null ||
-        { fail "$name sdot held out n = $L: could not run"; continue; }
-      if "$PARITY" diff "$T/k.st" "$T/p.st" >/dev/null 2>&1; then
-        held="$held $L"
-      else
-        fail "$name sdot without --space: the point of n = 100 differs from the library at n = $L: $P"
-      fi
+      lib_holds "${e#*:}" sdot "$P" "$L" 200 "$L"
+      case $? in
+      0) held="$held $L" ;;
+      1) fail "$name sdot without --space: the point of n = 100 differs from the library at n = $L: $P" ;;
+      *) fail "$name sdot held out n = $L: could not run: $(cut -c1-200 "$T/err")" ;;
+      esac
     done
     echo "$name sdot without --space: $(echo "$out" | grep '^order:' | cut -c1-100); bit-exact at n =$held (200 rows each)"
   done
@@ -136,38 +143,7 @@ fi
 # ones, so the point is the order with product = "fp32" (an FMA against 1
 # rounds as a separate add does).  A difference fails; an order that the
 # language names at no length (printed as expr) is listed, not failed.
-if [ -n "${CRAFT:-}" ]; then
-  T=$(mktemp -d)
-  for e in "netlib:$NETLIB" "openblas:$OPENBLAS" "blis:$BLIS"; do
-    for rt in sgemv_t sgemv_n sgemm; do
-      name=${e%%:*}
-      out=$(BLAS_ROUTINE=$rt "$PARITY" reveal --serve "$EX/blas.sh ${e#*:} --serve" --n 300 --order-only 2>&1)
-      rc=$?
-      [ $rc -eq 0 ] || { fail "$name $rt order at n = 300: exit $rc: $(echo "$out" | tail -n 2 | cut -c1-300)"; continue; }
-      tree=$(echo "$out" | sed -n 's/^order: //p')
-      rows=$(echo "$out" | sed -n 's/^row class: \(select = "[^"]*"\), order: \(.*\) (rows probed at every index of 255)$/{ \1, tree = "\2" }/p' |
-             paste -sd, - | sed 's/,/, /g; s/}, {/}, {/g')
-      p="{ product = \"fp32\", tree = \"$tree\"${rows:+, rows = [$rows]} }"
-      "$CRAFT" rand "$T/in.st" F32 255 300 11 F32 >/dev/null &&
-        BLAS_ROUTINE=$rt "$EX/blas.sh" "${e#*:}" "$T/in.st" "$T/k.st" &&
-        "$PARITY" reduce --numerics "$p" --in "$T/in.st" --out "$T/p.st" > /dev/null 2> "$T/err" ||
-        { fail "$name $rt: the revealed order could not be run: $(cat "$T/err" | cut -c1-300)"; continue; }
-      if ! "$PARITY" diff "$T/k.st" "$T/p.st" > /dev/null 2>&1; then
-        fail "$name $rt: the order revealed at n = 300 differs from the library on fresh rows: $(echo "$p" | cut -c1-400)"
-        continue
-      fi
-      case $tree in
-      expr*) echo "$name $rt: order at n = 300 reproduced on 255 fresh rows, but named by no tree of the language: $(echo "$tree" | cut -c1-80)..." ;;
-      *) echo "$name $rt: order at n = 300 reproduced on 255 fresh rows: $(echo "$tree" | cut -c1-160); $(echo "$out" | grep -c "^row class") row class(es)" ;;
-      esac
-    done
-  done
-  rm -rf "$T"
-fi
-# (These two loops serve the probes with --serve, one process per routine:
-# a kernel with row classes takes a thousand calls or more, about 10 s so
-# and 2 minutes as one process per call.)
-# The whole point of sgemv T, sgemv N and sgemm with --shared-b (the rows
+# Then the whole point of each with --shared-b (the rows
 # of a call share b, the library's x: its own products and FMA), revealed
 # at n = 517 (a remainder of every power-of-two block) without --space.  A
 # point reveal gives (exit 0) must reproduce the library on 255 fresh rows
@@ -176,12 +152,33 @@ fi
 # on Debian 12's OpenBLAS (Haswell core) sgemv T and N, whose tails change
 # their order with the length and whose row classes depend on R in ways
 # one R cannot show, and BLIS's generic sgemv N, whose order the language
-# cannot name (docs/reveal.md "Limits").
+# cannot name (docs/reveal.md "Limits").  Both steps serve the probes with
+# --serve, one process per reveal: a kernel with row classes takes a
+# thousand calls or more, about 10 s so and 2 minutes as a process a call.
 if [ -n "${CRAFT:-}" ]; then
   T=$(mktemp -d)
   for e in "netlib:$NETLIB" "openblas:$OPENBLAS" "blis:$BLIS"; do
     for rt in sgemv_t sgemv_n sgemm; do
       name=${e%%:*}
+      out=$(BLAS_ROUTINE=$rt "$PARITY" reveal --serve "$EX/blas.sh ${e#*:} --serve" --n 300 --order-only 2>&1)
+      rc=$?
+      [ $rc -eq 0 ] || fail "$name $rt order at n = 300: exit $rc: $(echo "$out" | tail -n 2 | cut -c1-300)"
+      tree=$(echo "$out" | sed -n 's/^order: //p')
+      rows=$(echo "$out" | sed -n 's/^row class: \(select = "[^"]*"\), order: \(.*\) (rows probed at every index of 255)$/{ \1, tree = "\2" }/p' |
+             paste -sd, - | sed 's/,/, /g; s/}, {/}, {/g')
+      p="{ product = \"fp32\", tree = \"$tree\"${rows:+, rows = [$rows]} }"
+      ok1=1
+      lib_holds "${e#*:}" $rt "$p" 300 255 11
+      case $? in
+      0) ;;
+      1) fail "$name $rt: the order revealed at n = 300 differs from the library on fresh rows: $(echo "$p" | cut -c1-400)"
+         ok1=0 ;;
+      *) fail "$name $rt: the revealed order could not be run: $(cut -c1-300 "$T/err")"; ok1=0 ;;
+      esac
+      [ $ok1 -eq 1 ] && case $tree in
+      expr*) echo "$name $rt: order at n = 300 reproduced on 255 fresh rows, but named by no tree of the language: $(echo "$tree" | cut -c1-80)..." ;;
+      *) echo "$name $rt: order at n = 300 reproduced on 255 fresh rows: $(echo "$tree" | cut -c1-160); $(echo "$out" | grep -c "^row class") row class(es)" ;;
+      esac
       out=$(BLAS_ROUTINE=$rt "$PARITY" reveal --serve "$EX/blas.sh ${e#*:} --serve" --n 517 --shared-b 2>&1)
       rc=$?
       if [ $rc -ne 0 ]; then
@@ -192,15 +189,12 @@ if [ -n "${CRAFT:-}" ]; then
       p=$(echo "$out" | tail -n 1)
       held=""
       for L in 64 389 1000; do
-        "$CRAFT" rand "$T/in.st" F32 255 $L 23 F32 --shared-b >/dev/null &&
-          BLAS_ROUTINE=$rt "$EX/blas.sh" "${e#*:}" "$T/in.st" "$T/k.st" &&
-          "$PARITY" reduce --numerics "$p" --in "$T/in.st" --out "$T/p.st" > /dev/null 2> "$T/err" ||
-          { fail "$name $rt --shared-b: could not run at n = $L: $(cut -c1-200 "$T/err")"; continue; }
-        if "$PARITY" diff "$T/k.st" "$T/p.st" > /dev/null 2>&1; then
-          held="$held $L"
-        else
-          fail "$name $rt --shared-b: the point revealed at n = 517 differs from the library at n = $L: $(echo "$p" | cut -c1-300)"
-        fi
+        lib_holds "${e#*:}" $rt "$p" $L 255 23 --shared-b
+        case $? in
+        0) held="$held $L" ;;
+        1) fail "$name $rt --shared-b: the point revealed at n = 517 differs from the library at n = $L: $(echo "$p" | cut -c1-300)" ;;
+        *) fail "$name $rt --shared-b: could not run at n = $L: $(cut -c1-200 "$T/err")" ;;
+        esac
       done
       echo "$name $rt --shared-b: $(echo "$p" | sed 's/.*tree = "\([^"]*\)".*/\1/' | cut -c1-100); bit-exact at n =$held (255 rows each)"
     done
