@@ -153,6 +153,8 @@ out=$("$P" reveal --dlopen "$LIB:gemv4_fma" --n 100 --shared-b 2>&1); rc=$?
 [ $rc -eq 0 ] || fail "gemv4_fma with --shared-b: exit $rc: $(printf '%s\n' "$out" | tail -n 2)"
 [ "$(printf '%s\n' "$out" | tail -n 1)" = '{ acc = "fp32", rounding = "rne", fma = true, product = "exact", tree = "body(4, stride(4, seq, expr(((0 + 3) + (1 + 2)))), seq, carry)", out = "fp32", out_rounding = "rne", saturate = false }' ] ||
   fail "gemv4_fma with --shared-b: last line: $(printf '%s\n' "$out" | tail -n 1)"
+"$P" reveal --simulate '{ tree = "seq" }' --n 16 --dtype F16 --shared-b > /dev/null 2> "$T/err"; rc=$?
+[ $rc -eq 2 ] && grep -q 'takes F32, BF16 or F64' "$T/err" || fail "--shared-b with F16: exit $rc: $(cat "$T/err")"
 
 # --- lanes induced; --space: the user's spellings of the order -----------
 # A vector body whose lanes outlive a peeled head and a fold, FMA in the body

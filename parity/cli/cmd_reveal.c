@@ -50,7 +50,8 @@ static const char usage[] =
     "  --shared-b     the kernel takes one b for all the rows of a call (a\n"
     "                 gemv's x, a column of a gemm's B, the rows being its\n"
     "                 outputs): every call's rows share b (the order's probes\n"
-    "                 as (a*b, 1), exact; the arithmetic on random rows only)\n"
+    "                 as (a*b, 1), exact; the arithmetic on random rows only;\n"
+    "                 F32, BF16 or F64 inputs)\n"
     "  --rows R       random rows the arithmetic is fitted to, and the batch of\n"
     "                 rows whose every index a probe is run at when rows\n"
     "                 differ by their index (row classes; default 255,\n"
@@ -373,6 +374,13 @@ int cmd_reveal(int argc, char **argv)
         in = rows_fmt_of_dtype(dt);
     if (in != NX_FP32 && in != NX_BF16 && in != NX_FP16 && in != NX_FP64) {
         cli_error("reveal", "--dtype: '%s' is not one of F32, BF16, F16, F64", dtype);
+        return EXIT_INPUT;
+    }
+    if (shared && in == NX_FP16) {
+        /* the order's probes split their large values between a and b: a
+         * product that fp16 cannot hold, so no one b can carry them */
+        cli_error("reveal", "--shared-b takes F32, BF16 or F64 inputs: the order's probes need products beyond "
+                            "F16's range, which rows that share b cannot carry");
         return EXIT_INPUT;
     }
     nx_err err = {0};
