@@ -164,6 +164,73 @@ static uint64_t cand_hash(const char *text, size_t n)
     return r;
 }
 
+/* Candidate hashes already computed, by (text, n): the search runs again
+ * for other names (rv_recognise_others) over mostly the same candidates,
+ * and an expansion is the costly step. */
+typedef struct hc_ent {
+    uint64_t key;
+    size_t n;
+    char *text;
+    uint64_t val;
+} hc_ent;
+
+typedef struct hcache {
+    hc_ent *e;
+    size_t cap, count;
+} hcache;
+
+static uint64_t text_key(const char *t)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (; *t; t++)
+        h = (h ^ (unsigned char)*t) * 0x100000001b3ULL;
+    return h;
+}
+
+static void hcache_free(hcache *c)
+{
+    for (size_t i = 0; i < c->cap; i++)
+        free(c->e[i].text);
+    free(c->e);
+    memset(c, 0, sizeof *c);
+}
+
+/* cand_hash(text, n), through the cache when there is one (a cache that
+ * cannot grow is passed over). */
+static uint64_t cached_hash(hcache *c, const char *text, size_t n)
+{
+    if (!c)
+        return cand_hash(text, n);
+    uint64_t k = text_key(text) ^ mix(n);
+    if (c->count * 2 >= c->cap) {
+        size_t nc = c->cap ? 2 * c->cap : 1024;
+        hc_ent *ne = calloc(nc, sizeof *ne);
+        if (!ne)
+            return cand_hash(text, n);
+        for (size_t i = 0; i < c->cap; i++)
+            if (c->e[i].text) {
+                size_t j = c->e[i].key & (nc - 1);
+                while (ne[j].text)
+                    j = (j + 1) & (nc - 1);
+                ne[j] = c->e[i];
+            }
+        free(c->e);
+        c->e = ne;
+        c->cap = nc;
+    }
+    size_t j = k & (c->cap - 1);
+    for (; c->e[j].text; j = (j + 1) & (c->cap - 1))
+        if (c->e[j].key == k && c->e[j].n == n && !strcmp(c->e[j].text, text))
+            return c->e[j].val;
+    uint64_t v = cand_hash(text, n);
+    char *t = strdup(text);
+    if (t) {
+        c->e[j] = (hc_ent){k, n, t, v};
+        c->count++;
+    }
+    return v;
+}
+
 /* The lengths a candidate must hold at: its expansion at each n[i] has
  * the bracketing whose hash is want[i]. */
 typedef struct search {
@@ -174,6 +241,7 @@ typedef struct search {
     size_t tried;
     char *const *excl; /* names already found: passed over */
     size_t nexcl;
+    hcache *cache;     /* NULL: none */
 } search;
 
 static int try1(search *s, const char *text)
@@ -185,7 +253,7 @@ static int try1(search *s, const char *text)
             return 0;
     s->tried++;
     for (size_t i = 0; i < s->m; i++)
-        if (cand_hash(text, s->n[i]) != s->want[i])
+        if (cached_hash(s->cache, text, s->n[i]) != s->want[i])
             return 0;
     s->found = strdup(text);
     return 1;
@@ -831,12 +899,12 @@ char *rv_recognise_hinted(const rv_tree *t, size_t n, char *const *hints, size_t
 }
 
 static char *recognise(const rv_tree *const *trees, const size_t *ns, size_t m, char *const *hints, size_t nhints,
-                       char *const *excl, size_t nexcl);
+                       char *const *excl, size_t nexcl, hcache *cache);
 
 char *rv_recognise_lengths(const rv_tree *const *trees, const size_t *ns, size_t m, char *const *hints,
                            size_t nhints)
 {
-    return recognise(trees, ns, m, hints, nhints, NULL, 0);
+    return recognise(trees, ns, m, hints, nhints, NULL, 0, NULL);
 }
 
 size_t rv_recognise_others(const rv_tree *const *trees, const size_t *ns, size_t m, char *const *hints, size_t nhints,
@@ -844,14 +912,16 @@ size_t rv_recognise_others(const rv_tree *const *trees, const size_t *ns, size_t
 {
     char *ex[RV_ALT_MAX + 1];
     size_t k = 0;
+    hcache cache = {0};
     ex[0] = (char *)first;
     while (k < max && k < RV_ALT_MAX) {
-        char *x = recognise(trees, ns, m, hints, nhints, ex, k + 1);
+        char *x = recognise(trees, ns, m, hints, nhints, ex, k + 1, &cache);
         if (!x)
             break;
         out[k++] = x;
         ex[k] = x;
     }
+    hcache_free(&cache);
     return k;
 }
 
@@ -861,11 +931,11 @@ uint64_t rv_text_hash(const char *text, size_t n)
 }
 
 static char *recognise(const rv_tree *const *trees, const size_t *ns, size_t m, char *const *hints, size_t nhints,
-                       char *const *excl, size_t nexcl)
+                       char *const *excl, size_t nexcl, hcache *cache)
 {
     if (m < 1 || m > RV_INDUCE_MAX)
         return NULL;
-    search s = {.m = m, .excl = excl, .nexcl = nexcl};
+    search s = {.m = m, .excl = excl, .nexcl = nexcl, .cache = cache};
     size_t n = 0; /* the values below are drawn up to the largest length */
     for (size_t i = 0; i < m; i++) {
         if (!trees[i]->count || trees[i]->root < 0)
