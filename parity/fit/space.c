@@ -191,6 +191,13 @@ static void default_trees(strlist *l, int fma, int dot)
             for (int a = 2; a < 5; a++)
                 for (int c = 1; c < 3; c++)
                     sl_add(l, "split(%d, tile(%d, stride(%d, seq, %s), seq), seq)", p2[s], p2[pp], p2[a], comb[c]);
+    /* K blocking of a level-3 BLAS: blocks of P while 2P terms remain, the
+     * rest halved to a multiple of A (OpenBLAS's GEMM_Q and unroll) */
+    static const int kq[] = {192, 256, 320, 384, 512};
+    for (int q = 0; q < 5; q++)
+        for (int al = 1; al <= 16; al *= 2)
+            for (int c = 0; c < 2; c++)
+                sl_add(l, "tile(%d, seq, %s, halve=%d)", kq[q], comb[c], al);
     /* body and tail: a vector loop of L and its remainder */
     for (int a = 0; a < 8; a++) {
         strlist bodies = {0};
