@@ -1187,17 +1187,14 @@ static size_t lanes_length(const char *name, size_t n, size_t n2)
  * two halves).  The others are looked for; where there are any, the order
  * is probed at the first length of a short list (n/4 + 3, n/2 + 3,
  * 3n/2 + 1, 2n + 3) at which their bracketings differ, and the first name
- * (search order) that holds there too is kept.  *name is replaced where
- * another is kept. */
-static nx_status separate(rv_kernel *k, const rv_opts *o, rv_result *res, const rv_tree **ts, size_t *ns, size_t m,
-                          char **name, nx_err *err)
+ * (search order) that holds there too is kept: moved to alt[0].  alt
+ * holds the nall names rv_recognise_names found. */
+static nx_status separate(rv_kernel *k, const rv_opts *o, rv_result *res, const size_t *ns, size_t m, char **alt,
+                          size_t nall, nx_err *err)
 {
-    char *alt[RV_ALT_MAX + 1];
-    size_t na = rv_recognise_others(ts, ns, m, o->hints, o->nhints, *name, alt + 1, RV_ALT_MAX);
-    if (!na)
+    if (nall < 2)
         return NX_OK;
-    alt[0] = *name;
-    size_t n = o->n, L = 0;
+    size_t na = nall - 1, n = o->n, L = 0;
     /* the cheapest first (the probes cost about n^1.8), none past 2n + 3:
      * names that agree on every length up to there are left to the
      * confirmation at other lengths */
@@ -1242,9 +1239,6 @@ static nx_status separate(rv_kernel *k, const rv_opts *o, rv_result *res, const 
         }
         rv_result_free(&r);
     }
-    *name = alt[0];
-    for (size_t a = 1; a <= na; a++)
-        free(alt[a]);
     return st;
 }
 
@@ -1307,15 +1301,17 @@ static nx_status induce(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err *
             memset(err, 0, sizeof *err);
             st = NX_OK;
         }
-        char *name = rv_recognise_lengths(ts, ns, m, o->hints, o->nhints);
-        if (name) {
-            st = separate(k, o, res, ts, ns, m, &name, err);
-            if (st) {
-                free(name);
-                rv_result_free(&r3);
-                rv_result_free(&r2);
-                return st;
-            }
+        char *names[RV_ALT_MAX + 1];
+        size_t nn = rv_recognise_names(ts, ns, m, o->hints, o->nhints, names, RV_ALT_MAX + 1);
+        st = separate(k, o, res, ns, m, names, nn, err);
+        char *name = nn ? names[0] : NULL; /* separate puts the kept name first */
+        for (size_t i = 1; i < nn; i++)
+            free(names[i]);
+        if (st) {
+            free(name);
+            rv_result_free(&r3);
+            rv_result_free(&r2);
+            return st;
         }
         rv_result_free(&r3);
         if (name && !strcmp(name, res->tree_text)) {

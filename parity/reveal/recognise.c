@@ -165,7 +165,7 @@ static uint64_t cand_hash(const char *text, size_t n)
 }
 
 /* Candidate hashes already computed, by (text, n): the search runs again
- * for other names (rv_recognise_others) over mostly the same candidates,
+ * for other names (rv_recognise_names) over mostly the same candidates,
  * and an expansion is the costly step. */
 typedef struct hc_ent {
     uint64_t key;
@@ -780,23 +780,55 @@ static int lr_widths(const rv_tree *t, size_t n, int *out, int max)
     return k;
 }
 
-/* Every node's hash into h (0: not yet), each computed once. */
-static uint64_t hash_all(const rv_tree *t, int i, uint64_t *h)
+/* Every node's hash into h (zeroed by the caller), each computed once,
+ * children before parents by an explicit stack: a running sum of 65,536
+ * terms is that deep, too deep for recursion. */
+static int hash_all(const rv_tree *t, uint64_t *h)
 {
-    if (h[i])
-        return h[i];
-    const rv_node *nd = &t->node[i];
-    if (nd->leaf >= 0)
-        return h[i] = leaf_hash(nd->leaf);
-    uint64_t buf[8], *x = nd->nch <= 8 ? buf : malloc((size_t)nd->nch * sizeof *x);
-    if (!x)
-        return 0;
-    for (int k = 0; k < nd->nch; k++)
-        x[k] = hash_all(t, nd->ch[k], h);
-    h[i] = combine(x, nd->nch);
-    if (x != buf)
-        free(x);
-    return h[i];
+    int *stk = malloc(t->count * sizeof *stk);
+    uint64_t buf[8];
+    if (!stk)
+        return -1;
+    for (size_t i0 = 0; i0 < t->count; i0++) {
+        if (h[i0])
+            continue;
+        size_t sp = 0;
+        stk[sp++] = (int)i0;
+        while (sp) {
+            int i = stk[sp - 1];
+            const rv_node *nd = &t->node[i];
+            if (h[i]) {
+                sp--;
+                continue;
+            }
+            if (nd->leaf >= 0) {
+                h[i] = leaf_hash(nd->leaf);
+                sp--;
+                continue;
+            }
+            int ready = 1;
+            for (int k = 0; k < nd->nch; k++)
+                if (!h[nd->ch[k]]) {
+                    stk[sp++] = nd->ch[k]; /* each node is pushed once per parent: sp < count */
+                    ready = 0;
+                }
+            if (!ready)
+                continue;
+            uint64_t *x = nd->nch <= 8 ? buf : malloc((size_t)nd->nch * sizeof *x);
+            if (!x) {
+                free(stk);
+                return -1;
+            }
+            for (int k = 0; k < nd->nch; k++)
+                x[k] = h[nd->ch[k]];
+            h[i] = combine(x, nd->nch);
+            if (x != buf)
+                free(x);
+            sp--;
+        }
+    }
+    free(stk);
+    return 0;
 }
 
 static void lanes_read(const rv_tree *t, size_t n, search *s)
@@ -817,8 +849,9 @@ static void lanes_read(const rv_tree *t, size_t n, search *s)
         c.parent[i] = -1;
         c.h[i] = 0;
     }
+    if (hash_all(t, c.h))
+        goto done;
     for (size_t i = 0; i < t->count; i++) {
-        hash_all(t, (int)i, c.h);
         c.byh[i] = (lr_hn){c.h[i], (int)i};
         for (int k = 0; k < t->node[i].nch; k++)
             c.parent[t->node[i].ch[k]] = (int)i;
@@ -907,19 +940,16 @@ char *rv_recognise_lengths(const rv_tree *const *trees, const size_t *ns, size_t
     return recognise(trees, ns, m, hints, nhints, NULL, 0, NULL);
 }
 
-size_t rv_recognise_others(const rv_tree *const *trees, const size_t *ns, size_t m, char *const *hints, size_t nhints,
-                           const char *first, char **out, size_t max)
+size_t rv_recognise_names(const rv_tree *const *trees, const size_t *ns, size_t m, char *const *hints, size_t nhints,
+                          char **out, size_t max)
 {
-    char *ex[RV_ALT_MAX + 1];
     size_t k = 0;
     hcache cache = {0};
-    ex[0] = (char *)first;
-    while (k < max && k < RV_ALT_MAX) {
-        char *x = recognise(trees, ns, m, hints, nhints, ex, k + 1, &cache);
+    while (k < max && k < RV_ALT_MAX + 1) {
+        char *x = recognise(trees, ns, m, hints, nhints, out, k, &cache);
         if (!x)
             break;
         out[k++] = x;
-        ex[k] = x;
     }
     hcache_free(&cache);
     return k;

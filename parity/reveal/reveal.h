@@ -188,11 +188,12 @@ char *rv_recognise_hinted(const rv_tree *t, size_t n, char *const *hints, size_t
  * m > 1 (a bracketing names one length).  NULL when none. */
 char *rv_recognise_lengths(const rv_tree *const *trees, const size_t *ns, size_t m, char *const *hints,
                            size_t nhints);
-/* Other names than `first` that hold at every ns[i], in the search's
- * order: at most max (and RV_ALT_MAX) into out (malloc'd); their count. */
+/* The names that hold at every ns[i], in the search's order: the first is
+ * rv_recognise_lengths's, then others, at most max (and RV_ALT_MAX + 1)
+ * into out (malloc'd), the searches sharing their expansions; the count. */
 #define RV_ALT_MAX 4
-size_t rv_recognise_others(const rv_tree *const *trees, const size_t *ns, size_t m, char *const *hints, size_t nhints,
-                           const char *first, char **out, size_t max);
+size_t rv_recognise_names(const rv_tree *const *trees, const size_t *ns, size_t m, char *const *hints, size_t nhints,
+                          char **out, size_t max);
 /* The hash of a tree text's bracketing at n (0: it does not expand). */
 uint64_t rv_text_hash(const char *text, size_t n);
 /* Whether the tree text's expansion at n has t's bracketing. */
