@@ -54,6 +54,10 @@ recover() {
 recover stride '{ fma = true, tree = "stride(32, seq, halving, block=4)" }' F32 F32 4
 recover body '{ tree = "body(8, stride(8, seq[fma=true], seq), seq[fma=false], carry)" }' F32 F32 4
 recover split '{ tree = "split(4, pairwise, seq)" }' F32 F32 4
+# a level-3 BLAS's K blocking (OpenBLAS sgemm on a Haswell core): 517 is
+# cut 264 + 253, which K blocks of 512 give too; the fresh 389 (320 + 69
+# halved to 200 + 189, a single block for 512) holds the fit to 320
+recover kblock '{ fma = true, tree = "tile(320, seq, seq, halve=8)" }' F32 F32 4
 recover rowclass '{ tree = "stride(8, seq, halving)", rows = [{ select = "r >= R - R % 4", fma = false, tree = "seq" }] }' F32 F32 4
 # nested remainders: a 1-row kernel after a 2-row one after 4-row tiles.
 # The last class has one row per pair (two in all): among the 12,030

@@ -237,26 +237,36 @@ static int edge_rows_or_cols(long i, long j)
     return i >= 4 || j >= 8;
 }
 
+/* Fits the 6 x 10 grid whose class pred picks; the point must be the
+ * canonical text (nx_point_print: every key, the grid) of pairwise with the
+ * one class `seq` under the selector want_sel. */
+static void expect_grid_class(const char *what, int (*pred)(long, long), const char *want_sel)
+{
+    fit_result r;
+    run_grid(6, 10, pred, &r);
+    if (!r.found)
+        fail_msg("%s: nothing found", what);
+    char want[1024];
+    snprintf(want, sizeof want,
+             "{ acc = \"fp32\", rounding = \"rne\", fma = true, product = \"exact\", tree = \"pairwise\", out = "
+             "\"fp32\", out_rounding = \"rne\", saturate = false, grid = [6, 10], rows = [{ select = \"%s\", acc = "
+             "\"fp32\", rounding = \"rne\", fma = true, product = \"exact\", tree = \"seq\", out = \"fp32\", "
+             "out_rounding = \"rne\", saturate = false }] }",
+             want_sel);
+    if (strcmp(r.point, want) != 0)
+        fail_msg("%s: %s", what, r.point);
+    if (strstr(r.point, "\"r %"))
+        fail_msg("%s: a residue of r, not a class of the grid: %s", what, r.point);
+    assert_int_equal(r.nclasses, 1);
+    fit_result_free(&r);
+}
+
 /* j >= 8 on a 6 x 10 grid: the rows r % 10 >= 8 too, but on a grid the
  * selector is over j, and the point holds the grid. */
 static void test_grid_edge_columns(void **state)
 {
     (void)state;
-    fit_result r;
-    run_grid(6, 10, edge_cols, &r);
-    if (!r.found)
-        fail_msg("grid columns: nothing found");
-    /* the canonical text (nx_point_print): every key, the grid, the class */
-    const char *want_s = "{ acc = \"fp32\", rounding = \"rne\", fma = true, product = \"exact\", tree = \"pairwise\", "
-                         "out = \"fp32\", out_rounding = \"rne\", saturate = false, grid = [6, 10], rows = [{ select = "
-                         "\"j >= N - N % 4\", acc = \"fp32\", rounding = \"rne\", fma = true, product = \"exact\", tree = "
-                         "\"seq\", out = \"fp32\", out_rounding = \"rne\", saturate = false }] }";
-    if (strcmp(r.point, want_s) != 0)
-        fail_msg("grid columns: %s", r.point);
-    if (strstr(r.point, "\"r %"))
-        fail_msg("grid columns: a residue of r, not a class of the grid: %s", r.point);
-    assert_int_equal(r.nclasses, 1);
-    fit_result_free(&r);
+    expect_grid_class("grid columns", edge_cols, "j >= N - N % 4");
 }
 
 /* i >= 4 || j >= 8: neither a prefix or suffix of r nor one residue class;
@@ -264,18 +274,7 @@ static void test_grid_edge_columns(void **state)
 static void test_grid_edge_rows_or_columns(void **state)
 {
     (void)state;
-    fit_result r;
-    run_grid(6, 10, edge_rows_or_cols, &r);
-    if (!r.found)
-        fail_msg("grid rows or columns: nothing found");
-    const char *want_s = "{ acc = \"fp32\", rounding = \"rne\", fma = true, product = \"exact\", tree = \"pairwise\", "
-                         "out = \"fp32\", out_rounding = \"rne\", saturate = false, grid = [6, 10], rows = [{ select = "
-                         "\"i >= M - M % 4 || j >= N - N % 4\", acc = \"fp32\", rounding = \"rne\", fma = true, product = "
-                         "\"exact\", tree = \"seq\", out = \"fp32\", out_rounding = \"rne\", saturate = false }] }";
-    if (strcmp(r.point, want_s) != 0)
-        fail_msg("grid rows or columns: %s", r.point);
-    assert_int_equal(r.nclasses, 1);
-    fit_result_free(&r);
+    expect_grid_class("grid rows or columns", edge_rows_or_cols, "i >= M - M % 4 || j >= N - N % 4");
 }
 
 /* A grid that does not lay out the rows is refused, naming the pair. */
