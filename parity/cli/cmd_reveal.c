@@ -109,6 +109,16 @@ static void print_induction(const rv_result *res)
                res->separate_names, res->separate_n,
                res->separate_kept ? "the order is probed again and the first that holds there is kept"
                                   : "the order is probed again and none holds (the first is kept)");
+    if (res->induce_classes && res->induce != RV_INDUCE_NO_TREE) {
+        printf("induction: probed again at n = %zu at every row index (%zu rows in %zu calls): the same row classes; "
+               "%s\n",
+               res->induce_n, res->induce_probes, res->induce_calls,
+               res->induce == RV_INDUCE_HOLDS     ? "each class's name holds there too"
+               : res->induce == RV_INDUCE_RENAMED ? "each class named by a tree that holds at both lengths (the names "
+                                                    "above)"
+                                                  : "a class has no name that holds at both lengths: named at n alone");
+        return;
+    }
     switch (res->induce) {
     case RV_INDUCE_HOLDS:
         printf("induction: probed again at n = %zu (%zu rows in %zu calls): the same name holds there\n",
@@ -194,6 +204,10 @@ static int reveal_one(rv_kernel *k, const rv_opts *o, int order_only, rv_result 
         return rc;
     }
     printf("arithmetic probes: %zu rows in %zu calls\n", res->arith_probes, res->arith_calls);
+    for (size_t c = res->nclass - res->arith_classes; c < res->nclass; c++)
+        printf("row class: select = \"%s\", order: %s, the arithmetic apart (rows whose order the probes could not "
+               "tell from the others', whose results are not theirs)\n",
+               res->class_select[c], res->class_tree[c]);
     if (res->disambig_tried)
         printf("arithmetic: %zu points of the space fit the search rows; at n = %zu, %zu sparse rows on which they "
                "disagree and %zu random rows: %zu of them reproduce all%s\n",

@@ -33,7 +33,10 @@ void rv_result_free(rv_result *r)
     for (size_t i = 0; i < r->nclass; i++) {
         free(r->class_select[i]);
         free(r->class_tree[i]);
+        if (r->class_rt)
+            rv_tree_free(&r->class_rt[i]);
     }
+    free(r->class_rt);
     free(r->class_select);
     free(r->class_tree);
     free(r->row_class);
@@ -321,68 +324,238 @@ static int same_bits(double x, double y)
     return (x == y && signbit(x) == signbit(y)) || (isnan(x) && isnan(y));
 }
 
-/* Row classes from the order (res->row_class, over the rows of the probe
- * batch): each class's rows fitted on their own with its tree's space, and
- * the point put together, the class of most rows as the point itself and
- * each other class under its selector (docs/numerics.md section 4.3). */
-static nx_status fit_classes(rv_kernel *k, const rv_result *res, size_t rows, size_t n, const double *a,
-                             const double *b, const double *y, int verbose, fit_result *out, nx_err *err)
+static void search_rows(const rv_kernel *k, size_t rows, size_t n, uint64_t seed, double *a, double *b);
+
+/* The rows of one class at one length, gathered over calls. */
+typedef struct class_rows {
+    size_t m, cap;
+    double *a, *b, *y;
+    size_t *r;      /* each row's index in its batch */
+} class_rows;
+
+#define RV_CLASS_MIN_ROWS 32  /* rows of each class per length, where calls allow */
+#define RV_CLASS_MAX_CALLS 64 /* calls per length at most for them */
+
+static void class_rows_free(class_rows *c, size_t count)
 {
-    if (rows != res->probe_rows)
-        return nx_err_set(err, NX_EINVAL, "--rows: the arithmetic of row classes is fitted on the %zu rows the order "
-                                          "was probed at, not %zu", res->probe_rows, rows);
+    for (size_t i = 0; i < count; i++) {
+        free(c[i].a);
+        free(c[i].b);
+        free(c[i].y);
+        free(c[i].r);
+    }
+}
+
+/* Random rows of length n through k, batches of R = res->probe_rows rows,
+ * sorted into the classes of res->row_class: calls enough for
+ * RV_CLASS_MIN_ROWS rows of the smallest class (at most
+ * RV_CLASS_MAX_CALLS), each class keeping at most R rows.  Each call
+ * after the first rotates the batch, so that the targeted rows of
+ * search_rows reach other row indices.  cr[nclass]. */
+static nx_status gather_classes(rv_kernel *k, const rv_result *res, size_t n, uint64_t seed, class_rows *cr,
+                                nx_err *err)
+{
+    size_t R = res->probe_rows, nc = res->nclass, least = R;
+    size_t *cnt = calloc(nc, sizeof *cnt);
+    double *A = malloc(R * n * sizeof *A), *B = malloc(R * n * sizeof *B), *Y = malloc(R * sizeof *Y),
+           *TA = malloc(R * n * sizeof *TA), *TB = malloc(R * n * sizeof *TB);
     nx_status st = NX_OK;
-    double *ca = malloc(rows * n * sizeof *ca), *cb = malloc(rows * n * sizeof *cb), *cy = malloc(rows * sizeof *cy);
-    char *text = NULL;
-    size_t len = 0, cap = 0;
-    int bad = 0;
-    if (!ca || !cb || !cy) {
+    if (!cnt || !A || !B || !Y || !TA || !TB) {
         st = nx_err_set(err, NX_ENOMEM, "out of memory");
         goto out;
     }
-    memset(out, 0, sizeof *out);
-    for (size_t c = 0; c < res->nclass; c++) {
-        size_t m = 0;
-        for (size_t r = 0; r < rows; r++)
-            if (res->row_class[r] == (int)c) {
-                memcpy(ca + m * n, a + r * n, n * sizeof *a);
-                memcpy(cb + m * n, b + r * n, n * sizeof *b);
-                cy[m++] = y[r];
+    for (size_t r = 0; r < R; r++)
+        cnt[res->row_class[r]]++;
+    for (size_t c = 0; c < nc; c++)
+        if (cnt[c] && cnt[c] < least)
+            least = cnt[c];
+    size_t calls = (RV_CLASS_MIN_ROWS + least - 1) / least;
+    if (calls > RV_CLASS_MAX_CALLS)
+        calls = RV_CLASS_MAX_CALLS;
+    for (size_t c = 0; c < nc && !st; c++) {
+        size_t cap = cnt[c] * calls < R ? cnt[c] * calls : R;
+        cr[c].cap = cap;
+        cr[c].m = 0;
+        if (!cap)
+            continue;
+        if (!(cr[c].a = malloc(cap * n * sizeof *cr[c].a)) || !(cr[c].b = malloc(cap * n * sizeof *cr[c].b)) ||
+            !(cr[c].y = malloc(cap * sizeof *cr[c].y)) || !(cr[c].r = malloc(cap * sizeof *cr[c].r)))
+            st = nx_err_set(err, NX_ENOMEM, "out of memory");
+    }
+    for (size_t j = 0; j < calls && !st; j++) {
+        search_rows(k, R, n, seed + j * 0x9e3779b97f4a7c15ULL, TA, TB);
+        size_t rot = (j * 37) % R;
+        for (size_t r = 0; r < R; r++) {
+            memcpy(A + ((r + rot) % R) * n, TA + r * n, n * sizeof *A);
+            memcpy(B + ((r + rot) % R) * n, TB + r * n, n * sizeof *B);
+        }
+        if ((st = rv_call(k, R, n, A, B, Y, err)))
+            break;
+        for (size_t r = 0; r < R; r++) {
+            class_rows *c = &cr[res->row_class[r]];
+            if (c->m == c->cap)
+                continue;
+            memcpy(c->a + c->m * n, A + r * n, n * sizeof *A);
+            memcpy(c->b + c->m * n, B + r * n, n * sizeof *B);
+            c->y[c->m] = Y[r];
+            c->r[c->m++] = r;
+        }
+    }
+out:
+    free(cnt);
+    free(A);
+    free(B);
+    free(Y);
+    free(TA);
+    free(TB);
+    return st;
+}
+
+/* The space of a class's tree (space_text) as a fit space. */
+static nx_status class_space(const char *tree, const rv_kernel *k, fit_space *sp, nx_err *err)
+{
+    char *space = space_text(tree, k->in_fmt);
+    fit_space_init(sp, (nx_fmt)k->out_fmt);
+    if (!space)
+        return nx_err_set(err, NX_ENOMEM, "out of memory");
+    nx_status st = NX_OK;
+    for (char *line = space, *nl; *line && !st; line = nl + 1) {
+        nl = strchr(line, '\n');
+        *nl = 0;
+        if (sp->count == sp->cap) {
+            size_t nc = sp->cap ? 2 * sp->cap : 256;
+            fit_cand *ncd = realloc(sp->c, nc * sizeof *ncd);
+            if (!ncd) {
+                st = nx_err_set(err, NX_ENOMEM, "out of memory");
+                break;
             }
-        char *space = space_text(res->class_tree[c], k->in_fmt);
+            sp->c = ncd;
+            sp->cap = nc;
+        }
+        fit_cand fc = {.toml = strdup(line), .acc = -1, .fma = -1, .product = -1, .atom_preset = -1,
+                       .atom_frac = -1, .atom_round = -1};
+        if (!fc.toml)
+            st = nx_err_set(err, NX_ENOMEM, "out of memory");
+        else
+            sp->c[sp->count++] = fc;
+    }
+    free(space);
+    return st;
+}
+
+/* Class 0 fits no point of its space: the rows the closest candidate
+ * misses (at any length) are an arithmetic class of their own, where one
+ * selector names exactly them among the R rows of a batch (the last row,
+ * a residue; rows whose order the probes could not tell apart, whose
+ * arithmetic differs, as a remainder kernel's).  It is added to res (same
+ * tree as class 0); 1 when added. */
+static int split_class0(const rv_kernel *k, rv_result *res, const fit_space *sp, const fit_result *fr,
+                        class_rows *const *cr, const size_t *lens, size_t nl)
+{
+    if (!fr->nnear)
+        return 0;
+    size_t R = res->probe_rows, marked = 0, in0 = 0;
+    int *cls = calloc(R, sizeof *cls);
+    char *text = fit_cand_text(sp, fr->near[0].cand);
+    double *z = NULL;
+    int added = 0;
+    if (!cls || !text)
+        goto out;
+    for (size_t l = 0; l < nl; l++) {
+        const class_rows *c = &cr[l][0];
+        free(z);
+        nx_err e = {0};
+        if (!(z = malloc((c->m ? c->m : 1) * sizeof *z)) ||
+            eval_point(text, k->in_fmt, c->m, lens[l], c->a, c->b, z, &e))
+            goto out;
+        for (size_t i = 0; i < c->m; i++)
+            if (!same_bits(z[i], c->y[i]) && !cls[c->r[i]])
+                cls[c->r[i]] = 1, marked++;
+    }
+    for (size_t r = 0; r < R; r++)
+        in0 += res->row_class[r] == 0;
+    if (!marked || 2 * marked > in0)
+        goto out;
+    char *sel = rv_row_selector(cls, R, 1);
+    if (!sel)
+        goto out;
+    char *tree = strdup(res->class_tree[0]);
+    if (!tree) {
+        free(sel);
+        goto out;
+    }
+    size_t c = res->nclass++;
+    res->class_select[c] = sel;
+    res->class_tree[c] = tree;
+    res->arith_classes++;
+    for (size_t r = 0; r < R; r++)
+        if (cls[r])
+            res->row_class[r] = (int)c;
+    added = 1;
+out:
+    free(z);
+    free(cls);
+    free(text);
+    return added;
+}
+
+/* Row classes from the order (res->row_class, over the rows of the probe
+ * batch): each class's rows fitted on their own with its tree's space, on
+ * rows of every length of lens[0 .. nl) (gather_classes: calls enough for
+ * RV_CLASS_MIN_ROWS rows of the smallest class), and the point put
+ * together, the class of most rows as the point itself and each other
+ * class under its selector (docs/numerics.md section 4.3).  Where class 0
+ * fits no point, split_class0 may add an arithmetic class, once. */
+static nx_status fit_classes(rv_kernel *k, rv_result *res, const size_t *lens, size_t nl, uint64_t seed, int verbose,
+                             fit_result *out, nx_err *err)
+{
+    nx_status st = NX_OK;
+    class_rows *cr[RV_INDUCE_MAX] = {NULL};
+    char *text = NULL;
+    size_t len = 0, cap = 0;
+    int bad = 0, split = 0;
+    memset(out, 0, sizeof *out);
+again:
+    for (size_t l = 0; l < nl && !st; l++) {
+        if (!(cr[l] = calloc(res->nclass, sizeof *cr[l])))
+            st = nx_err_set(err, NX_ENOMEM, "out of memory");
+        else
+            st = gather_classes(k, res, lens[l], seed ^ (0x636c617373ULL * (l + 1)), cr[l], err);
+    }
+    for (size_t c = 0; c < res->nclass && !st; c++) {
         fit_space sp;
         fit_result fr;
         memset(&fr, 0, sizeof fr);
-        if (!space) {
-            st = nx_err_set(err, NX_ENOMEM, "out of memory");
-            goto out;
+        if ((st = class_space(res->class_tree[c], k, &sp, err))) {
+            fit_space_free(&sp);
+            break;
         }
-        fit_space_init(&sp, (nx_fmt)k->out_fmt);
-        for (char *line = space, *nl; *line && !st; line = nl + 1) {
-            nl = strchr(line, '\n');
-            *nl = 0;
-            if (sp.count == sp.cap) {
-                size_t nc = sp.cap ? 2 * sp.cap : 256;
-                fit_cand *ncd = realloc(sp.c, nc * sizeof *ncd);
-                if (!ncd) {
-                    st = nx_err_set(err, NX_ENOMEM, "out of memory");
-                    break;
-                }
-                sp.c = ncd;
-                sp.cap = nc;
-            }
-            fit_cand fc = {.toml = strdup(line), .acc = -1, .fma = -1, .product = -1, .atom_preset = -1,
-                           .atom_frac = -1, .atom_round = -1};
-            if (!fc.toml)
-                st = nx_err_set(err, NX_ENOMEM, "out of memory");
-            else
-                sp.c[sp.count++] = fc;
-        }
-        free(space);
-        fit_pair pair = {{m, k->in_fmt, ca, k->in_fmt, cb, NX_FP64, NULL}, n, 1, cy, 0, 0};
+        fit_pair pair[RV_INDUCE_MAX];
+        size_t np = 0;
+        for (size_t l = 0; l < nl; l++)
+            if (cr[l][c].m)
+                pair[np++] = (fit_pair){{cr[l][c].m, k->in_fmt, cr[l][c].a, k->in_fmt, cr[l][c].b, NX_FP64, NULL},
+                                        lens[l], 1, cr[l][c].y, 0, 0};
         fit_opts fo = {0, 0, verbose, NX_ENGINE_FAST, 0, 1};
-        if (!st)
-            st = fit_run(&pair, 1, &sp, &fo, &fr, err);
+        st = fit_run(pair, np, &sp, &fo, &fr, err);
+        if (!st && !(fr.found && fr.point && fr.point[0] == '{') && c == 0 && !split &&
+            split_class0(k, res, &sp, &fr, cr, lens, nl)) {
+            /* again with the new class, its rows gathered */
+            split = 1;
+            fit_result_free(&fr);
+            fit_space_free(&sp);
+            for (size_t l = 0; l < nl; l++) {
+                if (cr[l])
+                    class_rows_free(cr[l], res->nclass - 1);
+                free(cr[l]);
+                cr[l] = NULL;
+            }
+            free(text);
+            text = NULL;
+            len = cap = 0;
+            memset(out, 0, sizeof *out);
+            goto again;
+        }
         fit_space_free(&sp);
         if (!st && fr.found && fr.point && fr.point[0] == '{') {
             const char *body = fr.point + 1;
@@ -400,14 +573,14 @@ static nx_status fit_classes(rv_kernel *k, const rv_result *res, size_t rows, si
         } else if (!st) {
             if (verbose)
                 fprintf(stderr, "reveal: no point of the space fits the rows of class %zu (tree %s)\n", c,
-                            res->class_tree[c]);
+                        res->class_tree[c]);
             fit_result_free(&fr);
             goto out;
         }
         fit_result_free(&fr);
-        if (st)
-            goto out;
     }
+    if (st)
+        goto out;
     bad |= appendf(&text, &len, &cap, "%s }", res->nclass > 1 ? "]" : "");
     if (bad) {
         st = nx_err_set(err, NX_ENOMEM, "out of memory");
@@ -418,10 +591,12 @@ static nx_status fit_classes(rv_kernel *k, const rv_result *res, size_t rows, si
     out->nfit++;
     text = NULL;
 out:
+    for (size_t l = 0; l < nl; l++) {
+        if (cr[l])
+            class_rows_free(cr[l], res->nclass);
+        free(cr[l]);
+    }
     free(text);
-    free(ca);
-    free(cb);
-    free(cy);
     return st;
 }
 
@@ -686,7 +861,16 @@ nx_status rv_reveal_arith(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err
         sp.c[sp.count++] = c;
     }
     if (res->nclass > 1) {
-        if ((st = fit_classes(k, res, rows, n, a, b, y, o->verbose, &fr, err)))
+        if (rows != res->probe_rows) {
+            st = nx_err_set(err, NX_EINVAL, "--rows: the arithmetic of row classes is fitted on batches of the %zu "
+                                            "rows the order was probed at, not %zu", res->probe_rows, rows);
+            goto out;
+        }
+        /* at the induction length too, where every class is named there */
+        size_t lens[2] = {n, res->induce_n}, nl = 1;
+        if (res->induce == RV_INDUCE_HOLDS || res->induce == RV_INDUCE_RENAMED)
+            nl = 2;
+        if ((st = fit_classes(k, res, lens, nl, seed, o->verbose, &fr, err)))
             goto out;
     } else {
         /* where induction named the order at two lengths, the arithmetic

@@ -38,6 +38,31 @@ void rv_tree_free(rv_tree *t)
     memset(t, 0, sizeof *t);
 }
 
+/* A deep copy of src into *dst; 0, or -1 out of memory (*dst empty). */
+static int tree_copy(rv_tree *dst, const rv_tree *src)
+{
+    memset(dst, 0, sizeof *dst);
+    if (!src->count)
+        return 0;
+    if (!(dst->node = calloc(src->count, sizeof *dst->node)))
+        return -1;
+    dst->cap = src->count;
+    for (size_t i = 0; i < src->count; i++) {
+        dst->node[i] = src->node[i];
+        dst->node[i].ch = NULL;
+        dst->count = i + 1;
+        if (src->node[i].nch) {
+            if (!(dst->node[i].ch = malloc((size_t)src->node[i].nch * sizeof *dst->node[i].ch))) {
+                rv_tree_free(dst);
+                return -1;
+            }
+            memcpy(dst->node[i].ch, src->node[i].ch, (size_t)src->node[i].nch * sizeof *dst->node[i].ch);
+        }
+    }
+    dst->root = src->root;
+    return 0;
+}
+
 static int node_new(rv_tree *t, int leaf)
 {
     if (t->count == t->cap) {
@@ -940,7 +965,7 @@ static int sel_true(const char *text, size_t r, size_t R)
 
 /* A selector of docs/numerics.md section 4.3 true exactly at the rows of
  * class c among R (malloc'd), or NULL. */
-static char *selector_for(const int *cls, size_t R, int c)
+char *rv_row_selector(const int *cls, size_t R, int c)
 {
     char buf[96];
     size_t lo = R, hi = 0, cnt = 0;
@@ -1080,8 +1105,9 @@ static nx_status order_by_row(rv_kernel *k, const rv_opts *o, size_t R, rv_resul
      * one order) is given one selector per run of consecutive rows */
     res->class_select = calloc(ncls + R, sizeof *res->class_select);
     res->class_tree = calloc(ncls + R, sizeof *res->class_tree);
+    res->class_rt = calloc(ncls + R, sizeof *res->class_rt);
     int *one = malloc(R * sizeof *one);
-    if (!res->class_select || !res->class_tree || !one) {
+    if (!res->class_select || !res->class_tree || !res->class_rt || !one) {
         free(one);
         st = nx_err_set(err, NX_ENOMEM, "out of memory");
         goto out;
@@ -1099,9 +1125,11 @@ static nx_status order_by_row(rv_kernel *k, const rv_opts *o, size_t R, rv_resul
                             r0, R, br[c]);
             break;
         }
-        char *sel = selector_for(cls, R, (int)c);
+        char *sel = rv_row_selector(cls, R, (int)c);
         if (sel) {
             res->class_select[res->nclass] = sel;
+            if (tree_copy(&res->class_rt[res->nclass], &cr[c].tree))
+                st = nx_err_set(err, NX_ENOMEM, "out of memory");
             res->class_tree[res->nclass++] = strdup(cr[c].tree_text);
             continue;
         }
@@ -1110,7 +1138,9 @@ static nx_status order_by_row(rv_kernel *k, const rv_opts *o, size_t R, rv_resul
                 continue;
             for (size_t q = 0; q < R; q++)
                 one[q] = q >= r && cls[q] == (int)c && (q == r || one[q - 1] == (int)c) ? (int)c : -1;
-            res->class_select[res->nclass] = selector_for(one, R, (int)c);
+            res->class_select[res->nclass] = rv_row_selector(one, R, (int)c);
+            if (tree_copy(&res->class_rt[res->nclass], &cr[c].tree))
+                st = nx_err_set(err, NX_ENOMEM, "out of memory");
             res->class_tree[res->nclass++] = strdup(cr[c].tree_text);
         }
     }
@@ -1242,6 +1272,90 @@ static nx_status separate(rv_kernel *k, const rv_opts *o, rv_result *res, const 
     return st;
 }
 
+/* Induction for a kernel with row classes: the order is probed again at
+ * every row index at rv_induction_length(n); where the rows fall into the
+ * same classes there (the same selectors), each class is named by the
+ * first tree text that has its bracketings at both lengths.  A class with
+ * no such name keeps its name at n (res->induce_classes_alone counts
+ * them); other classes there: RV_INDUCE_NO_TREE, said why. */
+static nx_status induce_classes(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err *err)
+{
+    if (!res->class_rt || !res->tree_text)
+        return NX_OK;
+    for (size_t c = 0; c < res->nclass; c++)
+        if (!res->class_tree[c])
+            return NX_OK;
+    size_t n2 = rv_induction_length(o->n);
+    rv_opts o2 = *o;
+    o2.n = n2;
+    o2.no_induce = 1;
+    o2.probe_rows = res->probe_rows;
+    rv_result r2 = {0};
+    size_t calls0 = k->calls, probes0 = k->probes;
+    nx_status st = rv_reveal_order(k, &o2, &r2, err);
+    res->induce_n = n2;
+    res->induce_calls = k->calls - calls0;
+    res->induce_probes = k->probes - probes0;
+    res->induce_classes = 1;
+    if (st && st != NX_ENOMEM && !k->killed) {
+        res->induce = RV_INDUCE_NO_TREE;
+        res->induce_why = strdup(err->msg);
+        memset(err, 0, sizeof *err);
+        st = res->induce_why ? NX_OK : nx_err_set(err, NX_ENOMEM, "out of memory");
+        rv_result_free(&r2);
+        return st;
+    }
+    if (st) {
+        rv_result_free(&r2);
+        nx_err_prefix(err, "the order again at n = %zu (induction)", n2);
+        return st;
+    }
+    int same = r2.nclass == res->nclass && r2.class_rt;
+    for (size_t c = 1; c < res->nclass && same; c++)
+        same = r2.class_select[c] && !strcmp(r2.class_select[c], res->class_select[c]);
+    if (!same) {
+        char why[512];
+        size_t wl = (size_t)snprintf(why, sizeof why, "the rows fall into %zu class(es) there", r2.nclass);
+        for (size_t c = 1; c < r2.nclass && wl < sizeof why - 64; c++)
+            wl += (size_t)snprintf(why + wl, sizeof why - wl, "%s select = \"%s\"", c == 1 ? ":" : ",",
+                                   r2.class_select[c] ? r2.class_select[c] : "?");
+        snprintf(why + (wl < sizeof why ? wl : sizeof why - 1), sizeof why - (wl < sizeof why ? wl : sizeof why - 1),
+                 ", not the %zu of n = %zu", res->nclass, o->n);
+        res->induce = RV_INDUCE_NO_TREE;
+        res->induce_why = strdup(why);
+        rv_result_free(&r2);
+        return res->induce_why ? NX_OK : nx_err_set(err, NX_ENOMEM, "out of memory");
+    }
+    int renamed = 0;
+    for (size_t c = 0; c < res->nclass && !st; c++) {
+        const rv_tree *ts[2] = {c ? &res->class_rt[c] : &res->tree, c ? &r2.class_rt[c] : &r2.tree};
+        size_t ns[2] = {o->n, n2};
+        char *names[RV_ALT_MAX + 1];
+        size_t nn = rv_recognise_names(ts, ns, 2, o->hints, o->nhints, names, RV_ALT_MAX + 1);
+        for (size_t i = 1; i < nn; i++)
+            free(names[i]);
+        if (!nn) {
+            res->induce_classes_alone++;
+            continue;
+        }
+        if (strcmp(names[0], res->class_tree[c])) {
+            renamed = 1;
+            free(res->class_tree[c]);
+            res->class_tree[c] = names[0];
+            if (!c) {
+                free(res->induce_alone);
+                res->induce_alone = res->tree_text;
+                if (!(res->tree_text = strdup(names[0])))
+                    st = nx_err_set(err, NX_ENOMEM, "out of memory");
+            }
+        } else
+            free(names[0]);
+    }
+    res->induce = res->induce_classes_alone ? RV_INDUCE_ONE_LENGTH : renamed ? RV_INDUCE_RENAMED : RV_INDUCE_HOLDS;
+    rv_result_free(&r2);
+    return st;
+}
+
 /* Induction: the order at n is one bracketing, and several names of the
  * language may expand to it there (split(4, pairwise, seq) and tile(8,
  * pairwise, seq) at n = 32) while only one is the kernel's loop.  The
@@ -1249,7 +1363,9 @@ static nx_status separate(rv_kernel *k, const rv_opts *o, rv_result *res, const 
  * first tree text of the recogniser's search that has both bracketings. */
 static nx_status induce(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err *err)
 {
-    if (!res->tree_text || res->nclass > 1 || res->rows_differ)
+    if (res->nclass > 1)
+        return induce_classes(k, o, res, err);
+    if (!res->tree_text || res->rows_differ)
         return NX_OK; /* RV_INDUCE_NOT_RUN */
     size_t n2 = rv_induction_length(o->n);
     rv_opts o2 = *o;

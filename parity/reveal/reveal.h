@@ -119,6 +119,8 @@ typedef struct rv_result {
     size_t nclass;
     char **class_select;    /* [nclass]; [0] NULL */
     char **class_tree;      /* [nclass] */
+    rv_tree *class_rt;      /* [nclass]: each class's revealed tree ([0]
+                             * empty: it is `tree`); NULL without classes */
     int *row_class;         /* [probe_rows]: the class of each row index */
     /* induction (docs/reveal.md "Induction"): the order probed again at
      * induce_n and the name chosen to hold at both lengths */
@@ -136,6 +138,12 @@ typedef struct rv_result {
                              * or found none for both; else NULL */
     char *induce_other;     /* the name at induce_n alone (NULL: none) */
     char *induce_why;       /* RV_INDUCE_NO_TREE: why no tree there */
+    int induce_classes;     /* 1: induced class by class (row classes) */
+    size_t arith_classes;   /* row classes the arithmetic added (rows whose
+                             * order is class 0's, whose arithmetic is not):
+                             * the last arith_classes of the nclass */
+    size_t induce_classes_alone; /* of them, classes no name holds for at
+                                  * both lengths (named at n alone) */
 } rv_result;
 
 enum {
@@ -206,6 +214,11 @@ int rv_tree_is(const rv_tree *t, const char *text, size_t n);
  * counts the order reveals. */
 nx_status rv_size_switch(rv_kernel *k, const rv_opts *o, size_t n_lo, const char *tree_lo, size_t n_hi,
                          const char *tree_hi, size_t *T, size_t *reveals, nx_err *err);
+/* A selector of docs/numerics.md section 4.3 true exactly at the rows r
+ * < R with cls[r] == c (malloc'd), or NULL where none of its forms (a
+ * prefix, a remainder of R, a residue of r, a block of the remainder, a
+ * range) names them. */
+char *rv_row_selector(const int *cls, size_t R, int c);
 /* The length the order is revealed again at for induction: the least
  * length past n that is 3 modulo 8, so that every loop of a power-of-two
  * width 4 or more leaves a remainder of 3 terms or more (one tail term
