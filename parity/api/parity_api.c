@@ -380,8 +380,23 @@ static void keep_line(void *ctx, const char *text)
     snprintf((char *)ctx, sizeof last_line, "%s", text);
 }
 
+static int reveal_impl(parity_api_probe_fn fn, size_t n, const char *dtype, const char *space, unsigned long long seed,
+                       unsigned flags, char **point, char **order, parity_reveal_info *info, parity_error *e);
+
 API int parity_reveal(parity_api_probe_fn fn, size_t n, const char *dtype, const char *space, unsigned long long seed,
                       char **point, char **order, parity_reveal_info *info, parity_error *e)
+{
+    return reveal_impl(fn, n, dtype, space, seed, 0, point, order, info, e);
+}
+
+API int parity_reveal2(parity_api_probe_fn fn, size_t n, const char *dtype, const char *space, unsigned long long seed,
+                       unsigned flags, char **point, char **order, parity_reveal_info *info, parity_error *e)
+{
+    return reveal_impl(fn, n, dtype, space, seed, flags, point, order, info, e);
+}
+
+static int reveal_impl(parity_api_probe_fn fn, size_t n, const char *dtype, const char *space, unsigned long long seed,
+                       unsigned flags, char **point, char **order, parity_reveal_info *info, parity_error *e)
 {
     if (point)
         *point = NULL;
@@ -399,6 +414,11 @@ API int parity_reveal(parity_api_probe_fn fn, size_t n, const char *dtype, const
         in = rows_fmt_of_dtype(dt);
     if (in != NX_FP32 && in != NX_BF16 && in != NX_FP16 && in != NX_FP64)
         return input_error(e, "dtype: '%s' is not one of F32, BF16, F16, F64", dtype ? dtype : "(null)");
+    if (flags & ~(unsigned)PARITY_REVEAL_SHARED_B)
+        return input_error(e, "%s: unknown bits (PARITY_REVEAL_SHARED_B is the only flag)", "flags");
+    if ((flags & PARITY_REVEAL_SHARED_B) && in == NX_FP16)
+        return input_error(e, "%s", "shared_b: takes F32, BF16 or F64 inputs: the order's probes need products beyond "
+                                    "F16's range, which rows that share b cannot carry");
     nx_err err = {0};
     nx_status st = NX_OK;
     rv_opts o = {0};
@@ -431,6 +451,7 @@ API int parity_reveal(parity_api_probe_fn fn, size_t n, const char *dtype, const
     int rc = PARITY_OK, res_found_order = 0;
     if ((st = rv_kernel_dlopen(spec, (nx_fmt)in, &k, &err)))
         goto out;
+    k->shared_b = !!(flags & PARITY_REVEAL_SHARED_B);
     st = rv_reveal_order(k, &o, &res, &err);
     if (st == NX_EUNSUPPORTED) {
         rc = PARITY_FAIL;

@@ -112,6 +112,13 @@ typedef struct parity_reveal_info {
  * was not found); *order (may be NULL): the revealed order's tree text. */
 int parity_reveal(parity_api_probe_fn fn, size_t n, const char *dtype, const char *space, unsigned long long seed,
                   char **point, char **order, parity_reveal_info *info, parity_error *err);
+/* The same with flags (ABI 1.1): PARITY_REVEAL_SHARED_B, the kernel takes
+ * one b for all the rows of a call (`parity reveal --shared-b`: every
+ * call's rows share row 0's b; F32, BF16 or F64).  Unknown bits are an
+ * input error. */
+#define PARITY_REVEAL_SHARED_B 1u
+int parity_reveal2(parity_api_probe_fn fn, size_t n, const char *dtype, const char *space, unsigned long long seed,
+                   unsigned flags, char **point, char **order, parity_reveal_info *info, parity_error *err);
 
 /* Tensors a function hands back (the reference's outputs), owned by the
  * library until parity_outputs_free. */

@@ -350,18 +350,23 @@ def _reveal_dtype(dtype):
     return _DTYPE_NAMES[name], "numpy"
 
 
-def reveal(fn, n, dtype="F32", *, space=None, seed=0, info=None):
+def reveal(fn, n, dtype="F32", *, space=None, seed=0, shared_b=False, info=None):
     """`parity reveal` of a Python callable: fn(a, b) -> y, a and b [rows, n]
     (torch tensors for a torch dtype, else numpy arrays; bf16 in numpy as
     uint16 patterns), y [rows] of float32 / float64 / float16 / bfloat16.
     Probes come batched, one call per round, in process: the arrays are
     the library's memory (no copy), valid during the call.  Returns the
     revealed Point; raises NotFound when the order or the arithmetic is
-    not found.  info: a dict that receives the call and probe counts."""
+    not found.  shared_b: the kernel takes one b for all the rows of a call
+    (a gemv's x, the rows being its outputs; `parity reveal --shared-b`):
+    every call's rows share row 0's b; F32, BF16 or F64.  info: a dict that
+    receives the call and probe counts."""
     if not callable(fn):
         raise TypeError("fn: expected a callable fn(a, b) -> y, got %s" % type(fn).__name__)
     if not isinstance(n, int) or isinstance(n, bool) or not 2 <= n <= 65536:
         raise ValueError("n: expected an int in 2 .. 65536 (the probes cost about n^1.8), got %r" % (n,))
+    if not isinstance(shared_b, bool):
+        raise TypeError("shared_b: expected True or False, got %s" % type(shared_b).__name__)
     dt, kind = _reveal_dtype(dtype)
     failure = []
 
@@ -393,8 +398,9 @@ def reveal(fn, n, dtype="F32", *, space=None, seed=0, info=None):
     with _reveal_lock:
         _reveal_state.active = True
         try:
-            rc = lib.parity_reveal(cb, n, dt.encode(), space.encode() if space else None, int(seed), ctypes.byref(point),
-                                   ctypes.byref(order), ctypes.byref(ri), ctypes.byref(err))
+            rc = lib.parity_reveal2(cb, n, dt.encode(), space.encode() if space else None, int(seed),
+                                    1 if shared_b else 0, ctypes.byref(point), ctypes.byref(order), ctypes.byref(ri),
+                                    ctypes.byref(err))
         finally:
             _reveal_state.active = False
     p, o = take_string(point), take_string(order)

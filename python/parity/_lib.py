@@ -87,6 +87,8 @@ _sigs = {
                               _P(_c.c_void_p), _P(_c.c_void_p), _P(Error)]),
     "parity_reveal": (_c.c_int, [PROBE_FN, _c.c_size_t, _c.c_char_p, _c.c_char_p, _c.c_ulonglong,
                                  _P(_c.c_void_p), _P(_c.c_void_p), _P(RevealInfo), _P(Error)]),
+    "parity_reveal2": (_c.c_int, [PROBE_FN, _c.c_size_t, _c.c_char_p, _c.c_char_p, _c.c_ulonglong, _c.c_uint,
+                                 _P(_c.c_void_p), _P(_c.c_void_p), _P(RevealInfo), _P(Error)]),
     "parity_outputs_count": (_c.c_size_t, [_c.c_void_p]),
     "parity_outputs_tensor": (_c.c_int, [_c.c_void_p, _c.c_size_t, _P(_c.c_char_p), _P(_c.c_char_p), _P(_c.c_int),
                                          _P(_P(_c.c_int64)), _P(_c.c_void_p), _P(_c.c_size_t)]),

@@ -337,6 +337,28 @@ def test_reveal_batches_probes_into_rounds():
     assert info["probes"] > 10 * info["calls"], "probes are batched, many rows per call"
 
 
+def test_reveal_shared_b_gives_the_rows_of_a_call_one_b():
+    # y = A x, the rows being the outputs: the kernel reads x from row 0
+    # alone, so every row of a call must carry the same b
+    seen = []
+
+    def gemv(a, b):
+        seen.append(bool((b == b[0]).all()))
+        return np_sum(a, np.broadcast_to(b[0], a.shape))
+    p = parity.reveal(gemv, n=48, shared_b=True)
+    assert seen and all(seen), "a call's rows had other b's: %d of %d calls" % (seen.count(False), len(seen))
+    a, b = rand(9, 100, 5)
+    b[:] = b[0]
+    parity.assert_bits(gemv(a, b), point=p, a=a, b=b)
+    # the control: without shared_b the rows carry their own b
+    seen.clear()
+    try:
+        parity.reveal(gemv, n=48)
+    except parity.NotFound:
+        pass
+    assert not all(seen)
+
+
 def test_reveal_hands_back_the_kernels_exception():
     def broken(a, b):
         raise KeyError("inside the kernel")
@@ -351,6 +373,8 @@ def test_reveal_argument_errors():
         parity.reveal(np_cumsum, n=1)
     with pytest.raises(TypeError, match="^dtype"):
         parity.reveal(np_cumsum, n=8, dtype=np.int32)
+    with pytest.raises(ValueError, match="shared_b"):
+        parity.reveal(np_cumsum, n=8, dtype=np.float16, shared_b=True)
 
 
 # --- capture ------------------------------------------------------------------
