@@ -294,8 +294,14 @@ typedef struct letlist {
     strlist vals;
 } letlist;
 
-/* The most candidates one line of a space may expand to. */
-#define FIT_SPACE_MAX_LINES 100000
+/* The most candidates one line of a space may expand to (fit.h:
+ * fit_space_set_max_lines lowers it, as the fuzz target does). */
+static size_t max_lines = FIT_SPACE_MAX_LINES;
+
+void fit_space_set_max_lines(size_t n)
+{
+    max_lines = n ? n : FIT_SPACE_MAX_LINES;
+}
 
 static const letlist *find_let(const letlist *lets, size_t nlets, const char *name, size_t len)
 {
@@ -308,7 +314,7 @@ static const letlist *find_let(const letlist *lets, size_t nlets, const char *na
 /* Expands the first {NAME} of line over its list, recursively, into out. */
 static void expand(const char *line, const letlist *lets, size_t nlets, strlist *out, int depth)
 {
-    if (out->n > FIT_SPACE_MAX_LINES) { /* the cost bound: stop, never build the rest */
+    if (out->n > max_lines) { /* the cost bound: stop, never build the rest */
         out->over = 1;
         return;
     }
@@ -429,9 +435,8 @@ nx_status fit_space_parse(fit_space *s, const fit_ctx *ctx, const char *text, co
             expand(line, lets, nlets, &ex, 0);
             if (ex.over) {
                 sl_free(&ex);
-                e = nx_err_set(err, NX_EINVAL, "%s: line %d: its {NAME} lists expand to more than %d candidates "
-                               "(docs/limits.md); narrow the lists or split the line", name, lineno,
-                               FIT_SPACE_MAX_LINES);
+                e = nx_err_set(err, NX_EINVAL, "%s: line %d: its {NAME} lists expand to more than %zu candidates "
+                               "(docs/limits.md); narrow the lists or split the line", name, lineno, max_lines);
                 break;
             }
             if (ex.oom) {
