@@ -270,13 +270,14 @@ grep -qF 'tree = &quot;split(4, pairwise, seq)&quot;' "$T/r.html" || fail "revea
 [ "$(grep -o '<g class="node">' "$T/r.html" | wc -l)" -eq 65 ] || fail "reveal: want 65 nodes"
 grep -q '<td class="num">0 / 50</td>' "$T/r.html" || fail "reveal: the confirmation rows"
 # row classes: a table of selector, rows and order, and the class's tree
-# drawn (at n = 8 stride(4, seq, halving) has the order of halving)
+# drawn (at n = 8 stride(4, seq, halving) has the order of halving; the
+# induction length, 11, names it)
 "$PARITY" reveal --simulate '{ tree = "stride(4, seq, halving)", rows = [{ select = "r >= R - R % 4", tree = "seq" }] }' \
   --n 8 --order-only --html "$T/rc.html" > "$T/rc.out"; rc=$?
 [ $rc -eq 0 ] || fail "reveal, row classes: exit $rc: $(tail -3 "$T/rc.out")"
 grep -qF '<tr><td>1</td><td>r &gt;= R - R % 4</td><td>3 of 255</td><td>seq</td></tr>' "$T/rc.html" ||
   fail "reveal, row classes: no row of the class table"
-grep -qF '<tr><td>0</td><td>(every other row: the point&#39;s own tree)</td><td>252 of 255</td><td>halving</td></tr>' "$T/rc.html" ||
+grep -qF '<tr><td>0</td><td>(every other row: the point&#39;s own tree)</td><td>252 of 255</td><td>stride(4, seq, halving)</td></tr>' "$T/rc.html" ||
   fail "reveal, row classes: no row of the main class"
 grep -qF 'class 1 (r &gt;= R - R % 4): seq' "$T/rc.html" || fail "reveal, row classes: the class's tree is not drawn"
 "$PARITY" reveal --simulate '{ tree = "seq" }' --n 4 --html "$T" > /dev/null 2>&1; rc=$?
