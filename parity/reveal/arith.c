@@ -335,6 +335,7 @@ typedef struct class_rows {
 
 #define RV_CLASS_MIN_ROWS 32  /* rows of each class per length, where calls allow */
 #define RV_CLASS_MAX_CALLS 64 /* calls per length at most for them */
+#define RV_CLASS_MIN_CALLS 8  /* and at least: each row index seen 8 times */
 
 static void class_rows_free(class_rows *c, size_t count)
 {
@@ -348,8 +349,9 @@ static void class_rows_free(class_rows *c, size_t count)
 
 /* Random rows of length n through k, batches of R = res->probe_rows rows,
  * sorted into the classes of res->row_class: calls enough for
- * RV_CLASS_MIN_ROWS rows of the smallest class (at most
- * RV_CLASS_MAX_CALLS), each class keeping at most R rows.  Each call
+ * RV_CLASS_MIN_ROWS rows of the smallest class (at least
+ * RV_CLASS_MIN_CALLS, at most RV_CLASS_MAX_CALLS), each class keeping
+ * at most R rows or RV_CLASS_MIN_CALLS rows of each of its row indices.  Each call
  * after the first rotates the batch, so that the targeted rows of
  * search_rows reach other row indices.  cr[nclass]. */
 static nx_status gather_classes(rv_kernel *k, const rv_result *res, size_t n, uint64_t seed, class_rows *cr,
@@ -370,10 +372,16 @@ static nx_status gather_classes(rv_kernel *k, const rv_result *res, size_t n, ui
         if (cnt[c] && cnt[c] < least)
             least = cnt[c];
     size_t calls = (RV_CLASS_MIN_ROWS + least - 1) / least;
+    if (calls < RV_CLASS_MIN_CALLS)
+        calls = RV_CLASS_MIN_CALLS;
     if (calls > RV_CLASS_MAX_CALLS)
         calls = RV_CLASS_MAX_CALLS;
     for (size_t c = 0; c < nc && !st; c++) {
-        size_t cap = cnt[c] * calls < R ? cnt[c] * calls : R;
+        /* every row index of the class RV_CLASS_MIN_CALLS times at least:
+         * a row whose arithmetic is not the others' (split_class0) shows
+         * on some of its rows, not on one */
+        size_t keep = R > RV_CLASS_MIN_CALLS * cnt[c] ? R : RV_CLASS_MIN_CALLS * cnt[c];
+        size_t cap = cnt[c] * calls < keep ? cnt[c] * calls : keep;
         cr[c].cap = cap;
         cr[c].m = 0;
         if (!cap)
@@ -452,11 +460,35 @@ static nx_status class_space(const char *tree, const rv_kernel *k, fit_space *sp
 static int split_class0(const rv_kernel *k, rv_result *res, const fit_space *sp, const fit_result *fr,
                         class_rows *const *cr, const size_t *lens, size_t nl)
 {
-    if (!fr->nnear)
-        return 0;
     size_t R = res->probe_rows, marked = 0, in0 = 0;
+    for (size_t r = 0; r < R; r++)
+        in0 += res->row_class[r] == 0;
+    /* the point of most rows: fitted on the first call's rows (one row of
+     * each index, where a few odd rows may agree by chance), else the
+     * closest of that fit or of the whole one (the search's order of rows
+     * decides which candidates the closest are chosen from) */
+    fit_pair pair[RV_INDUCE_MAX];
+    size_t np = 0;
+    for (size_t l = 0; l < nl; l++)
+        if (cr[l][0].m)
+            pair[np++] = (fit_pair){{cr[l][0].m < in0 ? cr[l][0].m : in0, k->in_fmt, cr[l][0].a, k->in_fmt,
+                                     cr[l][0].b, NX_FP64, NULL},
+                                    lens[l], 1, cr[l][0].y, 0, 0};
+    fit_result f1;
+    memset(&f1, 0, sizeof f1);
+    fit_opts fo = {0, 0, 0, NX_ENGINE_FAST, 0, 0};
+    nx_err e1 = {0};
+    char *text = NULL;
+    if (np && fit_run(pair, np, sp, &fo, &f1, &e1) == NX_OK) {
+        if (f1.found && f1.point)
+            text = strdup(f1.point);
+        else if (f1.nnear)
+            text = fit_cand_text(sp, f1.near[0].cand);
+    }
+    fit_result_free(&f1);
+    if (!text && fr->nnear)
+        text = fit_cand_text(sp, fr->near[0].cand);
     int *cls = calloc(R, sizeof *cls);
-    char *text = fit_cand_text(sp, fr->near[0].cand);
     double *z = NULL;
     int added = 0;
     if (!cls || !text)
@@ -472,8 +504,6 @@ static int split_class0(const rv_kernel *k, rv_result *res, const fit_space *sp,
             if (!same_bits(z[i], c->y[i]) && !cls[c->r[i]])
                 cls[c->r[i]] = 1, marked++;
     }
-    for (size_t r = 0; r < R; r++)
-        in0 += res->row_class[r] == 0;
     if (!marked || 2 * marked > in0)
         goto out;
     char *sel = rv_row_selector(cls, R, 1);

@@ -1272,6 +1272,38 @@ static nx_status separate(rv_kernel *k, const rv_opts *o, rv_result *res, const 
     return st;
 }
 
+/* The order again at the induction length (at every row index when
+ * by_row), into *r2, its probes and calls counted in res->induce_*.
+ * *done = 1 where induction ends there: no tree (or a kernel that declines
+ * that length: an error exit, a point that does not expand there), the
+ * order named at n alone and the reason kept (RV_INDUCE_NO_TREE, NX_OK);
+ * or a kernel killed for hanging or a wrong answer, which has failed as
+ * it would at n (the error, prefixed). */
+static nx_status order_again(rv_kernel *k, const rv_opts *o, rv_result *res, int by_row, rv_result *r2, int *done,
+                             nx_err *err)
+{
+    size_t n2 = rv_induction_length(o->n);
+    rv_opts o2 = *o;
+    o2.n = n2;
+    o2.no_induce = 1;
+    o2.probe_rows = res->probe_rows;
+    size_t calls0 = k->calls, probes0 = k->probes;
+    nx_status st = by_row ? rv_reveal_order(k, &o2, r2, err) : order_once(k, &o2, r2, err);
+    res->induce_n = n2;
+    res->induce_calls = k->calls - calls0;
+    res->induce_probes = k->probes - probes0;
+    *done = st != NX_OK;
+    if (st && st != NX_ENOMEM && !k->killed) {
+        res->induce = RV_INDUCE_NO_TREE;
+        res->induce_why = strdup(err->msg);
+        memset(err, 0, sizeof *err);
+        return res->induce_why ? NX_OK : nx_err_set(err, NX_ENOMEM, "out of memory");
+    }
+    if (st)
+        nx_err_prefix(err, "the order again at n = %zu (induction)", n2);
+    return st;
+}
+
 /* Induction for a kernel with row classes: the order is probed again at
  * every row index at rv_induction_length(n); where the rows fall into the
  * same classes there (the same selectors), each class is named by the
@@ -1286,28 +1318,12 @@ static nx_status induce_classes(rv_kernel *k, const rv_opts *o, rv_result *res, 
         if (!res->class_tree[c])
             return NX_OK;
     size_t n2 = rv_induction_length(o->n);
-    rv_opts o2 = *o;
-    o2.n = n2;
-    o2.no_induce = 1;
-    o2.probe_rows = res->probe_rows;
     rv_result r2 = {0};
-    size_t calls0 = k->calls, probes0 = k->probes;
-    nx_status st = rv_reveal_order(k, &o2, &r2, err);
-    res->induce_n = n2;
-    res->induce_calls = k->calls - calls0;
-    res->induce_probes = k->probes - probes0;
+    int done;
+    nx_status st = order_again(k, o, res, 1, &r2, &done, err);
     res->induce_classes = 1;
-    if (st && st != NX_ENOMEM && !k->killed) {
-        res->induce = RV_INDUCE_NO_TREE;
-        res->induce_why = strdup(err->msg);
-        memset(err, 0, sizeof *err);
-        st = res->induce_why ? NX_OK : nx_err_set(err, NX_ENOMEM, "out of memory");
+    if (done) {
         rv_result_free(&r2);
-        return st;
-    }
-    if (st) {
-        rv_result_free(&r2);
-        nx_err_prefix(err, "the order again at n = %zu (induction)", n2);
         return st;
     }
     int same = r2.nclass == res->nclass && r2.class_rt;
@@ -1369,25 +1385,11 @@ static nx_status induce(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err *
         return NX_OK; /* RV_INDUCE_NOT_RUN */
     size_t n2 = rv_induction_length(o->n);
     rv_opts o2 = *o;
-    o2.n = n2;
     rv_result r2 = {0};
     size_t calls0 = k->calls, probes0 = k->probes;
-    nx_status st = order_once(k, &o2, &r2, err);
-    res->induce_n = n2;
-    res->induce_calls = k->calls - calls0;
-    res->induce_probes = k->probes - probes0;
-    if (st && st != NX_ENOMEM && !k->killed) {
-        /* no tree there, or a kernel that declines that length (an error
-         * exit, a point that does not expand there): the order is named at
-         * n alone, and the failure said.  A kernel killed for hanging or
-         * for a wrong answer has failed, as it would at n. */
-        res->induce = RV_INDUCE_NO_TREE;
-        res->induce_why = strdup(err->msg);
-        memset(err, 0, sizeof *err);
-        st = res->induce_why ? NX_OK : nx_err_set(err, NX_ENOMEM, "out of memory");
-    } else if (st) {
-        nx_err_prefix(err, "the order again at n = %zu (induction)", n2);
-    } else {
+    int done;
+    nx_status st = order_again(k, o, res, 0, &r2, &done, err);
+    if (!done) {
         const rv_tree *ts[3] = {&res->tree, &r2.tree, NULL};
         size_t ns[3] = {o->n, n2, 0}, m = 2;
         rv_result r3 = {0};
