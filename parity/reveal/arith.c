@@ -419,8 +419,10 @@ out:
     return st;
 }
 
-/* The space of a class's tree (space_text) as a fit space. */
-static nx_status class_space(const char *tree, const rv_kernel *k, fit_space *sp, nx_err *err)
+/* The space of arithmetic settings over a tree (space_text) as a fit
+ * space, each line a whole point; sp is initialised (free it) whatever
+ * the outcome. */
+static nx_status tree_space(const char *tree, const rv_kernel *k, fit_space *sp, nx_err *err)
 {
     char *space = space_text(tree, k->in_fmt);
     fit_space_init(sp, (nx_fmt)k->out_fmt);
@@ -556,7 +558,7 @@ again:
         fit_space sp;
         fit_result fr;
         memset(&fr, 0, sizeof fr);
-        if ((st = class_space(res->class_tree[c], k, &sp, err))) {
+        if ((st = tree_space(res->class_tree[c], k, &sp, err))) {
             fit_space_free(&sp);
             break;
         }
@@ -846,7 +848,6 @@ nx_status rv_reveal_arith(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err
     size_t mx = rows > crows ? rows : crows;
     double *a = malloc(mx * n * sizeof *a), *b = malloc(mx * n * sizeof *b), *y = malloc(mx * sizeof *y),
            *z = malloc(mx * sizeof *z), *a2 = NULL, *b2 = NULL, *y2 = NULL;
-    char *space = NULL;
     fit_space sp;
     fit_result fr;
     memset(&fr, 0, sizeof fr);
@@ -857,40 +858,9 @@ nx_status rv_reveal_arith(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err
         goto out;
     }
     uint64_t seed = o->seed ? o->seed : 0x7265766561ULL;
-    search_rows(k, rows, n, seed, a, b);
-    if ((st = rv_call(k, rows, n, a, b, y, err)))
-        goto out;
     res->out_fmt = k->out_fmt;
-    if (!(space = space_text(res->tree_text, k->in_fmt))) {
-        st = nx_err_set(err, NX_ENOMEM, "out of memory");
-        goto out;
-    }
-    fit_space_init(&sp, (nx_fmt)k->out_fmt);
-    have_space = 1;
-    /* each line a whole point: added as they are (fit_space_parse's list
-     * expansion would cut a long expr(...) tree) */
-    for (char *line = space, *nl; *line; line = nl + 1) {
-        nl = strchr(line, '\n');
-        *nl = 0;
-        if (sp.count == sp.cap) {
-            size_t cap = sp.cap ? 2 * sp.cap : 256;
-            fit_cand *nc = realloc(sp.c, cap * sizeof *nc);
-            if (!nc) {
-                st = nx_err_set(err, NX_ENOMEM, "out of memory");
-                goto out;
-            }
-            sp.c = nc;
-            sp.cap = cap;
-        }
-        fit_cand c = {.toml = strdup(line), .acc = -1, .fma = -1, .product = -1, .atom_preset = -1, .atom_frac = -1,
-                      .atom_round = -1};
-        if (!c.toml) {
-            st = nx_err_set(err, NX_ENOMEM, "out of memory");
-            goto out;
-        }
-        sp.c[sp.count++] = c;
-    }
     if (res->nclass > 1) {
+        /* each class on rows of its own (fit_classes gathers them) */
         if (rows != res->probe_rows) {
             st = nx_err_set(err, NX_EINVAL, "--rows: the arithmetic of row classes is fitted on batches of the %zu "
                                             "rows the order was probed at, not %zu", res->probe_rows, rows);
@@ -903,6 +873,14 @@ nx_status rv_reveal_arith(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err
         if ((st = fit_classes(k, res, lens, nl, seed, o->verbose, &fr, err)))
             goto out;
     } else {
+        /* each line of the space a whole point (fit_space_parse's list
+         * expansion would cut a long expr(...) tree) */
+        have_space = 1;
+        if ((st = tree_space(res->tree_text, k, &sp, err)))
+            goto out;
+        search_rows(k, rows, n, seed, a, b);
+        if ((st = rv_call(k, rows, n, a, b, y, err)))
+            goto out;
         /* where induction named the order at two lengths, the arithmetic
          * is fitted on rows of both: a part that is empty at n (a tail
          * when n is a multiple of the body) is seen at the other */
@@ -951,7 +929,6 @@ out:
     if (have_space)
         fit_space_free(&sp);
     fit_result_free(&fr);
-    free(space);
     free(a);
     free(b);
     free(y);

@@ -59,17 +59,64 @@ static uint64_t leaf_hash(int t)
     return r ? r : 1;
 }
 
+/* Every node's hash into h (zeroed by the caller), each computed once,
+ * children before parents by an explicit stack: a running sum of 65,536
+ * terms is that deep, too deep for recursion. */
+static int hash_all(const rv_tree *t, uint64_t *h)
+{
+    int *stk = malloc(t->count * sizeof *stk);
+    uint64_t buf[8];
+    if (!stk)
+        return -1;
+    for (size_t i0 = 0; i0 < t->count; i0++) {
+        if (h[i0])
+            continue;
+        size_t sp = 0;
+        stk[sp++] = (int)i0;
+        while (sp) {
+            int i = stk[sp - 1];
+            const rv_node *nd = &t->node[i];
+            if (h[i]) {
+                sp--;
+                continue;
+            }
+            if (nd->leaf >= 0) {
+                h[i] = leaf_hash(nd->leaf);
+                sp--;
+                continue;
+            }
+            int ready = 1;
+            for (int k = 0; k < nd->nch; k++)
+                if (!h[nd->ch[k]]) {
+                    stk[sp++] = nd->ch[k]; /* each node is pushed once per parent: sp < count */
+                    ready = 0;
+                }
+            if (!ready)
+                continue;
+            uint64_t *x = nd->nch <= 8 ? buf : malloc((size_t)nd->nch * sizeof *x);
+            if (!x) {
+                free(stk);
+                return -1;
+            }
+            for (int k = 0; k < nd->nch; k++)
+                x[k] = h[nd->ch[k]];
+            h[i] = combine(x, nd->nch); /* never 0 (combine, leaf_hash): 0 marks "not yet" */
+            if (x != buf)
+                free(x);
+            sp--;
+        }
+    }
+    free(stk);
+    return 0;
+}
+
+/* The hash of node i's subtree (0: out of memory), by hash_all: no
+ * recursion, however deep the tree. */
 static uint64_t tree_hash(const rv_tree *t, int i)
 {
-    const rv_node *n = &t->node[i];
-    if (n->leaf >= 0)
-        return leaf_hash(n->leaf);
-    uint64_t *h = malloc((size_t)n->nch * sizeof *h);
-    if (!h)
-        return 0;
-    for (int k = 0; k < n->nch; k++)
-        h[k] = tree_hash(t, n->ch[k]);
-    uint64_t r = combine(h, n->nch);
+    uint64_t *h = calloc(t->count ? t->count : 1, sizeof *h), r = 0;
+    if (h && !hash_all(t, h))
+        r = h[i];
     free(h);
     return r;
 }
@@ -778,57 +825,6 @@ static int lr_widths(const rv_tree *t, size_t n, int *out, int max)
     }
     free(cnt);
     return k;
-}
-
-/* Every node's hash into h (zeroed by the caller), each computed once,
- * children before parents by an explicit stack: a running sum of 65,536
- * terms is that deep, too deep for recursion. */
-static int hash_all(const rv_tree *t, uint64_t *h)
-{
-    int *stk = malloc(t->count * sizeof *stk);
-    uint64_t buf[8];
-    if (!stk)
-        return -1;
-    for (size_t i0 = 0; i0 < t->count; i0++) {
-        if (h[i0])
-            continue;
-        size_t sp = 0;
-        stk[sp++] = (int)i0;
-        while (sp) {
-            int i = stk[sp - 1];
-            const rv_node *nd = &t->node[i];
-            if (h[i]) {
-                sp--;
-                continue;
-            }
-            if (nd->leaf >= 0) {
-                h[i] = leaf_hash(nd->leaf);
-                sp--;
-                continue;
-            }
-            int ready = 1;
-            for (int k = 0; k < nd->nch; k++)
-                if (!h[nd->ch[k]]) {
-                    stk[sp++] = nd->ch[k]; /* each node is pushed once per parent: sp < count */
-                    ready = 0;
-                }
-            if (!ready)
-                continue;
-            uint64_t *x = nd->nch <= 8 ? buf : malloc((size_t)nd->nch * sizeof *x);
-            if (!x) {
-                free(stk);
-                return -1;
-            }
-            for (int k = 0; k < nd->nch; k++)
-                x[k] = h[nd->ch[k]];
-            h[i] = combine(x, nd->nch);
-            if (x != buf)
-                free(x);
-            sp--;
-        }
-    }
-    free(stk);
-    return 0;
 }
 
 static void lanes_read(const rv_tree *t, size_t n, search *s)

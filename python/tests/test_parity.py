@@ -375,6 +375,20 @@ def test_reveal_argument_errors():
         parity.reveal(np_cumsum, n=8, dtype=np.int32)
     with pytest.raises(ValueError, match="shared_b"):
         parity.reveal(np_cumsum, n=8, dtype=np.float16, shared_b=True)
+    with pytest.raises(TypeError, match="^shared_b"):
+        parity.reveal(np_cumsum, n=8, shared_b=1)
+    # the C ABI refuses flags it does not know, before any call of the kernel
+    from parity import _lib
+    calls = []
+
+    def kernel(pp):
+        calls.append(1)
+        return 1
+    err = _lib.Error()
+    point = ctypes.c_void_p()
+    rc = _lib.lib.parity_reveal2(_lib.PROBE_FN(kernel), 8, b"F32", None, 0, 2, ctypes.byref(point), None, None,
+                                 ctypes.byref(err))
+    assert rc == _lib.EINPUT and "flags" in err.text and not calls and not point.value
 
 
 # --- capture ------------------------------------------------------------------
