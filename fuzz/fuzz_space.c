@@ -20,9 +20,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         l.max_ops = 1u << 14;
         l.max_bytes = 64u << 20;
         nx_limits_set(&l);
-        /* the bound is checked the same at any size: 1,000 candidates
-         * reach it without parsing 100,000 lines per input */
-        fit_space_set_max_lines(1000);
+        /* the bounds are checked the same at any size: 1,000 candidates
+         * a line (100,000 in all) reach them without parsing 100,000
+         * lines per input */
+        fit_space_set_limits(1000, 100000);
         limited = 1;
     }
     char *text = malloc(size + 1);

@@ -80,6 +80,14 @@ rc=$?
 [ $rc -eq 0 ] || fail "space: exit $rc: $(tail -2 "$T/err")"
 tail -n 1 "$T/out" | grep -q 'tree = "tile(16, pairwise, seq)"' || fail "space: fitted '$(tail -n 1 "$T/out")'"
 grep -q '^parity fit: 30 candidates' "$T/err" || fail "space: want 30 candidates (6 trees x 5 settings): $(head -1 "$T/err")"
+# a list defined again replaces the first from its line on, and may name it:
+# P is 16, 4 (the first definition once won: tile(4, ...) alone)
+"$PARITY" fit --in "$T/i1" --ref "$T/y1" --in "$T/i2" --ref "$T/y2" \
+  --space 'let P = 4; let P = 16, {P}; tile({P}, pairwise, seq)' > "$T/out" 2> "$T/err"
+rc=$?
+[ $rc -eq 0 ] || fail "space again: exit $rc: $(tail -2 "$T/err")"
+tail -n 1 "$T/out" | grep -q 'tree = "tile(16, pairwise, seq)"' || fail "space again: fitted '$(tail -n 1 "$T/out")'"
+grep -q '^parity fit: 10 candidates' "$T/err" || fail "space again: want 10 candidates: $(head -1 "$T/err")"
 
 # a space line longer than 512 characters is taken whole: 64 nested
 # reverse() (an even number, so the order is tile(16, pairwise, seq)'s)
@@ -139,7 +147,7 @@ esac
 expect2() {
   name=$1 pattern=$2
   shift 2
-  "$PARITY" fit "$@" > "$T/out" 2> "$T/err"
+  timeout 60 "$PARITY" fit "$@" > "$T/out" 2> "$T/err"
   rc=$?
   [ $rc -eq 2 ] || fail "$name: exit $rc, want 2 ($(cat "$T/err"))"
   grep -q -- "$pattern" "$T/err" || fail "$name: message '$(cat "$T/err")' lacks '$pattern'"
@@ -155,6 +163,19 @@ expect2 space 'line 2' --in "$T/i1" --ref "$T/y1" --space "$(printf 'seq; pairwi
 # a space whose lists expand to 10^8 candidates is refused before it is built
 printf 'let a = 1,2,3,4,5,6,7,8,9,10\nlet b = 1,2,3,4,5,6,7,8,9,10\nlet c = 1,2,3,4,5,6,7,8,9,10\nlet d = 1,2,3,4,5,6,7,8,9,10\nsplit({a}, stride({b}, seq, seq), seq) {c}{d}{a}{b}{c}{d}\n' > "$T/big.space"
 expect2 bigspace 'line 5: its {NAME} lists expand to more than 100000 candidates' --in "$T/i1" --ref "$T/y1" --space "$T/big.space"
+# a list naming itself once expanded 16 levels deep and dropped the rest:
+# 4^16 calls (a hang) for four values, "no candidates" for two
+expect2 selflist "line 1: list 'a' names itself ({a}), and no list 'a' is defined above it" --in "$T/i1" --ref "$T/y1" \
+  --space "$(printf 'let a = {a},{a},{a},{a}\ntile(4, seq, {a})')"
+# two lists naming each other: a's {b} names no list where a is defined, so
+# it stays as written, and the tree refuses it (it was dropped, unsaid)
+expect2 mutuallist "line 3: tree:" --in "$T/i1" --ref "$T/y1" --space "$(printf 'let a = x{b}\nlet b = {a}\nseq{b}')"
+# a list's own values are bounded as a line is
+expect2 biglist "line 3: list 'b' expands to more than 100000 values" --in "$T/i1" --ref "$T/y1" \
+  --space "$(printf 'let a = 1,2,3,4,5,6,7,8,9,10\nlet c = 1\nlet b = {a}{a}{a}{a}{a}{a}')"
+# and the whole space: 84 default spaces of 12,030 candidates
+awk 'BEGIN { for (i = 0; i < 84; i++) print "default" }' > "$T/many.space"
+expect2 manyspace "line 84: the space holds more than 1000000 candidates" --in "$T/i1" --ref "$T/y1" --space "$T/many.space"
 # --grid: one grid for every pair, M * N its rows, "M,N" with positive integers
 expect2 gridrows "pair 2 ($T/i1, $T/y1) has 6" --in "$T/g1" --ref "$T/gy1" --in "$T/i1" --ref "$T/y1" --grid 6,10
 expect2 gridprod "--grid 7,10 lays out 70 rows, but pair 1 ($T/g1, $T/gy1) has 60" --in "$T/g1" --ref "$T/gy1" --grid 7,10

@@ -71,13 +71,17 @@ nx_status fit_space_parse(fit_space *s, const fit_ctx *ctx, const char *text, co
  * empty space first are preferred when several fit. */
 nx_status fit_space_add_point(fit_space *s, const char *toml, nx_err *err);
 
-/* The most candidates one line of a --space may expand to: a larger
- * expansion is refused before it is built (docs/limits.md). */
+/* The most candidates one line of a --space may expand to (and the most
+ * values one `let` list may hold): a larger expansion is refused before it
+ * is built (docs/limits.md). */
 #define FIT_SPACE_MAX_LINES 100000
-/* Lowers (or, with 0, restores) that bound for the process: the fuzz
+/* The most candidates a whole --space may hold (the default space is about
+ * 12,000): the candidate past it is refused, naming its line. */
+#define FIT_SPACE_MAX_CANDIDATES 1000000
+/* Lowers (or, with 0, restores) those bounds for the process: the fuzz
  * target's, whose inputs are better spent on the grammar than on parsing
  * 100,000 copies of one line. */
-void fit_space_set_max_lines(size_t n);
+void fit_space_set_limits(size_t max_lines, size_t max_candidates);
 /* The candidate as a point (out set to the space's out unless the TOML says). */
 nx_status fit_cand_point(const fit_space *s, size_t i, nx_point *pt, nx_err *err);
 /* The candidate's canonical text (malloc'd), or NULL. */

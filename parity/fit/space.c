@@ -26,8 +26,21 @@ void fit_space_free(fit_space *s)
     memset(s, 0, sizeof *s);
 }
 
+/* The bounds on a space's expansion (fit.h: fit_space_set_limits lowers
+ * them, as the fuzz target does). */
+static size_t max_lines = FIT_SPACE_MAX_LINES;
+static size_t max_cands = FIT_SPACE_MAX_CANDIDATES;
+
+void fit_space_set_limits(size_t lines, size_t cands)
+{
+    max_lines = lines ? lines : FIT_SPACE_MAX_LINES;
+    max_cands = cands ? cands : FIT_SPACE_MAX_CANDIDATES;
+}
+
 static nx_status push(fit_space *s, const fit_cand *c, nx_err *err)
 {
+    if (s->count >= max_cands) /* fit_space_parse names the line */
+        return nx_err_set(err, NX_EINVAL, "the space holds more than %zu candidates (docs/limits.md)", max_cands);
     if (s->count == s->cap) {
         size_t cap = s->cap ? s->cap * 2 : 1024;
         fit_cand *nc = realloc(s->c, cap * sizeof *nc);
@@ -101,7 +114,7 @@ typedef struct strlist {
     char **v;
     size_t n, cap;
     int oom;
-    int over; /* expand(): more lines than FIT_SPACE_MAX_LINES (a list whose values name lists) */
+    int over; /* expand(): more lines than max_lines (FIT_SPACE_MAX_LINES) */
 } strlist;
 
 static void sl_add(strlist *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -294,56 +307,107 @@ typedef struct letlist {
     strlist vals;
 } letlist;
 
-/* The most candidates one line of a space may expand to (fit.h:
- * fit_space_set_max_lines lowers it, as the fuzz target does). */
-static size_t max_lines = FIT_SPACE_MAX_LINES;
-
-void fit_space_set_max_lines(size_t n)
-{
-    max_lines = n ? n : FIT_SPACE_MAX_LINES;
-}
-
+/* The list NAME names: the latest definition, so a later `let` of the same
+ * name replaces an earlier one from its line on. */
 static const letlist *find_let(const letlist *lets, size_t nlets, const char *name, size_t len)
 {
-    for (size_t i = 0; i < nlets; i++)
+    for (size_t i = nlets; i-- > 0;)
         if (strlen(lets[i].name) == len && strncmp(lets[i].name, name, len) == 0)
             return &lets[i];
     return NULL;
 }
 
-/* Expands the first {NAME} of line over its list, recursively, into out. */
-static void expand(const char *line, const letlist *lets, size_t nlets, strlist *out, int depth)
+/* The {NAME} at p (p[0] == '{'), if it is one: its name's length, else 0. */
+static size_t brace_name(const char *p)
 {
-    if (out->n > max_lines) { /* the cost bound: stop, never build the rest */
-        out->over = 1;
-        return;
-    }
-    for (const char *p = line; *p; p++) {
-        if (*p != '{' || !(isalpha((unsigned char)p[1]) || p[1] == '_'))
-            continue;
-        const char *q = p + 1;
-        while (isalnum((unsigned char)*q) || *q == '_')
-            q++;
-        if (*q != '}')
-            continue;
-        const letlist *L = find_let(lets, nlets, p + 1, (size_t)(q - p - 1));
+    if (p[0] != '{' || !(isalpha((unsigned char)p[1]) || p[1] == '_'))
+        return 0;
+    const char *q = p + 1;
+    while (isalnum((unsigned char)*q) || *q == '_')
+        q++;
+    return *q == '}' ? (size_t)(q - p - 1) : 0;
+}
+
+typedef struct slot {
+    size_t at, len; /* the {NAME} in the line: offset, length with the braces */
+    const letlist *L;
+} slot;
+
+/* Expands line into out: every {NAME} naming a list is replaced by each of
+ * its values, each occurrence on its own (every combination, the last
+ * occurrence varying fastest).  Text a value brings in is not scanned again:
+ * a list's values were expanded where the list was defined, from the lists
+ * above it, so no list reaches itself and the count is the product of the
+ * lists' sizes, checked against max_lines (out->over) before one line is
+ * built.  A {NAME} naming no list stays as written. */
+static void expand(const char *line, const letlist *lets, size_t nlets, strlist *out)
+{
+    size_t len = strlen(line), ns = 0, count = 1;
+    slot *sl = NULL;
+    for (size_t i = 0; i < len; i++) {
+        size_t nl = brace_name(line + i);
+        const letlist *L = nl ? find_let(lets, nlets, line + i + 1, nl) : NULL;
         if (!L)
             continue;
-        for (size_t i = 0; i < L->vals.n && !out->oom && !out->over; i++) {
-            size_t need = strlen(line) + strlen(L->vals.v[i]) + 1;
-            char *nl = malloc(need);
-            if (!nl) {
-                out->oom = 1;
-                return;
-            }
-            snprintf(nl, need, "%.*s%s%s", (int)(p - line), line, L->vals.v[i], q + 1);
-            if (depth < 16)
-                expand(nl, lets, nlets, out, depth + 1);
-            free(nl);
+        if (L->vals.n > max_lines / count) { /* count * n > max_lines, without overflow */
+            out->over = 1;
+            free(sl);
+            return;
         }
+        count *= L->vals.n;
+        slot *n2 = realloc(sl, (ns + 1) * sizeof *sl);
+        if (!n2) {
+            out->oom = 1;
+            free(sl);
+            return;
+        }
+        sl = n2;
+        sl[ns++] = (slot){i, nl + 2, L};
+        i += nl + 1;
+    }
+    if (out->n + count > max_lines) {
+        out->over = 1;
+        free(sl);
         return;
     }
-    sl_add(out, "%s", line);
+    size_t *ix = calloc(ns + 1, sizeof *ix);
+    char *buf = NULL;
+    size_t cap = 0;
+    if (!ix)
+        out->oom = 1;
+    for (size_t k = 0; k < count && !out->oom; k++) {
+        size_t need = len + 1;
+        for (size_t j = 0; j < ns; j++)
+            need += strlen(sl[j].L->vals.v[ix[j]]);
+        if (need > cap) {
+            char *nb = realloc(buf, need);
+            if (!nb) {
+                out->oom = 1;
+                break;
+            }
+            buf = nb;
+            cap = need;
+        }
+        size_t at = 0, w = 0;
+        for (size_t j = 0; j < ns; j++) {
+            const char *v = sl[j].L->vals.v[ix[j]];
+            memcpy(buf + w, line + at, sl[j].at - at);
+            w += sl[j].at - at;
+            memcpy(buf + w, v, strlen(v));
+            w += strlen(v);
+            at = sl[j].at + sl[j].len;
+        }
+        memcpy(buf + w, line + at, len - at + 1);
+        sl_add(out, "%s", buf);
+        for (size_t j = ns; j-- > 0;) { /* the next combination */
+            if (++ix[j] < sl[j].L->vals.n)
+                break;
+            ix[j] = 0;
+        }
+    }
+    free(buf);
+    free(ix);
+    free(sl);
 }
 
 static char *trim(char *s)
@@ -417,22 +481,36 @@ nx_status fit_space_parse(fit_space *s, const fit_ctx *ctx, const char *text, co
                         int end = !*p;
                         *p = 0;
                         char *t = trim(startv);
-                        if (*t)
-                            sl_add(&lets[nlets].vals, "%s", t);
-                        if (end)
+                        /* a value is expanded here, from the lists above;
+                         * its own name with none above can only be a mistake */
+                        for (const char *b = t; *t && !e && *b; b++) {
+                            size_t bl = brace_name(b);
+                            if (bl == nl && strncmp(b + 1, nm, nl) == 0 && !find_let(lets, nlets, nm, nl))
+                                e = nx_err_set(err, NX_EINVAL,
+                                               "%s: line %d: list '%s' names itself ({%s}), and no list '%s' is "
+                                               "defined above it", name, lineno, nm, nm, nm);
+                        }
+                        if (*t && !e)
+                            expand(t, lets, nlets, &lets[nlets].vals);
+                        if (end || e || lets[nlets].vals.over || lets[nlets].vals.oom)
                             break;
                         startv = p + 1;
                     }
                 }
                 nlets++;
+                if (e)
+                    break;
                 if (lets[nlets - 1].vals.oom)
                     e = nx_err_set(err, NX_ENOMEM, "out of memory");
+                else if (lets[nlets - 1].vals.over)
+                    e = nx_err_set(err, NX_EINVAL, "%s: line %d: list '%s' expands to more than %zu values "
+                                   "(docs/limits.md); narrow the lists it names", name, lineno, nm, max_lines);
                 else if (!lets[nlets - 1].vals.n)
                     e = nx_err_set(err, NX_EINVAL, "%s: line %d: list '%s' has no values", name, lineno, nm);
                 continue;
             }
             strlist ex = {0};
-            expand(line, lets, nlets, &ex, 0);
+            expand(line, lets, nlets, &ex);
             if (ex.over) {
                 sl_free(&ex);
                 e = nx_err_set(err, NX_EINVAL, "%s: line %d: its {NAME} lists expand to more than %zu candidates "
@@ -476,6 +554,9 @@ nx_status fit_space_parse(fit_space *s, const fit_ctx *ctx, const char *text, co
                 }
             }
             sl_free(&ex);
+            if (e == NX_EINVAL && s->count >= max_cands)
+                e = nx_err_set(err, NX_EINVAL, "%s: line %d: the space holds more than %zu candidates "
+                               "(docs/limits.md); split it", name, lineno, max_cands);
         }
     }
     for (size_t i = 0; i < nlets; i++)
