@@ -566,6 +566,11 @@ nx_status nx_program_build_ex(const nx_point *pt, size_t n, int dot, int start, 
                           "n = %zu terms is more than the limit of %zu operations (raise it with --max-ops)", n,
                           c.max_ops);
     }
+    /* most trees take about 2n operations (a leaf and an add per term):
+     * reserved at once, not grown from 64 by copies */
+    size_t want = 2 * n + 8 < c.max_ops ? 2 * n + 8 : c.max_ops;
+    if ((p->ops = malloc(want * sizeof *p->ops)))
+        c.cap = want;
     int32_t *src = alloc_src(&c, n);
     if (src) {
         for (size_t i = 0; i < n; i++)
