@@ -254,7 +254,7 @@ echo "$out" | grep -q '^row class: select = "r >= R - R % 4", order: seq ' || fa
 # rowcls SIM N ROWS-LINES EXPECTED-CLASS-LINES: reveal the simulated point
 # (probes replicated at every index of 255 rows); the row-class lines must
 # be the hand-written ones; then the revealed point and SIM through `parity
-# reduce` on fresh rows (R = 255, 13, 6, 1) must give the same bytes
+# reduce` on fresh rows (R = 255, 100, 13, 6, 1) must give the same bytes
 rowcls() {
   sim=$1 n=$2 exp=$3
   out=$("$P" reveal --simulate "$sim" --n "$n" --rows 255 --confirm 999 2>"$T/err")
@@ -269,7 +269,7 @@ rowcls() {
   pt=$(printf '%s\n' "$out" | tail -n 1)
   [ -z "${4:-}" ] || [ "$pt" = "$4" ] || fail "row classes of $sim: point '$pt', expected '$4'"
   s=21
-  for R in 255 13 6 1; do
+  for R in 255 100 13 6 1; do
     s=$((s + 1))
     "$CRAFT" rand "$T/rc_in" F32 "$R" "$n" "$s" || { fail "craft"; return; }
     "$P" reduce --numerics "$sim" --in "$T/rc_in" --out "$T/rc_sim" 2>"$T/err" || { fail "reduce at $sim: $(cat "$T/err")"; return; }
@@ -288,6 +288,16 @@ rowcls '{ tree = "stride(8, seq, halving)", rows = [{ select = "r >= R - R % 4",
 rowcls '{ tree = "pairwise", rows = [{ select = "r < 2", tree = "seq" }, { select = "r >= R - R % 4", fma = false, tree = "seq" }] }' 40 \
   'select = "r < 2", order: seq
 select = "r >= R - R % 4", order: seq'
+# leading rows whose count depends on R (OpenBLAS sgemv N's 8- and 4-row
+# paths): 12 rows at R = 255, which `r < 12` and `r < R % 27` name too; the
+# batch size where the candidates disagree most is probed, and the point
+# holds at R = 13, 6 and 1 (under `r < 12`, R = 6 failed)
+rowcls '{ tree = "stride(8, seq, halving)", rows = [{ select = "r < R % 16 - R % 4", tree = "stride(2, seq, seq)" }] }' $NR \
+  'select = "r < R % 16 - R % 4", order: stride(2, seq, seq)'
+printf '%s\n' "$out" | grep -q '^row selectors: held at R = 255 and at R = [0-9]' || fail "R-dependent rows: no selectors line: $out"
+# a constant count stays one: 12 leading rows at every R
+rowcls '{ tree = "stride(8, seq, halving)", rows = [{ select = "r < 12", tree = "stride(2, seq, seq)" }] }' $NR \
+  'select = "r < 12", order: stride(2, seq, seq)'
 # odd rows: r % 2 == 1, found from the probes (the order alone)
 out=$("$P" reveal --simulate '{ tree = "seq", rows = [{ select = "r % 2 == 1", tree = "reverse(seq)" }] }' --n 16 --order-only 2>"$T/err")
 printf '%s\n' "$out" | grep -q '^row class: select = "r % 2 == 1", order: reverse(seq) ' || fail "odd rows: $out $(cat "$T/err")"

@@ -215,8 +215,12 @@ nx_status cli_html_campaign(const char *path, const camp_result *r, size_t n, co
  * selector, row indices and order, then each class's tree drawn. */
 static void reveal_classes(html_doc *d, const rv_result *res)
 {
-    char h[96];
-    snprintf(h, sizeof h, "Row classes (rows probed at every index of %zu)", res->probe_rows);
+    char h[192];
+    int w = snprintf(h, sizeof h, "Row classes (rows probed at every index of %zu", res->probe_rows);
+    for (size_t i = 0; i < res->rows_nR && w > 0 && (size_t)w < sizeof h; i++)
+        w += snprintf(h + w, sizeof h - (size_t)w, "%s%zu", i ? ", " : "; selectors held at R = ", res->rows_R[i]);
+    if (w > 0 && (size_t)w < sizeof h)
+        snprintf(h + w, sizeof h - (size_t)w, ")");
     html_heading(d, 2, h);
     html_raw(d, "<table><tr><th>class</th><th>select</th><th>row indices</th><th>order</th></tr>\n");
     for (size_t c = 0; c < res->nclass; c++) {

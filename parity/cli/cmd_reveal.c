@@ -189,6 +189,12 @@ static int reveal_one(rv_kernel *k, const rv_opts *o, int order_only, rv_result 
     for (size_t c = 1; c < res->nclass; c++)
         printf("row class: select = \"%s\", order: %s (rows probed at every index of %zu)\n", res->class_select[c],
                res->class_tree[c], res->probe_rows);
+    if (res->rows_nR) {
+        printf("row selectors: held at R = %zu and at R =", res->probe_rows);
+        for (size_t i = 0; i < res->rows_nR; i++)
+            printf("%s %zu", i ? "," : "", res->rows_R[i]);
+        printf(" (%zu probe rows in %zu calls)\n", res->rows_probes, res->rows_calls);
+    }
     print_induction(res);
     if (!res->tree_text) {
         rc = EXIT_PARITY;

@@ -822,6 +822,9 @@ static nx_status order_once(rv_kernel *k, const rv_opts *o, rv_result *res, nx_e
 typedef struct rv_memo {
     uint64_t h, h2; /* two independent hashes of the probe's a and b */
     double *y;      /* the answers at every row index, [R] */
+    double *in;     /* the probe's a then b ([2 n]) where its answers differ
+                     * across row indices (the first RV_ROWS_MAX_PROBES of
+                     * them: rows.c tells classes apart by them); else NULL */
 } rv_memo;
 
 typedef struct rowview {
@@ -831,6 +834,7 @@ typedef struct rowview {
     size_t count, cap;
     size_t *tab, tcap; /* open addressing: index + 1 into m, 0 empty */
     double *a, *b;     /* [R n] */
+    size_t kept;       /* memo entries with their inputs */
 } rowview;
 
 static uint64_t row_hash(const double *a, const double *b, size_t n, uint64_t h, uint64_t mul)
@@ -892,7 +896,7 @@ static nx_status rowview_eval(rv_kernel *kk, size_t rows, size_t n, const double
                 v->m = nm;
                 v->cap = nc;
             }
-            rv_memo e = {h, h2, malloc(v->R * sizeof(double))};
+            rv_memo e = {h, h2, malloc(v->R * sizeof(double)), NULL};
             if (!e.y)
                 return nx_err_set(err, NX_ENOMEM, "out of memory");
             for (size_t q = 0; q < v->R; q++) {
@@ -903,6 +907,14 @@ static nx_status rowview_eval(rv_kernel *kk, size_t rows, size_t n, const double
             if (st) {
                 free(e.y);
                 return st;
+            }
+            size_t q = 1;
+            while (q < v->R && !memcmp(&e.y[q], &e.y[0], sizeof(double)))
+                q++;
+            if (q < v->R && v->kept < RV_ROWS_MAX_PROBES && (e.in = malloc(2 * n * sizeof *e.in))) {
+                memcpy(e.in, ar, n * sizeof *ar);
+                memcpy(e.in + n, br, n * sizeof *br);
+                v->kept++;
             }
             v->m[v->count++] = e;
             p = (size_t)h & (v->tcap - 1);
@@ -1025,6 +1037,8 @@ static nx_status order_by_row(rv_kernel *k, const rv_opts *o, size_t R, rv_resul
     size_t *cnt = calloc(R, sizeof *cnt), *rep = calloc(R, sizeof *rep);
     char **br = calloc(R, sizeof *br); /* the bracketing of each class */
     rv_result *cr = calloc(R, sizeof *cr);
+    char **osel = NULL;      /* [ncls]: each class's selector */
+    rv_rowprobe *pr = NULL;  /* the kept probe rows */
     size_t ncls = 0;
     size_t calls0 = k->calls, probes0 = k->probes;
     nx_status st = NX_OK;
@@ -1114,6 +1128,28 @@ static nx_status order_by_row(rv_kernel *k, const rv_opts *o, size_t R, rv_resul
     }
     res->nclass = 1;
     res->class_tree[0] = res->tree_text ? strdup(res->tree_text) : NULL;
+    /* each class's selector at R, then held at other batch sizes */
+    osel = calloc(ncls, sizeof *osel);
+    pr = calloc(v.kept + 1, sizeof *pr);
+    if (!osel || !pr) {
+        free(one);
+        st = nx_err_set(err, NX_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t c = 0; c < ncls; c++)
+        if (c != top && cr[c].tree_text)
+            osel[c] = rv_row_selector(cls, R, (int)c);
+    size_t npr = 0;
+    for (size_t i = 0; i < v.count; i++)
+        if (v.m[i].in)
+            pr[npr++] = (rv_rowprobe){v.m[i].in, v.m[i].in + n, v.m[i].y};
+    size_t rc0 = k->calls, rp0 = k->probes;
+    if (ncls > 1)
+        st = rv_rows_induce(k, n, R, pr, npr, cls, rep, ncls, osel, res->rows_R, &res->rows_nR, err);
+    calls0 += k->calls - rc0; /* counted as the row probes' own, below */
+    probes0 += k->probes - rp0;
+    res->rows_calls = k->calls - rc0;
+    res->rows_probes = k->probes - rp0;
     for (size_t c = 0; c < ncls && !st; c++) {
         if (c == top)
             continue;
@@ -1125,7 +1161,8 @@ static nx_status order_by_row(rv_kernel *k, const rv_opts *o, size_t R, rv_resul
                             r0, R, br[c]);
             break;
         }
-        char *sel = rv_row_selector(cls, R, (int)c);
+        char *sel = osel[c];
+        osel[c] = NULL;
         if (sel) {
             res->class_select[res->nclass] = sel;
             if (tree_copy(&res->class_rt[res->nclass], &cr[c].tree))
@@ -1170,6 +1207,7 @@ out:
     }
     for (size_t i = 0; i < v.count; i++) {
         free(v.m[i].y);
+        free(v.m[i].in);
     }
     free(v.m);
     free(v.tab);
@@ -1180,6 +1218,10 @@ out:
     free(rep);
     free(br);
     free(cr);
+    for (size_t c = 0; osel && c < ncls; c++)
+        free(osel[c]);
+    free(osel);
+    free(pr);
     return st;
 }
 

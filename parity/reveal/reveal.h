@@ -90,6 +90,11 @@ void rv_tree_free(rv_tree *t);
  * (malloc'd). */
 char *rv_tree_text(const rv_tree *t);
 
+/* Selectors over R (rows.c): the batch sizes probed besides R0, and the
+ * probe rows kept from the row-index probes to tell classes apart. */
+#define RV_ROWS_MAX_R 4
+#define RV_ROWS_MAX_PROBES 64
+
 /* The result, for the printer and for the HTML report. */
 typedef struct rv_result {
     size_t n;
@@ -122,6 +127,10 @@ typedef struct rv_result {
     rv_tree *class_rt;      /* [nclass]: each class's revealed tree ([0]
                              * empty: it is `tree`); NULL without classes */
     int *row_class;         /* [probe_rows]: the class of each row index */
+    size_t rows_R[RV_ROWS_MAX_R]; /* the other batch sizes the selectors were
+                                   * held at (rows.c); rows_nR of them */
+    size_t rows_nR;
+    size_t rows_calls, rows_probes; /* the kernel calls and probe rows of it */
     /* induction (docs/reveal.md "Induction"): the order probed again at
      * induce_n and the name chosen to hold at both lengths */
     int induce;             /* an RV_INDUCE_* */
@@ -219,6 +228,21 @@ nx_status rv_size_switch(rv_kernel *k, const rv_opts *o, size_t n_lo, const char
  * prefix, a remainder of R, a residue of r, a block of the remainder, a
  * range) names them. */
 char *rv_row_selector(const int *cls, size_t R, int c);
+
+/* Selectors over R (rows.c, docs/reveal.md "Selectors over R"). */
+typedef struct rv_rowprobe {
+    const double *a, *b; /* [n] each: one probe row */
+    const double *y;     /* [R0]: its answers at every row index of R0 */
+} rv_rowprobe;
+/* For each class c with sel[c] (its selector at R0, malloc'd; NULL: left
+ * alone) whose rows at R0 are one run: the candidates whose bounds are
+ * functions of R, held at up to RV_ROWS_MAX_R other batch sizes, chosen
+ * where they disagree most; the simplest survivor replaces sel[c].  The
+ * classes are told apart at each size by the probe rows pr (each row
+ * index given the class, by rep[c], whose answers it repeats); the sizes
+ * probed into probed[], their count *nprobed. */
+nx_status rv_rows_induce(rv_kernel *k, size_t n, size_t R0, const rv_rowprobe *pr, size_t npr, const int *cls,
+                         const size_t *rep, size_t ncls, char **sel, size_t *probed, size_t *nprobed, nx_err *err);
 /* The length the order is revealed again at for induction: the least
  * length past n that is 3 modulo 8, so that every loop of a power-of-two
  * width 4 or more leaves a remainder of 3 terms or more (one tail term
