@@ -339,6 +339,27 @@ printf '%s\n' "$out" | grep -q '^lengths: at n = 47 (not probed) the point repro
 # 1027 (3 tail terms), names body(32, ..., seq), and the arithmetic, fitted
 # on rows of both lengths, finds the tail's own format (per-part
 # arithmetic: seq@fp64); the point then holds at 1025 and 509.
+# Carried blocks (OpenBLAS sgemv N): columns in blocks of 8, then one of
+# 4, then one by one, each carried into the running value, the last
+# without FMA.  At n = 103 (12 blocks of 8, one of 4, 3 single terms) the
+# recogniser reads the spine's blocks, names each level's first block
+# (stride(2, seq, seq), not halving: the same bracketing at 4 terms, other
+# FMAs) and nests the bodies; the arithmetic finds the innermost tail's
+# fma = false; the name holds at 107 (no block of 4) by induction.
+NEST='body(8, tile(8, stride(2, seq, seq), seq), body(4, tile(4, stride(2, seq, seq), seq), seq[fma=false], carry), carry)'
+out=$("$P" reveal --simulate "{ tree = \"$NEST\" }" --n 103 2>"$T/err"); rc=$?
+[ $rc -eq 0 ] || fail "carried blocks: exit $rc, want 0 $(cat "$T/err") $out"
+printf '%s\n' "$out" | grep -q '^induction: probed again at n = 107 .*the same name holds there' || fail "carried blocks: induction: $out"
+[ "$(printf '%s\n' "$out" | tail -n 1)" = "$(pt fp32 rne true "$NEST" fp32)" ] \
+  || fail "carried blocks: last line: $(printf '%s\n' "$out" | tail -n 1)"
+# n = 100 (12 blocks of 8, one of 4) shows no single terms and 107 no block
+# of 4: the levels of both lengths together name the kernel
+out=$("$P" reveal --simulate "{ tree = \"$NEST\" }" --n 100 2>"$T/err"); rc=$?
+[ $rc -eq 0 ] || fail "carried blocks at 100: exit $rc, want 0 $(cat "$T/err") $out"
+NESTO='body(8, tile(8, stride(2, seq, seq), seq), body(4, tile(4, stride(2, seq, seq), seq), seq, carry), carry)'
+printf '%s\n' "$out" | grep '^induction: probed again at n = 107 ' | grep -q -F "; $NESTO has both" || fail "carried blocks at 100: induction: $out"
+[ "$(printf '%s\n' "$out" | tail -n 1)" = "$(pt fp32 rne true "$NEST" fp32)" ] \
+  || fail "carried blocks at 100: last line: $(printf '%s\n' "$out" | tail -n 1)"
 TAIL='{ tree = "body(32, stride(32, seq, pairwise), seq[acc=fp64])" }'
 out=$("$P" reveal --simulate "$TAIL" --n 1024 2>"$T/err"); rc=$?
 [ $rc -eq 0 ] || fail "lengths, tail: exit $rc, want 0 $(cat "$T/err")"

@@ -173,23 +173,18 @@ static const char *const tail_settings[] = {"acc=fp64", "acc=fp64, product=fp32"
  * tail in double (OpenBLAS's sdot: "the two added in double"). */
 static const char *const body32_tails[] = {"", "[product=fp32]", "[fma=false]"};
 #define NBODY32 (sizeof body32_tails / sizeof *body32_tails)
-#define NVARIANTS (1 + NTAILSET + NBODY32)
+#define NVARIANTS (1 + 2 * NTAILSET + NBODY32)
 
-/* The tree and, for body(B, X, T[, carry]) whose parts carry no settings
- * of their own, T with each of tail_settings, and X@fp32 with T as each of
- * body32_tails (per-part arithmetic: a vector body with a scalar tail in
- * another format); each malloc'd into v[].  The count, 0 when out of
- * memory. */
-static size_t tree_variants(const char *tree, char *v[NVARIANTS])
+/* The span [*t0, *t1) of the tail T of the body(B, X, T[, carry]) that
+ * starts at tree[at], and the end of its first argument X at *x1; 0, or
+ * -1 when tree[at] starts no such body. */
+static int body_tail(const char *tree, size_t at, size_t *x0, size_t *t0, size_t *t1)
 {
-    if (!(v[0] = strdup(tree)))
-        return 0;
-    if (strncmp(tree, "body(", 5))
-        return 1;
-    /* the top-level commas of the body's arguments */
+    if (strncmp(tree + at, "body(", 5))
+        return -1;
     size_t comma[3], nc = 0, end = 0;
     int depth = 0;
-    for (size_t i = 5; tree[i] && !end; i++) {
+    for (size_t i = at + 5; tree[i] && !end; i++) {
         char c = tree[i];
         if (c == '(' || c == '[')
             depth++;
@@ -201,10 +196,27 @@ static size_t tree_variants(const char *tree, char *v[NVARIANTS])
             comma[nc++] = i;
     }
     if (nc < 2 || !end)
+        return -1;
+    *x0 = comma[0];
+    *t0 = comma[1] + 1;
+    *t1 = nc > 2 ? comma[2] : end;
+    while (tree[*t0] == ' ')
+        (*t0)++;
+    return 0;
+}
+
+/* The tree and, for body(B, X, T[, carry]) whose parts carry no settings
+ * of their own, T with each of tail_settings, and X@fp32 with T as each of
+ * body32_tails (per-part arithmetic: a vector body with a scalar tail in
+ * another format); each malloc'd into v[].  The count, 0 when out of
+ * memory. */
+static size_t tree_variants(const char *tree, char *v[NVARIANTS])
+{
+    if (!(v[0] = strdup(tree)))
+        return 0;
+    size_t x0, t0, t1;
+    if (body_tail(tree, 0, &x0, &t0, &t1))
         return 1;
-    size_t t0 = comma[1] + 1, t1 = nc > 2 ? comma[2] : end;
-    while (tree[t0] == ' ')
-        t0++;
     if (memchr(tree + t0, '[', t1 - t0))
         return 1;
     size_t nv = 1;
@@ -214,14 +226,31 @@ static size_t tree_variants(const char *tree, char *v[NVARIANTS])
             goto oom;
         snprintf(v[nv++], l, "%.*s[%s]%s", (int)t1, tree, tail_settings[f], tree + t1);
     }
-    if (memchr(tree + comma[0], '@', comma[1] - comma[0]) || memchr(tree + comma[0], '[', comma[1] - comma[0]))
+    /* nested bodies (blocks of 8, then of 4, then single terms carried):
+     * the settings on the innermost tail alone */
+    size_t u0 = t0, u1 = t1, y0, w0, w1;
+    while (!body_tail(tree, u0, &y0, &w0, &w1)) {
+        u0 = w0;
+        u1 = w1;
+    }
+    if (u0 != t0)
+        for (size_t f = 0; f < NTAILSET; f++) {
+            size_t l = strlen(tree) + strlen(tail_settings[f]) + 4;
+            if (!(v[nv] = malloc(l)))
+                goto oom;
+            snprintf(v[nv++], l, "%.*s[%s]%s", (int)u1, tree, tail_settings[f], tree + u1);
+        }
+    size_t c1 = t0 - 1;
+    while (tree[c1] != ',')
+        c1--;
+    if (memchr(tree + x0, '@', c1 - x0) || memchr(tree + x0, '[', c1 - x0))
         return nv;
     for (size_t f = 0; f < NBODY32; f++) {
         size_t l = strlen(tree) + 32;
         if (!(v[nv] = malloc(l)))
             goto oom;
-        snprintf(v[nv++], l, "%.*s@fp32%.*s%s%s", (int)comma[1], tree, (int)(t1 - comma[1]), tree + comma[1],
-                 body32_tails[f], tree + t1);
+        snprintf(v[nv++], l, "%.*s@fp32%.*s%s%s", (int)c1, tree, (int)(t1 - c1), tree + c1, body32_tails[f],
+                 tree + t1);
     }
     return nv;
 oom:

@@ -956,6 +956,324 @@ uint64_t rv_text_hash(const char *text, size_t n)
     return cand_hash(text, n);
 }
 
+/* --- carried blocks -------------------------------------------------------
+ * A kernel that runs its columns in blocks of B1, then at most a few blocks
+ * of B2 (dividing B1), ..., then the last columns one by one, each carried
+ * into the running value (OpenBLAS sgemv N: 8, then 4, then 1).  Its tree
+ * is a spine: the running value plus the next block, each block a subtree
+ * of consecutive terms.  Read top down, the blocks' sizes never shrink;
+ * bottom up they form levels B1 > B2 > ... of equal sizes, the first block
+ * (term 0 on) of size B1.  Each level's first block is recognised on its
+ * own at its length (a block always has exactly B terms, so any name of its
+ * bracketing is right), and the levels are nested innermost first:
+ *   body(B1, tile(B1, X1, seq), body(B2, tile(B2, X2, seq), seq, carry), carry)
+ * the last level `seq` when it is single terms. */
+
+static _Thread_local int in_block; /* recognising a block: no carried form inside */
+
+/* Each node's least and greatest term into lo[], hi[] (children before
+ * parents by an explicit stack). */
+static int spans(const rv_tree *t, int *lo, int *hi)
+{
+    int *stk = malloc((t->count ? t->count : 1) * sizeof *stk);
+    char *done = calloc(t->count ? t->count : 1, 1);
+    if (!stk || !done) {
+        free(stk);
+        free(done);
+        return -1;
+    }
+    for (size_t i0 = 0; i0 < t->count; i0++) {
+        if (done[i0])
+            continue;
+        size_t sp = 0;
+        stk[sp++] = (int)i0;
+        while (sp) {
+            int i = stk[sp - 1];
+            const rv_node *nd = &t->node[i];
+            if (done[i]) {
+                sp--;
+                continue;
+            }
+            if (nd->leaf >= 0) {
+                lo[i] = hi[i] = nd->leaf;
+                done[i] = 1;
+                sp--;
+                continue;
+            }
+            int ready = 1;
+            for (int k = 0; k < nd->nch; k++)
+                if (!done[nd->ch[k]]) {
+                    stk[sp++] = nd->ch[k];
+                    ready = 0;
+                }
+            if (!ready)
+                continue;
+            lo[i] = INT32_MAX;
+            hi[i] = -1;
+            for (int k = 0; k < nd->nch; k++) {
+                if (lo[nd->ch[k]] < lo[i])
+                    lo[i] = lo[nd->ch[k]];
+                if (hi[nd->ch[k]] > hi[i])
+                    hi[i] = hi[nd->ch[k]];
+            }
+            done[i] = 1;
+            sp--;
+        }
+    }
+    free(stk);
+    free(done);
+    return 0;
+}
+
+/* Node r's subtree as a tree of its own, its terms renumbered from 0
+ * (less its least term, off); 0, or -1 out of memory. */
+static int subtree(const rv_tree *t, int r, int off, rv_tree *out)
+{
+    memset(out, 0, sizeof *out);
+    size_t cnt = (size_t)t->node[r].size * 2 + 1;
+    int *map = malloc(t->count * sizeof *map), *stk = malloc(cnt * sizeof *stk);
+    out->node = calloc(cnt, sizeof *out->node);
+    if (!map || !stk || !out->node) {
+        free(map);
+        free(stk);
+        free(out->node);
+        out->node = NULL;
+        return -1;
+    }
+    out->cap = cnt;
+    /* preorder: a node's id before its children's, children filled after */
+    size_t sp = 0;
+    stk[sp++] = r;
+    while (sp) {
+        int i = stk[--sp];
+        if (out->count == out->cap) /* not a tree: more nodes than 2 size - 1 */
+            goto fail;
+        map[i] = (int)out->count;
+        rv_node *d = &out->node[out->count++];
+        const rv_node *nd = &t->node[i];
+        d->leaf = nd->leaf >= 0 ? nd->leaf - off : -1;
+        d->size = nd->size;
+        d->nch = nd->nch;
+        if (nd->nch && !(d->ch = malloc((size_t)nd->nch * sizeof *d->ch)))
+            goto fail;
+        for (int k = 0; k < nd->nch; k++) {
+            if (sp == cnt)
+                goto fail;
+            stk[sp++] = nd->ch[k];
+        }
+    }
+    /* a second pass maps each copied node's children to their new ids */
+    sp = 0;
+    stk[sp++] = r;
+    while (sp) {
+        int i = stk[--sp];
+        const rv_node *nd = &t->node[i];
+        for (int k = 0; k < nd->nch; k++) {
+            out->node[map[i]].ch[k] = map[nd->ch[k]];
+            stk[sp++] = nd->ch[k];
+        }
+    }
+    out->root = 0;
+    free(map);
+    free(stk);
+    return 0;
+fail:
+    free(map);
+    free(stk);
+    rv_tree_free(out);
+    return -1;
+}
+
+#define CB_MAX_LEVELS 4
+
+#define CB_MAX_B 64 /* the widest block named: a vector kernel's registers */
+
+typedef struct levels {
+    size_t n;                 /* how many */
+    size_t B[CB_MAX_LEVELS];  /* block sizes, widest first */
+    char *X[CB_MAX_LEVELS];   /* each level's block named (NULL for single terms) */
+} levels;
+
+static void levels_free(levels *L)
+{
+    for (size_t l = 0; l < L->n; l++)
+        free(L->X[l]);
+    memset(L, 0, sizeof *L);
+}
+
+/* The levels of t's spine into *L (L->n = 0: t is no spine of blocks). */
+static void carried_levels(const rv_tree *t, size_t n, search *s, levels *L)
+{
+    memset(L, 0, sizeof *L);
+    if (in_block || n < 3 || !t->count)
+        return;
+    int *lo = malloc(t->count * sizeof *lo), *hi = malloc(t->count * sizeof *hi);
+    size_t *sz = malloc(n * sizeof *sz);
+    int *blk = malloc(n * sizeof *blk);
+    size_t nbk = 0;
+    if (!lo || !hi || !sz || !blk || spans(t, lo, hi))
+        goto out;
+    /* the spine, top down: (running value) + (block) */
+    int i = t->root;
+    size_t maxb = 0;
+    for (;;) {
+        const rv_node *nd = &t->node[i];
+        if (nd->leaf >= 0 || nd->nch != 2)
+            goto out;
+        int a = nd->ch[0], b = nd->ch[1];
+        int top = hi[b] == hi[i] ? b : a, rest = top == b ? a : b;
+        if (lo[top] != hi[rest] + 1 || lo[rest] != lo[i])
+            goto out;
+        size_t bs = (size_t)(hi[top] - lo[top] + 1);
+        size_t here = (size_t)(hi[i] - lo[i] + 1);
+        if (bs < maxb) {
+            /* a smaller block below a larger one: this node is the first
+             * block (its own spine goes on: a running sum) */
+            if (here % maxb || i == t->root)
+                goto out;
+            sz[nbk] = here;
+            blk[nbk++] = i;
+            break;
+        }
+        maxb = bs;
+        sz[nbk] = bs;
+        blk[nbk++] = top;
+        size_t rem = (size_t)(hi[rest] - lo[rest] + 1);
+        if (rem == maxb) { /* the first block */
+            sz[nbk] = rem;
+            blk[nbk++] = rest;
+            break;
+        }
+        if (rem < maxb)
+            goto out;
+        i = rest;
+    }
+    /* the levels, bottom up (the spine's end first) */
+    size_t B[CB_MAX_LEVELS], first[CB_MAX_LEVELS], nl = 0;
+    for (size_t j = nbk; j-- > 0;) {
+        if (nl && sz[j] == B[nl - 1])
+            continue;
+        if (nl == CB_MAX_LEVELS || (nl && B[nl - 1] % sz[j]))
+            goto out;
+        B[nl] = sz[j];
+        first[nl++] = (size_t)blk[j];
+    }
+    /* each level's block, named at its length */
+    char *X[CB_MAX_LEVELS] = {0};
+    int ok = nl > 0 && B[0] <= CB_MAX_B;
+    for (size_t l = 0; l < nl && ok; l++) {
+        if (B[l] == 1)
+            continue;
+        rv_tree sub;
+        int r = (int)first[l];
+        if (subtree(t, r, lo[r], &sub)) {
+            ok = 0;
+            break;
+        }
+        const rv_tree *st = &sub;
+        size_t bl = B[l];
+        /* lanes first (stride(w, seq, C): each lane a chain of FMAs, the
+         * form a vector block's registers take), then any name: `halving`
+         * has the bracketing of stride(2, seq, seq) at 4 terms, not its
+         * FMAs, which the arithmetic would then never find */
+        uint64_t want = tree_hash(&sub, sub.root);
+        static const char *const lc[] = {"seq", "pairwise", "halving"};
+        char lt[96];
+        for (size_t w = 2; w < bl && !X[l] && want; w *= 2)
+            for (size_t c = 0; c < 3 && !X[l]; c++) {
+                snprintf(lt, sizeof lt, "stride(%zu, seq, %s)", w, lc[c]);
+                if (cached_hash(s->cache, lt, bl) == want)
+                    X[l] = strdup(lt);
+            }
+        in_block = 1;
+        if (!X[l])
+            X[l] = recognise(&st, &bl, 1, NULL, 0, NULL, 0, s->cache);
+        in_block = 0;
+        rv_tree_free(&sub);
+        ok = X[l] != NULL;
+    }
+    if (ok) {
+        L->n = nl;
+        memcpy(L->B, B, nl * sizeof *B);
+        memcpy(L->X, X, nl * sizeof *X);
+    } else
+        for (size_t l = 0; l < nl; l++)
+            free(X[l]);
+out:
+    free(lo);
+    free(hi);
+    free(sz);
+    free(blk);
+}
+
+/* The candidate of levels L, innermost first: the last level (single
+ * terms: seq; else tiles of its blocks), then each level's body around it
+ * with the rest carried. */
+static void carried_try(search *s, const levels *L)
+{
+    char *inner = NULL;
+    int ok = 1;
+    for (size_t l = L->n; ok && l-- > 0;) {
+        size_t len = (inner ? strlen(inner) : 0) + (L->X[l] ? strlen(L->X[l]) : 0) + 96;
+        char *txt = malloc(len);
+        if (!txt)
+            ok = 0;
+        else if (l == L->n - 1 && L->B[l] == 1)
+            snprintf(txt, len, "seq");
+        else if (l == L->n - 1)
+            snprintf(txt, len, "tile(%zu, %s, seq)", L->B[l], L->X[l]);
+        else
+            snprintf(txt, len, "body(%zu, tile(%zu, %s, seq), %s, carry)", L->B[l], L->B[l], L->X[l], inner);
+        free(inner);
+        inner = txt;
+    }
+    if (ok && inner)
+        try1(s, inner);
+    free(inner);
+}
+
+/* Carried blocks at every length: each length's levels alone, then all
+ * levels together (a length shows only the levels its remainder reaches:
+ * 300 = 37 x 8 + 4 shows the block of 4, 307 the single terms; 8, 4, 1
+ * holds at both). */
+static void carried_form(const rv_tree *const *trees, const size_t *ns, size_t m, search *s)
+{
+    levels L[RV_INDUCE_MAX], U = {0};
+    for (size_t i = 0; i < m; i++) {
+        carried_levels(trees[i], ns[i], s, &L[i]);
+        if (L[i].n >= 2 && !s->found)
+            carried_try(s, &L[i]);
+    }
+    /* the union, widest first, each size once, each dividing the one before */
+    int ok = 1;
+    for (size_t i = 0; i < m && ok; i++)
+        for (size_t l = 0; l < L[i].n && ok; l++) {
+            size_t j = 0;
+            while (j < U.n && U.B[j] > L[i].B[l])
+                j++;
+            if (j < U.n && U.B[j] == L[i].B[l])
+                continue;
+            if (U.n == CB_MAX_LEVELS) {
+                ok = 0;
+                break;
+            }
+            memmove(&U.B[j + 1], &U.B[j], (U.n - j) * sizeof *U.B);
+            memmove(&U.X[j + 1], &U.X[j], (U.n - j) * sizeof *U.X);
+            U.B[j] = L[i].B[l];
+            U.X[j] = L[i].X[l]; /* borrowed */
+            U.n++;
+        }
+    for (size_t l = 1; l < U.n && ok; l++)
+        ok = U.B[l - 1] % U.B[l] == 0;
+    int more = 0;
+    for (size_t i = 0; i < m; i++)
+        more |= U.n > L[i].n;
+    if (ok && more && U.n >= 2 && !s->found)
+        carried_try(s, &U);
+    for (size_t i = 0; i < m; i++)
+        levels_free(&L[i]);
+}
+
 static char *recognise(const rv_tree *const *trees, const size_t *ns, size_t m, char *const *hints, size_t nhints,
                        char *const *excl, size_t nexcl, hcache *cache)
 {
@@ -1081,6 +1399,8 @@ static char *recognise(const rv_tree *const *trees, const size_t *ns, size_t m, 
         lanes_form(trees[i], ns[i], &s);
     for (size_t i = 0; i < m && !s.found; i++)
         lanes_read(trees[i], ns[i], &s);
+    if (!s.found)
+        carried_form(trees, ns, m, &s);
     if (s.found)
         return s.found;
     /* a binary tree the families above do not name: its bracketing, which

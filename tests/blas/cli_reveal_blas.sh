@@ -152,11 +152,11 @@ fi
 # given, and so must those of the cores listed in MUST below (the cores of
 # Debian 12's OpenBLAS and BLIS this test has run on: OpenBLAS Haswell's
 # sgemv T, with an order class and an arithmetic class, both induced at a
-# second length).  Exit 1 elsewhere (reveal found no point that holds,
-# and said so) is listed: OpenBLAS's sgemv N (Haswell), whose nested
-# column blocks and R-dependent leading rows one R cannot show, and
-# BLIS's generic sgemv N, whose order the language cannot name
-# (docs/reveal.md "Limits").  Both steps serve the probes with
+# second length; its sgemv N, columns in carried blocks of 8, then 4, then
+# one by one, the last without FMA, and leading rows whose count depends on
+# R, r < R % 16 - R % 4).  Exit 1 elsewhere (reveal found no point that
+# holds, and said so) is listed: BLIS's generic sgemv N, whose order the
+# language cannot name (docs/reveal.md "Limits").  Both steps serve the probes with
 # --serve, one process per reveal: a kernel with row classes takes a
 # thousand calls or more, about 10 s so and 2 minutes as a process a call.
 ob_core=$(OPENBLAS_VERBOSE=2 "$PARITY" reveal --exec "$EX/blas.sh $OPENBLAS {in} {out}" --n 4 --order-only 2>&1 |
@@ -165,7 +165,7 @@ bl_core=$(BLIS_ARCH_DEBUG=1 "$PARITY" reveal --exec "$EX/blas.sh $BLIS {in} {out
           sed -n "s/.*sub-configuration '\\(.*\\)'.*/\\1/p" | head -n 1)
 # the whole points that must be revealed: LIB:ROUTINE, by core
 MUST="netlib:sgemv_t netlib:sgemv_n netlib:sgemm"
-[ "$ob_core" = Haswell ] && MUST="$MUST openblas:sgemv_t openblas:sgemm"
+[ "$ob_core" = Haswell ] && MUST="$MUST openblas:sgemv_t openblas:sgemv_n openblas:sgemm"
 [ "$bl_core" = generic ] && MUST="$MUST blis:sgemv_t blis:sgemm"
 echo "cores: OpenBLAS ${ob_core:-unknown}, BLIS ${bl_core:-unknown}; whole points required: $MUST"
 if [ -n "${CRAFT:-}" ]; then
@@ -221,7 +221,7 @@ if [ -n "${CRAFT:-}" ]; then
       1) echo "$name $rt --shared-b: one row (R = 1) at n = 31 takes another path: the point of 255-row calls differs (listed)" ;;
       *) fail "$name $rt --shared-b: could not run at n = 31, 1 row: $(cut -c1-200 "$T/err")" ;;
       esac
-      echo "$name $rt --shared-b: $(echo "$p" | sed 's/.*tree = "\([^"]*\)".*/\1/' | cut -c1-100); bit-exact at n/rows =$held"
+      echo "$name $rt --shared-b: $(echo "$p" | awk -F'tree = "' '{ split($2, a, "\""); print a[1] }' | cut -c1-100); bit-exact at n/rows =$held"
     done
   done
   rm -rf "$T"
