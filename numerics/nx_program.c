@@ -134,7 +134,7 @@ static int takes_start(const nx_tree *t)
     case NX_T_SEQ: case NX_T_CHAIN: case NX_T_REVERSE: case NX_T_ORDER:
         return 1;
     case NX_T_SPLIT: case NX_T_TILE: case NX_T_STRIDE: case NX_T_LANES:
-        return t->c->kind == NX_T_SEQ;
+        return t->carry || t->c->kind == NX_T_SEQ;
     case NX_T_BODY:
         return t->carry || !t->c || t->c->kind == NX_T_SEQ;
     default:
@@ -445,6 +445,20 @@ static int32_t compile(cx *c, const nx_tree *t, const int32_t *src, size_t n, cs
             nparts = tile_lengths(c, t, n, &lens);
             if (c->failed)
                 return -1;
+        }
+        if (t->carry) {
+            /* each tile reduced by T from the running value (the start
+             * value, if any, for the first; from scratch without one) */
+            int32_t v = s0;
+            size_t at = 0;
+            for (size_t k = 0; k < nparts && !c->failed; k++) {
+                v = compile(c, t->t, src + at, lens[k], S, v);
+                at += lens[k];
+            }
+            free(lens);
+            if (c->failed)
+                return -1;
+            return v == NO_START ? compile(c, t->t, src, 0, S, NO_START) : v;
         }
         int32_t *parts = alloc_src(c, nparts);
         if (!parts) {

@@ -431,7 +431,15 @@ static nx_tree *composite(parser *ps, nx_tree_kind k, const char *kw)
                 }
             }
         } else {
-            t->c = tree(ps);
+            skip_ws(ps);
+            size_t n = k == NX_T_TILE && !ps->failed ? ident(ps) : 0;
+            if (n == 5 && strncmp(ps->p, "carry", 5) == 0) {
+                /* fifth edition: each tile reduced from the running value */
+                ps->p += 5;
+                t->carry = 1;
+            } else {
+                t->c = tree(ps);
+            }
         }
         if (!ps->failed && k == NX_T_SPLIT)
             option(ps, t, "align", ctx);
@@ -541,7 +549,7 @@ static nx_tree *tree_at(parser *ps)
     }
     if (!t && !ps->failed) {
         if (n == 5 && strncmp(start, "carry", 5) == 0)
-            fail(ps, start, "'carry' is allowed only as the last argument of body(...)");
+            fail(ps, start, "'carry' is allowed only as the last argument of body(...) or as tile's combinator");
         else
             fail(ps, start, "unknown tree '%.*s' (expected seq, pairwise, halving, atomic, chain, reverse, split, "
                  "tile, stride, body, order, expr, lanes)", (int)n, start);
@@ -749,7 +757,10 @@ static void print_rec(nx_sbuf *b, const nx_tree *t)
         }
         print_rec(b, t->t);
         nx_sbuf_printf(b, ", ");
-        print_rec(b, t->c);
+        if (t->carry)
+            nx_sbuf_printf(b, "carry");
+        else
+            print_rec(b, t->c);
         if (t->kind == NX_T_TILE ? t->opt > 0 : t->opt != 1)
             nx_sbuf_printf(b, ", %s=%ld",
                            t->kind == NX_T_SPLIT ? "align" : t->kind == NX_T_TILE ? "halve" : "block", t->opt);

@@ -41,9 +41,10 @@ typedef struct nx_tree {
     long count;           /* split S, tile T0 (0 with a size list), stride L, chain N, body L, lanes W */
     long opt;             /* split align A, stride block V, tile halve A (1 = default; tile: 0 = none) */
     struct nx_tree *t;    /* reverse/split/tile/stride/order: the tree of the parts; body: of the body */
-    struct nx_tree *c;    /* split/tile/stride/body/lanes: the combinator (body: NULL with carry) */
+    struct nx_tree *c;    /* split/tile/stride/body/lanes: the combinator (body, tile: NULL with carry) */
     struct nx_tree *u;    /* body: the tree of the tail */
-    int carry;            /* body: the tail continues from the body's value */
+    int carry;            /* body: the tail continues from the body's value;
+                           * tile (fifth edition): each tile from the running value */
     long *list;           /* tile: the sizes; order: the permutation; expr: the postfix program;
                            * lanes: the stages (NX_LANES_*) */
     size_t nlist;

@@ -162,13 +162,17 @@ static void gen_tree3(char *buf, size_t cap, int depth, int has_atom)
         char sizes[64];
         for (int i = 0; i < m; i++)
             l += snprintf(sizes + l, sizeof sizes - (size_t)l, "%s%d", i ? ", " : "", 1 + rp_below(6));
-        snprintf(buf, cap, "tile([%s], %s, %s)", sizes, t, c);
+        /* fifth edition: each tile from the running value */
+        snprintf(buf, cap, "tile([%s], %s, %s)", sizes, t, rp_edition >= 5 && rp_below(3) == 0 ? "carry" : c);
         break;
     }
     case 2:
         gen_tree(t, sizeof t, depth + 1, has_atom);
         gen_tree(c, sizeof c, depth + 1, has_atom);
-        snprintf(buf, cap, "tile(%d, %s, %s, halve=%d)", 1 + rp_below(6), t, c, 1 + rp_below(4));
+        if (rp_edition >= 5 && rp_below(3) == 0)
+            snprintf(buf, cap, "tile(%d, %s, carry%s)", 1 + rp_below(6), t, rp_below(2) ? ", halve=2" : "");
+        else
+            snprintf(buf, cap, "tile(%d, %s, %s, halve=%d)", 1 + rp_below(6), t, c, 1 + rp_below(4));
         break;
     case 3: {
         int k = 2 + rp_below(3), l = 0;

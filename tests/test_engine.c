@@ -98,6 +98,17 @@ static void test_paths(void **state)
      * expr((0 + (1 + 2))): 1 + 2^24 → 2^24, 1 + 2^24 → 2^24 */
     CHECK("{ tree = \"expr(((0 + 1) + 2))\" }", w, NULL, 3, NX_FP32, 0x1.000002p24);
     CHECK("{ tree = \"expr((0 + (1 + 2)))\" }", w, NULL, 3, NX_FP32, 0x1p24);
+    /* fifth edition, docs/numerics.md's worked value: tile(2, seq, carry)
+     * over 1, 2^-24, 2^-24, 2^-24 is one running sum: 1 + 2^-24 ties to 1,
+     * three times; tile(2, seq, seq): the second tile 2^-23 on its own, and
+     * 1 + 2^-23 is exact. */
+    const double tc[4] = {1, 0x1p-24, 0x1p-24, 0x1p-24};
+    CHECK("{ tree = \"tile(2, seq, carry)\" }", tc, NULL, 4, NX_FP32, 1.0);
+    CHECK("{ tree = \"tile(2, seq, seq)\" }", tc, NULL, 4, NX_FP32, 0x1.000002p0);
+    CHECK("{ tree = \"tile([1, 3], seq, carry)\" }", tc, NULL, 4, NX_FP32, 1.0);
+    /* tiles [1] and [3]: the second 3 * 2^-24 exactly; 1 + 1.5 ulp ties to
+     * even, 1 + 2 ulp */
+    CHECK("{ tree = \"tile([1, 3], seq, seq)\" }", tc, NULL, 4, NX_FP32, 0x1.000004p0);
     /* tile([1, 2], seq, seq): tiles 1 | 1, 2^24: 1 + (1 + 2^24 → 2^24) → 2^24 */
     CHECK("{ tree = \"tile([1, 2], seq, seq)\" }", w, NULL, 3, NX_FP32, 0x1p24);
     CHECK("{ tree = \"tile([2], seq, seq)\" }", w, NULL, 3, NX_FP32, 0x1.000002p24);

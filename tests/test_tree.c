@@ -48,7 +48,11 @@ static void test_parse_errors(void **state)
     /* third edition (docs/numerics.md §4.1) */
     expect_parse_error("body(0, seq, seq)", "tree:1:6: the body multiple must be at least 1");
     expect_parse_error("body(4, seq, seq, carry, seq)", "tree:1:24: expected ')' to close 'body(', found ','");
-    expect_parse_error("split(2, seq, carry)", "tree:1:15: 'carry' is allowed only as the last argument of body(...)");
+    expect_parse_error("split(2, seq, carry)", "tree:1:15: 'carry' is allowed only as the last argument of body(...) or as tile's combinator");
+    /* fifth edition: carry is tile's combinator, nowhere else in tile */
+    expect_parse_error("tile(4, carry, seq)", "tree:1:9: 'carry' is allowed only as the last argument of body(...) or as tile's combinator");
+    expect_parse_error("stride(4, seq, carry)", "tree:1:16: 'carry' is allowed only as the last argument of body(...) or as tile's combinator");
+    expect_parse_error("tile([2, 4], seq, carry, halve=2)", "tree:1:24: expected ')' to close 'tile(', found ','");
     expect_parse_error("tile([4, 0], seq, seq)", "tree:1:10: a tile size must be at least 1");
     expect_parse_error("tile([4, 2], seq, seq, halve=2)", "tree:1:22: expected ')' to close 'tile(', found ','");
     expect_parse_error("tile(4, seq, seq, halve=0)", "tree:1:25: the halving multiple must be at least 1");
@@ -141,6 +145,8 @@ static void test_canonical(void **state)
     expect_canonical("body( 4 ,seq,pairwise , seq )", "body(4, seq, pairwise)");
     expect_canonical("body(4, seq, pairwise, seq@bf16)", "body(4, seq, pairwise, seq@bf16)");
     expect_canonical("body(4,seq,seq,carry)", "body(4, seq, seq, carry)");
+    expect_canonical("tile(8,tile([2,4,2],pairwise,seq),carry)", "tile(8, tile([2, 4, 2], pairwise, seq), carry)");
+    expect_canonical("tile(4, seq, carry, halve=2)", "tile(4, seq, carry, halve=2)");
     expect_canonical("lanes(64,[loop(64),fold(8,[(0+1),(2+3),(4+5),(6+7)]),loop( 32 ),fold(8,[(((0+1)+2)+3)]),"
                      "fold(4,[(0+1)])],pairwise)",
                      "lanes(64, [loop(64), fold(8, [(0 + 1), (2 + 3), (4 + 5), (6 + 7)]), loop(32), fold(8, [(((0 + "
@@ -235,6 +241,18 @@ static void test_expansions(void **state)
     expect_expansion("body(4, stride(4, seq, halving), tile(2, pairwise, seq))", 7,
                      "(+0+(((+0+t0)+(+0+t2))+((+0+t1)+(+0+t3))))+((+0+(t4+t5))+t6)");
     /* carry with an empty tail is the body's value; an empty body leaves the tail alone */
+    /* fifth edition: each tile from the running value (BLIS's generic
+     * sgemv N: parts of 2, 4 and 2 columns added to y in a permuted order).
+     * n = 9: tiles t0-t3, t4-t7, t8; the first from scratch, its seq
+     * combinator from +0: v1 = ((+0 + t0) + ((t1 + t2) + t3)); the second's
+     * parts added to v1: ((v1 + t4) + ((t5 + t6) + t7)); the third: + t8 */
+    expect_expansion("tile(4, tile([1, 3], pairwise, seq), carry)", 9,
+                     "((((+0+t0)+((t1+t2)+t3))+t4)+((t5+t6)+t7))+t8");
+    /* pairwise takes no start value: round(T + v) each time (section 4.1) */
+    expect_expansion("tile(2, pairwise, carry)", 5, "t4+((t2+t3)+(t0+t1))");
+    /* the permuted sequence t2 t3 t0 t1 | t6 t7 t4 t5, two tiles of two pairs */
+    expect_expansion("order([2, 3, 0, 1], tile(4, tile([2, 2], pairwise, seq), carry))", 8,
+                     "(((+0+(t2+t3))+(t0+t1))+(t6+t7))+(t4+t5)");
     expect_expansion("body(2, pairwise, seq, carry)", 4, "(t0+t1)+(t2+t3)");
     expect_expansion("body(8, pairwise, pairwise, carry)", 3, "(t0+t1)+t2");
     expect_expansion("body(8, pairwise, pairwise)", 3, "+0+((t0+t1)+t2)");

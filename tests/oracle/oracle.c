@@ -490,7 +490,7 @@ typedef struct tnode {
     struct tnode *t;   /* inner tree (reverse, split, tile, stride, body's T, order) */
     struct tnode *u;   /* body's U */
     struct tnode *c;   /* combinator (split, tile, stride, body; NULL in a body: seq) */
-    int carry;         /* body(..., carry) */
+    int carry;         /* body(..., carry); tile(..., T, carry) */
     long *list;        /* tile sizes, order permutation */
     size_t nlist;
     enode *e;          /* expr's bracketing */
@@ -728,7 +728,10 @@ static int parse_tile(parser *P, tnode *n, int depth)
         return 0;
     if (!expect(P, ',') || !(n->t = parse_tree(P, depth + 1)) || !expect(P, ','))
         return 0;
-    if (!(n->c = parse_tree(P, depth + 1)))
+    if (peek_word(P, "carry")) { /* fifth edition: each tile from the running value */
+        P->pos += strlen("carry");
+        n->carry = 1;
+    } else if (!(n->c = parse_tree(P, depth + 1)))
         return 0;
     n->opt = 0;
     skip_ws(P);
@@ -1454,6 +1457,31 @@ static int combine_from(ctx *C, const tnode *comb, const cur *S, const oval *vs,
 static int reduce_tiles(ctx *C, const tnode *node, const cur *S, const term *const *ts,
                         const size_t *lo, const size_t *len, size_t k, const oval *s0, oval *out)
 {
+    if (node->carry) {
+        /* tile(..., T, carry): v = s0 (none: from scratch); each tile in
+         * order reduced by T from v into v; no tiles: s0, else T over
+         * nothing */
+        oval v, w;
+        ov_init(&v);
+        ov_init(&w);
+        int have = s0 != NULL, rc = 0;
+        if (have)
+            ov_set(&v, s0);
+        for (size_t i = 0; i < k && !rc; i++) {
+            rc = eval(C, node->t, S, ts + lo[i], len[i], have ? &v : NULL, &w);
+            ov_set(&v, &w);
+            have = 1;
+        }
+        if (!rc) {
+            if (have)
+                ov_set(out, &v);
+            else
+                rc = eval(C, node->t, S, ts, 0, NULL, out);
+        }
+        ov_clear(&v);
+        ov_clear(&w);
+        return rc;
+    }
     oval *part = ov_array(k);
     if (!part)
         return cerr(C, "out of memory");

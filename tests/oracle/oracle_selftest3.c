@@ -139,6 +139,22 @@ int main(void)
         p = pt("body(4, stride(4, seq, halving), tile(2, pairwise, seq), pairwise)");
         sum_c("A body pairwise from s0", &p, "fp32", x, 7, "fp32", 0xC0000000, FT);
     }
+    /* fifth edition, docs/numerics.md §4.2 worked value: tile(2, seq,
+     * carry) over 1, 2^-24, 2^-24, 2^-24 is one running sum, each 1 + 2^-24
+     * a tie to even, 1 (0x3f800000); tile(2, seq, seq): the second tile is
+     * 2^-23 alone and 1 + 2^-23 is exact (0x3f800001).  With -0, -0 and
+     * pairwise tiles of 2: the one tile's -0 is the result, as body's
+     * carry keeps it (+0 appears only where a seq starts from nothing). */
+    {
+        const uint64_t x[4] = {F1, 0x33800000ULL, 0x33800000ULL, 0x33800000ULL}; /* 1, 2^-24 */
+        p = pt("tile(2, seq, carry)");
+        sum("A5 tile carry", &p, "fp32", x, 4, F1);
+        p = pt("tile(2, seq, seq)");
+        sum("A5 tile seq", &p, "fp32", x, 4, 0x3F800001ULL);
+        const uint64_t nz[2] = {FNZ, FNZ};
+        p = pt("tile(2, pairwise, carry)");
+        sum("A5 tile carry -0", &p, "fp32", nz, 2, FNZ);
+    }
     /* docs/numerics.md §4.2 worked values: body(4, seq, seq, carry) over
      * T, 1, 1, 1, 1, 1: the body's + 1s tie back to T; the tail continues
      * from T and stays T.  body(4, seq, seq): the tail is 2 on its own and
@@ -398,7 +414,8 @@ int main(void)
             /* body and carry */
             "body(0, seq, seq)", "body(4, seq)", "body(4, seq, seq, carry, seq)", "body(4, seq, seq,)",
             "body(4, seq, carry)", "body(4, carry, seq)", "body(4, seq, seq, carry@bf16)",
-            "tile(2, seq, carry)", "split(2, seq, seq, carry)", "reverse(carry)", "carry",
+            "tile(2, carry, seq)", "tile(2, seq, carry@bf16)", "stride(2, seq, carry)",
+            "split(2, seq, seq, carry)", "reverse(carry)", "carry",
             "order([1, 0], carry)", "body(4, seq, seq, carry)@bf16@fp32",
             /* tiles */
             "tile([], seq, seq)", "tile([2, 0], seq, seq)", "tile([0], seq, seq)", "tile(0, seq, seq, halve=8)",
