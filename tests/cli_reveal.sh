@@ -360,6 +360,21 @@ NESTO='body(8, tile(8, stride(2, seq, seq), seq), body(4, tile(4, stride(2, seq,
 printf '%s\n' "$out" | grep '^induction: probed again at n = 107 ' | grep -q -F "; $NESTO has both" || fail "carried blocks at 100: induction: $out"
 [ "$(printf '%s\n' "$out" | tail -n 1)" = "$(pt fp32 rne true "$NEST" fp32)" ] \
   || fail "carried blocks at 100: last line: $(printf '%s\n' "$out" | tail -n 1)"
+# Carried parts (BLIS's generic sgemv N, docs/numerics.md fifth edition):
+# each block of 8 added to the running value as three parts, columns 4-5,
+# then 0-3, then 6-7; the last columns one by one.  Read off the spine at
+# n = 103: the tail's single terms, then the parts of the last block.
+PARTS='body(8, order([4, 5, 0, 1, 2, 3, 6, 7], tile(8, tile([2, 4, 2], pairwise, seq), carry)), seq, carry)'
+out=$("$P" reveal --simulate "{ tree = \"$PARTS\", fma = false }" --n 103 2>"$T/err"); rc=$?
+[ $rc -eq 0 ] || fail "carried parts: exit $rc, want 0 $(cat "$T/err") $out"
+printf '%s\n' "$out" | grep -q '^induction: probed again at n = 107 .*the same name holds there' || fail "carried parts: induction: $out"
+[ "$(printf '%s\n' "$out" | tail -n 1)" = "$(pt fp32 rne false "$PARTS" fp32)" ] \
+  || fail "carried parts: last line: $(printf '%s\n' "$out" | tail -n 1)"
+# parts of 1, 2, 3 and 2 in order (BLIS's remainder rows): a run of two
+# parts (3 + 2 = 5) covers the block's end first and is tried, then 8
+PARTS2='body(8, tile(8, tile([1, 2, 3, 2], seq, seq), carry), seq, carry)'
+out=$("$P" reveal --simulate "{ tree = \"$PARTS2\", fma = false }" --n 103 --order-only 2>"$T/err"); rc=$?
+printf '%s\n' "$out" | grep -q -F "order: $PARTS2" || fail "carried parts 1, 2, 3, 2: exit $rc: $out $(cat "$T/err")"
 TAIL='{ tree = "body(32, stride(32, seq, pairwise), seq[acc=fp64])" }'
 out=$("$P" reveal --simulate "$TAIL" --n 1024 2>"$T/err"); rc=$?
 [ $rc -eq 0 ] || fail "lengths, tail: exit $rc, want 0 $(cat "$T/err")"

@@ -1274,6 +1274,129 @@ static void carried_form(const rv_tree *const *trees, const size_t *ns, size_t m
         levels_free(&L[i]);
 }
 
+/* --- carried parts ----------------------------------------------------------
+ * A kernel that adds each block of B terms to the running value as a few
+ * parts, in an order of its own (BLIS's generic sgemv N: per 8 columns,
+ * (4 + 5), then ((0 + 1) + (2 + 3)), then (6 + 7)), then the last terms
+ * one by one.  Its tree is a spine whose running value holds term 0 and
+ * whose parts are consecutive runs of terms.  The single terms at the top
+ * are the tail; the parts below them, taken until they cover a run ending
+ * at the tail, are the last block: in the order they were added they give
+ * the permutation and the part sizes, and one tree T must name every part
+ * at its length.  The candidate is the fifth edition's
+ *   body(B, order([...], tile(B, tile([sizes], T, seq), carry)), seq, carry)
+ * (order left out when the parts come in order). */
+/* The candidate of the block of B terms from bmin made of the k parts
+ * part[0..k) (the top part first), tried. */
+static void parts_try(const rv_tree *t, search *s, const int *part, size_t k, size_t bmin, size_t B, const int *lo,
+                      const int *hi)
+{
+    /* in the order added (bottom up): the permutation and the sizes */
+    size_t perm[CB_MAX_B], sizes[CB_MAX_B], w = 0;
+    int ident = 1, same = 1;
+    for (size_t x = 0; x < k; x++) {
+        int p = part[k - 1 - x];
+        sizes[x] = (size_t)t->node[p].size;
+        same &= sizes[x] == sizes[0];
+        for (int v = lo[p]; v <= hi[p]; v++) {
+            perm[w] = (size_t)(v - (int)bmin);
+            ident &= perm[w] == w;
+            w++;
+        }
+    }
+    /* one tree for every part, at each part's length */
+    static const char *const tn[] = {"seq", "pairwise", "halving", "reverse(seq)"};
+    const char *T = NULL;
+    for (size_t c = 0; c < sizeof tn / sizeof *tn && !T; c++) {
+        int ok = 1;
+        for (size_t x = 0; x < k && ok; x++) {
+            int p = part[k - 1 - x];
+            rv_tree sub;
+            if (subtree(t, p, lo[p], &sub)) {
+                ok = 0;
+                break;
+            }
+            ok = cached_hash(s->cache, tn[c], sizes[x]) == tree_hash(&sub, sub.root);
+            rv_tree_free(&sub);
+        }
+        if (ok)
+            T = tn[c];
+    }
+    if (!T)
+        return;
+    size_t cap = 64 + 24 * (B + k), at = 0;
+    char *txt = malloc(cap);
+    if (!txt)
+        return;
+    at += (size_t)snprintf(txt + at, cap - at, "body(%zu, ", B);
+    if (!ident) {
+        at += (size_t)snprintf(txt + at, cap - at, "order([");
+        for (size_t x = 0; x < B; x++)
+            at += (size_t)snprintf(txt + at, cap - at, "%s%zu", x ? ", " : "", perm[x]);
+        at += (size_t)snprintf(txt + at, cap - at, "], ");
+    }
+    at += (size_t)snprintf(txt + at, cap - at, "tile(%zu, ", B);
+    if (k == 1)
+        at += (size_t)snprintf(txt + at, cap - at, "%s", T);
+    else if (same)
+        at += (size_t)snprintf(txt + at, cap - at, "tile(%zu, %s, seq)", sizes[0], T);
+    else {
+        at += (size_t)snprintf(txt + at, cap - at, "tile([");
+        for (size_t x = 0; x < k; x++)
+            at += (size_t)snprintf(txt + at, cap - at, "%s%zu", x ? ", " : "", sizes[x]);
+        at += (size_t)snprintf(txt + at, cap - at, "], %s, seq)", T);
+    }
+    snprintf(txt + at, cap - at, ", carry)%s, seq, carry)", ident ? "" : ")");
+    try1(s, txt);
+    free(txt);
+}
+
+static void parts_form(const rv_tree *t, size_t n, search *s)
+{
+    if (in_block || n < 4 || !t->count)
+        return;
+    int *lo = malloc(t->count * sizeof *lo), *hi = malloc(t->count * sizeof *hi);
+    int *part = malloc(n * sizeof *part);
+
+    size_t np = 0;
+    if (!lo || !hi || !part || spans(t, lo, hi) || lo[t->root] != 0)
+        goto out;
+    /* the spine: the child holding term 0 runs on, the other is a part */
+    for (int i = t->root; t->node[i].leaf < 0;) {
+        const rv_node *nd = &t->node[i];
+        if (nd->nch != 2)
+            goto out;
+        int a = nd->ch[0], b = nd->ch[1];
+        int run = lo[a] == 0 ? a : b, p = run == a ? b : a;
+        if (lo[run] != 0 || hi[p] - lo[p] + 1 != t->node[p].size)
+            goto out;
+        part[np++] = p;
+        i = run;
+    }
+    /* the tail: single terms n-1, n-2, ... at the top */
+    size_t q = 0;
+    while (q < np && t->node[part[q]].size == 1 && lo[part[q]] == (int)(n - 1 - q))
+        q++;
+    size_t m = n - q;
+    /* the last block: parts until they cover [m - B, m); each such run
+     * whose B divides m is tried (the first may be too short: 5 of BLIS's
+     * 1, 2, 3, 2 parts cover a run too) */
+    int bmin = (int)m, cnt = 0;
+    for (size_t j = q; j < np && j < q + CB_MAX_B && !s->found; j++) {
+        if (lo[part[j]] < bmin)
+            bmin = lo[part[j]];
+        cnt += t->node[part[j]].size;
+        size_t B = m - (size_t)bmin;
+        if (j > q && cnt == (int)B && B <= CB_MAX_B && m % B == 0)
+            parts_try(t, s, part + q, j - q + 1, (size_t)bmin, B, lo, hi);
+    }
+out:
+
+    free(lo);
+    free(hi);
+    free(part);
+}
+
 static char *recognise(const rv_tree *const *trees, const size_t *ns, size_t m, char *const *hints, size_t nhints,
                        char *const *excl, size_t nexcl, hcache *cache)
 {
@@ -1401,6 +1524,8 @@ static char *recognise(const rv_tree *const *trees, const size_t *ns, size_t m, 
         lanes_read(trees[i], ns[i], &s);
     if (!s.found)
         carried_form(trees, ns, m, &s);
+    for (size_t i = 0; i < m && !s.found; i++)
+        parts_form(trees[i], ns[i], &s);
     if (s.found)
         return s.found;
     /* a binary tree the families above do not name: its bracketing, which

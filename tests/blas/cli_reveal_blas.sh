@@ -154,9 +154,10 @@ fi
 # sgemv T, with an order class and an arithmetic class, both induced at a
 # second length; its sgemv N, columns in carried blocks of 8, then 4, then
 # one by one, the last without FMA, and leading rows whose count depends on
-# R, r < R % 16 - R % 4).  Exit 1 elsewhere (reveal found no point that
-# holds, and said so) is listed: BLIS's generic sgemv N, whose order the
-# language cannot name (docs/reveal.md "Limits").  Both steps serve the probes with
+# R, r < R % 16 - R % 4; BLIS generic's sgemv N, each block of 8 columns
+# added to y as three parts in an order of its own, docs/numerics.md's
+# fifth edition).  Exit 1 elsewhere (reveal found no point that holds, and
+# said so) is listed.  Both steps serve the probes with
 # --serve, one process per reveal: a kernel with row classes takes a
 # thousand calls or more, about 10 s so and 2 minutes as a process a call.
 ob_core=$(OPENBLAS_VERBOSE=2 "$PARITY" reveal --exec "$EX/blas.sh $OPENBLAS {in} {out}" --n 4 --order-only 2>&1 |
@@ -166,7 +167,7 @@ bl_core=$(BLIS_ARCH_DEBUG=1 "$PARITY" reveal --exec "$EX/blas.sh $BLIS {in} {out
 # the whole points that must be revealed: LIB:ROUTINE, by core
 MUST="netlib:sgemv_t netlib:sgemv_n netlib:sgemm"
 [ "$ob_core" = Haswell ] && MUST="$MUST openblas:sgemv_t openblas:sgemv_n openblas:sgemm"
-[ "$bl_core" = generic ] && MUST="$MUST blis:sgemv_t blis:sgemm"
+[ "$bl_core" = generic ] && MUST="$MUST blis:sgemv_t blis:sgemv_n blis:sgemm"
 echo "cores: OpenBLAS ${ob_core:-unknown}, BLIS ${bl_core:-unknown}; whole points required: $MUST"
 if [ -n "${CRAFT:-}" ]; then
   T=$(mktemp -d)
