@@ -334,11 +334,17 @@ out=$("$P" reveal --simulate '{ tree = "stride(8, seq, halving)" }' --n 100 2>"$
 printf '%s\n' "$out" | grep -q '^lengths: at n = 101 (not probed) the point reproduced 1000 of 1000 ' || fail "lengths, stride: no n = 101 line: $out"
 printf '%s\n' "$out" | grep -q '^lengths: at n = 47 (not probed) the point reproduced 1000 of 1000 ' || fail "lengths, stride: no n = 47 line: $out"
 [ "$(printf '%s\n' "$out" | tail -n 1)" = "$(pt fp32 rne true "stride(8, seq, halving)" fp32)" ] || fail "lengths, stride: last line: $out"
-# A kernel whose fp64 tail runs only when n % 32 != 0: at n = 1024 the tail
-# is empty and the probes see stride(32, seq, pairwise).  Induction probes
-# 1027 (3 tail terms), names body(32, ..., seq), and the arithmetic, fitted
-# on rows of both lengths, finds the tail's own format (per-part
-# arithmetic: seq@fp64); the point then holds at 1025 and 509.
+# whole LABEL FMA TREE N INDUCTION: reveal the simulated point { tree =
+# TREE, fma = FMA } at n = N; exit 0, an induction line holding the fixed
+# string INDUCTION, and the point itself on the last line
+whole() {
+  label=$1 fma=$2 tree=$3 n=$4 ind=$5
+  out=$("$P" reveal --simulate "{ tree = \"$tree\", fma = $fma }" --n "$n" 2>"$T/err"); rc=$?
+  [ $rc -eq 0 ] || fail "$label: exit $rc, want 0 $(cat "$T/err") $out"
+  printf '%s\n' "$out" | grep '^induction: ' | grep -q -F "$ind" || fail "$label: induction: $out"
+  [ "$(printf '%s\n' "$out" | tail -n 1)" = "$(pt fp32 rne "$fma" "$tree" fp32)" ] \
+    || fail "$label: last line: $(printf '%s\n' "$out" | tail -n 1)"
+}
 # Carried blocks (OpenBLAS sgemv N): columns in blocks of 8, then one of
 # 4, then one by one, each carried into the running value, the last
 # without FMA.  At n = 103 (12 blocks of 8, one of 4, 3 single terms) the
@@ -347,34 +353,27 @@ printf '%s\n' "$out" | grep -q '^lengths: at n = 47 (not probed) the point repro
 # FMAs) and nests the bodies; the arithmetic finds the innermost tail's
 # fma = false; the name holds at 107 (no block of 4) by induction.
 NEST='body(8, tile(8, stride(2, seq, seq), seq), body(4, tile(4, stride(2, seq, seq), seq), seq[fma=false], carry), carry)'
-out=$("$P" reveal --simulate "{ tree = \"$NEST\" }" --n 103 2>"$T/err"); rc=$?
-[ $rc -eq 0 ] || fail "carried blocks: exit $rc, want 0 $(cat "$T/err") $out"
-printf '%s\n' "$out" | grep -q '^induction: probed again at n = 107 .*the same name holds there' || fail "carried blocks: induction: $out"
-[ "$(printf '%s\n' "$out" | tail -n 1)" = "$(pt fp32 rne true "$NEST" fp32)" ] \
-  || fail "carried blocks: last line: $(printf '%s\n' "$out" | tail -n 1)"
+whole "carried blocks" true "$NEST" 103 "the same name holds there"
 # n = 100 (12 blocks of 8, one of 4) shows no single terms and 107 no block
 # of 4: the levels of both lengths together name the kernel
-out=$("$P" reveal --simulate "{ tree = \"$NEST\" }" --n 100 2>"$T/err"); rc=$?
-[ $rc -eq 0 ] || fail "carried blocks at 100: exit $rc, want 0 $(cat "$T/err") $out"
 NESTO='body(8, tile(8, stride(2, seq, seq), seq), body(4, tile(4, stride(2, seq, seq), seq), seq, carry), carry)'
-printf '%s\n' "$out" | grep '^induction: probed again at n = 107 ' | grep -q -F "; $NESTO has both" || fail "carried blocks at 100: induction: $out"
-[ "$(printf '%s\n' "$out" | tail -n 1)" = "$(pt fp32 rne true "$NEST" fp32)" ] \
-  || fail "carried blocks at 100: last line: $(printf '%s\n' "$out" | tail -n 1)"
+whole "carried blocks at 100" true "$NEST" 100 "; $NESTO has both"
 # Carried parts (BLIS's generic sgemv N, docs/numerics.md fifth edition):
 # each block of 8 added to the running value as three parts, columns 4-5,
 # then 0-3, then 6-7; the last columns one by one.  Read off the spine at
 # n = 103: the tail's single terms, then the parts of the last block.
 PARTS='body(8, order([4, 5, 0, 1, 2, 3, 6, 7], tile(8, tile([2, 4, 2], pairwise, seq), carry)), seq, carry)'
-out=$("$P" reveal --simulate "{ tree = \"$PARTS\", fma = false }" --n 103 2>"$T/err"); rc=$?
-[ $rc -eq 0 ] || fail "carried parts: exit $rc, want 0 $(cat "$T/err") $out"
-printf '%s\n' "$out" | grep -q '^induction: probed again at n = 107 .*the same name holds there' || fail "carried parts: induction: $out"
-[ "$(printf '%s\n' "$out" | tail -n 1)" = "$(pt fp32 rne false "$PARTS" fp32)" ] \
-  || fail "carried parts: last line: $(printf '%s\n' "$out" | tail -n 1)"
+whole "carried parts" false "$PARTS" 103 "the same name holds there"
 # parts of 1, 2, 3 and 2 in order (BLIS's remainder rows): a run of two
 # parts (3 + 2 = 5) covers the block's end first and is tried, then 8
 PARTS2='body(8, tile(8, tile([1, 2, 3, 2], seq, seq), carry), seq, carry)'
 out=$("$P" reveal --simulate "{ tree = \"$PARTS2\", fma = false }" --n 103 --order-only 2>"$T/err"); rc=$?
 printf '%s\n' "$out" | grep -q -F "order: $PARTS2" || fail "carried parts 1, 2, 3, 2: exit $rc: $out $(cat "$T/err")"
+# A kernel whose fp64 tail runs only when n % 32 != 0: at n = 1024 the tail
+# is empty and the probes see stride(32, seq, pairwise).  Induction probes
+# 1027 (3 tail terms), names body(32, ..., seq), and the arithmetic, fitted
+# on rows of both lengths, finds the tail's own format (per-part
+# arithmetic: seq@fp64); the point then holds at 1025 and 509.
 TAIL='{ tree = "body(32, stride(32, seq, pairwise), seq[acc=fp64])" }'
 out=$("$P" reveal --simulate "$TAIL" --n 1024 2>"$T/err"); rc=$?
 [ $rc -eq 0 ] || fail "lengths, tail: exit $rc, want 0 $(cat "$T/err")"

@@ -59,55 +59,69 @@ static uint64_t leaf_hash(int t)
     return r ? r : 1;
 }
 
-/* Every node's hash into h (zeroed by the caller), each computed once,
- * children before parents by an explicit stack: a running sum of 65,536
- * terms is that deep, too deep for recursion. */
-static int hash_all(const rv_tree *t, uint64_t *h)
+/* Visits every node of t once, children before parents, by an explicit
+ * stack: a running sum of 65,536 terms is that deep, too deep for
+ * recursion.  visit(t, i, ctx) returns 0, or -1 to stop (returned). */
+static int post_order(const rv_tree *t, int (*visit)(const rv_tree *, int, void *), void *ctx)
 {
-    int *stk = malloc(t->count * sizeof *stk);
-    uint64_t buf[8];
-    if (!stk)
-        return -1;
-    for (size_t i0 = 0; i0 < t->count; i0++) {
-        if (h[i0])
+    int *stk = malloc((t->count ? t->count : 1) * sizeof *stk);
+    char *done = calloc(t->count ? t->count : 1, 1);
+    int rc = 0;
+    if (!stk || !done)
+        rc = -1;
+    for (size_t i0 = 0; i0 < t->count && !rc; i0++) {
+        if (done[i0])
             continue;
         size_t sp = 0;
         stk[sp++] = (int)i0;
-        while (sp) {
+        while (sp && !rc) {
             int i = stk[sp - 1];
             const rv_node *nd = &t->node[i];
-            if (h[i]) {
-                sp--;
-                continue;
-            }
-            if (nd->leaf >= 0) {
-                h[i] = leaf_hash(nd->leaf);
+            if (done[i]) {
                 sp--;
                 continue;
             }
             int ready = 1;
             for (int k = 0; k < nd->nch; k++)
-                if (!h[nd->ch[k]]) {
+                if (!done[nd->ch[k]]) {
                     stk[sp++] = nd->ch[k]; /* each node is pushed once per parent: sp < count */
                     ready = 0;
                 }
             if (!ready)
                 continue;
-            uint64_t *x = nd->nch <= 8 ? buf : malloc((size_t)nd->nch * sizeof *x);
-            if (!x) {
-                free(stk);
-                return -1;
-            }
-            for (int k = 0; k < nd->nch; k++)
-                x[k] = h[nd->ch[k]];
-            h[i] = combine(x, nd->nch); /* never 0 (combine, leaf_hash): 0 marks "not yet" */
-            if (x != buf)
-                free(x);
+            rc = visit(t, i, ctx);
+            done[i] = 1;
             sp--;
         }
     }
     free(stk);
+    free(done);
+    return rc;
+}
+
+static int hash_one(const rv_tree *t, int i, void *ctx)
+{
+    uint64_t *h = ctx, buf[8];
+    const rv_node *nd = &t->node[i];
+    if (nd->leaf >= 0) {
+        h[i] = leaf_hash(nd->leaf);
+        return 0;
+    }
+    uint64_t *x = nd->nch <= 8 ? buf : malloc((size_t)nd->nch * sizeof *x);
+    if (!x)
+        return -1;
+    for (int k = 0; k < nd->nch; k++)
+        x[k] = h[nd->ch[k]];
+    h[i] = combine(x, nd->nch);
+    if (x != buf)
+        free(x);
     return 0;
+}
+
+/* Every node's hash into h, each computed once. */
+static int hash_all(const rv_tree *t, uint64_t *h)
+{
+    return post_order(t, hash_one, h);
 }
 
 /* The hash of node i's subtree (0: out of memory), by hash_all: no
@@ -971,58 +985,34 @@ uint64_t rv_text_hash(const char *text, size_t n)
 
 static _Thread_local int in_block; /* recognising a block: no carried form inside */
 
-/* Each node's least and greatest term into lo[], hi[] (children before
- * parents by an explicit stack). */
+typedef struct span_ctx {
+    int *lo, *hi;
+} span_ctx;
+
+static int span_one(const rv_tree *t, int i, void *ctx)
+{
+    span_ctx *c = ctx;
+    const rv_node *nd = &t->node[i];
+    if (nd->leaf >= 0) {
+        c->lo[i] = c->hi[i] = nd->leaf;
+        return 0;
+    }
+    c->lo[i] = INT32_MAX;
+    c->hi[i] = -1;
+    for (int k = 0; k < nd->nch; k++) {
+        if (c->lo[nd->ch[k]] < c->lo[i])
+            c->lo[i] = c->lo[nd->ch[k]];
+        if (c->hi[nd->ch[k]] > c->hi[i])
+            c->hi[i] = c->hi[nd->ch[k]];
+    }
+    return 0;
+}
+
+/* Each node's least and greatest term into lo[], hi[]. */
 static int spans(const rv_tree *t, int *lo, int *hi)
 {
-    int *stk = malloc((t->count ? t->count : 1) * sizeof *stk);
-    char *done = calloc(t->count ? t->count : 1, 1);
-    if (!stk || !done) {
-        free(stk);
-        free(done);
-        return -1;
-    }
-    for (size_t i0 = 0; i0 < t->count; i0++) {
-        if (done[i0])
-            continue;
-        size_t sp = 0;
-        stk[sp++] = (int)i0;
-        while (sp) {
-            int i = stk[sp - 1];
-            const rv_node *nd = &t->node[i];
-            if (done[i]) {
-                sp--;
-                continue;
-            }
-            if (nd->leaf >= 0) {
-                lo[i] = hi[i] = nd->leaf;
-                done[i] = 1;
-                sp--;
-                continue;
-            }
-            int ready = 1;
-            for (int k = 0; k < nd->nch; k++)
-                if (!done[nd->ch[k]]) {
-                    stk[sp++] = nd->ch[k];
-                    ready = 0;
-                }
-            if (!ready)
-                continue;
-            lo[i] = INT32_MAX;
-            hi[i] = -1;
-            for (int k = 0; k < nd->nch; k++) {
-                if (lo[nd->ch[k]] < lo[i])
-                    lo[i] = lo[nd->ch[k]];
-                if (hi[nd->ch[k]] > hi[i])
-                    hi[i] = hi[nd->ch[k]];
-            }
-            done[i] = 1;
-            sp--;
-        }
-    }
-    free(stk);
-    free(done);
-    return 0;
+    span_ctx c = {lo, hi};
+    return post_order(t, span_one, &c);
 }
 
 /* Node r's subtree as a tree of its own, its terms renumbered from 0
