@@ -116,6 +116,12 @@ static char *cand_text(const cand *c)
     return strdup(buf);
 }
 
+/* Two answers differ in their bits (-0 from +0, a NaN from itself not). */
+static int differ(double x, double y)
+{
+    return memcmp(&x, &y, sizeof x) != 0;
+}
+
 #define NB_MAX 512    /* bounds of one value at R0 */
 #define NC_MAX 4096   /* candidates of one class */
 
@@ -178,10 +184,10 @@ nx_status rv_rows_induce(rv_kernel *k, size_t n, size_t R0, const rv_rowprobe *p
     klass *kc = calloc(ncls, sizeof *kc);
     size_t *use = malloc((npr ? npr : 1) * sizeof *use), nuse = 0;
     int *cl1 = malloc(R0 * sizeof *cl1);
-    double *a = malloc(R0 * n * sizeof *a), *b = malloc(R0 * n * sizeof *b), *y = malloc(R0 * sizeof *y);
+    double *a = malloc(R0 * n * sizeof *a), *b = malloc(R0 * n * sizeof *b);
     double *ys = NULL;
     char *tried = calloc(R0 + 1, 1);
-    if (!kc || !use || !cl1 || !a || !b || !y || !tried) {
+    if (!kc || !use || !cl1 || !a || !b || !tried) {
         st = nx_err_set(err, NX_ENOMEM, "out of memory");
         goto out;
     }
@@ -223,7 +229,7 @@ nx_status rv_rows_induce(rv_kernel *k, size_t n, size_t R0, const rv_rowprobe *p
                 size_t m = 0;
                 for (size_t c = 0; c < ncls; c++)
                     for (size_t d = c + 1; d < ncls; d++)
-                        m += !parted[c * ncls + d] && pr[i].y[rep[c]] != pr[i].y[rep[d]];
+                        m += !parted[c * ncls + d] && differ(pr[i].y[rep[c]], pr[i].y[rep[d]]);
                 if (m > bestn) {
                     bestn = m;
                     best = i;
@@ -234,7 +240,7 @@ nx_status rv_rows_induce(rv_kernel *k, size_t n, size_t R0, const rv_rowprobe *p
             use[nuse++] = best;
             for (size_t c = 0; c < ncls; c++)
                 for (size_t d = c + 1; d < ncls; d++)
-                    if (pr[best].y[rep[c]] != pr[best].y[rep[d]])
+                    if (differ(pr[best].y[rep[c]], pr[best].y[rep[d]]))
                         parted[c * ncls + d] = 1;
         }
         int all = 1;
@@ -328,7 +334,6 @@ out:
     free(cl1);
     free(a);
     free(b);
-    free(y);
     free(ys);
     free(tried);
     return st;
