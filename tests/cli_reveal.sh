@@ -346,6 +346,18 @@ whole() {
   [ "$(printf '%s\n' "$out" | tail -n 1)" = "$(pt fp32 rne "$fma" "$tree" fp32)" ] \
     || fail "$label: last line: $(printf '%s\n' "$out" | tail -n 1)"
 }
+# One row a call (R = 1), a batch size the probes never send (BLIS's
+# sgemm takes another path there): the point is held to 64 single-row
+# calls and a kernel whose one-row path differs is said so; one that does
+# not is held at 64 of 64
+out=$("$P" reveal --simulate '{ tree = "seq", rows = [{ select = "R == 1", tree = "reverse(seq)" }] }' --n 64 2>"$T/err"); rc=$?
+[ $rc -eq 0 ] || fail "one row: exit $rc $(cat "$T/err")"
+printf '%s\n' "$out" | grep -q '^rows: at R = 1 (one row a call, not probed) the point reproduced [0-9]* of 64 ' || fail "one row: no R = 1 line: $out"
+printf '%s\n' "$out" | grep -q '^rows: at R = 1 .* reproduced 64 of 64 ' && fail "one row: the one-row path passed: $out"
+printf '%s\n' "$out" | grep -q '^rows: one row a call takes another path' || fail "one row: another path not said: $out"
+out=$("$P" reveal --simulate '{ tree = "pairwise" }' --n 64 2>"$T/err")
+printf '%s\n' "$out" | grep -q '^rows: at R = 1 (one row a call, not probed) the point reproduced 64 of 64 fresh random rows at n = 64$' \
+  || fail "one row, one path: $out"
 # Carried blocks (OpenBLAS sgemv N): columns in blocks of 8, then one of
 # 4, then one by one, each carried into the running value, the last
 # without FMA.  At n = 103 (12 blocks of 8, one of 4, 3 single terms) the

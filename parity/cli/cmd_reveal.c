@@ -446,8 +446,23 @@ int cmd_reveal(int argc, char **argv)
             rc = cli_fail("reveal", &err);
         else if (v == RV_LEN_REFUSED)
             rc = EXIT_PARITY;
-        else
-            printf("%s\n", pt);
+        else {
+            /* one row a call, a batch size the probes never send: said,
+             * not failed (docs/reveal.md "Limits") */
+            size_t ok1 = 0, r1 = RV_ONE_ROW_ROWS;
+            char why[512];
+            if (rv_confirm_one_row(k, pt, lens[0], r1, o.seed, &ok1, why, sizeof why, &err))
+                rc = cli_fail("reveal", &err);
+            else {
+                printf("rows: at R = 1 (one row a call, not probed) the point reproduced %zu of %zu fresh random "
+                       "rows at n = %zu%s%s\n",
+                       ok1, r1, lens[0], why[0] ? ": " : "", why);
+                if (ok1 != r1)
+                    printf("rows: one row a call takes another path, which the probes (many rows a call) never "
+                           "reach: the point below holds for batches of the probed kind only\n");
+                printf("%s\n", pt);
+            }
+        }
         free(pt);
     }
     for (size_t l = 0; l < nlens; l++)

@@ -1039,3 +1039,34 @@ nx_status rv_reveal(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err *err)
         return st;
     return rv_reveal_arith(k, o, res, err);
 }
+
+nx_status rv_confirm_one_row(rv_kernel *k, const char *point, size_t n, size_t crows, unsigned long long seed,
+                             size_t *ok, char *why, size_t whylen, nx_err *err)
+{
+    *ok = 0;
+    if (why && whylen)
+        why[0] = 0;
+    double *a = malloc(crows * n * sizeof *a), *b = malloc(crows * n * sizeof *b), y, z;
+    nx_status st = NX_OK;
+    if (!a || !b) {
+        st = nx_err_set(err, NX_ENOMEM, "out of memory");
+        goto out;
+    }
+    rand_rows(k->in_fmt, crows, n, (seed ? seed : 0x7265766561ULL) ^ 0x6f6e65726f77ULL ^ (uint64_t)n * 0x9e37ULL, a, b);
+    shared_b(k, crows, n, b);
+    for (size_t r = 0; r < crows; r++) {
+        if ((st = rv_call(k, 1, n, a + r * n, b + r * n, &y, err)))
+            goto out;
+        nx_err pe = {0};
+        if (eval_point(point, k->in_fmt, 1, n, a + r * n, b + r * n, &z, &pe)) {
+            if (why && whylen)
+                snprintf(why, whylen, "%s", pe.msg);
+            goto out;
+        }
+        *ok += same_bits(y, z);
+    }
+out:
+    free(a);
+    free(b);
+    return st;
+}

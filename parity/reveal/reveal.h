@@ -266,6 +266,12 @@ void rv_confirm_lengths(size_t n, size_t out[2]);
  * in why[whylen]; err is the kernel's failure only. */
 nx_status rv_confirm_at(rv_kernel *k, const char *point, size_t n, size_t crows, unsigned long long seed,
                         size_t *rows, size_t *ok, char *why, size_t whylen, nx_err *err);
+/* The point held at n on crows fresh random rows sent one row a call (R =
+ * 1, a batch size the probes never use): the kernel's answers against
+ * the point's, each row evaluated as a batch of one. */
+#define RV_ONE_ROW_ROWS 64
+nx_status rv_confirm_one_row(rv_kernel *k, const char *point, size_t n, size_t crows, unsigned long long seed,
+                             size_t *ok, char *why, size_t whylen, nx_err *err);
 /* Lengths (lengths.c): an account of lines, one at a time, to the
  * caller (`parity reveal` prints them; the API keeps the last). */
 typedef struct rv_say {

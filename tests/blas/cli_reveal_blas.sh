@@ -219,7 +219,7 @@ if [ -n "${CRAFT:-}" ]; then
       lib_holds "${e#*:}" $rt "$p" 31 1 23 --shared-b
       case $? in
       0) held="$held 31/1" ;;
-      1) echo "$name $rt --shared-b: one row (R = 1) at n = 31 takes another path: the point of 255-row calls differs (listed)" ;;
+      1) echo "$name $rt --shared-b: one row (R = 1) at n = 31 takes another path: the point of 255-row calls differs (listed); reveal said: $(echo "$out" | grep '^rows: at R = 1' | cut -c1-120)" ;;
       *) fail "$name $rt --shared-b: could not run at n = 31, 1 row: $(cut -c1-200 "$T/err")" ;;
       esac
       echo "$name $rt --shared-b: $(echo "$p" | awk -F'tree = "' '{ split($2, a, "\""); print a[1] }' | cut -c1-100); bit-exact at n/rows =$held"
