@@ -929,14 +929,17 @@ static inline __attribute__((always_inline)) v4d vgadd(v4d s, v4d q, const vcons
     v4l eb = (v4l)((v4u)a >> 52), low = a & C->mask;
     v4l zero = C->one - C->one;
     v4l f = (eb < C->ebf) | (eb >= C->inf) | (((low == zero) | (low == C->half)) & (e != 0));
-    v4l ra;
+    /* unsigned: a lane of infinity or NaN (failed above, its result
+     * unused) would overflow a signed addition */
+    v4u au = (v4u)a, ru;
     switch (M) {
-    case NX_RNE: ra = (a + C->half - C->one + ((v4l)((v4u)a >> C->sh) & C->one)) & C->notmask; break;
-    case NX_RNA: ra = (a + C->half) & C->notmask; break;
-    case NX_RZ: ra = a & C->notmask; break;
-    case NX_RU: ra = (a + (C->mask & ~(u < zero))) & C->notmask; break;
-    default: ra = (a + (C->mask & (u < zero))) & C->notmask; break;
+    case NX_RNE: ru = au + (v4u)C->half - (v4u)C->one + ((au >> C->sh) & (v4u)C->one); break;
+    case NX_RNA: ru = au + (v4u)C->half; break;
+    case NX_RZ: ru = au; break;
+    case NX_RU: ru = au + (v4u)(C->mask & ~(u < zero)); break;
+    default: ru = au + (v4u)(C->mask & (u < zero)); break;
     }
+    v4l ra = (v4l)ru & C->notmask;
     *fail = f | (ra > C->maxb);
     return v4_dbl(ra | (u & ~C->absm));
 }

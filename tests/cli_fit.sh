@@ -74,20 +74,20 @@ fi
 "$CRAFT" rand "$T/i1" F32 6 300 21 F32
 "$CRAFT" rand "$T/i2" F32 6 200 22 F32
 for i in 1 2; do "$PARITY" reduce --numerics '{ tree = "tile(16, pairwise, seq)" }' --in "$T/i$i" --out "$T/y$i"; done
-"$PARITY" fit --in "$T/i1" --ref "$T/y1" --in "$T/i2" --ref "$T/y2" \
-  --space 'let P = 4, 8, 16; tile({P}, pairwise, seq); tile({P}, seq, seq)' > "$T/out" 2> "$T/err"
-rc=$?
-[ $rc -eq 0 ] || fail "space: exit $rc: $(tail -2 "$T/err")"
-tail -n 1 "$T/out" | grep -q 'tree = "tile(16, pairwise, seq)"' || fail "space: fitted '$(tail -n 1 "$T/out")'"
-grep -q '^parity fit: 30 candidates' "$T/err" || fail "space: want 30 candidates (6 trees x 5 settings): $(head -1 "$T/err")"
+# space_fit LABEL SPACE COUNT: fit pairs 1 and 2 over SPACE; exit 0, COUNT
+# candidates, the hidden tile(16, pairwise, seq) fitted
+space_fit() {
+  "$PARITY" fit --in "$T/i1" --ref "$T/y1" --in "$T/i2" --ref "$T/y2" --space "$2" > "$T/out" 2> "$T/err"
+  rc=$?
+  [ $rc -eq 0 ] || fail "$1: exit $rc: $(tail -2 "$T/err")"
+  tail -n 1 "$T/out" | grep -q 'tree = "tile(16, pairwise, seq)"' || fail "$1: fitted '$(tail -n 1 "$T/out")'"
+  grep -q "^parity fit: $3 candidates" "$T/err" || fail "$1: want $3 candidates: $(head -1 "$T/err")"
+}
+# 6 trees x 5 settings
+space_fit space 'let P = 4, 8, 16; tile({P}, pairwise, seq); tile({P}, seq, seq)' 30
 # a list defined again replaces the first from its line on, and may name it:
 # P is 16, 4 (the first definition once won: tile(4, ...) alone)
-"$PARITY" fit --in "$T/i1" --ref "$T/y1" --in "$T/i2" --ref "$T/y2" \
-  --space 'let P = 4; let P = 16, {P}; tile({P}, pairwise, seq)' > "$T/out" 2> "$T/err"
-rc=$?
-[ $rc -eq 0 ] || fail "space again: exit $rc: $(tail -2 "$T/err")"
-tail -n 1 "$T/out" | grep -q 'tree = "tile(16, pairwise, seq)"' || fail "space again: fitted '$(tail -n 1 "$T/out")'"
-grep -q '^parity fit: 10 candidates' "$T/err" || fail "space again: want 10 candidates: $(head -1 "$T/err")"
+space_fit "space again" 'let P = 4; let P = 16, {P}; tile({P}, pairwise, seq)' 10
 
 # a space line longer than 512 characters is taken whole: 64 nested
 # reverse() (an even number, so the order is tile(16, pairwise, seq)'s)
