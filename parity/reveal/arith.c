@@ -175,10 +175,10 @@ static const char *const body32_tails[] = {"", "[product=fp32]", "[fma=false]"};
 #define NBODY32 (sizeof body32_tails / sizeof *body32_tails)
 #define NVARIANTS (1 + 2 * NTAILSET + NBODY32)
 
-/* The span [*t0, *t1) of the tail T of the body(B, X, T[, carry]) that
- * starts at tree[at], and the end of its first argument X at *x1; 0, or
- * -1 when tree[at] starts no such body. */
-static int body_tail(const char *tree, size_t at, size_t *x0, size_t *t0, size_t *t1)
+/* The body(B, X, T[, carry]) that starts at tree[at]: X lies between the
+ * commas at *x0 and *x1, T spans [*t0, *t1); 0, or -1 when tree[at]
+ * starts no such body. */
+static int body_tail(const char *tree, size_t at, size_t *x0, size_t *x1, size_t *t0, size_t *t1)
 {
     if (strncmp(tree + at, "body(", 5))
         return -1;
@@ -198,6 +198,7 @@ static int body_tail(const char *tree, size_t at, size_t *x0, size_t *t0, size_t
     if (nc < 2 || !end)
         return -1;
     *x0 = comma[0];
+    *x1 = comma[1];
     *t0 = comma[1] + 1;
     *t1 = nc > 2 ? comma[2] : end;
     while (tree[*t0] == ' ')
@@ -214,8 +215,8 @@ static size_t tree_variants(const char *tree, char *v[NVARIANTS])
 {
     if (!(v[0] = strdup(tree)))
         return 0;
-    size_t x0, t0, t1;
-    if (body_tail(tree, 0, &x0, &t0, &t1))
+    size_t x0, c1, t0, t1;
+    if (body_tail(tree, 0, &x0, &c1, &t0, &t1))
         return 1;
     if (memchr(tree + t0, '[', t1 - t0))
         return 1;
@@ -228,8 +229,8 @@ static size_t tree_variants(const char *tree, char *v[NVARIANTS])
     }
     /* nested bodies (blocks of 8, then of 4, then single terms carried):
      * the settings on the innermost tail alone */
-    size_t u0 = t0, u1 = t1, y0, w0, w1;
-    while (!body_tail(tree, u0, &y0, &w0, &w1)) {
+    size_t u0 = t0, u1 = t1, y0, y1, w0, w1;
+    while (!body_tail(tree, u0, &y0, &y1, &w0, &w1)) {
         u0 = w0;
         u1 = w1;
     }
@@ -240,9 +241,6 @@ static size_t tree_variants(const char *tree, char *v[NVARIANTS])
                 goto oom;
             snprintf(v[nv++], l, "%.*s[%s]%s", (int)u1, tree, tail_settings[f], tree + u1);
         }
-    size_t c1 = t0 - 1;
-    while (tree[c1] != ',')
-        c1--;
     if (memchr(tree + x0, '@', c1 - x0) || memchr(tree + x0, '[', c1 - x0))
         return nv;
     for (size_t f = 0; f < NBODY32; f++) {
@@ -993,17 +991,15 @@ void rv_confirm_lengths(size_t n, size_t out[2])
     out[1] = p;
 }
 
-nx_status rv_confirm_at(rv_kernel *k, const char *point, size_t n, size_t crows, unsigned long long seed,
-                        size_t *rows, size_t *ok, char *why, size_t whylen, nx_err *err)
+/* The point held at n on crows fresh random rows (drawn from seed and
+ * salt), sent `batch` rows a call and each batch evaluated as a batch of
+ * its size (so selectors over R see the kernel's R). */
+static nx_status confirm(rv_kernel *k, const char *point, size_t n, size_t crows, size_t batch, uint64_t salt,
+                         unsigned long long seed, size_t *ok, char *why, size_t whylen, nx_err *err)
 {
     *ok = 0;
     if (why && whylen)
         why[0] = 0;
-    /* the same budget as one call of the order's rounds */
-    size_t cap = ((size_t)1 << 24) / n;
-    if (crows > cap)
-        crows = cap ? cap : 1;
-    *rows = crows;
     double *a = malloc(crows * n * sizeof *a), *b = malloc(crows * n * sizeof *b), *y = malloc(crows * sizeof *y),
            *z = malloc(crows * sizeof *z);
     nx_status st = NX_OK;
@@ -1012,15 +1008,18 @@ nx_status rv_confirm_at(rv_kernel *k, const char *point, size_t n, size_t crows,
         goto out;
     }
     /* rows never seen by the search at n, and different at each length */
-    rand_rows(k->in_fmt, crows, n, (seed ? seed : 0x7265766561ULL) ^ 0x6c656e677468ULL ^ (uint64_t)n * 0x9e37ULL, a, b);
+    rand_rows(k->in_fmt, crows, n, (seed ? seed : 0x7265766561ULL) ^ salt ^ (uint64_t)n * 0x9e37ULL, a, b);
     shared_b(k, crows, n, b);
-    if ((st = rv_call(k, crows, n, a, b, y, err)))
-        goto out;
-    nx_err pe = {0};
-    if (eval_point(point, k->in_fmt, crows, n, a, b, z, &pe)) {
-        if (why && whylen)
-            snprintf(why, whylen, "%s", pe.msg);
-        goto out;
+    for (size_t r = 0; r < crows; r += batch) {
+        size_t m = crows - r < batch ? crows - r : batch;
+        if ((st = rv_call(k, m, n, a + r * n, b + r * n, y + r, err)))
+            goto out;
+        nx_err pe = {0};
+        if (eval_point(point, k->in_fmt, m, n, a + r * n, b + r * n, z + r, &pe)) {
+            if (why && whylen)
+                snprintf(why, whylen, "%s", pe.msg);
+            goto out;
+        }
     }
     for (size_t r = 0; r < crows; r++)
         *ok += same_bits(y[r], z[r]);
@@ -1032,41 +1031,19 @@ out:
     return st;
 }
 
-nx_status rv_reveal(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err *err)
+nx_status rv_confirm_at(rv_kernel *k, const char *point, size_t n, size_t crows, unsigned long long seed,
+                        size_t *rows, size_t *ok, char *why, size_t whylen, nx_err *err)
 {
-    nx_status st = rv_reveal_order(k, o, res, err);
-    if (st || o->order_only)
-        return st;
-    return rv_reveal_arith(k, o, res, err);
+    /* the same budget as one call of the order's rounds */
+    size_t cap = ((size_t)1 << 24) / n;
+    if (crows > cap)
+        crows = cap ? cap : 1;
+    *rows = crows;
+    return confirm(k, point, n, crows, crows, 0x6c656e677468ULL, seed, ok, why, whylen, err);
 }
 
 nx_status rv_confirm_one_row(rv_kernel *k, const char *point, size_t n, size_t crows, unsigned long long seed,
                              size_t *ok, char *why, size_t whylen, nx_err *err)
 {
-    *ok = 0;
-    if (why && whylen)
-        why[0] = 0;
-    double *a = malloc(crows * n * sizeof *a), *b = malloc(crows * n * sizeof *b), y, z;
-    nx_status st = NX_OK;
-    if (!a || !b) {
-        st = nx_err_set(err, NX_ENOMEM, "out of memory");
-        goto out;
-    }
-    rand_rows(k->in_fmt, crows, n, (seed ? seed : 0x7265766561ULL) ^ 0x6f6e65726f77ULL ^ (uint64_t)n * 0x9e37ULL, a, b);
-    shared_b(k, crows, n, b);
-    for (size_t r = 0; r < crows; r++) {
-        if ((st = rv_call(k, 1, n, a + r * n, b + r * n, &y, err)))
-            goto out;
-        nx_err pe = {0};
-        if (eval_point(point, k->in_fmt, 1, n, a + r * n, b + r * n, &z, &pe)) {
-            if (why && whylen)
-                snprintf(why, whylen, "%s", pe.msg);
-            goto out;
-        }
-        *ok += same_bits(y, z);
-    }
-out:
-    free(a);
-    free(b);
-    return st;
+    return confirm(k, point, n, crows, 1, 0x6f6e65726f77ULL, seed, ok, why, whylen, err);
 }

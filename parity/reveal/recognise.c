@@ -970,6 +970,13 @@ uint64_t rv_text_hash(const char *text, size_t n)
     return cand_hash(text, n);
 }
 
+/* The trees with no parameter the recogniser tries first, and the
+ * combinators of its composites. */
+static const char *const base_trees[] = {"seq", "pairwise", "halving", "reverse(seq)"};
+static const char *const comb_trees[] = {"seq", "pairwise", "halving"};
+#define NBASE (sizeof base_trees / sizeof *base_trees)
+#define NCOMB (sizeof comb_trees / sizeof *comb_trees)
+
 /* --- carried blocks -------------------------------------------------------
  * A kernel that runs its columns in blocks of B1, then at most a few blocks
  * of B2 (dividing B1), ..., then the last columns one by one, each carried
@@ -1167,11 +1174,10 @@ static void carried_levels(const rv_tree *t, size_t n, search *s, levels *L)
          * has the bracketing of stride(2, seq, seq) at 4 terms, not its
          * FMAs, which the arithmetic would then never find */
         uint64_t want = tree_hash(&sub, sub.root);
-        static const char *const lc[] = {"seq", "pairwise", "halving"};
         char lt[96];
         for (size_t w = 2; w < bl && !X[l] && want; w *= 2)
-            for (size_t c = 0; c < 3 && !X[l]; c++) {
-                snprintf(lt, sizeof lt, "stride(%zu, seq, %s)", w, lc[c]);
+            for (size_t c = 0; c < NCOMB && !X[l]; c++) {
+                snprintf(lt, sizeof lt, "stride(%zu, seq, %s)", w, comb_trees[c]);
                 if (cached_hash(s->cache, lt, bl) == want)
                     X[l] = strdup(lt);
             }
@@ -1295,9 +1301,8 @@ static void parts_try(const rv_tree *t, search *s, const int *part, size_t k, si
         }
     }
     /* one tree for every part, at each part's length */
-    static const char *const tn[] = {"seq", "pairwise", "halving", "reverse(seq)"};
     const char *T = NULL;
-    for (size_t c = 0; c < sizeof tn / sizeof *tn && !T; c++) {
+    for (size_t c = 0; c < NBASE && !T; c++) {
         int ok = 1;
         for (size_t x = 0; x < k && ok; x++) {
             int p = part[k - 1 - x];
@@ -1306,11 +1311,11 @@ static void parts_try(const rv_tree *t, search *s, const int *part, size_t k, si
                 ok = 0;
                 break;
             }
-            ok = cached_hash(s->cache, tn[c], sizes[x]) == tree_hash(&sub, sub.root);
+            ok = cached_hash(s->cache, base_trees[c], sizes[x]) == tree_hash(&sub, sub.root);
             rv_tree_free(&sub);
         }
         if (ok)
-            T = tn[c];
+            T = base_trees[c];
     }
     if (!T)
         return;
@@ -1406,10 +1411,9 @@ static char *recognise(const rv_tree *const *trees, const size_t *ns, size_t m, 
     for (size_t h = 0; h < nhints; h++)
         if (try1(&s, hints[h]))
             return s.found;
-    static const char *const base[] = {"seq", "pairwise", "halving", "reverse(seq)"};
-    static const char *const comb[] = {"seq", "pairwise", "halving"};
+    const char *const *base = base_trees, *const *comb = comb_trees;
     char buf[256];
-    size_t nb = sizeof base / sizeof *base, nc = sizeof comb / sizeof *comb;
+    size_t nb = NBASE, nc = NCOMB;
     size_t vals[32], nv = 0;
     for (size_t v = 2; v < n && nv < 24; v *= 2)
         vals[nv++] = v;
