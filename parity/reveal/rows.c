@@ -158,23 +158,29 @@ static int class_cands(long lo, long hi, long R0, klass *out)
     return 0;
 }
 
-/* How many distinct row sets the candidates of k give at R. */
-static size_t distinct_at(const klass *k, long R)
+static int cmp_span(const void *x, const void *y)
 {
-    size_t d = 0;
-    for (size_t i = 0; i < k->n; i++) {
-        long f, t;
-        cand_rows(&k->c[i], R, &f, &t);
-        int seen = 0;
-        for (size_t j = 0; j < i && !seen; j++) {
-            long f2, t2;
-            cand_rows(&k->c[j], R, &f2, &t2);
-            seen = f2 == f && t2 == t;
-        }
-        d += !seen;
-    }
+    const long *a = x, *b = y;
+    return a[0] != b[0] ? (a[0] > b[0]) - (a[0] < b[0]) : (a[1] > b[1]) - (a[1] < b[1]);
+}
+
+/* How many distinct row sets the candidates of k give at R (span: scratch
+ * of 2 k->n longs). */
+static size_t distinct_at(const klass *k, long R, long *span)
+{
+    for (size_t i = 0; i < k->n; i++)
+        cand_rows(&k->c[i], R, &span[2 * i], &span[2 * i + 1]);
+    qsort(span, k->n, 2 * sizeof *span, cmp_span);
+    size_t d = k->n > 0;
+    for (size_t i = 1; i < k->n; i++)
+        d += cmp_span(&span[2 * i - 2], &span[2 * i]) != 0;
     return d;
 }
+
+/* The batch sizes tried for a probe: the RV_ROWS_WINDOW below R0 (every
+ * bound's modulus is at most 64, so candidates that differ somewhere
+ * differ there), at any --rows in the same time. */
+#define RV_ROWS_WINDOW 4096
 
 nx_status rv_rows_induce(rv_kernel *k, size_t n, size_t R0, const rv_rowprobe *pr, size_t npr, const int *cls,
                          const size_t *rep, size_t ncls, char **sel, size_t *probed, size_t *nprobed, nx_err *err)
@@ -187,7 +193,8 @@ nx_status rv_rows_induce(rv_kernel *k, size_t n, size_t R0, const rv_rowprobe *p
     double *a = malloc(R0 * n * sizeof *a), *b = malloc(R0 * n * sizeof *b);
     double *ys = NULL;
     char *tried = calloc(R0 + 1, 1);
-    if (!kc || !use || !cl1 || !a || !b || !tried) {
+    long *span = malloc(2 * NC_MAX * sizeof *span);
+    if (!kc || !use || !cl1 || !a || !b || !tried || !span) {
         st = nx_err_set(err, NX_ENOMEM, "out of memory");
         goto out;
     }
@@ -258,14 +265,14 @@ nx_status rv_rows_induce(rv_kernel *k, size_t n, size_t R0, const rv_rowprobe *p
     tried[R0] = 1;
     while (*nprobed < RV_ROWS_MAX_R) {
         /* the batch size where the candidates disagree most */
-        size_t R1 = 0, bestd = 0;
-        for (size_t R = R0; R-- > 1;) {
+        size_t R1 = 0, bestd = 0, Rlo = R0 > RV_ROWS_WINDOW ? R0 - RV_ROWS_WINDOW : 1;
+        for (size_t R = R0; R-- > Rlo;) {
             if (tried[R])
                 continue;
             size_t d = 0;
             for (size_t c = 0; c < ncls; c++)
                 if (kc[c].n > 1)
-                    d += distinct_at(&kc[c], (long)R) - 1;
+                    d += distinct_at(&kc[c], (long)R, span) - 1;
             if (d > bestd) {
                 bestd = d;
                 R1 = R;
@@ -336,5 +343,6 @@ out:
     free(b);
     free(ys);
     free(tried);
+    free(span);
     return st;
 }
