@@ -255,6 +255,28 @@ echo "$out" | grep -q '^row class: select = "r >= R - R % 4", order: seq ' || fa
 # (probes replicated at every index of 255 rows); the row-class lines must
 # be the hand-written ones; then the revealed point and SIM through `parity
 # reduce` on fresh rows (R = 255, 100, 13, 6, 1) must give the same bytes
+# holds_like LABEL SIM PT N R...: fresh rows at n, in batches of each R
+# (R = 1: eight batches of one row), give the same bytes under the
+# simulated point and the revealed one
+holds_like() {
+  hl=$1 hsim=$2 hpt=$3 hn=$4
+  shift 4
+  s=21
+  for R in "$@"; do
+    reps=1
+    [ "$R" -gt 1 ] || reps=8
+    while [ $reps -gt 0 ]; do
+      reps=$((reps - 1))
+      s=$((s + 1))
+      "$CRAFT" rand "$T/rc_in" F32 "$R" "$hn" "$s" || { fail "craft"; return; }
+      "$P" reduce --numerics "$hsim" --in "$T/rc_in" --out "$T/rc_sim" 2>"$T/err" || { fail "$hl: reduce at $hsim: $(cat "$T/err")"; return; }
+      "$P" reduce --numerics "$hpt" --in "$T/rc_in" --out "$T/rc_pt" 2>"$T/err" || { fail "$hl: reduce at the revealed $hpt: $(cat "$T/err")"; return; }
+      a=$(tail -c $((R * 4)) "$T/rc_sim" | od -An -tx1 | tr -d ' \n')
+      b=$(tail -c $((R * 4)) "$T/rc_pt" | od -An -tx1 | tr -d ' \n')
+      [ -n "$a" ] && [ "$a" = "$b" ] || { fail "$hl, R = $R (seed $s): revealed point $hpt gives other bytes"; return; }
+    done
+  done
+}
 rowcls() {
   sim=$1 n=$2 exp=$3
   out=$("$P" reveal --simulate "$sim" --n "$n" --rows 255 --confirm 999 2>"$T/err")
@@ -268,16 +290,7 @@ rowcls() {
   printf '%s\n' "$out" | grep -q "^confidence: reproduced 999 of 999 " || fail "row classes of $sim: $out"
   pt=$(printf '%s\n' "$out" | tail -n 1)
   [ -z "${4:-}" ] || [ "$pt" = "$4" ] || fail "row classes of $sim: point '$pt', expected '$4'"
-  s=21
-  for R in 255 100 13 6 1; do
-    s=$((s + 1))
-    "$CRAFT" rand "$T/rc_in" F32 "$R" "$n" "$s" || { fail "craft"; return; }
-    "$P" reduce --numerics "$sim" --in "$T/rc_in" --out "$T/rc_sim" 2>"$T/err" || { fail "reduce at $sim: $(cat "$T/err")"; return; }
-    "$P" reduce --numerics "$pt" --in "$T/rc_in" --out "$T/rc_pt" 2>"$T/err" || { fail "reduce at the revealed $pt: $(cat "$T/err")"; return; }
-    a=$(tail -c $((R * 4)) "$T/rc_sim" | od -An -tx1 | tr -d ' \n')
-    b=$(tail -c $((R * 4)) "$T/rc_pt" | od -An -tx1 | tr -d ' \n')
-    [ -n "$a" ] && [ "$a" = "$b" ] || fail "row classes of $sim, R = $R: revealed point $pt gives other bytes"
-  done
+  holds_like "row classes of $sim" "$sim" "$pt" "$n" 255 100 13 6 1
 }
 # the remainder rows of a 4-row micro-tile, a running sum without FMA
 rowcls '{ tree = "stride(8, seq, halving)", rows = [{ select = "r >= R - R % 4", fma = false, tree = "seq" }] }' $NR \
@@ -347,17 +360,42 @@ whole() {
     || fail "$label: last line: $(printf '%s\n' "$out" | tail -n 1)"
 }
 # One row a call (R = 1), a batch size the probes never send (BLIS's
-# sgemm takes another path there): the point is held to 64 single-row
-# calls and a kernel whose one-row path differs is said so; one that does
-# not is held at 64 of 64
-out=$("$P" reveal --simulate '{ tree = "seq", rows = [{ select = "R == 1", tree = "reverse(seq)" }] }' --n 64 2>"$T/err"); rc=$?
+# sgemm and OpenBLAS's sgemv N take another path there): the point of the
+# batches is held to 64 single-row calls; where it fails, the one-row path
+# is revealed with every row a call of its own and joined as a class
+# `R == 1` ahead of the point's own classes; a kernel whose one-row path
+# is the batches' is held at 64 of 64 and left as it is
+R1='{ tree = "seq", rows = [{ select = "R == 1", tree = "reverse(seq)" }] }'
+out=$("$P" reveal --simulate "$R1" --n 64 2>"$T/err"); rc=$?
 [ $rc -eq 0 ] || fail "one row: exit $rc $(cat "$T/err")"
 printf '%s\n' "$out" | grep -q '^rows: at R = 1 (one row a call, not probed) the point reproduced [0-9]* of 64 ' || fail "one row: no R = 1 line: $out"
 printf '%s\n' "$out" | grep -q '^rows: at R = 1 .* reproduced 64 of 64 ' && fail "one row: the one-row path passed: $out"
 printf '%s\n' "$out" | grep -q '^rows: one row a call takes another path' || fail "one row: another path not said: $out"
+printf '%s\n' "$out" | grep -q '^R = 1, n = 64:$' || fail "one row: no reveal of the one-row path: $out"
+printf '%s\n' "$out" | grep -q '^rows: the one-row path joined as `R == 1` (.*): at n = 64 it reproduced 64 of 64 fresh rows one a call and 1000 of 1000 in one batch$' \
+  || fail "one row: not joined: $out"
+pt=$(printf '%s\n' "$out" | tail -n 1)
+[ "$pt" = '{ acc = "fp32", rounding = "rne", fma = true, product = "exact", tree = "seq", out = "fp32", out_rounding = "rne", saturate = false, rows = [{ select = "R == 1", acc = "fp32", rounding = "rne", fma = true, product = "exact", tree = "reverse(seq)", out = "fp32", out_rounding = "rne", saturate = false }] }' ] \
+  || fail "one row: point $pt"
+holds_like "one row" "$R1" "$pt" 64 255 7 1
+holds_like "one row" "$R1" "$pt" 100 2 1
 out=$("$P" reveal --simulate '{ tree = "pairwise" }' --n 64 2>"$T/err")
 printf '%s\n' "$out" | grep -q '^rows: at R = 1 (one row a call, not probed) the point reproduced 64 of 64 fresh random rows at n = 64$' \
   || fail "one row, one path: $out"
+printf '%s\n' "$out" | grep -q '^R = 1' && fail "one row, one path: revealed again: $out"
+# the one-row path with a size class of its own, the batches with a row
+# class whose selector is true at R = 1 (r >= R - R % 4 picks row 0 there):
+# the R == 1 classes go first, the size class as `R == 1 && (n >= 48)`
+R1='{ tree = "pairwise", rows = [{ select = "R == 1 && n < 48", tree = "reverse(seq)" }, { select = "R == 1", tree = "seq" }, { select = "r >= R - R % 4", fma = false, tree = "seq" }] }'
+big && {
+  out=$("$P" reveal --simulate "$R1" --n 40,100 2>"$T/err"); rc=$?
+  [ $rc -eq 0 ] || fail "one row, size class: exit $rc $(cat "$T/err") $out"
+  pt=$(printf '%s\n' "$out" | tail -n 1)
+  printf '%s\n' "$pt" | grep -q '^{ .* rows = \[{ select = "R == 1 && (n >= 48)", .*tree = "seq" }, { select = "R == 1", .*tree = "reverse(seq)", .* }, { select = "r >= R - R % 4", .*fma = false, .*tree = "seq", .* }\] }$' \
+    || fail "one row, size class: point $pt"
+  holds_like "one row, size class" "$R1" "$pt" 40 255 6 1
+  holds_like "one row, size class" "$R1" "$pt" 100 13 1
+}
 # Carried blocks (OpenBLAS sgemv N): columns in blocks of 8, then one of
 # 4, then one by one, each carried into the running value, the last
 # without FMA.  At n = 103 (12 blocks of 8, one of 4, 3 single terms) the

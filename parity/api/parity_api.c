@@ -383,6 +383,58 @@ static void keep_line(void *ctx, const char *text)
 static int reveal_impl(parity_api_probe_fn fn, size_t n, const char *dtype, const char *space, unsigned long long seed,
                        unsigned flags, char **point, char **order, parity_reveal_info *info, parity_error *e);
 
+/* The point at o->n as `parity reveal` finds it: the order, the
+ * arithmetic, the confirmation, then the lengths (the order another
+ * induction length showed, two lengths not probed).  res->point: the point,
+ * or NULL; *stage: 0 no order, 1 no arithmetic, 2 the point's
+ * confirmation rows differ (the point kept), 3 refused at a length
+ * (last_line says why), 4 found. */
+static nx_status reveal_point(rv_kernel *k, const rv_opts *o, rv_result *res, int *stage, nx_err *err)
+{
+    *stage = 0;
+    nx_status st = rv_reveal_order(k, o, res, err);
+    if (st == NX_EUNSUPPORTED)
+        return NX_OK;
+    if (st || !res->tree_text)
+        return st;
+    *stage = 1;
+    if ((st = rv_reveal_arith(k, o, res, err)) || !res->point)
+        return st;
+    *stage = 2;
+    if (res->confirm_ok != res->confirm_rows)
+        return NX_OK; /* kept: info's confirmation counts say so */
+    int v;
+    char *pt = NULL;
+    rv_say say = {keep_line, last_line};
+    last_line[0] = 0;
+    if ((st = rv_one_length(k, o, res, &say, &v, err)))
+        return st;
+    if (v == RV_LEN_HOLDS) {
+        char *pts[1] = {res->point};
+        size_t lens[1] = {o->n};
+        if ((st = rv_generalise(k, o, lens, 1, pts, &say, &v, &pt, err)))
+            return st;
+    }
+    free(res->point);
+    res->point = v == RV_LEN_REFUSED ? (free(pt), NULL) : pt;
+    *stage = v == RV_LEN_REFUSED ? 3 : 4;
+    return NX_OK;
+}
+
+/* rv_one_row's reveal_fn: the one-row path's point, found as above. */
+static nx_status reveal_rows1(rv_kernel *k, const rv_opts *o, void *ctx, char **point, nx_err *err)
+{
+    (void)ctx;
+    rv_result res = {0};
+    int stage;
+    nx_status st = reveal_point(k, o, &res, &stage, err);
+    *point = !st && stage == 4 ? res.point : NULL;
+    if (*point)
+        res.point = NULL;
+    rv_result_free(&res);
+    return st;
+}
+
 API int parity_reveal(parity_api_probe_fn fn, size_t n, const char *dtype, const char *space, unsigned long long seed,
                       char **point, char **order, parity_reveal_info *info, parity_error *e)
 {
@@ -452,50 +504,26 @@ static int reveal_impl(parity_api_probe_fn fn, size_t n, const char *dtype, cons
     if ((st = rv_kernel_dlopen(spec, (nx_fmt)in, &k, &err)))
         goto out;
     k->shared_b = !!(flags & PARITY_REVEAL_SHARED_B);
-    st = rv_reveal_order(k, &o, &res, &err);
-    if (st == NX_EUNSUPPORTED) {
-        rc = PARITY_FAIL;
-        st = NX_OK;
-        goto done;
-    }
-    if (st)
+    int stage = 0;
+    if ((st = reveal_point(k, &o, &res, &stage, &err)))
         goto out;
-    if (!res.tree_text) {
-        rc = PARITY_FAIL;
-        goto done;
-    }
-    res_found_order = 1;
-    if ((st = rv_reveal_arith(k, &o, &res, &err)))
-        goto out;
+    res_found_order = stage >= 1;
     if (!res.point) {
         rc = PARITY_FAIL;
+        if (stage == 3) /* refused at a length: the last line says why */
+            nx_err_set(&err, NX_EUNSUPPORTED, "%s", last_line);
         goto done;
     }
-    if (res.confirm_ok == res.confirm_rows) {
-        /* the lengths, as `parity reveal` holds them (docs/reveal.md): the
-         * order another induction length showed, then two lengths not
-         * probed; refused, the last line says why */
-        int v;
-        char *pt = NULL;
+    /* one row a call (R = 1), as `parity reveal` holds it */
+    if (stage == 4) {
         rv_say say = {keep_line, last_line};
-        last_line[0] = 0;
-        if ((st = rv_one_length(k, &o, &res, &say, &v, &err)))
+        size_t ok1 = 0;
+        int joined = 0;
+        char *fin = NULL;
+        if ((st = rv_one_row(k, &o, n, res.point, reveal_rows1, NULL, &say, &ok1, &joined, &fin, &err)))
             goto out;
-        if (v == RV_LEN_HOLDS) {
-            char *pts[1] = {res.point};
-            size_t lens[1] = {n};
-            if ((st = rv_generalise(k, &o, lens, 1, pts, &say, &v, &pt, &err)))
-                goto out;
-        }
-        if (v == RV_LEN_REFUSED) {
-            rc = PARITY_FAIL;
-            nx_err_set(&err, NX_EUNSUPPORTED, "%s", last_line);
-            free(res.point);
-            res.point = NULL;
-        } else {
-            free(res.point);
-            res.point = pt;
-        }
+        free(res.point);
+        res.point = fin;
     }
 done:
     if (order && res.tree_text && !(*order = strdup(res.tree_text)))

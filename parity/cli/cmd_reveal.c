@@ -252,6 +252,52 @@ static int reveal_one(rv_kernel *k, const rv_opts *o, int order_only, rv_result 
     return rc;
 }
 
+/* The one-row path (rv_one_row's reveal_fn; k sends every row alone):
+ * each length revealed as in the batches, under a header, then one point
+ * for all of them, or NULL (the lines say why). */
+struct one_row_ctx {
+    const size_t *lens;
+    size_t nlens;
+    int rc; /* reveal_one's exit status where it failed (and said so) */
+};
+
+static nx_status reveal_rows1(rv_kernel *k, const rv_opts *o0, void *ctx, char **point, nx_err *err)
+{
+    struct one_row_ctx *c = ctx;
+    rv_opts o = *o0;
+    char *points[RV_MAX_LENGTHS] = {0};
+    nx_status st = NX_OK;
+    int rc = EXIT_PASS;
+    *point = NULL;
+    for (size_t l = 0; l < c->nlens && rc == EXIT_PASS; l++) {
+        printf("R = 1, n = %zu:\n", c->lens[l]);
+        rv_result res = {0};
+        o.n = c->lens[l];
+        rc = reveal_one(k, &o, 0, &res, err);
+        if (rc == EXIT_PASS && res.point && !(points[l] = strdup(res.point)))
+            st = nx_err_set(err, NX_ENOMEM, "out of memory");
+        rv_result_free(&res);
+        if (rc != EXIT_PASS && rc != EXIT_PARITY) {
+            c->rc = rc;
+            st = err->code ? err->code : NX_EINTERNAL;
+        }
+        if (st)
+            break;
+    }
+    if (!st && rc == EXIT_PASS) {
+        int v;
+        rv_say say = {say_line, NULL};
+        char *pt = NULL;
+        if (!(st = rv_generalise(k, &o, c->lens, c->nlens, points, &say, &v, &pt, err)) && v == RV_LEN_HOLDS)
+            *point = pt;
+        else
+            free(pt);
+    }
+    for (size_t l = 0; l < c->nlens; l++)
+        free(points[l]);
+    return st;
+}
+
 /* Parses --n: one length or a list N1,N2,... (each 2 ... RV_MAX_N, no
  * repeats). */
 static int parse_lengths(const char *s, size_t *lens, size_t *nlens)
@@ -447,21 +493,17 @@ int cmd_reveal(int argc, char **argv)
         else if (v == RV_LEN_REFUSED)
             rc = EXIT_PARITY;
         else {
-            /* one row a call, a batch size the probes never send: said,
-             * not failed (docs/reveal.md "Limits") */
-            size_t ok1 = 0, r1 = RV_ONE_ROW_ROWS;
-            char why[512];
-            if (rv_confirm_one_row(k, pt, lens[0], r1, o.seed, &ok1, why, sizeof why, &err))
-                rc = cli_fail("reveal", &err);
-            else {
-                printf("rows: at R = 1 (one row a call, not probed) the point reproduced %zu of %zu fresh random "
-                       "rows at n = %zu%s%s\n",
-                       ok1, r1, lens[0], why[0] ? ": " : "", why);
-                if (ok1 != r1)
-                    printf("rows: one row a call takes another path, which the probes (many rows a call) never "
-                           "reach: the point below holds for batches of the probed kind only\n");
-                printf("%s\n", pt);
-            }
+            /* one row a call, a batch size the probes never send: held
+             * there, and where it fails that path revealed and joined */
+            struct one_row_ctx c1 = {lens, nlens, 0};
+            size_t ok1 = 0;
+            int joined = 0;
+            char *fin = NULL;
+            if (rv_one_row(k, &o, lens[0], pt, reveal_rows1, &c1, &say, &ok1, &joined, &fin, &err))
+                rc = c1.rc ? c1.rc : cli_fail("reveal", &err); /* reveal_one said it */
+            else
+                printf("%s\n", fin);
+            free(fin);
         }
         free(pt);
     }

@@ -753,6 +753,8 @@ static nx_status disambiguate(rv_kernel *k, const rv_opts *o, rv_result *res, co
     if (res->induce == RV_INDUCE_HOLDS || res->induce == RV_INDUCE_RENAMED)
         n = res->induce_n; /* 3 mod 8: a remainder of 3 or more for every power-of-two width */
     size_t rows = RV_DISAMBIG_ROWS, cap = ((size_t)1 << 22) / n;
+    if (k->max_rows == 1) /* one row a call (rv_one_row): a call per row */
+        rows = RV_DISAMBIG_ROWS / 4;
     if (rows > cap)
         rows = cap ? cap : 1;
     double *a = malloc(rows * n * sizeof *a), *b = malloc(rows * n * sizeof *b), *y = malloc(rows * sizeof *y),

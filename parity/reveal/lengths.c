@@ -292,3 +292,305 @@ nx_status rv_generalise(rv_kernel *k, const rv_opts *o, const size_t *lens, size
     *verdict = RV_LEN_HOLDS;
     return NX_OK;
 }
+
+/* --- one row a call (docs/reveal.md "One row a call") -------------------- */
+
+/* One entry `key = value` of an inline table: spans of the text. */
+typedef struct tbl_ent {
+    const char *k, *v;
+    size_t kl, vl;
+} tbl_ent;
+
+#define TBL_MAX 64
+
+/* The end of the value at s (a string, array, inline table or bare
+ * word): the first ',' or closing bracket at depth 0 outside strings; NULL
+ * where the text ends first. */
+static const char *value_end(const char *s)
+{
+    int depth = 0;
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\'') {
+            char q = *s;
+            for (s++; *s && *s != q; s++)
+                if (q == '"' && *s == '\\' && s[1])
+                    s++;
+            if (!*s)
+                return NULL;
+        } else if (*s == '[' || *s == '{')
+            depth++;
+        else if (*s == ']' || *s == '}') {
+            if (depth == 0)
+                return s;
+            depth--;
+        } else if (*s == ',' && depth == 0)
+            return s;
+    }
+    return NULL;
+}
+
+static const char *skip_blank(const char *s)
+{
+    while (*s == ' ' || *s == '\t')
+        s++;
+    return s;
+}
+
+/* The entries of the inline table at s into e[0 .. *ne); the text after
+ * its closing brace into *end.  0 on success. */
+static int tbl_split(const char *s, tbl_ent *e, size_t *ne, const char **end)
+{
+    *ne = 0;
+    s = skip_blank(s);
+    if (*s++ != '{')
+        return -1;
+    for (;;) {
+        s = skip_blank(s);
+        if (*s == '}' && *ne == 0)
+            break;
+        const char *k = s;
+        while ((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '_' ||
+               *s == '-')
+            s++;
+        if (s == k || *ne == TBL_MAX)
+            return -1;
+        size_t kl = (size_t)(s - k);
+        s = skip_blank(s);
+        if (*s++ != '=')
+            return -1;
+        s = skip_blank(s);
+        const char *v = s, *ve = value_end(s);
+        if (!ve || ve == v)
+            return -1;
+        size_t vl = (size_t)(ve - v);
+        while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t'))
+            vl--;
+        e[(*ne)++] = (tbl_ent){k, v, kl, vl};
+        s = ve;
+        if (*s == ',') {
+            s++;
+            continue;
+        }
+        if (*s != '}')
+            return -1;
+        break;
+    }
+    *end = s + 1;
+    return 0;
+}
+
+static int key_is(const tbl_ent *e, const char *key)
+{
+    return e->kl == strlen(key) && !memcmp(e->k, key, e->kl);
+}
+
+static const tbl_ent *find_key(const tbl_ent *e, size_t ne, const char *key)
+{
+    for (size_t i = 0; i < ne; i++)
+        if (key_is(&e[i], key))
+            return &e[i];
+    return NULL;
+}
+
+typedef struct sbuf {
+    char *s;
+    size_t len, cap;
+    int bad;
+} sbuf;
+
+static void sb_add(sbuf *b, const char *s, size_t l)
+{
+    if (b->bad)
+        return;
+    if (b->len + l + 1 > b->cap) {
+        size_t cap = (b->len + l + 1) * 2;
+        char *p = realloc(b->s, cap);
+        if (!p) {
+            b->bad = 1;
+            return;
+        }
+        b->s = p;
+        b->cap = cap;
+    }
+    memcpy(b->s + b->len, s, l);
+    b->len += l;
+    b->s[b->len] = 0;
+}
+
+static void sb_str(sbuf *b, const char *s)
+{
+    sb_add(b, s, strlen(s));
+}
+
+/* ", key = value" for every entry of e but those named skip (and, with
+ * over, those over sets too). */
+static void add_entries(sbuf *b, const tbl_ent *e, size_t ne, const char *skip, const tbl_ent *over, size_t nover,
+                        int *first)
+{
+    for (size_t i = 0; i < ne; i++) {
+        if (key_is(&e[i], skip) || key_is(&e[i], "rows"))
+            continue;
+        int shadowed = 0;
+        for (size_t j = 0; j < nover && !shadowed; j++)
+            shadowed = over[j].kl == e[i].kl && !memcmp(over[j].k, e[i].k, e[i].kl);
+        if (shadowed)
+            continue;
+        sb_str(b, *first ? "" : ", ");
+        *first = 0;
+        sb_add(b, e[i].k, e[i].kl);
+        sb_str(b, " = ");
+        sb_add(b, e[i].v, e[i].vl);
+    }
+}
+
+char *rv_join_one_row(const char *point, const char *one_row, nx_err *err)
+{
+    tbl_ent m[TBL_MAX], o[TBL_MAX], c[TBL_MAX];
+    size_t nm, no, nc;
+    const char *end;
+    if (tbl_split(point, m, &nm, &end) || *skip_blank(end)) {
+        nx_err_set(err, NX_EINVAL, "the point is not one inline table: %s", point);
+        return NULL;
+    }
+    if (tbl_split(one_row, o, &no, &end) || *skip_blank(end)) {
+        nx_err_set(err, NX_EINVAL, "the one-row point is not one inline table: %s", one_row);
+        return NULL;
+    }
+    if (find_key(m, nm, "grid") || find_key(o, no, "grid")) {
+        nx_err_set(err, NX_EUNSUPPORTED, "a point with a grid takes no class of R = 1 here");
+        return NULL;
+    }
+    sbuf b = {0};
+    int first = 1;
+    sb_str(&b, "{ ");
+    add_entries(&b, m, nm, "", NULL, 0, &first);
+    sb_str(&b, first ? "rows = [" : ", rows = [");
+    /* the one-row path's own classes (size classes), each under R == 1 */
+    const tbl_ent *orows = find_key(o, no, "rows");
+    if (orows) {
+        const char *s = skip_blank(orows->v);
+        if (*s++ != '[')
+            goto malformed;
+        for (;;) {
+            s = skip_blank(s);
+            if (*s == ']')
+                break;
+            if (tbl_split(s, c, &nc, &end))
+                goto malformed;
+            const tbl_ent *sel = find_key(c, nc, "select");
+            if (!sel || sel->vl < 2 || sel->v[0] != '"' || sel->v[sel->vl - 1] != '"')
+                goto malformed;
+            sb_str(&b, "{ select = \"R == 1 && (");
+            sb_add(&b, sel->v + 1, sel->vl - 2);
+            sb_str(&b, ")\"");
+            int f = 0;
+            add_entries(&b, o, no, "select", c, nc, &f);
+            add_entries(&b, c, nc, "select", NULL, 0, &f);
+            sb_str(&b, " }, ");
+            s = skip_blank(end);
+            if (*s == ',')
+                s++;
+        }
+    }
+    sb_str(&b, "{ select = \"R == 1\"");
+    int f = 0;
+    add_entries(&b, o, no, "select", NULL, 0, &f);
+    sb_str(&b, " }");
+    /* then the point's own classes, as they were */
+    const tbl_ent *mrows = find_key(m, nm, "rows");
+    if (mrows) {
+        const char *s = skip_blank(mrows->v);
+        size_t l = mrows->vl - (size_t)(s - mrows->v);
+        if (l < 2 || s[0] != '[' || s[l - 1] != ']')
+            goto malformed;
+        const char *in = skip_blank(s + 1);
+        size_t il = (size_t)(s + l - 1 - in);
+        while (il && in[il - 1] == ' ')
+            il--;
+        if (il) {
+            sb_str(&b, ", ");
+            sb_add(&b, in, il);
+        }
+    }
+    sb_str(&b, "] }");
+    if (b.bad) {
+        free(b.s);
+        nx_err_set(err, NX_ENOMEM, "out of memory");
+        return NULL;
+    }
+    return b.s;
+malformed:
+    free(b.s);
+    nx_err_set(err, NX_EINVAL, "a point's rows are not an array of inline tables with a select string");
+    return NULL;
+}
+
+nx_status rv_one_row(rv_kernel *k, const rv_opts *o, size_t n, const char *point, rv_reveal_fn reveal_fn, void *ctx,
+                     const rv_say *say, size_t *ok1, int *joined, char **out, nx_err *err)
+{
+    *joined = 0;
+    *out = NULL;
+    size_t r1 = RV_ONE_ROW_ROWS;
+    char why[512];
+    nx_status st = rv_confirm_one_row(k, point, n, r1, o->seed, ok1, why, sizeof why, err);
+    if (st)
+        return st;
+    sayf(say, "rows: at R = 1 (one row a call, not probed) the point reproduced %zu of %zu fresh random rows at n = "
+              "%zu%s%s",
+         *ok1, r1, n, why[0] ? ": " : "", why);
+    char *one = NULL, *pt = NULL;
+    if (*ok1 != r1 && reveal_fn) {
+        size_t calls0 = k->calls, probes0 = k->probes;
+        sayf(say, "rows: one row a call takes another path, which the batches never reach: revealed below with every "
+                  "row a call of its own");
+        size_t keep = k->max_rows;
+        k->max_rows = 1;
+        /* a call per row: a quarter of the default confirmation rows */
+        rv_opts o1 = *o;
+        if (!o1.confirm_rows)
+            o1.confirm_rows = RV_ONE_ROW_CONFIRM;
+        st = reveal_fn(k, &o1, ctx, &one, err);
+        k->max_rows = keep;
+        if (st)
+            return st;
+        if (one) {
+            nx_err je = {0};
+            if (!(pt = rv_join_one_row(point, one, &je))) {
+                if (je.code == NX_ENOMEM) {
+                    free(one);
+                    return nx_err_set(err, NX_ENOMEM, "out of memory");
+                }
+                sayf(say, "rows: the one-row path's point %s is not joined: %s", one, je.msg);
+            }
+        }
+        if (pt) {
+            size_t ok = 0, rows = 0, okb = 0;
+            char why2[512];
+            if ((st = rv_confirm_one_row(k, pt, n, r1, o->seed ^ 0x52313dULL, &ok, why, sizeof why, err)) ||
+                (st = rv_confirm_at(k, pt, n, confirm_rows_of(o), o->seed ^ 0x52313dULL, &rows, &okb, why2,
+                                    sizeof why2, err))) {
+                free(one);
+                free(pt);
+                return st;
+            }
+            sayf(say, "rows: the one-row path joined as `R == 1` (%zu rows in %zu calls): at n = %zu it reproduced "
+                      "%zu of %zu fresh rows one a call and %zu of %zu in one batch",
+                 k->probes - probes0, k->calls - calls0, n, ok, r1, okb, rows);
+            if (why[0] || why2[0])
+                sayf(say, "rows: the joined point cannot be evaluated: %s", why[0] ? why : why2);
+            if (ok != r1 || okb != rows) {
+                free(pt);
+                pt = NULL;
+            } else
+                *joined = 1;
+        }
+        if (!*joined)
+            sayf(say, "rows: the one-row path is not revealed (above): the point below holds for batches of the "
+                      "probed kind only");
+    }
+    free(one);
+    *out = pt ? pt : strdup(point);
+    if (!*out)
+        return nx_err_set(err, NX_ENOMEM, "out of memory");
+    return NX_OK;
+}

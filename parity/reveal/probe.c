@@ -84,6 +84,8 @@ nx_status rv_call(rv_kernel *k, size_t rows, size_t n, const double *a, const do
     size_t per = rows;
     if (k->max_elems && n && per * n > k->max_elems)
         per = k->max_elems / n ? k->max_elems / n : 1;
+    if (k->max_rows && per > k->max_rows)
+        per = k->max_rows;
     for (size_t r0 = 0; r0 < rows; r0 += per) {
         size_t m = rows - r0 < per ? rows - r0 : per;
         int of = -1;

@@ -38,6 +38,8 @@ struct rv_kernel {
     nx_fmt in_fmt;      /* the dtype of a and b */
     int out_fmt;        /* y's format, -1 before the first call */
     size_t max_elems;   /* rows * n per call at most (0: no limit) */
+    size_t max_rows;    /* rows per call at most (0: no limit); 1 sends every row alone, the kernel's
+                           one-row path (docs/reveal.md "One row a call") */
     size_t calls;       /* kernel invocations */
     size_t probes;      /* rows evaluated */
     int killed;         /* a call's command was killed (no answer in time, a wrong answer): a kernel
@@ -66,7 +68,8 @@ nx_status rv_kernel_dlopen(const char *spec, nx_fmt in, rv_kernel **out, nx_err 
 nx_status rv_kernel_point(const char *toml, nx_fmt in, rv_kernel **out, nx_err *err);
 void rv_kernel_free(rv_kernel *k);
 
-/* Calls k on rows (splitting at max_elems), counting calls and probes. */
+/* Calls k on rows (splitting at max_elems and max_rows), counting calls
+ * and probes. */
 nx_status rv_call(rv_kernel *k, size_t rows, size_t n, const double *a, const double *b, double *y, nx_err *err);
 
 /* A revealed tree: node 0 is the root; a leaf has leaf >= 0 and no
@@ -298,6 +301,26 @@ nx_status rv_one_length(rv_kernel *k, const rv_opts *o, rv_result *res, const rv
  * reason said last (`not confirmed: ...`). */
 nx_status rv_generalise(rv_kernel *k, const rv_opts *o, const size_t *lens, size_t nlens, char *const *points,
                         const rv_say *say, int *verdict, char **out, nx_err *err);
+/* One row a call (docs/reveal.md "One row a call"): point, revealed from
+ * batches of many rows, joined with one_row, the point revealed with every
+ * row sent alone (k->max_rows = 1), as classes selected by `R == 1` ahead
+ * of point's own (one_row's size classes as `R == 1 && (SEL)`, each with
+ * one_row's keys under the class's).  Malloc'd; NULL with err set where a
+ * text is not an inline table or either point has a grid. */
+char *rv_join_one_row(const char *point, const char *one_row, nx_err *err);
+/* The point held at R = 1 (RV_ONE_ROW_ROWS fresh rows at n, one a call;
+ * said as `rows: at R = 1 ...`), and, where it fails, its one-row path
+ * revealed by reveal_fn (called with k->max_rows = 1; it returns the
+ * point that holds at every length it was asked for, malloc'd, or NULL)
+ * and joined (rv_join_one_row), the joined point confirmed one row a call
+ * and in batches of o's size.  *out: the point to report (malloc'd):
+ * point itself where it holds at R = 1 or the one-row path is not
+ * revealed (*joined 0; *ok1 the rows of 64 it reproduced), else the
+ * joined point (*joined 1). */
+#define RV_ONE_ROW_CONFIRM 250 /* the one-row path's confirmation rows (default) */
+typedef nx_status (*rv_reveal_fn)(rv_kernel *k, const rv_opts *o, void *ctx, char **point, nx_err *err);
+nx_status rv_one_row(rv_kernel *k, const rv_opts *o, size_t n, const char *point, rv_reveal_fn reveal_fn, void *ctx,
+                     const rv_say *say, size_t *ok1, int *joined, char **out, nx_err *err);
 
 /* Both; NX_OK with res->point NULL when no point was found. */
 nx_status rv_reveal(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err *err);

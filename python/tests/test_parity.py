@@ -325,6 +325,26 @@ def test_reveal_refuses_a_point_that_fails_at_other_lengths():
     assert "not confirmed: the point revealed at n = 64 fails at n = 67" in str(e.value)
 
 
+def test_reveal_joins_a_one_row_path():
+    # a kernel that takes another path for a single row (BLIS's sgemm, a
+    # gemv of one output): the batches' point fails at R = 1, so reveal
+    # probes that path one row a call and joins it as `R == 1`
+    def kernel(a, b):
+        if a.shape[0] == 1:
+            return np_cumsum(a[:, ::-1], b[:, ::-1])   # reverse(seq)
+        return np_cumsum(a, b)
+    p = str(parity.reveal(kernel, n=32))
+    assert 'rows = [{ select = "R == 1"' in p and 'tree = "reverse(seq)"' in p, p
+    def same(point, a, b):   # row classes: parity.reduce (check refuses them)
+        return np.asarray(parity.reduce(point, a, b)).tobytes() == np.asarray(kernel(a, b)).tobytes()
+    for rows, seed in ((1, 31), (1, 32), (1, 33), (9, 34)):
+        assert same(p, *rand(rows, 32, seed)), (rows, seed, p)
+    # the batches alone (no class): R = 1 differs on some of those rows
+    plain = p[:p.index(", rows = [")] + " }"
+    assert same(plain, *rand(9, 32, 34))
+    assert sum(not same(plain, *rand(1, 32, seed)) for seed in range(40, 48)) > 0
+
+
 def test_reveal_batches_probes_into_rounds():
     calls = []
 

@@ -214,14 +214,17 @@ if [ -n "${CRAFT:-}" ]; then
         esac
       done
       # one row (R = 1): a library may take another path for one output
-      # (BLIS's sgemm does), which the order's probes, many rows a call,
-      # never reach: listed, not failed (docs/reveal.md "Limits")
+      # (BLIS's sgemm and sgemv N, OpenBLAS's sgemv N do), which the
+      # order's probes, many rows a call, never reach: reveal holds its
+      # point there and, where it fails, reveals that path one row a call
+      # and joins it as `R == 1` (docs/reveal.md "One row a call")
       lib_holds "${e#*:}" $rt "$p" 31 1 23 --shared-b
       case $? in
       0) held="$held 31/1" ;;
-      1) echo "$name $rt --shared-b: one row (R = 1) at n = 31 takes another path: the point of 255-row calls differs (listed); reveal said: $(echo "$out" | grep '^rows: at R = 1' | cut -c1-120)" ;;
+      1) fail "$name $rt --shared-b: one row (R = 1) at n = 31: the point differs from the library; reveal said: $(echo "$out" | grep '^rows: ' | cut -c1-200)" ;;
       *) fail "$name $rt --shared-b: could not run at n = 31, 1 row: $(cut -c1-200 "$T/err")" ;;
       esac
+      echo "$out" | grep -q '^rows: the one-row path joined' && echo "$name $rt --shared-b: $(echo "$out" | grep '^rows: at R = 1' | cut -c1-100); joined: $(echo "$p" | sed 's/.*select = "R == 1", //' | awk -F'tree = "' '{ split($2, a, "\""); print a[1] }' | cut -c1-100)"
       echo "$name $rt --shared-b: $(echo "$p" | awk -F'tree = "' '{ split($2, a, "\""); print a[1] }' | cut -c1-100); bit-exact at n/rows =$held"
     done
   done
