@@ -396,6 +396,17 @@ big && {
   holds_like "one row, size class" "$R1" "$pt" 40 255 6 1
   holds_like "one row, size class" "$R1" "$pt" 100 13 1
 }
+# Per-part arithmetic on a stride, tile or lanes node: float lanes combined
+# in double, blocks summed in double and added in float (the point's acc
+# alone cannot say either: exit 1 before the parts were tried).  Each
+# revealed point is held to the simulated kernel on fresh rows at another
+# length and batch size.
+for PT in 'stride(8, seq, halving[acc=fp64])' 'tile(64, seq[acc=fp64], seq)' 'lanes(8, [loop(8)], pairwise[acc=fp64])'; do
+  SIM="{ tree = \"$PT\" }"
+  out=$("$P" reveal --simulate "$SIM" --n 100 2>"$T/err"); rc=$?
+  [ $rc -eq 0 ] || { fail "per-part $PT: exit $rc: $(printf '%s\n' "$out" | tail -n 2)"; continue; }
+  holds_like "per-part $PT" "$SIM" "$(printf '%s\n' "$out" | tail -n 1)" 77 13
+done
 # Carried blocks (OpenBLAS sgemv N): columns in blocks of 8, then one of
 # 4, then one by one, each carried into the running value, the last
 # without FMA.  At n = 103 (12 blocks of 8, one of 4, 3 single terms) the

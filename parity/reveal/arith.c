@@ -173,7 +173,86 @@ static const char *const tail_settings[] = {"acc=fp64", "acc=fp64, product=fp32"
  * tail in double (OpenBLAS's sdot: "the two added in double"). */
 static const char *const body32_tails[] = {"", "[product=fp32]", "[fma=false]"};
 #define NBODY32 (sizeof body32_tails / sizeof *body32_tails)
-#define NVARIANTS (1 + 2 * NTAILSET + NBODY32)
+/* The settings tried on one part of a stride, split, tile or lanes node
+ * (its lanes or blocks, its combine): a part in double beside fp32 ones (a
+ * combine of float lanes in double), in float beside double ones, or
+ * without fma. */
+static const char *const part_settings[] = {"acc=fp64", "acc=fp32", "fma=false"};
+#define NPARTSET (sizeof part_settings / sizeof *part_settings)
+#define NPARTS 2 /* tree arguments of one node: stride(P, X, Y), tile(B, X, Y), ... */
+#define NVARIANTS (1 + 2 * NTAILSET + NBODY32 + NPARTS * NPARTSET)
+
+/* The tree arguments of the node the tree text starts with, past order(…)
+ * and reverse(…) wrappers, when it is stride, split, tile or lanes: the
+ * spans [s[i], e[i]) of its arguments that are trees with no settings of
+ * their own (not a count, a list, `carry` or `halve=A`).  The count. */
+static size_t node_parts(const char *tree, size_t s[NPARTS], size_t e[NPARTS])
+{
+    size_t at = 0;
+    for (;;) {
+        if (!strncmp(tree + at, "reverse(", 8))
+            at += 8;
+        else if (!strncmp(tree + at, "order(", 6)) {
+            /* past the list: order([i, …], T) */
+            int depth = 0;
+            size_t i = at + 6;
+            for (; tree[i]; i++) {
+                if (tree[i] == '[')
+                    depth++;
+                else if (tree[i] == ']' && --depth == 0)
+                    break;
+            }
+            if (!tree[i] || tree[i + 1] != ',')
+                return 0;
+            at = i + 2;
+            while (tree[at] == ' ')
+                at++;
+        } else
+            break;
+    }
+    static const char *const nodes[] = {"stride(", "split(", "tile(", "lanes("};
+    size_t open = 0;
+    for (size_t q = 0; q < sizeof nodes / sizeof *nodes && !open; q++)
+        if (!strncmp(tree + at, nodes[q], strlen(nodes[q])))
+            open = at + strlen(nodes[q]);
+    if (!open)
+        return 0;
+    size_t np = 0, a0 = open, arg = 0;
+    int depth = 0;
+    for (size_t i = open; tree[i]; i++) {
+        char c = tree[i];
+        if (c == '(' || c == '[') {
+            depth++;
+            continue;
+        }
+        if ((c == ')' || c == ']') && depth > 0) {
+            depth--;
+            continue;
+        }
+        if (depth == 0 && (c == ',' || c == ')')) {
+            size_t b = a0, z = i;
+            while (tree[b] == ' ')
+                b++;
+            while (z > b && tree[z - 1] == ' ')
+                z--;
+            int is_tree = arg > 0 && tree[b] >= 'a' && tree[b] <= 'z';
+            if (is_tree && z - b == 5 && !strncmp(tree + b, "carry", 5))
+                is_tree = 0;
+            for (size_t q = b; q < z && is_tree; q++)
+                if (tree[q] == '=' || tree[q] == '@' || tree[q] == '[')
+                    is_tree = 0;
+            if (is_tree && np < NPARTS) {
+                s[np] = b;
+                e[np++] = z;
+            }
+            arg++;
+            a0 = i + 1;
+            if (c == ')')
+                break;
+        }
+    }
+    return np;
+}
 
 /* The body(B, X, T[, carry]) that starts at tree[at]: X lies between the
  * commas at *x0 and *x1, T spans [*t0, *t1); 0, or -1 when tree[at]
@@ -216,8 +295,22 @@ static size_t tree_variants(const char *tree, char *v[NVARIANTS])
     if (!(v[0] = strdup(tree)))
         return 0;
     size_t x0, c1, t0, t1;
-    if (body_tail(tree, 0, &x0, &c1, &t0, &t1))
-        return 1;
+    if (body_tail(tree, 0, &x0, &c1, &t0, &t1)) {
+        /* a stride, split, tile or lanes node: each part with each of
+         * part_settings */
+        size_t ps[NPARTS], pe[NPARTS], np = node_parts(tree, ps, pe), m = 1;
+        for (size_t q = 0; q < np; q++)
+            for (size_t f = 0; f < NPARTSET; f++) {
+                size_t l = strlen(tree) + strlen(part_settings[f]) + 4;
+                if (!(v[m] = malloc(l))) {
+                    while (m)
+                        free(v[--m]);
+                    return 0;
+                }
+                snprintf(v[m++], l, "%.*s[%s]%s", (int)pe[q], tree, part_settings[f], tree + pe[q]);
+            }
+        return m;
+    }
     if (memchr(tree + t0, '[', t1 - t0))
         return 1;
     size_t nv = 1;
