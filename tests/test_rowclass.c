@@ -130,6 +130,34 @@ static void test_point_keys(void **state)
     nx_point_free(&pt);
 }
 
+/* docs/numerics.md §4.3's example of a selector over R: fp32 row 2^24, 1, 1
+ * under `R == 1` reverse(seq) (1 + 1, then 2 + 2^24 exact: 0x1.000002p24)
+ * when sent alone; in an input of two rows, seq (two ties to 2^24). */
+static void test_one_row_class(void **state)
+{
+    (void)state;
+    const double row[3] = {0x1p24, 1, 1};
+    double a[6];
+    for (size_t r = 0; r < 2; r++)
+        memcpy(a + 3 * r, row, sizeof row);
+    nx_point pt;
+    nx_err err = {0};
+    assert_int_equal(
+        pt_from_text("{ tree = \"seq\", rows = [{ select = \"R == 1\", tree = \"reverse(seq)\" }] }", "p", &pt, &err),
+        NX_OK);
+    for (int e = 0; e < 2; e++) {
+        double y[2] = {0};
+        nx_rows one = {.rows = 1, .a_fmt = NX_FP32, .a = a, .b_fmt = NX_FP32};
+        assert_int_equal(nx_point_reduce(&pt, &one, 3, 0, e ? NX_ENGINE_FAST : NX_ENGINE_MPFR, 1, y, &err), NX_OK);
+        assert_double_bits_eq_ctx(y[0], 0x1.000002p24, e ? "fast" : "mpfr");
+        nx_rows two = {.rows = 2, .a_fmt = NX_FP32, .a = a, .b_fmt = NX_FP32};
+        assert_int_equal(nx_point_reduce(&pt, &two, 3, 0, e ? NX_ENGINE_FAST : NX_ENGINE_MPFR, 1, y, &err), NX_OK);
+        assert_double_bits_eq_ctx(y[0], 0x1p24, e ? "fast" : "mpfr");
+        assert_double_bits_eq_ctx(y[1], 0x1p24, e ? "fast" : "mpfr");
+    }
+    nx_point_free(&pt);
+}
+
 /* fp32 rows 1, 1, 2^24: seq gives 2 + 2^24 = 0x1.000002p24; reverse(seq)
  * adds 2^24 + 1 twice, each a tie that stays 2^24. */
 static void test_reduce(void **state)
@@ -390,6 +418,7 @@ int main(void)
         cmocka_unit_test(test_selectors),
         cmocka_unit_test(test_point_keys),
         cmocka_unit_test(test_reduce),
+        cmocka_unit_test(test_one_row_class),
         cmocka_unit_test(test_size_classes),
         cmocka_unit_test(test_random_classes),
     };
