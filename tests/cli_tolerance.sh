@@ -110,6 +110,21 @@ grep -q 'first at row 1' "$T/n7" || fail "numerics .npy: the row is not named"
 A='{ acc = "fp32", tree = "split(2, seq, atomic)" }'
 "$PARITY" check --numerics "$A" --in "$T/in" --out "$T/y" --json "$T/n8.json" > "$T/n8" 2>&1 || fail "atomic: exit $? ($(cat "$T/n8"))"
 grep -q 'bound .*atomic' "$T/n8" || fail "atomic: not judged by the bound: $(cat "$T/n8")"
+# row classes (docs/numerics.md §4.3, what `parity reveal` prints for a
+# kernel with a one-row path or remainder rows): the reference is each
+# row's class; the same output against the point without its class fails
+# at the class's rows
+RC='{ tree = "pairwise", rows = [{ select = "r % 2 == 1", tree = "seq" }, { select = "R == 1", tree = "reverse(seq)" }] }'
+"$CRAFT" rand "$T/rc_in" F32 9 40 3 > /dev/null || fail "craft"
+"$PARITY" reduce --numerics "$RC" --in "$T/rc_in" --out "$T/rc_y" 2> "$T/err" || fail "row classes: reduce: $(cat "$T/err")"
+"$PARITY" check --numerics "$RC" --in "$T/rc_in" --out "$T/rc_y" > "$T/n9" 2>&1 || fail "row classes: exit $? ($(cat "$T/n9"))"
+"$PARITY" check --numerics "$RC" --in "$T/rc_in" --out "$T/rc_y" --engine mpfr > "$T/n9" 2>&1 || fail "row classes, mpfr: exit $? ($(cat "$T/n9"))"
+"$PARITY" check --numerics '{ tree = "pairwise" }' --in "$T/rc_in" --out "$T/rc_y" > "$T/n10" 2>&1; rc=$?
+[ $rc -eq 1 ] || fail "row classes: the point without its classes: exit $rc, want 1 ($(cat "$T/n10"))"
+grep -q 'row [1357]' "$T/n10" || fail "row classes: the failing row is not an odd one: $(cat "$T/n10")"
+"$PARITY" check --numerics "{ tree = \"pairwise\", rows = [{ select = \"r % 2 == 1\", tree = \"split(2, seq, atomic)\" }] }" \
+  --in "$T/rc_in" --out "$T/rc_y" > /dev/null 2> "$T/n11"; rc=$?
+[ $rc -eq 2 ] && grep -q "row classes with an 'atomic' tree" "$T/n11" || fail "row classes with atomic: exit $rc ($(cat "$T/n11"))"
 grep -q '"policy": "bound"' "$T/n8.json" || fail "atomic: json policy"
 "$PARITY" check --numerics "$A" --in "$T/in" --out "$T/yflip" > /dev/null 2>&1
 [ $? -eq 0 ] || fail "atomic: one ulp at 1.875 is within the bound"

@@ -354,12 +354,28 @@ nx_status pa_check_prepare(const nx_point *pt, const char *inp, const st_file *i
         return st;
     o->rows = (size_t)ta->shape[0];
     o->n = (size_t)ta->shape[1];
-    if (pt->nclasses)
-        return nx_err_set(err, NX_EINVAL, "--numerics: row classes are accepted by `parity reduce` only, not by "
-                                          "check --numerics yet");
+    o->pt = pt;
     if ((st = nx_program_build(pt, o->n, tb != NULL, &o->prog, err))) {
         nx_err_prefix(err, "--numerics");
         return st;
+    }
+    /* row classes: every class's program must build at n and be
+     * deterministic (the bound of an `atomic` tree is one program's) */
+    for (size_t k = 0; k < pt->nclasses; k++) {
+        nx_program *cp = NULL;
+        if ((st = nx_program_build(pt->classes[k].pt, o->n, tb != NULL, &cp, err))) {
+            nx_err_prefix(err, "--numerics: rows[%zu]", k);
+            return st;
+        }
+        int nd = cp->nondeterministic;
+        st = rows_check_work(inp, ta, cp, err);
+        nx_program_free(cp);
+        if (st)
+            return st;
+        if (nd || o->prog->nondeterministic)
+            return nx_err_set(err, NX_EUNSUPPORTED, "--numerics: row classes with an 'atomic' tree (rows[%zu] or the "
+                                                    "point): the bound is checked for points without classes only",
+                              k);
     }
     return rows_check_work(inp, ta, o->prog, err);
 }
@@ -409,7 +425,11 @@ nx_status pa_check_numerics(const char *inp, const st_file *in, const char *outp
     rin.a = a;
     rin.b_fmt = tb ? (nx_fmt)rows_fmt_of_dtype(tb->dtype) : NX_FP64;
     rin.b = b;
-    if ((st = (mpfr ? nx_mpfr_reduce : nx_fast_reduce)(o->prog, &rin, ref, threads, err)))
+    if (o->pt && o->pt->nclasses)
+        st = nx_point_reduce(o->pt, &rin, n, tb != NULL, mpfr ? NX_ENGINE_MPFR : NX_ENGINE_FAST, threads, ref, err);
+    else
+        st = (mpfr ? nx_mpfr_reduce : nx_fast_reduce)(o->prog, &rin, ref, threads, err);
+    if (st)
         goto done;
     for (size_t r = 0; r < rows; r++) {
         o->gb[r] = st_get_bits(ty, ty->data, r);

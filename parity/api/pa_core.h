@@ -63,7 +63,9 @@ nx_status pa_y_encode(const pa_reduce_out *o, st_tensor *ty, uint8_t *data, nx_e
  * outp (tname: the tensor's name in messages) against point pt's reference
  * on the rows of in (messages name inp). */
 typedef struct pa_check_out {
-    nx_program *prog;       /* owned */
+    nx_program *prog;       /* owned: the point's own program (class 0) */
+    const nx_point *pt;     /* the point (not owned; alive until pa_check_numerics returns): with row
+                               classes (§4.3) its reference is nx_point_reduce's, class by class */
     size_t rows, n;
     cmp_options opt;
     cmp_result res;

@@ -335,10 +335,12 @@ def test_reveal_joins_a_one_row_path():
         return np_cumsum(a, b)
     p = str(parity.reveal(kernel, n=32))
     assert 'rows = [{ select = "R == 1"' in p and 'tree = "reverse(seq)"' in p, p
-    def same(point, a, b):   # row classes: parity.reduce (check refuses them)
+    def same(point, a, b):
         return np.asarray(parity.reduce(point, a, b)).tobytes() == np.asarray(kernel(a, b)).tobytes()
     for rows, seed in ((1, 31), (1, 32), (1, 33), (9, 34)):
         assert same(p, *rand(rows, 32, seed)), (rows, seed, p)
+        a, b = rand(rows, 32, seed)
+        parity.assert_bits(kernel(a, b), point=p, a=a, b=b)   # each row by its class
     # the batches alone (no class): R = 1 differs on some of those rows
     plain = p[:p.index(", rows = [")] + " }"
     assert same(plain, *rand(9, 32, 34))

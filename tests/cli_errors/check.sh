@@ -70,7 +70,7 @@ option --json needs a value                                  | check --numerics 
 --json ./y.st is the same file as --out y.st                 | check --numerics "$PT" --in in.st --out y.st --json ./y.st
 --json dir.st: is not a regular file                         | check --numerics "$PT" --in in.st --out y.st --json dir.st
 --numerics:1:2:                                              | check --numerics '{' --in in.st --out y.st --json w/j.json
---numerics: row classes are accepted by `parity reduce` only | check --numerics '{ rows = [{ select = "r < 1" }] }' --in in.st --out y.st --json w/j.json
+--numerics: row classes with an 'atomic' tree (rows[0]      | check --numerics '{ rows = [{ select = "r < 1", tree = "split(2, seq, atomic)" }] }' --in in.st --out y.st --json w/j.json
 none.st: cannot open                                         | check --numerics "$PT" --in none.st --out y.st --json w/j.json
 none.st: cannot open                                         | check --numerics "$PT" --in in.st --out none.st --json w/j.json
 i32.st: tensor 'a': dtype I32 is not a number format         | check --numerics "$PT" --in i32.st --out y.st --json w/j.json
