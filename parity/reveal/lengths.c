@@ -6,6 +6,8 @@
  * of the account goes to the caller's rv_say. */
 #include "reveal.h"
 
+#include "nx_sbuf.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -392,39 +394,9 @@ static const tbl_ent *find_key(const tbl_ent *e, size_t ne, const char *key)
     return NULL;
 }
 
-typedef struct sbuf {
-    char *s;
-    size_t len, cap;
-    int bad;
-} sbuf;
-
-static void sb_add(sbuf *b, const char *s, size_t l)
-{
-    if (b->bad)
-        return;
-    if (b->len + l + 1 > b->cap) {
-        size_t cap = (b->len + l + 1) * 2;
-        char *p = realloc(b->s, cap);
-        if (!p) {
-            b->bad = 1;
-            return;
-        }
-        b->s = p;
-        b->cap = cap;
-    }
-    memcpy(b->s + b->len, s, l);
-    b->len += l;
-    b->s[b->len] = 0;
-}
-
-static void sb_str(sbuf *b, const char *s)
-{
-    sb_add(b, s, strlen(s));
-}
-
 /* ", key = value" for every entry of e but those named skip (and, with
  * over, those over sets too). */
-static void add_entries(sbuf *b, const tbl_ent *e, size_t ne, const char *skip, const tbl_ent *over, size_t nover,
+static void add_entries(nx_sbuf *b, const tbl_ent *e, size_t ne, const char *skip, const tbl_ent *over, size_t nover,
                         int *first)
 {
     for (size_t i = 0; i < ne; i++) {
@@ -435,11 +407,11 @@ static void add_entries(sbuf *b, const tbl_ent *e, size_t ne, const char *skip, 
             shadowed = over[j].kl == e[i].kl && !memcmp(over[j].k, e[i].k, e[i].kl);
         if (shadowed)
             continue;
-        sb_str(b, *first ? "" : ", ");
+        nx_sbuf_printf(b, "%s", *first ? "" : ", ");
         *first = 0;
-        sb_add(b, e[i].k, e[i].kl);
-        sb_str(b, " = ");
-        sb_add(b, e[i].v, e[i].vl);
+        nx_sbuf_put(b, e[i].k, e[i].kl);
+        nx_sbuf_printf(b, "%s", " = ");
+        nx_sbuf_put(b, e[i].v, e[i].vl);
     }
 }
 
@@ -460,11 +432,11 @@ char *rv_join_one_row(const char *point, const char *one_row, nx_err *err)
         nx_err_set(err, NX_EUNSUPPORTED, "a point with a grid takes no class of R = 1 here");
         return NULL;
     }
-    sbuf b = {0};
+    nx_sbuf b = {0};
     int first = 1;
-    sb_str(&b, "{ ");
+    nx_sbuf_printf(&b, "%s", "{ ");
     add_entries(&b, m, nm, "", NULL, 0, &first);
-    sb_str(&b, first ? "rows = [" : ", rows = [");
+    nx_sbuf_printf(&b, "%s", first ? "rows = [" : ", rows = [");
     /* the one-row path's own classes (size classes), each under R == 1 */
     const tbl_ent *orows = find_key(o, no, "rows");
     if (orows) {
@@ -480,22 +452,22 @@ char *rv_join_one_row(const char *point, const char *one_row, nx_err *err)
             const tbl_ent *sel = find_key(c, nc, "select");
             if (!sel || sel->vl < 2 || sel->v[0] != '"' || sel->v[sel->vl - 1] != '"')
                 goto malformed;
-            sb_str(&b, "{ select = \"R == 1 && (");
-            sb_add(&b, sel->v + 1, sel->vl - 2);
-            sb_str(&b, ")\"");
+            nx_sbuf_printf(&b, "%s", "{ select = \"R == 1 && (");
+            nx_sbuf_put(&b, sel->v + 1, sel->vl - 2);
+            nx_sbuf_printf(&b, "%s", ")\"");
             int f = 0;
             add_entries(&b, o, no, "select", c, nc, &f);
             add_entries(&b, c, nc, "select", NULL, 0, &f);
-            sb_str(&b, " }, ");
+            nx_sbuf_printf(&b, "%s", " }, ");
             s = skip_blank(end);
             if (*s == ',')
                 s++;
         }
     }
-    sb_str(&b, "{ select = \"R == 1\"");
+    nx_sbuf_printf(&b, "%s", "{ select = \"R == 1\"");
     int f = 0;
     add_entries(&b, o, no, "select", NULL, 0, &f);
-    sb_str(&b, " }");
+    nx_sbuf_printf(&b, "%s", " }");
     /* then the point's own classes, as they were */
     const tbl_ent *mrows = find_key(m, nm, "rows");
     if (mrows) {
@@ -508,19 +480,17 @@ char *rv_join_one_row(const char *point, const char *one_row, nx_err *err)
         while (il && in[il - 1] == ' ')
             il--;
         if (il) {
-            sb_str(&b, ", ");
-            sb_add(&b, in, il);
+            nx_sbuf_printf(&b, "%s", ", ");
+            nx_sbuf_put(&b, in, il);
         }
     }
-    sb_str(&b, "] }");
-    if (b.bad) {
-        free(b.s);
+    nx_sbuf_printf(&b, "%s", "] }");
+    char *out = nx_sbuf_take(&b);
+    if (!out)
         nx_err_set(err, NX_ENOMEM, "out of memory");
-        return NULL;
-    }
-    return b.s;
+    return out;
 malformed:
-    free(b.s);
+    free(nx_sbuf_take(&b));
     nx_err_set(err, NX_EINVAL, "a point's rows are not an array of inline tables with a select string");
     return NULL;
 }
