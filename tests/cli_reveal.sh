@@ -367,7 +367,7 @@ whole() {
 # `R == 1` ahead of the point's own classes; a kernel whose one-row path
 # is the batches' is held at 64 of 64 and left as it is
 R1='{ tree = "seq", rows = [{ select = "R == 1", tree = "reverse(seq)" }] }'
-out=$("$P" reveal --simulate "$R1" --n 64 2>"$T/err"); rc=$?
+out=$("$P" reveal --simulate "$R1" --n 64 --html "$T/r1.html" 2>"$T/err"); rc=$?
 [ $rc -eq 0 ] || fail "one row: exit $rc $(cat "$T/err")"
 printf '%s\n' "$out" | grep -q '^rows: at R = 1 (one row a call, not probed) the point reproduced [0-9]* of 64 ' || fail "one row: no R = 1 line: $out"
 printf '%s\n' "$out" | grep -q '^rows: at R = 1 .* reproduced 64 of 64 ' && fail "one row: the one-row path passed: $out"
@@ -378,6 +378,8 @@ printf '%s\n' "$out" | grep -q '^rows: the one-row path joined as `R == 1` (.*):
 pt=$(printf '%s\n' "$out" | tail -n 1)
 [ "$pt" = '{ acc = "fp32", rounding = "rne", fma = true, product = "exact", tree = "seq", out = "fp32", out_rounding = "rne", saturate = false, rows = [{ select = "R == 1", acc = "fp32", rounding = "rne", fma = true, product = "exact", tree = "reverse(seq)", out = "fp32", out_rounding = "rne", saturate = false }] }' ] \
   || fail "one row: point $pt"
+# the report shows the point printed last, the class joined
+grep -q '<th>point</th><td>{ acc = .*rows = \[{ select = &quot;R == 1&quot;, acc = ' "$T/r1.html" || fail "one row: the HTML report lacks the joined class"
 holds_like "one row" "$R1" "$pt" 64 255 7 1
 holds_like "one row" "$R1" "$pt" 100 2 1
 out=$("$P" reveal --simulate '{ tree = "pairwise" }' --n 64 2>"$T/err")

@@ -504,8 +504,14 @@ int cmd_reveal(int argc, char **argv)
             char *fin = NULL;
             if (rv_one_row(k, &o, lens[0], pt, reveal_rows1, &c1, &say, &ok1, &joined, &fin, &err))
                 rc = c1.rc ? c1.rc : cli_fail("reveal", &err); /* reveal_one said it */
-            else
+            else {
                 printf("%s\n", fin);
+                /* the report shows the point printed last (a size class or
+                 * the one-row path joined), not the first length's */
+                free(res.point);
+                res.point = fin;
+                fin = NULL;
+            }
             free(fin);
         }
         free(pt);
