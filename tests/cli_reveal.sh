@@ -386,6 +386,14 @@ out=$("$P" reveal --simulate '{ tree = "pairwise" }' --n 64 2>"$T/err")
 printf '%s\n' "$out" | grep -q '^rows: at R = 1 (one row a call, not probed) the point reproduced 64 of 64 fresh random rows at n = 64$' \
   || fail "one row, one path: $out"
 printf '%s\n' "$out" | grep -q '^R = 1' && fail "one row, one path: revealed again: $out"
+# a one-row path taken at n = 16 alone: revealed there, it fails at the
+# lengths it is confirmed at (7: the batches' path again), so nothing is
+# joined and the batches' point is printed, said to hold for batches only
+out=$("$P" reveal --simulate '{ tree = "seq", rows = [{ select = "R == 1 && n == 16", tree = "reverse(seq)" }] }' --n 16 2>"$T/err"); rc=$?
+[ $rc -eq 0 ] || fail "one row at one length: exit $rc $(cat "$T/err")"
+printf '%s\n' "$out" | grep -q '^rows: the one-row path is not revealed (above): the point below holds for batches of the probed kind only$' \
+  || fail "one row at one length: no 'not revealed' line: $out"
+[ "$(printf '%s\n' "$out" | tail -n 1)" = "$(pt fp32 rne true seq fp32)" ] || fail "one row at one length: point $(printf '%s\n' "$out" | tail -n 1)"
 # the one-row path with a size class of its own, the batches with a row
 # class whose selector is true at R = 1 (r >= R - R % 4 picks row 0 there):
 # the R == 1 classes go first, the size class as `R == 1 && (n >= 48)`
