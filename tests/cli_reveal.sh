@@ -69,6 +69,16 @@ ldd "$P" 2>/dev/null | grep -q libasan && ASAN=1
 big() { [ $ASAN -eq 0 ]; }
 [ $ASAN -eq 0 ] || echo "cli_reveal: an AddressSanitizer build: the big cases at a smaller n or skipped"
 
+# Two parts, two CTest tests that run side by side (a seventh argument 1 or
+# 2; none: both): the order, the arithmetic, the kernels, lanes and call
+# counts; then row classes, other lengths, one row a call and the errors.
+PART=${7:-all}
+part() { [ "$PART" = all ] || [ "$PART" = "$1" ]; }
+case $PART in all|1|2) ;; *) echo "cli_reveal: the part is 1 or 2, not '$PART'"; exit 2 ;; esac
+NR=64
+big || NR=32
+if part 1; then
+
 # --- simulated points: the order --------------------------------------------
 NO=256
 big || NO=64
@@ -244,13 +254,13 @@ fi
 # the default R finds the remainder rows of a 4-row tile without --rows
 # the first rows of the remainder (4, 2, 1 outputs at a time): a selector
 # that holds at every R, not a range of this R's rows
-NR=64
-big || NR=32
 out=$("$P" reveal --simulate '{ tree = "stride(8, seq, halving)", rows = [{ select = "r >= R - R % 4 && r < R - R % 2", tree = "seq" }] }' --n $NR --order-only)
 echo "$out" | grep -q '^row class: select = "r >= R - R % 4 && r < R - R % 2", order: seq ' || fail "remainder's first rows: $out"
 out=$("$P" reveal --simulate '{ tree = "stride(8, seq, halving)", rows = [{ select = "r >= R - R % 4", tree = "seq" }] }' --n $NR --order-only)
 echo "$out" | grep -q '^row class: select = "r >= R - R % 4", order: seq ' || fail "default R, remainder rows: $out"
 
+fi # part 1
+if part 2; then
 # --- row classes --------------------------------------------------------------
 # rowcls SIM N ROWS-LINES EXPECTED-CLASS-LINES: reveal the simulated point
 # (probes replicated at every index of 255 rows); the row-class lines must
@@ -546,5 +556,7 @@ grep -q 'exit status 1' "$T/err" || fail "a failing command: message '$(cat "$T/
 grep -q 'no_such_symbol' "$T/err" || fail "a missing symbol is not named"
 "$P" reveal --help | grep -q '^usage: parity reveal' || fail "--help"
 
-[ $fails -eq 0 ] && echo "cli_reveal: all passed"
+fi # part 2
+
+[ $fails -eq 0 ] && echo "cli_reveal: all passed (part $PART)"
 exit $((fails > 0))
