@@ -47,6 +47,7 @@ unknown argument 'extra'                                     | reduce --numerics
 --out nodir/y.st: its directory does not exist             | reduce --numerics '{}' --in good.st --out nodir/y.st
 --report nodir/r.json: its directory does not exist        | reduce --numerics '{}' --in good.st --out w/y.st --report nodir/r.json
 --numerics:1:2:                                              | reduce --numerics '{' --in good.st --out w/y.st
+--numerics:1:25: Error while parsing value: could not determine value type | reduce --numerics '{ tree = "seq", rows = [} }' --in good.st --out w/y.st
 --numerics:1:9: key 'acc': unknown format 'q'                | reduce --numerics '{ acc = "q" }' --in good.st --out w/y.st
 --numerics:1:3: unknown key 'bogus'                          | reduce --numerics '{ bogus = 1 }' --in good.st --out w/y.st
 tree:1:1: unknown tree 'frob'                                | reduce --numerics '{ tree = "frob" }' --in good.st --out w/y.st
