@@ -412,7 +412,7 @@ big && {
   out=$("$P" reveal --simulate "$R1" --n 40,100 2>"$T/err"); rc=$?
   [ $rc -eq 0 ] || fail "one row, size class: exit $rc $(cat "$T/err") $out"
   pt=$(printf '%s\n' "$out" | tail -n 1)
-  printf '%s\n' "$pt" | grep -q '^{ .* rows = \[{ select = "R == 1 && (n >= 48)", .*tree = "seq" }, { select = "R == 1", .*tree = "reverse(seq)", .* }, { select = "r >= R - R % 4", .*fma = false, .*tree = "seq", .* }\] }$' \
+  printf '%s\n' "$pt" | grep -q '^{ .* rows = \[{ select = "R == 1 && (n >= 48)", .*tree = "seq", .* }, { select = "R == 1", .*tree = "reverse(seq)", .* }, { select = "r >= R - R % 4", .*fma = false, .*tree = "seq", .* }\] }$' \
     || fail "one row, size class: point $pt"
   holds_like "one row, size class" "$R1" "$pt" 40 255 6 1
   holds_like "one row, size class" "$R1" "$pt" 100 13 1

@@ -517,10 +517,8 @@ static int reveal_impl(parity_api_probe_fn fn, size_t n, const char *dtype, cons
     /* one row a call (R = 1), as `parity reveal` holds it */
     if (stage == 4) {
         rv_say say = {keep_line, last_line};
-        size_t ok1 = 0;
-        int joined = 0;
         char *fin = NULL;
-        if ((st = rv_one_row(k, &o, n, res.point, reveal_rows1, NULL, &say, &ok1, &joined, &fin, &err)))
+        if ((st = rv_one_row(k, &o, n, res.point, reveal_rows1, NULL, &say, &fin, &err)))
             goto out;
         free(res.point);
         res.point = fin;

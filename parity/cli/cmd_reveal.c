@@ -255,50 +255,65 @@ static int reveal_one(rv_kernel *k, const rv_opts *o, int order_only, rv_result 
     return rc;
 }
 
+/* Each length of lens revealed by reveal_one (under a header `PREFIXn =
+ * N:` where there are several lengths or a prefix), then one point for
+ * all of them, confirmed at lengths not probed (rv_generalise).  res: the
+ * last length's result.  The exit status (a failure already said); *pt
+ * (malloc'd) the point where it is EXIT_PASS and not order_only. */
+static int reveal_lengths(rv_kernel *k, rv_opts *o, const size_t *lens, size_t nlens, int order_only,
+                          const char *prefix, rv_result *res, char **pt, nx_err *err)
+{
+    char *points[RV_MAX_LENGTHS] = {0};
+    int rc = EXIT_PASS;
+    *pt = NULL;
+    for (size_t l = 0; l < nlens && rc == EXIT_PASS; l++) {
+        if (nlens > 1 || prefix[0])
+            printf("%sn = %zu:\n", prefix, lens[l]);
+        if (l > 0) {
+            rv_result_free(res);
+            memset(res, 0, sizeof *res);
+        }
+        o->n = lens[l];
+        rc = reveal_one(k, o, order_only, res, err);
+        if (rc == EXIT_PASS && !order_only && res->point && !(points[l] = strdup(res->point))) {
+            nx_err_set(err, NX_ENOMEM, "out of memory");
+            rc = cli_fail("reveal", err);
+        }
+        if (rc == EXIT_PARITY && nlens > 1)
+            printf("lengths: stopped at n = %zu: no confirmed point there (above)\n", lens[l]);
+    }
+    if (rc == EXIT_PASS && !order_only) {
+        int v;
+        rv_say say = {say_line, NULL};
+        if (rv_generalise(k, o, lens, nlens, points, &say, &v, pt, err))
+            rc = cli_fail("reveal", err);
+        else if (v == RV_LEN_REFUSED)
+            rc = EXIT_PARITY;
+    }
+    for (size_t l = 0; l < nlens; l++)
+        free(points[l]);
+    return rc;
+}
+
 /* The one-row path (rv_one_row's reveal_fn; k sends every row alone):
- * each length revealed as in the batches, under a header, then one point
- * for all of them, or NULL (the lines say why). */
+ * the lengths revealed as the batches were, under `R = 1, n = N:`. */
 struct one_row_ctx {
     const size_t *lens;
     size_t nlens;
-    int rc; /* reveal_one's exit status where it failed (and said so) */
+    int rc; /* the exit status where it failed (and said so) */
 };
 
 static nx_status reveal_rows1(rv_kernel *k, const rv_opts *o0, void *ctx, char **point, nx_err *err)
 {
     struct one_row_ctx *c = ctx;
     rv_opts o = *o0;
-    char *points[RV_MAX_LENGTHS] = {0};
-    nx_status st = NX_OK;
-    int rc = EXIT_PASS;
-    *point = NULL;
-    for (size_t l = 0; l < c->nlens && rc == EXIT_PASS; l++) {
-        printf("R = 1, n = %zu:\n", c->lens[l]);
-        rv_result res = {0};
-        o.n = c->lens[l];
-        rc = reveal_one(k, &o, 0, &res, err);
-        if (rc == EXIT_PASS && res.point && !(points[l] = strdup(res.point)))
-            st = nx_err_set(err, NX_ENOMEM, "out of memory");
-        rv_result_free(&res);
-        if (rc != EXIT_PASS && rc != EXIT_PARITY) {
-            c->rc = rc;
-            st = err->code ? err->code : NX_EINTERNAL;
-        }
-        if (st)
-            break;
-    }
-    if (!st && rc == EXIT_PASS) {
-        int v;
-        rv_say say = {say_line, NULL};
-        char *pt = NULL;
-        if (!(st = rv_generalise(k, &o, c->lens, c->nlens, points, &say, &v, &pt, err)) && v == RV_LEN_HOLDS)
-            *point = pt;
-        else
-            free(pt);
-    }
-    for (size_t l = 0; l < c->nlens; l++)
-        free(points[l]);
-    return st;
+    rv_result res = {0};
+    int rc = reveal_lengths(k, &o, c->lens, c->nlens, 0, "R = 1, ", &res, point, err);
+    rv_result_free(&res);
+    if (rc == EXIT_PASS || rc == EXIT_PARITY)
+        return NX_OK;
+    c->rc = rc;
+    return err->code ? err->code : NX_EINTERNAL;
 }
 
 /* Parses --n: one length or a list N1,N2,... (each 2 ... RV_MAX_N, no
@@ -467,57 +482,25 @@ int cmd_reveal(int argc, char **argv)
     k->timeout_s = timeout;
     k->shared_b = shared;
     rv_result res = {0};
-    int rc = EXIT_PASS;
-    char *points[RV_MAX_LENGTHS] = {0};
-    for (size_t l = 0; l < nlens && rc == EXIT_PASS; l++) {
-        if (nlens > 1) {
-            printf("n = %zu:\n", lens[l]);
-            if (l > 0) { /* the report shows the first length */
-                rv_result_free(&res);
-                memset(&res, 0, sizeof res);
-            }
-        }
-        o.n = lens[l];
-        rc = reveal_one(k, &o, order_only, &res, &err);
-        if (rc == EXIT_PASS && !order_only && res.point && !(points[l] = strdup(res.point))) {
-            nx_err_set(&err, NX_ENOMEM, "out of memory");
-            rc = cli_fail("reveal", &err);
-        }
-        if (rc == EXIT_PARITY && nlens > 1)
-            printf("lengths: stopped at n = %zu: no confirmed point there (above)\n", lens[l]);
-    }
+    char *pt = NULL;
+    int rc = reveal_lengths(k, &o, lens, nlens, order_only, "", &res, &pt, &err);
     if (rc == EXIT_PASS && !order_only) {
-        /* one point for every length, confirmed where not probed */
-        int v;
-        char *pt = NULL;
+        /* one row a call, a batch size the probes never send: held there,
+         * and where it fails that path revealed and joined */
+        struct one_row_ctx c1 = {lens, nlens, 0};
         rv_say say = {say_line, NULL};
-        if (rv_generalise(k, &o, lens, nlens, points, &say, &v, &pt, &err))
-            rc = cli_fail("reveal", &err);
-        else if (v == RV_LEN_REFUSED)
-            rc = EXIT_PARITY;
+        char *fin = NULL;
+        if (rv_one_row(k, &o, lens[0], pt, reveal_rows1, &c1, &say, &fin, &err))
+            rc = c1.rc ? c1.rc : cli_fail("reveal", &err); /* reveal_rows1 said it */
         else {
-            /* one row a call, a batch size the probes never send: held
-             * there, and where it fails that path revealed and joined */
-            struct one_row_ctx c1 = {lens, nlens, 0};
-            size_t ok1 = 0;
-            int joined = 0;
-            char *fin = NULL;
-            if (rv_one_row(k, &o, lens[0], pt, reveal_rows1, &c1, &say, &ok1, &joined, &fin, &err))
-                rc = c1.rc ? c1.rc : cli_fail("reveal", &err); /* reveal_one said it */
-            else {
-                printf("%s\n", fin);
-                /* the report shows the point printed last (a size class or
-                 * the one-row path joined), not the first length's */
-                free(res.point);
-                res.point = fin;
-                fin = NULL;
-            }
-            free(fin);
+            printf("%s\n", fin);
+            /* the report shows the point printed last (a size class or the
+             * one-row path joined), not the last length's own */
+            free(res.point);
+            res.point = fin;
         }
-        free(pt);
     }
-    for (size_t l = 0; l < nlens; l++)
-        free(points[l]);
+    free(pt);
     if (html && (rc == EXIT_PASS || rc == EXIT_PARITY)) {
         const char *kernel = exec ? exec : serve ? serve : dl ? dl : sim;
         char what[1024];

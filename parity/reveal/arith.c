@@ -183,10 +183,10 @@ static const char *const part_settings[] = {"acc=fp64", "acc=fp32", "fma=false"}
 #define NVARIANTS (1 + 2 * NTAILSET + NBODY32 + NPARTS * NPARTSET)
 
 /* The tree arguments of the node the tree text starts with, past order(…)
- * and reverse(…) wrappers, when it is stride, split, tile or lanes: the
- * spans [s[i], e[i]) of its arguments that are trees with no settings of
- * their own (not a count, a list, `carry` or `halve=A`).  The count. */
-static size_t node_parts(const char *tree, size_t s[NPARTS], size_t e[NPARTS])
+ * and reverse(…) wrappers, when it is stride, split, tile or lanes: where
+ * each of its arguments that is a tree with no settings of its own (not a
+ * count, a list, `carry` or `halve=A`) ends, into e[].  The count. */
+static size_t node_parts(const char *tree, size_t e[NPARTS])
 {
     size_t at = 0;
     for (;;) {
@@ -241,10 +241,8 @@ static size_t node_parts(const char *tree, size_t s[NPARTS], size_t e[NPARTS])
             for (size_t q = b; q < z && is_tree; q++)
                 if (tree[q] == '=' || tree[q] == '@' || tree[q] == '[')
                     is_tree = 0;
-            if (is_tree && np < NPARTS) {
-                s[np] = b;
+            if (is_tree && np < NPARTS)
                 e[np++] = z;
-            }
             arg++;
             a0 = i + 1;
             if (c == ')')
@@ -290,36 +288,38 @@ static int body_tail(const char *tree, size_t at, size_t *x0, size_t *x1, size_t
  * body32_tails (per-part arithmetic: a vector body with a scalar tail in
  * another format); each malloc'd into v[].  The count, 0 when out of
  * memory. */
+/* The tree with each of the nset settings set[] on the subtree that ends
+ * at tree[at] (`T` becomes `T[setting]`), into v[*nv ...]; 0, or -1 out of
+ * memory. */
+static int add_settings(const char *tree, size_t at, const char *const *set, size_t nset, char **v, size_t *nv)
+{
+    for (size_t f = 0; f < nset; f++) {
+        size_t l = strlen(tree) + strlen(set[f]) + 4;
+        if (!(v[*nv] = malloc(l)))
+            return -1;
+        snprintf(v[(*nv)++], l, "%.*s[%s]%s", (int)at, tree, set[f], tree + at);
+    }
+    return 0;
+}
+
 static size_t tree_variants(const char *tree, char *v[NVARIANTS])
 {
     if (!(v[0] = strdup(tree)))
         return 0;
-    size_t x0, c1, t0, t1;
+    size_t nv = 1, x0, c1, t0, t1;
     if (body_tail(tree, 0, &x0, &c1, &t0, &t1)) {
         /* a stride, split, tile or lanes node: each part with each of
          * part_settings */
-        size_t ps[NPARTS], pe[NPARTS], np = node_parts(tree, ps, pe), m = 1;
+        size_t pe[NPARTS], np = node_parts(tree, pe);
         for (size_t q = 0; q < np; q++)
-            for (size_t f = 0; f < NPARTSET; f++) {
-                size_t l = strlen(tree) + strlen(part_settings[f]) + 4;
-                if (!(v[m] = malloc(l))) {
-                    while (m)
-                        free(v[--m]);
-                    return 0;
-                }
-                snprintf(v[m++], l, "%.*s[%s]%s", (int)pe[q], tree, part_settings[f], tree + pe[q]);
-            }
-        return m;
+            if (add_settings(tree, pe[q], part_settings, NPARTSET, v, &nv))
+                goto oom;
+        return nv;
     }
     if (memchr(tree + t0, '[', t1 - t0))
         return 1;
-    size_t nv = 1;
-    for (size_t f = 0; f < NTAILSET; f++) {
-        size_t l = strlen(tree) + strlen(tail_settings[f]) + 4;
-        if (!(v[nv] = malloc(l)))
-            goto oom;
-        snprintf(v[nv++], l, "%.*s[%s]%s", (int)t1, tree, tail_settings[f], tree + t1);
-    }
+    if (add_settings(tree, t1, tail_settings, NTAILSET, v, &nv))
+        goto oom;
     /* nested bodies (blocks of 8, then of 4, then single terms carried):
      * the settings on the innermost tail alone */
     size_t u0 = t0, u1 = t1, y0, y1, w0, w1;
@@ -327,13 +327,8 @@ static size_t tree_variants(const char *tree, char *v[NVARIANTS])
         u0 = w0;
         u1 = w1;
     }
-    if (u0 != t0)
-        for (size_t f = 0; f < NTAILSET; f++) {
-            size_t l = strlen(tree) + strlen(tail_settings[f]) + 4;
-            if (!(v[nv] = malloc(l)))
-                goto oom;
-            snprintf(v[nv++], l, "%.*s[%s]%s", (int)u1, tree, tail_settings[f], tree + u1);
-        }
+    if (u0 != t0 && add_settings(tree, u1, tail_settings, NTAILSET, v, &nv))
+        goto oom;
     if (memchr(tree + x0, '@', c1 - x0) || memchr(tree + x0, '[', c1 - x0))
         return nv;
     for (size_t f = 0; f < NBODY32; f++) {
@@ -845,9 +840,7 @@ static nx_status disambiguate(rv_kernel *k, const rv_opts *o, rv_result *res, co
     size_t n = o->n;
     if (res->induce == RV_INDUCE_HOLDS || res->induce == RV_INDUCE_RENAMED)
         n = res->induce_n; /* 3 mod 8: a remainder of 3 or more for every power-of-two width */
-    size_t rows = RV_DISAMBIG_ROWS, cap = ((size_t)1 << 22) / n;
-    if (k->max_rows == 1) /* one row a call (rv_one_row): a call per row */
-        rows = RV_DISAMBIG_ROWS / 4;
+    size_t rows = o->disambig_rows ? o->disambig_rows : RV_DISAMBIG_ROWS, cap = ((size_t)1 << 22) / n;
     if (rows > cap)
         rows = cap ? cap : 1;
     double *a = malloc(rows * n * sizeof *a), *b = malloc(rows * n * sizeof *b), *y = malloc(rows * sizeof *y),
@@ -1098,6 +1091,8 @@ static nx_status confirm(rv_kernel *k, const char *point, size_t n, size_t crows
     double *a = malloc(crows * n * sizeof *a), *b = malloc(crows * n * sizeof *b), *y = malloc(crows * sizeof *y),
            *z = malloc(crows * sizeof *z);
     nx_status st = NX_OK;
+    nx_point pt;
+    int parsed = 0;
     if (!a || !b || !y || !z) {
         st = nx_err_set(err, NX_ENOMEM, "out of memory");
         goto out;
@@ -1105,12 +1100,20 @@ static nx_status confirm(rv_kernel *k, const char *point, size_t n, size_t crows
     /* rows never seen by the search at n, and different at each length */
     rand_rows(k->in_fmt, crows, n, (seed ? seed : 0x7265766561ULL) ^ salt ^ (uint64_t)n * 0x9e37ULL, a, b);
     shared_b(k, crows, n, b);
+    nx_err pe = {0};
+    if (pt_from_text(point, "revealed point", &pt, &pe)) {
+        if (why && whylen)
+            snprintf(why, whylen, "%s", pe.msg);
+        goto out;
+    }
+    parsed = 1;
     for (size_t r = 0; r < crows; r += batch) {
         size_t m = crows - r < batch ? crows - r : batch;
         if ((st = rv_call(k, m, n, a + r * n, b + r * n, y + r, err)))
             goto out;
-        nx_err pe = {0};
-        if (eval_point(point, k->in_fmt, m, n, a + r * n, b + r * n, z + r, &pe)) {
+        /* evaluated as a batch of m rows: selectors over R see the kernel's */
+        nx_rows in = {m, k->in_fmt, a + r * n, k->in_fmt, b + r * n, NX_FP64, NULL};
+        if (nx_point_reduce(&pt, &in, n, 1, NX_ENGINE_FAST, 0, z + r, &pe)) {
             if (why && whylen)
                 snprintf(why, whylen, "%s", pe.msg);
             goto out;
@@ -1119,6 +1122,8 @@ static nx_status confirm(rv_kernel *k, const char *point, size_t n, size_t crows
     for (size_t r = 0; r < crows; r++)
         *ok += same_bits(y[r], z[r]);
 out:
+    if (parsed)
+        nx_point_free(&pt);
     free(a);
     free(b);
     free(y);

@@ -6,7 +6,10 @@
  * of the account goes to the caller's rv_say. */
 #include "reveal.h"
 
+#include "nx_point.h"
 #include "nx_sbuf.h"
+#include "nx_select.h"
+#include "point_toml.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -297,228 +300,94 @@ nx_status rv_generalise(rv_kernel *k, const rv_opts *o, const size_t *lens, size
 
 /* --- one row a call (docs/reveal.md "One row a call") -------------------- */
 
-/* One entry `key = value` of an inline table: spans of the text. */
-typedef struct tbl_ent {
-    const char *k, *v;
-    size_t kl, vl;
-} tbl_ent;
-
-#define TBL_MAX 64
-
-/* The end of the value at s (a string, array, inline table or bare
- * word): the first ',' or closing bracket at depth 0 outside strings; NULL
- * where the text ends first. */
-static const char *value_end(const char *s)
-{
-    int depth = 0;
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\'') {
-            char q = *s;
-            for (s++; *s && *s != q; s++)
-                if (q == '"' && *s == '\\' && s[1])
-                    s++;
-            if (!*s)
-                return NULL;
-        } else if (*s == '[' || *s == '{')
-            depth++;
-        else if (*s == ']' || *s == '}') {
-            if (depth == 0)
-                return s;
-            depth--;
-        } else if (*s == ',' && depth == 0)
-            return s;
-    }
-    return NULL;
-}
-
-static const char *skip_blank(const char *s)
-{
-    while (*s == ' ' || *s == '\t')
-        s++;
-    return s;
-}
-
-/* The entries of the inline table at s into e[0 .. *ne); the text after
- * its closing brace into *end.  0 on success. */
-static int tbl_split(const char *s, tbl_ent *e, size_t *ne, const char **end)
-{
-    *ne = 0;
-    s = skip_blank(s);
-    if (*s++ != '{')
-        return -1;
-    for (;;) {
-        s = skip_blank(s);
-        if (*s == '}' && *ne == 0)
-            break;
-        const char *k = s;
-        while ((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '_' ||
-               *s == '-')
-            s++;
-        if (s == k || *ne == TBL_MAX)
-            return -1;
-        size_t kl = (size_t)(s - k);
-        s = skip_blank(s);
-        if (*s++ != '=')
-            return -1;
-        s = skip_blank(s);
-        const char *v = s, *ve = value_end(s);
-        if (!ve || ve == v)
-            return -1;
-        size_t vl = (size_t)(ve - v);
-        while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t'))
-            vl--;
-        e[(*ne)++] = (tbl_ent){k, v, kl, vl};
-        s = ve;
-        if (*s == ',') {
-            s++;
-            continue;
-        }
-        if (*s != '}')
-            return -1;
-        break;
-    }
-    *end = s + 1;
-    return 0;
-}
-
-static int key_is(const tbl_ent *e, const char *key)
-{
-    return e->kl == strlen(key) && !memcmp(e->k, key, e->kl);
-}
-
-static const tbl_ent *find_key(const tbl_ent *e, size_t ne, const char *key)
-{
-    for (size_t i = 0; i < ne; i++)
-        if (key_is(&e[i], key))
-            return &e[i];
-    return NULL;
-}
-
-/* ", key = value" for every entry of e but those named skip (and, with
- * over, those over sets too). */
-static void add_entries(nx_sbuf *b, const tbl_ent *e, size_t ne, const char *skip, const tbl_ent *over, size_t nover,
-                        int *first)
-{
-    for (size_t i = 0; i < ne; i++) {
-        if (key_is(&e[i], skip) || key_is(&e[i], "rows"))
-            continue;
-        int shadowed = 0;
-        for (size_t j = 0; j < nover && !shadowed; j++)
-            shadowed = over[j].kl == e[i].kl && !memcmp(over[j].k, e[i].k, e[i].kl);
-        if (shadowed)
-            continue;
-        nx_sbuf_printf(b, "%s", *first ? "" : ", ");
-        *first = 0;
-        nx_sbuf_put(b, e[i].k, e[i].kl);
-        nx_sbuf_printf(b, "%s", " = ");
-        nx_sbuf_put(b, e[i].v, e[i].vl);
-    }
-}
-
 char *rv_join_one_row(const char *point, const char *one_row, nx_err *err)
 {
-    tbl_ent m[TBL_MAX], o[TBL_MAX], c[TBL_MAX];
-    size_t nm, no, nc;
-    const char *end;
-    if (tbl_split(point, m, &nm, &end) || *skip_blank(end)) {
-        nx_err_set(err, NX_EINVAL, "the point is not one inline table: %s", point);
+    nx_point m, o;
+    if (pt_from_text(point, "point", &m, err))
+        return NULL;
+    if (pt_from_text(one_row, "one-row point", &o, err)) {
+        nx_point_free(&m);
         return NULL;
     }
-    if (tbl_split(one_row, o, &no, &end) || *skip_blank(end)) {
-        nx_err_set(err, NX_EINVAL, "the one-row point is not one inline table: %s", one_row);
-        return NULL;
-    }
-    if (find_key(m, nm, "grid") || find_key(o, no, "grid")) {
+    char *out = NULL;
+    size_t nc = o.nclasses + 1 + m.nclasses, k = 0;
+    nx_rowclass *cl = NULL;
+    if (m.grid_m || o.grid_m) {
         nx_err_set(err, NX_EUNSUPPORTED, "a point with a grid takes no class of R = 1 here");
-        return NULL;
+        goto done;
     }
-    nx_sbuf b = {0};
-    int first = 1;
-    nx_sbuf_printf(&b, "%s", "{ ");
-    add_entries(&b, m, nm, "", NULL, 0, &first);
-    nx_sbuf_printf(&b, "%s", first ? "rows = [" : ", rows = [");
-    /* the one-row path's own classes (size classes), each under R == 1 */
-    const tbl_ent *orows = find_key(o, no, "rows");
-    if (orows) {
-        const char *s = skip_blank(orows->v);
-        if (*s++ != '[')
-            goto malformed;
-        for (;;) {
-            s = skip_blank(s);
-            if (*s == ']')
-                break;
-            if (tbl_split(s, c, &nc, &end))
-                goto malformed;
-            const tbl_ent *sel = find_key(c, nc, "select");
-            if (!sel || sel->vl < 2 || sel->v[0] != '"' || sel->v[sel->vl - 1] != '"')
-                goto malformed;
-            nx_sbuf_printf(&b, "%s", "{ select = \"R == 1 && (");
-            nx_sbuf_put(&b, sel->v + 1, sel->vl - 2);
-            nx_sbuf_printf(&b, "%s", ")\"");
-            int f = 0;
-            add_entries(&b, o, no, "select", c, nc, &f);
-            add_entries(&b, c, nc, "select", NULL, 0, &f);
-            nx_sbuf_printf(&b, "%s", " }, ");
-            s = skip_blank(end);
-            if (*s == ',')
-                s++;
-        }
+    if (!(cl = calloc(nc, sizeof *cl)))
+        goto oom;
+    /* the one-row path's own classes (size classes), each under R == 1,
+     * then the path itself, then the point's own classes: a class of the
+     * batches may be true at R = 1 (r >= R - R % 4 picks row 0) */
+    for (size_t i = 0; i <= o.nclasses; i++, k++) {
+        nx_sbuf sb = {0};
+        if (i < o.nclasses)
+            nx_sbuf_printf(&sb, "R == 1 && (%s)", o.classes[i].select);
+        else
+            nx_sbuf_printf(&sb, "R == 1");
+        if (!(cl[k].select = nx_sbuf_take(&sb)))
+            goto oom;
+        if (nx_select_parse(cl[k].select, "select", &cl[k].sel, err))
+            goto done;
+        if (i < o.nclasses) {
+            cl[k].pt = o.classes[i].pt; /* moved: a class is a whole point */
+            o.classes[i].pt = NULL;
+        } else if (!(cl[k].pt = calloc(1, sizeof *cl[k].pt)))
+            goto oom;
+        else if (nx_point_copy_base(&o, cl[k].pt, err))
+            goto done;
     }
-    nx_sbuf_printf(&b, "%s", "{ select = \"R == 1\"");
-    int f = 0;
-    add_entries(&b, o, no, "select", NULL, 0, &f);
-    nx_sbuf_printf(&b, "%s", " }");
-    /* then the point's own classes, as they were */
-    const tbl_ent *mrows = find_key(m, nm, "rows");
-    if (mrows) {
-        const char *s = skip_blank(mrows->v);
-        size_t l = mrows->vl - (size_t)(s - mrows->v);
-        if (l < 2 || s[0] != '[' || s[l - 1] != ']')
-            goto malformed;
-        const char *in = skip_blank(s + 1);
-        size_t il = (size_t)(s + l - 1 - in);
-        while (il && in[il - 1] == ' ')
-            il--;
-        if (il) {
-            nx_sbuf_printf(&b, "%s", ", ");
-            nx_sbuf_put(&b, in, il);
-        }
+    for (size_t i = 0; i < m.nclasses; i++)
+        cl[k++] = m.classes[i];
+    free(m.classes);
+    m.classes = cl;
+    m.nclasses = nc;
+    cl = NULL;
+    if (!(out = nx_point_print(&m)))
+        goto oom;
+    goto done;
+oom:
+    nx_err_set(err, NX_ENOMEM, "out of memory");
+done:
+    if (cl) { /* the classes built so far, freed as a point's */
+        nx_point part = {0};
+        part.classes = cl;
+        part.nclasses = k + 1 < nc ? k + 1 : nc;
+        nx_point_free(&part);
     }
-    nx_sbuf_printf(&b, "%s", "] }");
-    char *out = nx_sbuf_take(&b);
-    if (!out)
-        nx_err_set(err, NX_ENOMEM, "out of memory");
+    nx_point_free(&m);
+    nx_point_free(&o);
     return out;
-malformed:
-    free(nx_sbuf_take(&b));
-    nx_err_set(err, NX_EINVAL, "a point's rows are not an array of inline tables with a select string");
-    return NULL;
 }
 
 nx_status rv_one_row(rv_kernel *k, const rv_opts *o, size_t n, const char *point, rv_reveal_fn reveal_fn, void *ctx,
-                     const rv_say *say, size_t *ok1, int *joined, char **out, nx_err *err)
+                     const rv_say *say, char **out, nx_err *err)
 {
-    *joined = 0;
     *out = NULL;
-    size_t r1 = RV_ONE_ROW_ROWS;
+    size_t r1 = RV_ONE_ROW_ROWS, ok1 = 0;
     char why[512];
-    nx_status st = rv_confirm_one_row(k, point, n, r1, o->seed, ok1, why, sizeof why, err);
+    nx_status st = rv_confirm_one_row(k, point, n, r1, o->seed, &ok1, why, sizeof why, err);
     if (st)
         return st;
     sayf(say, "rows: at R = 1 (one row a call, not probed) the point reproduced %zu of %zu fresh random rows at n = "
               "%zu%s%s",
-         *ok1, r1, n, why[0] ? ": " : "", why);
+         ok1, r1, n, why[0] ? ": " : "", why);
     char *one = NULL, *pt = NULL;
-    if (*ok1 != r1 && reveal_fn) {
+    if (ok1 != r1 && reveal_fn) {
         size_t calls0 = k->calls, probes0 = k->probes;
         sayf(say, "rows: one row a call takes another path, which the batches never reach: revealed below with every "
                   "row a call of its own");
         size_t keep = k->max_rows;
         k->max_rows = 1;
-        /* a call per row: a quarter of the default confirmation rows */
+        /* a call per row: a quarter of the default confirmation and
+         * disambiguation rows */
         rv_opts o1 = *o;
         if (!o1.confirm_rows)
             o1.confirm_rows = RV_ONE_ROW_CONFIRM;
+        if (!o1.disambig_rows)
+            o1.disambig_rows = RV_ONE_ROW_DISAMBIG;
         st = reveal_fn(k, &o1, ctx, &one, err);
         k->max_rows = keep;
         if (st)
@@ -551,10 +420,9 @@ nx_status rv_one_row(rv_kernel *k, const rv_opts *o, size_t n, const char *point
             if (ok != r1 || okb != rows) {
                 free(pt);
                 pt = NULL;
-            } else
-                *joined = 1;
+            }
         }
-        if (!*joined)
+        if (!pt)
             sayf(say, "rows: the one-row path is not revealed (above): the point below holds for batches of the "
                       "probed kind only");
     }

@@ -1352,7 +1352,6 @@ static void parts_form(const rv_tree *t, size_t n, search *s)
         return;
     int *lo = malloc(t->count * sizeof *lo), *hi = malloc(t->count * sizeof *hi);
     int *part = malloc(n * sizeof *part);
-
     size_t np = 0;
     if (!lo || !hi || !part || spans(t, lo, hi) || lo[t->root] != 0)
         goto out;
@@ -1386,7 +1385,6 @@ static void parts_form(const rv_tree *t, size_t n, search *s)
             parts_try(t, s, part + q, j - q + 1, (size_t)bmin, B, lo, hi);
     }
 out:
-
     free(lo);
     free(hi);
     free(part);

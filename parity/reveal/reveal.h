@@ -173,6 +173,7 @@ typedef struct rv_opts {
     int verbose;            /* progress on stderr */
     size_t fit_rows;        /* random rows for the arithmetic (default RV_DEFAULT_ROWS) */
     size_t confirm_rows;    /* fresh rows for the confirmation (default 1000) */
+    size_t disambig_rows;   /* random rows that decide among points that fit alike (default 4000) */
     unsigned long long seed;
     int order_only;
     int no_induce;          /* the order at n alone (no induction) */
@@ -304,25 +305,24 @@ nx_status rv_generalise(rv_kernel *k, const rv_opts *o, const size_t *lens, size
 /* One row a call (docs/reveal.md "One row a call"): point, revealed from
  * batches of many rows, joined with one_row, the point revealed with every
  * row sent alone (k->max_rows = 1), as classes selected by `R == 1` ahead
- * of point's own (one_row's size classes as `R == 1 && (SEL)`, each with
- * one_row's keys under the class's).  Malloc'd; NULL with err set where a
- * text is not an inline table or either point has a grid. */
+ * of point's own (one_row's size classes as `R == 1 && (SEL)`), printed
+ * canonically.  Malloc'd; NULL with err set where a text is not a point or
+ * either has a grid. */
 char *rv_join_one_row(const char *point, const char *one_row, nx_err *err);
 /* The point held at R = 1 (RV_ONE_ROW_ROWS fresh rows at n, one a call;
  * said as `rows: at R = 1 ...`), and, where it fails, its one-row path
- * revealed by reveal_fn (called with k->max_rows = 1; it returns the
- * point that holds at every length it was asked for, malloc'd, or NULL)
- * and joined (rv_join_one_row), the joined point confirmed one row a call
- * and in batches of o's size.  *out: the point to report (malloc'd):
- * point itself where it holds at R = 1 or the one-row path is not
- * revealed (*joined 0; *ok1 the rows of 64 it reproduced), else the
- * joined point (*joined 1). */
-#define RV_ONE_ROW_CONFIRM 250 /* the one-row path's confirmation rows (default) */
+ * revealed by reveal_fn (called with k->max_rows = 1 and o's confirmation
+ * and disambiguation rows a quarter of their defaults unless set; it
+ * returns the point that holds at every length it was asked for, malloc'd,
+ * or NULL) and joined (rv_join_one_row), the joined point confirmed one
+ * row a call and in one batch.  *out: the point to report (malloc'd), the
+ * joined one, or point itself where it holds at R = 1 or the one-row path
+ * is not revealed (said). */
+#define RV_ONE_ROW_CONFIRM 250  /* the one-row path's confirmation rows (default) */
+#define RV_ONE_ROW_DISAMBIG 1000 /* and its disambiguation rows (default) */
 typedef nx_status (*rv_reveal_fn)(rv_kernel *k, const rv_opts *o, void *ctx, char **point, nx_err *err);
 nx_status rv_one_row(rv_kernel *k, const rv_opts *o, size_t n, const char *point, rv_reveal_fn reveal_fn, void *ctx,
-                     const rv_say *say, size_t *ok1, int *joined, char **out, nx_err *err);
+                     const rv_say *say, char **out, nx_err *err);
 
-/* Both; NX_OK with res->point NULL when no point was found. */
-nx_status rv_reveal(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err *err);
 
 #endif
