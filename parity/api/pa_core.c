@@ -237,6 +237,20 @@ void pa_reduce_out_free(pa_reduce_out *o)
     memset(o, 0, sizeof *o);
 }
 
+
+/* Every row class keeps the point's out format: the rows are one tensor y
+ * (docs/numerics.md §4.3); `reduce` and `check --numerics` both hold it. */
+static nx_status classes_one_out(const nx_point *pt, nx_err *err)
+{
+    for (size_t k = 0; k < pt->nclasses; k++)
+        if (nx_point_out(pt->classes[k].pt) != nx_point_out(pt))
+            return nx_err_set(err, NX_EINVAL,
+                              "--numerics: key 'rows[%zu]': out = \"%s\" differs from the point's \"%s\": the rows "
+                              "are one tensor y of one format",
+                              k, nx_format(nx_point_out(pt->classes[k].pt))->name, nx_format(nx_point_out(pt))->name);
+    return NX_OK;
+}
+
 nx_status pa_reduce(const nx_point *pt, const char *inp, const st_file *in, nx_engine_kind engine, size_t check,
                     int threads, int whole, pa_reduce_out *o, nx_err *err)
 {
@@ -284,13 +298,8 @@ nx_status pa_reduce(const nx_point *pt, const char *inp, const st_file *in, nx_e
     int mpfr = engine == NX_ENGINE_MPFR;
     if (pt->nclasses) {
         /* row classes (docs/numerics.md §4.3): one program per class */
-        for (size_t k = 0; k < pt->nclasses; k++)
-            if (nx_point_out(pt->classes[k].pt) != nx_point_out(pt))
-                return nx_err_set(err, NX_EINVAL,
-                                  "--numerics: key 'rows[%zu]': out = \"%s\" differs from the point's \"%s\": the "
-                                  "rows are one tensor y of one format",
-                                  k, nx_format(nx_point_out(pt->classes[k].pt))->name,
-                                  nx_format(nx_point_out(pt))->name);
+        if ((st = classes_one_out(pt, err)))
+            return st;
         if (whole > 1)
             return nx_err_set(err, NX_EINVAL,
                               "--report: points with row classes are not supported by the report yet");
@@ -355,6 +364,8 @@ nx_status pa_check_prepare(const nx_point *pt, const char *inp, const st_file *i
     o->rows = (size_t)ta->shape[0];
     o->n = (size_t)ta->shape[1];
     o->pt = pt;
+    if ((st = classes_one_out(pt, err)))
+        return st;
     if ((st = nx_program_build(pt, o->n, tb != NULL, &o->prog, err))) {
         nx_err_prefix(err, "--numerics");
         return st;

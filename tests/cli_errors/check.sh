@@ -71,6 +71,7 @@ option --json needs a value                                  | check --numerics 
 --json dir.st: is not a regular file                         | check --numerics "$PT" --in in.st --out y.st --json dir.st
 --numerics:1:2:                                              | check --numerics '{' --in in.st --out y.st --json w/j.json
 --numerics: row classes with an 'atomic' tree (rows[0]      | check --numerics '{ rows = [{ select = "r < 1", tree = "split(2, seq, atomic)" }] }' --in in.st --out y.st --json w/j.json
+--numerics: key 'rows[0]': out = "bf16" differs from the point's "fp32" | check --numerics '{ rows = [{ select = "R == 1", out = "bf16" }] }' --in in.st --out y.st --json w/j.json
 none.st: cannot open                                         | check --numerics "$PT" --in none.st --out y.st --json w/j.json
 none.st: cannot open                                         | check --numerics "$PT" --in in.st --out none.st --json w/j.json
 i32.st: tensor 'a': dtype I32 is not a number format         | check --numerics "$PT" --in i32.st --out y.st --json w/j.json
