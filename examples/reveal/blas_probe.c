@@ -17,7 +17,11 @@
  *                       trans 'N'), row r of A being a_r and x = b (or as
  *                       sgemv_t's, premultiplied, when the b differ)
  *   sgemm               output r of column 0 of C = A B, A as sgemv_n's,
- *                       B of n x 3 with every column b (or ones)
+ *                       B of n x 3 with every column b (or ones); under
+ *                       `reveal --grid M,N` (PARITY_GRID=M,N) the whole
+ *                       M x N output of C = A B, output r = i * N + j,
+ *                       A's row i read from row i * N's a and B's column j
+ *                       from row j's b (docs/reveal.md "Grid classes")
  *
  *   cc -O2 -I parity/reveal examples/reveal/blas_probe.c -o blas_probe -ldl */
 #define PARITY_PROBE_MAIN
@@ -46,6 +50,36 @@ static int kernel(parity_probe *p)
     const float *a = p->a, *b = p->b;
     float *y = p->y;
     int n = (int)p->n, one = 1;
+    const char *g = getenv("PARITY_GRID");
+    unsigned long gm, gn;
+    char gt;
+    if (sgemm && g && sscanf(g, "%lu,%lu%c", &gm, &gn, &gt) == 2) {
+        if (gm * gn != p->rows)
+            return 1;
+        int m = (int)gm, nc = (int)gn;
+        float *A = malloc(gm * p->n * sizeof *A), *B = malloc(p->n * gn * sizeof *B), *C = malloc(gm * gn * sizeof *C);
+        if (!A || !B || !C) {
+            free(A);
+            free(B);
+            free(C);
+            return 1;
+        }
+        for (size_t i = 0; i < gm; i++) /* column major, lda = M */
+            for (size_t k = 0; k < p->n; k++)
+                A[i + k * gm] = a[i * gn * p->n + k];
+        for (size_t j = 0; j < gn; j++) /* ldb = n */
+            memcpy(B + j * p->n, b + j * p->n, p->n * sizeof *B);
+        const float alpha = 1, beta = 0;
+        sgemm("N", "N", &m, &nc, &n, &alpha, A, &m, B, &n, &beta, C, &m);
+        for (size_t i = 0; i < gm; i++)
+            for (size_t j = 0; j < gn; j++)
+                y[i * gn + j] = C[i + j * gm];
+        free(A);
+        free(B);
+        free(C);
+        p->y_dtype = "F32";
+        return 0;
+    }
     if (sgemv || sgemm) {
         int m = (int)p->rows, nc = 3;
         float *A = malloc(p->rows * p->n * sizeof *A), *x = malloc(p->n * nc * sizeof *x);

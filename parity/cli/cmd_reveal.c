@@ -19,7 +19,8 @@
 static const char usage[] =
     "usage: parity reveal (--exec 'CMD {in} {out}' | --serve CMD | --dlopen LIB.so:SYMBOL\n"
     "                      | --simulate POINT) --n N[,N2,...] [--dtype D] [--order-only]\n"
-    "                      [--shared-b] [--rows R] [--confirm R] [--seed S] [--space SPEC] [-v]\n"
+    "                      [--shared-b | --grid M,N] [--rows R] [--confirm R] [--seed S]\n"
+    "                      [--space SPEC] [-v]\n"
     "                      [--timeout S]\n"
     "                      [--html FILE]\n"
     "\n"
@@ -52,6 +53,13 @@ static const char usage[] =
     "                 outputs): every call's rows share b (the order's probes\n"
     "                 as (a*b, 1), exact; the arithmetic on random rows only;\n"
     "                 F32, BF16 or F64 inputs)\n"
+    "  --grid M,N     the kernel is a gemm: every call is one M x N output, row\n"
+    "                 r = i*N + j holding A's row i as a and B's column j as b\n"
+    "                 (the same a along each i, the same b down each j; the\n"
+    "                 kernel reads M,N from the environment variable\n"
+    "                 PARITY_GRID).  Row classes are named over i and j (edge\n"
+    "                 rows and columns of a tile) and the point holds\n"
+    "                 grid = [M, N]; --rows is M*N; no call of one row\n"
     "  --rows R       random rows the arithmetic is fitted to, and the batch of\n"
     "                 rows whose every index a probe is run at when rows\n"
     "                 differ by their index (row classes; default 255,\n"
@@ -361,6 +369,7 @@ int cmd_reveal(int argc, char **argv)
 {
     const char *exec = NULL, *serve = NULL, *dl = NULL, *sim = NULL, *nstr = NULL, *dtype = "F32";
     const char *rows_s = NULL, *conf_s = NULL, *seed_s = NULL, *html = NULL, *space_s = NULL, *timeout_s = NULL;
+    const char *grid_s = NULL;
     int bad = 0, order_only = 0, verbose = 0, shared = 0;
     for (int i = 1; i < argc; i++) {
         if (cli_flag(argv, i, "--help") || cli_flag(argv, i, "-h")) {
@@ -376,7 +385,8 @@ int cmd_reveal(int argc, char **argv)
             cli_opt(argc, argv, &i, "--n", &nstr, &bad) || cli_opt(argc, argv, &i, "--dtype", &dtype, &bad) ||
             cli_opt(argc, argv, &i, "--rows", &rows_s, &bad) || cli_opt(argc, argv, &i, "--confirm", &conf_s, &bad) ||
             cli_opt(argc, argv, &i, "--seed", &seed_s, &bad) || cli_opt(argc, argv, &i, "--html", &html, &bad) ||
-            cli_opt(argc, argv, &i, "--space", &space_s, &bad) || cli_opt(argc, argv, &i, "--timeout", &timeout_s, &bad))
+            cli_opt(argc, argv, &i, "--space", &space_s, &bad) || cli_opt(argc, argv, &i, "--timeout", &timeout_s, &bad) ||
+            cli_opt(argc, argv, &i, "--grid", &grid_s, &bad))
             continue;
         if (cli_flag(argv, i, "--order-only")) {
             order_only = 1;
@@ -426,6 +436,44 @@ int cmd_reveal(int argc, char **argv)
     if (rows_s && (v = cli_long("reveal", "--rows", rows_s, 1, 1L << 20)) < 0)
         return EXIT_INPUT;
     o.fit_rows = rows_s ? (size_t)v : 0;
+    size_t gm = 0, gn = 0;
+    if (grid_s) {
+        char *e1, *e2 = NULL;
+        errno = 0;
+        unsigned long long m = strtoull(grid_s, &e1, 10), nn = *e1 == ',' ? strtoull(e1 + 1, &e2, 10) : 0;
+        if (errno || !isdigit((unsigned char)grid_s[0]) || *e1 != ',' || !isdigit((unsigned char)e1[1]) || *e2 ||
+            m < 1 || nn < 1 || m > 65536 || nn > 65536 || m * nn < 2 || m * nn > (1ULL << 20)) {
+            cli_error("reveal", "--grid: '%s' is not M,N (two positive integers, 2 to 1048576 outputs in all)",
+                      grid_s);
+            return EXIT_INPUT;
+        }
+        gm = (size_t)m;
+        gn = (size_t)nn;
+        if (shared) {
+            cli_error("reveal", "--grid and --shared-b: give one (a gemv is a grid of M x 1)");
+            return EXIT_INPUT;
+        }
+        if (rows_s && o.fit_rows != gm * gn) {
+            cli_error("reveal", "--rows %zu: a grid kernel's batch is its M x N = %zu outputs", o.fit_rows, gm * gn);
+            return EXIT_INPUT;
+        }
+        for (size_t q = 0; q < nlens; q++)
+            if (gm * gn * lens[q] > ((size_t)1 << 24)) {
+                cli_error("reveal", "--grid %s at n = %zu: one call would hold %zu terms, more than 2^24", grid_s,
+                          lens[q], gm * gn * lens[q]);
+                return EXIT_INPUT;
+            }
+        o.fit_rows = gm * gn;
+        /* the kernel learns its grid from the environment (every backend:
+         * a child inherits it, a library reads it in process) */
+        char env[64];
+        snprintf(env, sizeof env, "%zu,%zu", gm, gn);
+        if (setenv("PARITY_GRID", env, 1)) {
+            cli_error("reveal", "--grid: cannot set PARITY_GRID: %s", strerror(errno));
+            return EXIT_INPUT;
+        }
+    } else
+        unsetenv("PARITY_GRID"); /* a kernel never sees a grid reveal did not set */
     if (conf_s && (v = cli_long("reveal", "--confirm", conf_s, 1, 1L << 20)) < 0)
         return EXIT_INPUT;
     o.confirm_rows = conf_s ? (size_t)v : 0;
@@ -481,6 +529,8 @@ int cmd_reveal(int argc, char **argv)
     }
     k->timeout_s = timeout;
     k->shared_b = shared;
+    k->grid_m = gm;
+    k->grid_n = gn;
     rv_result res = {0};
     char *pt = NULL;
     int rc = reveal_lengths(k, &o, lens, nlens, order_only, "", &res, &pt, &err);

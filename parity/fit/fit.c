@@ -547,6 +547,110 @@ static void axsel_text(const axsel *s, char x, char L, char *buf, size_t cap)
         snprintf(buf, cap, "%c %% %d >= %d", x, s->P, s->k);
 }
 
+/* A selector of the grid families above that names one class of cells:
+ * true at every cell with want[], false at every cell with neither want[]
+ * nor claimed[] (cells of classes listed before it: first true wins).
+ * Rows alone, columns alone, then `A || B` (an edge row or an edge
+ * column), then `A && B` (a corner); each axis's sets in list order. */
+static int sel_ok(const unsigned char *want, const unsigned char *claimed, long M, long N, const axsel *A,
+                  const axsel *B, int both)
+{
+    for (long i = 0; i < M; i++)
+        for (long j = 0; j < N; j++) {
+            size_t c = (size_t)(i * N + j);
+            int ia = A ? A->in[i] : 0, jb = B ? B->in[j] : 0;
+            int s = both ? ia && jb : ia || jb;
+            if (want[c] ? !s : s && !claimed[c])
+                return 0;
+        }
+    return 1;
+}
+
+char *fit_grid_select(const unsigned char *want, const unsigned char *claimed, long M, long N)
+{
+    axis ai, aj;
+    char buf[160], ta[64], tb[64];
+    int found = 0;
+    if (M <= 0 || N <= 0)
+        return NULL;
+    if (axis_build(&ai, M)) {
+        axis_free(&ai);
+        return NULL;
+    }
+    if (axis_build(&aj, N)) {
+        axis_free(&ai);
+        axis_free(&aj);
+        return NULL;
+    }
+    for (size_t a = 0; a < ai.count && !found; a++)
+        if (sel_ok(want, claimed, M, N, &ai.s[a], NULL, 0)) {
+            axsel_text(&ai.s[a], 'i', 'M', buf, sizeof buf);
+            found = 1;
+        }
+    for (size_t b = 0; b < aj.count && !found; b++)
+        if (sel_ok(want, claimed, M, N, NULL, &aj.s[b], 0)) {
+            axsel_text(&aj.s[b], 'j', 'N', buf, sizeof buf);
+            found = 1;
+        }
+    /* which sets can take part: in `A || B` every row of A lies in the
+     * class (or the claimed cells) whole; in `A && B` A holds every row
+     * the class has a cell in (the same for B, columns) */
+    unsigned char *okA[2] = {calloc(ai.count + 1, 1), calloc(ai.count + 1, 1)};
+    unsigned char *okB[2] = {calloc(aj.count + 1, 1), calloc(aj.count + 1, 1)};
+    if (!okA[0] || !okA[1] || !okB[0] || !okB[1])
+        found = -1;
+    for (size_t a = 0; a < ai.count && found == 0; a++) {
+        int whole = 1, covers = 1;
+        for (long i = 0; i < M; i++) {
+            int full = 1, any = 0;
+            for (long j = 0; j < N; j++) {
+                size_t c = (size_t)(i * N + j);
+                full &= want[c] || claimed[c];
+                any |= want[c];
+            }
+            if (ai.s[a].in[i] && !full)
+                whole = 0;
+            if (!ai.s[a].in[i] && any)
+                covers = 0;
+        }
+        okA[0][a] = (unsigned char)whole;
+        okA[1][a] = (unsigned char)covers;
+    }
+    for (size_t b = 0; b < aj.count && found == 0; b++) {
+        int whole = 1, covers = 1;
+        for (long j = 0; j < N; j++) {
+            int full = 1, any = 0;
+            for (long i = 0; i < M; i++) {
+                size_t c = (size_t)(i * N + j);
+                full &= want[c] || claimed[c];
+                any |= want[c];
+            }
+            if (aj.s[b].in[j] && !full)
+                whole = 0;
+            if (!aj.s[b].in[j] && any)
+                covers = 0;
+        }
+        okB[0][b] = (unsigned char)whole;
+        okB[1][b] = (unsigned char)covers;
+    }
+    for (int both = 0; both <= 1 && !found; both++)
+        for (size_t a = 0; a < ai.count && !found; a++)
+            for (size_t b = 0; b < aj.count && !found; b++)
+                if (okA[both][a] && okB[both][b] && sel_ok(want, claimed, M, N, &ai.s[a], &aj.s[b], both)) {
+                    axsel_text(&ai.s[a], 'i', 'M', ta, sizeof ta);
+                    axsel_text(&aj.s[b], 'j', 'N', tb, sizeof tb);
+                    snprintf(buf, sizeof buf, "%s %s %s", ta, both ? "&&" : "||", tb);
+                    found = 1;
+                }
+    for (int q = 0; q < 2; q++) {
+        free(okA[q]);
+        free(okB[q]);
+    }
+    axis_free(&ai);
+    axis_free(&aj);
+    return found == 1 ? strdup(buf) : NULL;
+}
+
 /* A partition tried: selector (a, b) (-1: no set on that axis) and how
  * well the rows one candidate gets wrong fill it. */
 typedef struct gtry {

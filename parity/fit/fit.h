@@ -129,4 +129,12 @@ void fit_result_free(fit_result *r);
 nx_status fit_run(const fit_pair *pairs, size_t npairs, const fit_space *space, const fit_opts *o, fit_result *res,
                   nx_err *err);
 
+/* A selector over an M x N grid (cell i * N + j) from fit's grid families
+ * (docs/fit.md "Row classes over a grid": edge rows `i >= M - M % P`,
+ * `i % P >= k`, the same over j, N, one axis, `||` or `&&` of one of each)
+ * true at every cell with want[] and false at every cell with neither
+ * want[] nor claimed[] (the cells of classes listed before it); malloc'd,
+ * NULL where none names the class. */
+char *fit_grid_select(const unsigned char *want, const unsigned char *claimed, long M, long N);
+
 #endif

@@ -427,9 +427,15 @@ static nx_status eval_point(const char *text, nx_fmt in, size_t rows, size_t n, 
     nx_status st = pt_from_text(text, "revealed point", &pt, err);
     if (st)
         return st;
-    /* one program per row class, not per row */
-    nx_rows all = {rows, in, a, in, b, NX_FP64, NULL};
-    st = nx_point_reduce(&pt, &all, n, 1, NX_ENGINE_FAST, 0, y, err);
+    /* one program per row class, not per row; a point with a grid (reveal
+     * --grid) holds at M * N rows: batches of that many, one after another */
+    size_t per = rows;
+    if (pt.grid_m > 0 && pt.grid_n > 0 && rows % (size_t)(pt.grid_m * pt.grid_n) == 0)
+        per = (size_t)(pt.grid_m * pt.grid_n);
+    for (size_t r0 = 0; r0 < rows && !st; r0 += per) {
+        nx_rows all = {per, in, a + r0 * n, in, b + r0 * n, NX_FP64, NULL};
+        st = nx_point_reduce(&pt, &all, n, 1, NX_ENGINE_FAST, 0, y + r0, err);
+    }
     nx_point_free(&pt);
     return st;
 }
@@ -623,8 +629,21 @@ static int split_class0(const rv_kernel *k, rv_result *res, const fit_space *sp,
     }
     if (!marked || 2 * marked > in0)
         goto out;
-    char *sel = rv_row_selector(cls, R, 1);
-    if (!sel)
+    char *sel = NULL;
+    if (k->grid_m && k->grid_n) {
+        /* on a grid: its cells among those no class listed before it takes */
+        unsigned char *want = malloc(R), *claimed = malloc(R);
+        if (want && claimed) {
+            for (size_t r = 0; r < R; r++) {
+                want[r] = cls[r] != 0;
+                claimed[r] = res->row_class[r] != 0;
+            }
+            sel = fit_grid_select(want, claimed, (long)k->grid_m, (long)k->grid_n);
+        }
+        free(want);
+        free(claimed);
+    }
+    if (!sel && !(sel = rv_row_selector(cls, R, 1)))
         goto out;
     char *tree = strdup(res->class_tree[0]);
     if (!tree) {
@@ -711,7 +730,9 @@ again:
             size_t bl = strlen(body);
             while (bl && (body[bl - 1] == ' ' || body[bl - 1] == '}'))
                 bl--;
-            if (c == 0)
+            if (c == 0 && k->grid_m && k->grid_n)
+                bad |= appendf(&text, &len, &cap, "{ %.*s, grid = [%zu, %zu]", (int)bl, body, k->grid_m, k->grid_n);
+            else if (c == 0)
                 bad |= appendf(&text, &len, &cap, "{ %.*s", (int)bl, body);
             else
                 bad |= appendf(&text, &len, &cap, "%s{ select = \"%s\", %.*s }", c == 1 ? ", rows = [" : ", ",
@@ -745,6 +766,29 @@ out:
     }
     free(text);
     return st;
+}
+
+/* A grid kernel (--grid M,N): batches of M * N random rows made one
+ * gemm's each, cell (i, j) taking cell (i, 0)'s a and cell (0, j)'s b, so
+ * that each batch is one call (rv_call); rows past the last whole batch
+ * are left. */
+static void grid_rows(const rv_kernel *k, size_t rows, size_t n, double *a, double *b)
+{
+    const size_t M = k->grid_m, N = k->grid_n, MN = M * N;
+    if (!MN)
+        return;
+    for (size_t c = 0; c + MN <= rows; c += MN)
+        for (size_t r = 0; r < MN; r++) {
+            memcpy(a + (c + r) * n, a + (c + (r / N) * N) * n, n * sizeof *a);
+            memcpy(b + (c + r) * n, b + (c + r % N) * n, n * sizeof *b);
+        }
+}
+
+/* Rows rounded up to whole grids of a grid kernel (at least one). */
+static size_t grid_round(const rv_kernel *k, size_t rows)
+{
+    const size_t MN = k->grid_m * k->grid_n;
+    return MN ? (rows + MN - 1) / MN * MN : rows;
 }
 
 /* A kernel that takes one b for every row of a call (--shared-b): row 0's
@@ -905,6 +949,7 @@ static nx_status disambiguate(rv_kernel *k, const rv_opts *o, rv_result *res, co
     /* 2: fresh random rows */
     rand_rows(k->in_fmt, rows, n, seed ^ 0x6469736dULL, a, b);
     shared_b(k, rows, n, b);
+    grid_rows(k, rows, n, a, b);
     if ((st = rv_call(k, rows, n, a, b, y, err)))
         goto free_cands;
     for (size_t i = 0; i < nc; i++) {
@@ -956,7 +1001,8 @@ out:
 
 nx_status rv_reveal_arith(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err *err)
 {
-    size_t n = o->n, rows = o->fit_rows ? o->fit_rows : RV_DEFAULT_ROWS, crows = o->confirm_rows ? o->confirm_rows : 1000;
+    size_t n = o->n, rows = o->fit_rows ? o->fit_rows : RV_DEFAULT_ROWS,
+           crows = grid_round(k, o->confirm_rows ? o->confirm_rows : 1000);
     if (!res->tree_text)
         return nx_err_set(err, NX_EUNSUPPORTED, "the order was not recognised: no tree to fit the arithmetic to");
     size_t calls0 = k->calls, probes0 = k->probes;
@@ -1029,6 +1075,7 @@ nx_status rv_reveal_arith(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err
     /* confirmation on fresh rows */
     rand_rows(k->in_fmt, crows, n, seed ^ 0xc0ffee1234ULL, a, b);
     shared_b(k, crows, n, b);
+    grid_rows(k, crows, n, a, b);
     if ((st = rv_call(k, crows, n, a, b, y, err)) || (st = eval_point(fr.point, k->in_fmt, crows, n, a, b, z, err)))
         goto out;
     size_t okc = 0;
@@ -1088,6 +1135,8 @@ static nx_status confirm(rv_kernel *k, const char *point, size_t n, size_t crows
     *ok = 0;
     if (why && whylen)
         why[0] = 0;
+    if (k->grid_m && k->grid_n) /* whole grids, each evaluated as one */
+        batch = k->grid_m * k->grid_n;
     double *a = malloc(crows * n * sizeof *a), *b = malloc(crows * n * sizeof *b), *y = malloc(crows * sizeof *y),
            *z = malloc(crows * sizeof *z);
     nx_status st = NX_OK;
@@ -1100,6 +1149,7 @@ static nx_status confirm(rv_kernel *k, const char *point, size_t n, size_t crows
     /* rows never seen by the search at n, and different at each length */
     rand_rows(k->in_fmt, crows, n, (seed ? seed : 0x7265766561ULL) ^ salt ^ (uint64_t)n * 0x9e37ULL, a, b);
     shared_b(k, crows, n, b);
+    grid_rows(k, crows, n, a, b);
     nx_err pe = {0};
     if (pt_from_text(point, "revealed point", &pt, &pe)) {
         if (why && whylen)
@@ -1138,6 +1188,9 @@ nx_status rv_confirm_at(rv_kernel *k, const char *point, size_t n, size_t crows,
     size_t cap = ((size_t)1 << 24) / n;
     if (crows > cap)
         crows = cap ? cap : 1;
+    crows = grid_round(k, crows); /* a grid call is within the cap (--grid checks M * N * n) */
+    if (crows > cap && k->grid_m * k->grid_n <= cap)
+        crows = cap / (k->grid_m * k->grid_n) * (k->grid_m * k->grid_n);
     *rows = crows;
     return confirm(k, point, n, crows, crows, 0x6c656e677468ULL, seed, ok, why, whylen, err);
 }

@@ -368,6 +368,12 @@ nx_status rv_one_row(rv_kernel *k, const rv_opts *o, size_t n, const char *point
     *out = NULL;
     size_t r1 = RV_ONE_ROW_ROWS, ok1 = 0;
     char why[512];
+    if (k->grid_m && k->grid_n) {
+        /* a grid kernel's call is one M x N output: there is no call of one row */
+        sayf(say, "rows: a grid kernel (%zu x %zu) is called with %zu rows only: one row a call is not tried",
+             k->grid_m, k->grid_n, k->grid_m * k->grid_n);
+        return (*out = strdup(point)) ? NX_OK : nx_err_set(err, NX_ENOMEM, "out of memory");
+    }
     nx_status st = rv_confirm_one_row(k, point, n, r1, o->seed, &ok1, why, sizeof why, err);
     if (st)
         return st;

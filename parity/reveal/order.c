@@ -18,6 +18,7 @@
  * group) tells "meets inside the group" from "meets above it". */
 #include "reveal.h"
 
+#include "fit.h"
 #include "nx_select.h"
 
 #include <math.h>
@@ -962,14 +963,79 @@ out:
     return st;
 }
 
+/* Grid selectors (k->grid_m x k->grid_n, docs/reveal.md "Grid classes")
+ * for the classes other than top, into sel[] in the order ord[] they are
+ * listed in (first true wins): each names its cells among those no class
+ * before it took (fit_grid_select).  The smaller classes first, else the
+ * larger first where that names more of them (the corner of an edge row
+ * and an edge column goes with either).  A class none names keeps NULL.
+ * -1: out of memory. */
+static int grid_selectors(const rv_kernel *k, const int *cls, const size_t *cnt, size_t ncls, size_t top,
+                          char **sel, size_t *ord)
+{
+    const size_t M = k->grid_m, N = k->grid_n, MN = M * N;
+    unsigned char *want = malloc(MN), *claimed = malloc(MN);
+    size_t *o2 = malloc(ncls * sizeof *o2), m = 0, best = 0;
+    char **s2 = calloc(ncls, sizeof *s2);
+    int rc = 0;
+    if (!want || !claimed || !o2 || !s2) {
+        rc = -1;
+        goto out;
+    }
+    for (size_t c = 0; c < ncls; c++)
+        if (c != top)
+            o2[m++] = c;
+    for (int pass = 0; pass < 2; pass++) {
+        /* insertion sort by count: ascending, then descending */
+        for (size_t x = 1; x < m; x++)
+            for (size_t y = x; y > 0; y--) {
+                size_t p = o2[y - 1], q = o2[y];
+                int swap = pass == 0 ? cnt[q] < cnt[p] : cnt[q] > cnt[p];
+                if (!swap)
+                    break;
+                o2[y - 1] = q;
+                o2[y] = p;
+            }
+        memset(claimed, 0, MN);
+        size_t named = 0;
+        for (size_t x = 0; x < m; x++) {
+            for (size_t c = 0; c < MN; c++)
+                want[c] = cls[c] == (int)o2[x];
+            s2[x] = fit_grid_select(want, claimed, (long)M, (long)N);
+            named += s2[x] != NULL;
+            for (size_t c = 0; c < MN; c++)
+                claimed[c] |= want[c];
+        }
+        if (pass == 0 || named > best) {
+            for (size_t x = 0; x < m; x++) {
+                free(sel[x]);
+                sel[x] = s2[x];
+                ord[x] = o2[x];
+            }
+            best = named;
+        } else
+            for (size_t x = 0; x < m; x++)
+                free(s2[x]);
+        memset(s2, 0, ncls * sizeof *s2);
+        if (best == m)
+            break;
+    }
+out:
+    free(want);
+    free(claimed);
+    free(o2);
+    free(s2);
+    return rc;
+}
+
 /* Whether the selector text holds at row r of R, by the project's own
  * parser and evaluator (-1: it does not parse). */
-static int sel_true(const char *text, size_t r, size_t R)
+static int sel_true(const char *text, size_t r, size_t R, size_t M, size_t N)
 {
     nx_select *sl = NULL;
     nx_err e = {0};
     int v = -1;
-    if (nx_select_parse(text, "select", &sl, &e) == NX_OK && nx_select_eval(sl, (long long)r, (long long)R, 0, 0, 0, &v, &e))
+    if (nx_select_parse(text, "select", &sl, &e) == NX_OK && nx_select_eval(sl, (long long)r, (long long)R, (long long)M, (long long)N, 0, &v, &e))
         v = -1;
     nx_select_free(sl);
     return v;
@@ -1038,6 +1104,9 @@ static nx_status order_by_row(rv_kernel *k, const rv_opts *o, size_t R, rv_resul
     char **br = calloc(R, sizeof *br); /* the bracketing of each class */
     rv_result *cr = calloc(R, sizeof *cr);
     char **osel = NULL;      /* [ncls]: each class's selector */
+    size_t *ord = NULL;      /* the classes in the order they are listed */
+    char **gsel = NULL;      /* grid selectors, in that order */
+    const int grid = k->grid_m && k->grid_n;
     rv_rowprobe *pr = NULL;  /* the kept probe rows */
     size_t ncls = 0;
     size_t calls0 = k->calls, probes0 = k->probes;
@@ -1136,21 +1205,49 @@ static nx_status order_by_row(rv_kernel *k, const rv_opts *o, size_t R, rv_resul
         st = nx_err_set(err, NX_ENOMEM, "out of memory");
         goto out;
     }
+    /* the order the classes are listed in (first true wins): class by
+     * class, or on a grid the order its selectors need */
+    ord = malloc((ncls ? ncls : 1) * sizeof *ord);
+    gsel = calloc(ncls ? ncls : 1, sizeof *gsel);
+    if (!ord || !gsel) {
+        free(one);
+        st = nx_err_set(err, NX_ENOMEM, "out of memory");
+        goto out;
+    }
+    size_t nord = ncls;
     for (size_t c = 0; c < ncls; c++)
-        if (c != top && cr[c].tree_text)
-            osel[c] = rv_row_selector(cls, R, (int)c);
+        ord[c] = c;
+    if (grid) {
+        if (grid_selectors(k, cls, cnt, ncls, top, gsel, ord)) {
+            free(one);
+            st = nx_err_set(err, NX_ENOMEM, "out of memory");
+            goto out;
+        }
+        nord = ncls - 1;
+        for (size_t x = 0; x < nord; x++) {
+            if (cr[ord[x]].tree_text)
+                osel[ord[x]] = gsel[x];
+            else
+                free(gsel[x]);
+            gsel[x] = NULL;
+        }
+    } else
+        for (size_t c = 0; c < ncls; c++)
+            if (c != top && cr[c].tree_text)
+                osel[c] = rv_row_selector(cls, R, (int)c);
     size_t npr = 0;
     for (size_t i = 0; i < v.count; i++)
         if (v.m[i].in)
             pr[npr++] = (rv_rowprobe){v.m[i].in, v.m[i].in + n, v.m[i].y};
     size_t rc0 = k->calls, rp0 = k->probes;
-    if (ncls > 1)
+    if (ncls > 1 && !grid) /* a grid holds at its one R = M * N */
         st = rv_rows_induce(k, n, R, pr, npr, cls, rep, ncls, osel, res->rows_R, &res->rows_nR, err);
     calls0 += k->calls - rc0; /* counted as the row probes' own, below */
     probes0 += k->probes - rp0;
     res->rows_calls = k->calls - rc0;
     res->rows_probes = k->probes - rp0;
-    for (size_t c = 0; c < ncls && !st; c++) {
+    for (size_t q = 0; q < nord && !st; q++) {
+        size_t c = ord[q];
         if (c == top)
             continue;
         if (!cr[c].tree_text) {
@@ -1188,7 +1285,7 @@ static nx_status order_by_row(rv_kernel *k, const rv_opts *o, size_t R, rv_resul
     for (size_t r = 0; r < R && !st; r++) {
         res->row_class[r] = 0;
         for (size_t c = 1; c < res->nclass; c++)
-            if (sel_true(res->class_select[c], r, R) == 1) {
+            if (sel_true(res->class_select[c], r, R, k->grid_m, k->grid_n) == 1) {
                 res->row_class[r] = (int)c;
                 break;
             }
@@ -1221,6 +1318,10 @@ out:
     for (size_t c = 0; osel && c < ncls; c++)
         free(osel[c]);
     free(osel);
+    for (size_t c = 0; gsel && c < ncls; c++)
+        free(gsel[c]);
+    free(gsel);
+    free(ord);
     free(pr);
     return st;
 }

@@ -68,8 +68,173 @@ static nx_status share_b(const rv_kernel *k, size_t rows, size_t n, const double
     return NX_OK;
 }
 
+/* One call of m rows through the kernel, its output format held to the
+ * first call's; `counted` of the rows are the caller's probes. */
+static nx_status call_once(rv_kernel *k, size_t m, size_t n, const double *a, const double *b, double *y,
+                           size_t counted, nx_err *err)
+{
+    int of = -1;
+    nx_status st = k->eval(k, m, n, a, b, y, &of, err);
+    if (st)
+        return st;
+    if (k->out_fmt >= 0 && of != k->out_fmt)
+        return nx_err_set(err, NX_EINVAL, "the kernel changed its output dtype from %s to %s between calls",
+                          nx_format(k->out_fmt)->st_dtype, of >= 0 ? nx_format(of)->st_dtype : "?");
+    k->out_fmt = of;
+    k->calls++;
+    k->probes += counted;
+    return NX_OK;
+}
+
+/* --- a grid kernel (k->grid_m, grid_n): every call one M x N output ------- */
+
+/* Whether the M * N rows are one gemm's: row i * N + j holds row i * N's
+ * a and row j's b. */
+static int grid_factorable(size_t M, size_t N, size_t n, const double *a, const double *b)
+{
+    for (size_t r = 0; r < M * N; r++)
+        if (memcmp(a + r * n, a + (r / N) * N * n, n * sizeof *a) || memcmp(b + r * n, b + (r % N) * n, n * sizeof *b))
+            return 0;
+    return 1;
+}
+
+static uint64_t vec_hash(const double *x, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)x;
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (size_t i = 0; i < n * sizeof *x; i++)
+        h = (h ^ p[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+#define GRID_SCAN 64 /* rows of one grid row's queue looked at per call */
+
+/* The caller's rows through a grid kernel.  Row r goes to cell r mod M *
+ * N = (i, j), so that a caller whose batches are M * N rows sees the
+ * kernel's cells.  Batches that already are gemms (rows replicated at
+ * every cell, random rows drawn as one) go as they are, one call each.
+ * Other rows are packed: a row whose every product is exact in the input
+ * format is sent as (a*b, 1), the same terms (the order's probes), so that
+ * it needs A's row i alone and B's column j of ones; each call takes, for
+ * each grid row i, the first waiting rows of cell row i whose a (and b)
+ * agree with what the call holds there, up to one distinct a per i and one
+ * distinct b per j.  The cells no row uses hold zeros; their answers are
+ * dropped. */
+static nx_status grid_call(rv_kernel *k, size_t rows, size_t n, const double *a, const double *b, double *y,
+                           nx_err *err)
+{
+    const size_t M = k->grid_m, N = k->grid_n, MN = M * N;
+    nx_status st = NX_OK;
+    if (k->max_elems && MN * n > k->max_elems)
+        return nx_err_set(err, NX_EINVAL, "--grid: one call of %zu x %zu outputs of %zu terms is more than %zu elements",
+                          M, N, n, k->max_elems);
+    if (rows % MN == 0) {
+        int all = 1;
+        for (size_t c = 0; c < rows && all; c += MN)
+            all = grid_factorable(M, N, n, a + c * n, b + c * n);
+        if (all) {
+            for (size_t c = 0; c < rows && !st; c += MN)
+                st = call_once(k, MN, n, a + c * n, b + c * n, y + c, MN, err);
+            return st;
+        }
+    }
+    double *ca = malloc(rows * n * sizeof *ca), *cb = malloc(rows * n * sizeof *cb);
+    double *A = malloc(MN * n * sizeof *A), *B = malloc(MN * n * sizeof *B), *Y = malloc(MN * sizeof *Y);
+    double *zero = calloc(n ? n : 1, sizeof *zero);
+    uint64_t *ha = malloc(rows * sizeof *ha), *hb = malloc(rows * sizeof *hb);
+    size_t *order = malloc(rows * sizeof *order), *start = calloc(M + 1, sizeof *start), *cur = malloc(M * sizeof *cur);
+    size_t *placed = malloc(rows * sizeof *placed);
+    long *aset = malloc(M * sizeof *aset), *bset = malloc(N * sizeof *bset);
+    unsigned char *done = calloc(rows ? rows : 1, 1);
+    if (!ca || !cb || !A || !B || !Y || !zero || !ha || !hb || !order || !start || !cur || !placed || !aset || !bset ||
+        !done) {
+        st = nx_err_set(err, NX_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t r = 0; r < rows; r++) {
+        int exact = 1;
+        for (size_t i = 0; i < n && exact; i++) {
+            double p = a[r * n + i] * b[r * n + i];
+            exact = nx_is_member(k->in_fmt, p) && fma(a[r * n + i], b[r * n + i], -p) == 0;
+        }
+        for (size_t i = 0; i < n; i++) {
+            ca[r * n + i] = exact ? a[r * n + i] * b[r * n + i] : a[r * n + i];
+            cb[r * n + i] = exact ? 1 : b[r * n + i];
+        }
+        ha[r] = vec_hash(ca + r * n, n);
+        hb[r] = vec_hash(cb + r * n, n);
+    }
+    /* the rows of each grid row i, in order */
+    for (size_t r = 0; r < rows; r++)
+        start[(r % MN) / N + 1]++;
+    for (size_t i = 0; i < M; i++)
+        start[i + 1] += start[i];
+    memcpy(cur, start, M * sizeof *cur);
+    for (size_t r = 0; r < rows; r++)
+        order[cur[(r % MN) / N]++] = r;
+    memcpy(cur, start, M * sizeof *cur);
+    for (size_t left = rows; left && !st;) {
+        size_t np = 0;
+        for (size_t i = 0; i < M; i++)
+            aset[i] = -1;
+        for (size_t j = 0; j < N; j++)
+            bset[j] = -1;
+        for (size_t i = 0; i < M; i++) {
+            size_t q = cur[i];
+            while (q < start[i + 1] && done[order[q]])
+                q++;
+            cur[i] = q;
+            for (size_t seen = 0; q < start[i + 1] && seen < GRID_SCAN; q++) {
+                size_t p = order[q], j = (p % MN) % N;
+                if (done[p])
+                    continue;
+                seen++;
+                if (aset[i] >= 0 && (ha[aset[i]] != ha[p] || memcmp(ca + aset[i] * n, ca + p * n, n * sizeof *ca)))
+                    continue;
+                if (bset[j] >= 0 && (hb[bset[j]] != hb[p] || memcmp(cb + bset[j] * n, cb + p * n, n * sizeof *cb)))
+                    continue;
+                if (aset[i] < 0)
+                    aset[i] = (long)p;
+                if (bset[j] < 0)
+                    bset[j] = (long)p;
+                done[p] = 1;
+                placed[np++] = p;
+            }
+        }
+        for (size_t c = 0; c < MN; c++) {
+            long pa = aset[c / N], pb = bset[c % N];
+            memcpy(A + c * n, pa >= 0 ? ca + (size_t)pa * n : zero, n * sizeof *A);
+            memcpy(B + c * n, pb >= 0 ? cb + (size_t)pb * n : zero, n * sizeof *B);
+        }
+        if ((st = call_once(k, MN, n, A, B, Y, np, err)))
+            break;
+        for (size_t q = 0; q < np; q++)
+            y[placed[q]] = Y[placed[q] % MN];
+        left -= np;
+    }
+out:
+    free(ca);
+    free(cb);
+    free(A);
+    free(B);
+    free(Y);
+    free(zero);
+    free(ha);
+    free(hb);
+    free(order);
+    free(start);
+    free(cur);
+    free(placed);
+    free(aset);
+    free(bset);
+    free(done);
+    return st;
+}
+
 nx_status rv_call(rv_kernel *k, size_t rows, size_t n, const double *a, const double *b, double *y, nx_err *err)
 {
+    if (k->grid_m && k->grid_n)
+        return grid_call(k, rows, n, a, b, y, err);
     double *ca = NULL, *cb = NULL;
     if (k->shared_b && rows > 1) {
         nx_status st = share_b(k, rows, n, a, b, &ca, &cb, err);
@@ -86,19 +251,9 @@ nx_status rv_call(rv_kernel *k, size_t rows, size_t n, const double *a, const do
         per = k->max_elems / n ? k->max_elems / n : 1;
     if (k->max_rows && per > k->max_rows)
         per = k->max_rows;
-    for (size_t r0 = 0; r0 < rows; r0 += per) {
+    for (size_t r0 = 0; r0 < rows && !st; r0 += per) {
         size_t m = rows - r0 < per ? rows - r0 : per;
-        int of = -1;
-        if ((st = k->eval(k, m, n, a + r0 * n, b + r0 * n, y + r0, &of, err)))
-            break;
-        if (k->out_fmt >= 0 && of != k->out_fmt) {
-            st = nx_err_set(err, NX_EINVAL, "the kernel changed its output dtype from %s to %s between calls",
-                            nx_format(k->out_fmt)->st_dtype, of >= 0 ? nx_format(of)->st_dtype : "?");
-            break;
-        }
-        k->out_fmt = of;
-        k->calls++;
-        k->probes += m;
+        st = call_once(k, m, n, a + r0 * n, b + r0 * n, y + r0, m, err);
     }
     free(ca);
     free(cb);

@@ -48,6 +48,10 @@ struct rv_kernel {
                            process group is killed and the call fails */
     int shared_b;       /* --shared-b: the kernel takes one b for all the rows of a call (a gemv's x, a
                            column of a gemm's B); rv_call sends rows that share b (below) */
+    size_t grid_m, grid_n; /* --grid M,N (0, 0: none): every call is one M x N output of a gemm, row r =
+                              i * N + j holding A's row i as a and B's column j as b, the same a along a row
+                              i and the same b down a column j (docs/reveal.md "Grid classes"); rv_call
+                              places the caller's row r at cell r mod M * N and packs rows into such calls */
 };
 
 #define RV_TIMEOUT_DEFAULT_S 600.0

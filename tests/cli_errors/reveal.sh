@@ -31,9 +31,20 @@ unknown option '--bogus'                                     | $S --n 8 --bogus
 --simulate:1:10: key 'tree': tree:1:1: unknown tree 'frob'   | reveal --simulate '{ tree = "frob" }' --n 8
 --dlopen: expected LIB.so:SYMBOL, got "nolib"                | reveal --dlopen nolib --n 8
 --dlopen: ./nolib.so: cannot open shared object file         | reveal --dlopen ./nolib.so:f --n 8
+option --grid needs a value                                  | $S --n 8 --grid
+--grid: '6' is not M,N                                       | $S --n 8 --grid 6
+--grid: '6,' is not M,N                                      | $S --n 8 --grid 6,
+--grid: '6,10,2' is not M,N                                  | $S --n 8 --grid 6,10,2
+--grid: '0,10' is not M,N                                    | $S --n 8 --grid 0,10
+--grid: '-6,10' is not M,N                                   | $S --n 8 --grid -6,10
+--grid: '1,1' is not M,N                                     | $S --n 8 --grid 1,1
+--grid: '2048,1024' is not M,N                               | $S --n 8 --grid 2048,1024
+--grid and --shared-b: give one                              | $S --n 8 --grid 6,10 --shared-b
+--rows 64: a grid kernel's batch is its M x N = 60 outputs   | $S --n 8 --grid 6,10 --rows 64
+--grid 1024,1024 at n = 64: one call would hold 67108864 terms | $S --n 64 --grid 1024,1024
 EOF
 
 helps <<'EOF'
-reveal --help | --exec --serve --dlopen --simulate --n --dtype --order-only --rows --confirm --seed -v
+reveal --help | --exec --serve --dlopen --simulate --n --dtype --order-only --grid --rows --confirm --seed -v
 EOF
 finish
