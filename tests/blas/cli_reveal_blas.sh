@@ -230,5 +230,28 @@ if [ -n "${CRAFT:-}" ]; then
   done
   rm -rf "$T"
 fi
+# sgemm as a whole gemm (docs/reveal.md "Grid classes"): one 36 x 40 output
+# a call, row classes named over i and j.  netlib's and BLIS's generic
+# sgemm run every output on one path (no class); OpenBLAS's Haswell kernel
+# has a class that no grid selector names, reported, not required.  The
+# point is held by reveal itself at n = 301 and 149 on fresh gemms (1440
+# outputs each): the library's inputs must be one gemm's, which `parity
+# reduce`'s random rows are not.
+GMUST="netlib"
+[ "$bl_core" = generic ] && GMUST="$GMUST blis"
+for e in "netlib:$NETLIB" "openblas:$OPENBLAS" "blis:$BLIS"; do
+  name=${e%%:*}
+  out=$(BLAS_ROUTINE=sgemm "$PARITY" reveal --serve "$EX/blas.sh ${e#*:} --serve" --grid 36,40 --n 300 2>&1)
+  rc=$?
+  p=$(echo "$out" | tail -n 1)
+  ok=0
+  [ $rc -eq 0 ] && [ "$(echo "$out" | grep -c '^lengths: at n = [0-9]* (not probed) the point reproduced 1440 of 1440 ')" -eq 2 ] && ok=1
+  case " $GMUST " in
+  *" $name "*)
+    [ $ok -eq 1 ] || fail "$name sgemm --grid 36,40: exit $rc: $(echo "$out" | tail -n 3 | cut -c1-300)"
+    case "$p" in *select*) fail "$name sgemm --grid 36,40: a row class where every output takes one path: $(echo "$p" | cut -c1-300)" ;; esac ;;
+  esac
+  echo "$name sgemm --grid 36,40 at n = 300: exit $rc, $(echo "$out" | grep -c '^row class') row class line(s): $(echo "$p" | cut -c1-200)"
+done
 [ $fails -eq 0 ] && echo "cli_reveal_blas: all passed"
 exit $((fails > 0))
