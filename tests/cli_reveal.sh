@@ -136,6 +136,19 @@ out=$("$P" reveal --dlopen "$LIB:dot4_fma" --n 100,103 2>"$T/err"); rc=$?
 [ $rc -eq 0 ] && [ "$(printf '%s\n' "$out" | tail -n 1)" = "$(pt fp32 rne true "body(4, stride(4, seq, expr(((0 + 3) + (1 + 2)))), seq, carry)" fp32)" ] \
   || fail "dot4_fma at n = 100,103: exit $rc: $out $(cat "$T/err")"
 point "$(pt fp32 rne true "body(4, stride(4, seq, expr(((0 + 3) + (1 + 2)))), seq, carry)" fp32)" --dlopen "$LIB:dot4_fma" --n 103
+# per-part arithmetic (docs/reveal.md "Per-part arithmetic"): fused float
+# lanes, their combine in double, the tail's float products added in
+# double (dot8.c's dot8_mixed); no point with one setting for the tree or
+# one part apart fits, each part in a setting of its own does
+out=$("$P" reveal --dlopen "$LIB:dot8_mixed" --n 100 2>"$T/err"); rc=$?
+[ $rc -eq 0 ] && [ "$(printf '%s\n' "$out" | tail -n 1)" = "$(pt fp32 rne true "body(8, stride(8, seq, pairwise@fp64), seq@fp64[product=fp32], carry)" fp32)" ] \
+  || fail "dot8_mixed: exit $rc: $out $(cat "$T/err")"
+printf '%s\n' "$out" | grep -q '^arithmetic: no point of the space reproduces the search rows; each part of the tree in a setting of its own does ' \
+  || fail "dot8_mixed: no per-part line: $out"
+printf '%s\n' "$out" | grep -q '^lengths: at n = 47 (not probed) the point reproduced 1000 of 1000 ' || fail "dot8_mixed: not held at n = 47: $out"
+# the lanes in double, the tail unfused, the rest fused in float
+point "$(pt fp32 rne true "body(8, stride(8, seq@fp64, halving), seq[fma=false])" fp32)" \
+  --simulate '{ tree = "body(8, stride(8, seq@fp64, halving), seq[fma=false])", fma = true }' --n 100
 point "$D8" --exec "$EXE {in} {out}" --n 100
 point "$D8" --serve "$EXE --serve" --n 100
 

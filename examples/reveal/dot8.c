@@ -89,6 +89,41 @@ int dot4_fma(parity_probe *p)
     return 0;
 }
 
+/* Three parts in three arithmetics: 8 fused float lanes over blocks of 8,
+ * the lanes combined pairwise in double (a horizontal sum widened before
+ * it is added), then a scalar tail that continues from that double, each
+ * product rounded to float and added in double (build with
+ * -ffp-contract=off); the result rounded to float once, at the end:
+ * { tree = "body(8, stride(8, seq, pairwise@fp64), seq[acc=fp64,
+ * product=fp32], carry)", fma = true }.  No point with one setting for the
+ * whole tree, or with one part apart, reproduces it (docs/reveal.md
+ * "Per-part arithmetic").  (Rounding the combined lanes to float before
+ * the tail, `s = (float)d`, has no spelling: a part's value is rounded
+ * only where its parent adds it, docs/numerics.md section 4.2.) */
+int dot8_mixed(parity_probe *p)
+{
+    if (strcmp(p->dtype, "F32") != 0)
+        return 1;
+    const float *a = p->a, *b = p->b;
+    float *y = p->y;
+    for (size_t r = 0; r < p->rows; r++) {
+        const float *x = a + r * p->n, *w = b + r * p->n;
+        float l[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        size_t i = 0;
+        for (; i + 8 <= p->n; i += 8)
+            for (int u = 0; u < 8; u++)
+                l[u] = fmaf(x[i + u], w[i + u], l[u]);
+        double d = (((double)l[0] + l[1]) + ((double)l[2] + l[3])) + (((double)l[4] + l[5]) + ((double)l[6] + l[7]));
+        for (; i < p->n; i++) {
+            float t = x[i] * w[i];
+            d = d + t;
+        }
+        y[r] = (float)d;
+    }
+    p->y_dtype = "F32";
+    return 0;
+}
+
 /* A gemv: y = A x, the rows of a call being the outputs and x one vector
  * for all of them, read from row 0's b (a kernel that takes one b per
  * call); each output is dot4_fma's loop over its row.  Reveal it with

@@ -230,6 +230,9 @@ static int reveal_one(rv_kernel *k, const rv_opts *o, int order_only, rv_result 
                "disagree and %zu random rows: %zu of them reproduce all%s\n",
                res->disambig_tried, res->disambig_n, res->disambig_sparse, res->disambig_rows, res->disambig_held,
                res->disambig_held ? ", the first is kept" : "; the first is kept, unconfirmed");
+    if (res->per_part)
+        printf("arithmetic: no point of the space reproduces the search rows; each part of the tree in a setting of "
+               "its own does (%zu points evaluated, docs/reveal.md \"Per-part arithmetic\")\n", res->part_evals);
     printf("calls: %zu, probes: %zu in all\n", k->calls, k->probes);
     if (!res->point) {
         printf("arithmetic: no point of the space reproduces the kernel with this order\n");

@@ -999,6 +999,200 @@ out:
     return st;
 }
 
+/* --- per-part arithmetic: every part in a setting of its own ------------- */
+
+/* The subtrees of a tree text that may take settings: every argument of a
+ * node that is a tree (starts with a letter, holds no `=`, `@` or `[` of
+ * its own at its top level, is not `carry`), at any depth, by where its
+ * text ends, outermost first; at most max.  The count. */
+#define RV_PARTS_MAX 12
+static void tree_args(const char *t, size_t from, size_t to, size_t *ends, size_t *n, size_t max)
+{
+    /* the node's name, then its arguments between the parentheses */
+    size_t open = from;
+    while (open < to && t[open] != '(')
+        open++;
+    if (open >= to || t[to - 1] != ')')
+        return;
+    size_t a0 = open + 1;
+    int depth = 0;
+    for (size_t i = open + 1; i < to; i++) {
+        char c = t[i];
+        if (c == '(' || c == '[') {
+            depth++;
+            continue;
+        }
+        if ((c == ')' || c == ']') && depth > 0) {
+            depth--;
+            continue;
+        }
+        if (depth == 0 && (c == ',' || c == ')')) {
+            size_t b = a0, z = i;
+            while (t[b] == ' ')
+                b++;
+            while (z > b && t[z - 1] == ' ')
+                z--;
+            int is_tree = z > b && t[b] >= 'a' && t[b] <= 'z' && !(z - b == 5 && !strncmp(t + b, "carry", 5));
+            int d2 = 0;
+            for (size_t q = b; q < z && is_tree; q++) {
+                if (t[q] == '(')
+                    d2++;
+                else if (t[q] == ')')
+                    d2--;
+                else if (d2 == 0 && (t[q] == '=' || t[q] == '@' || t[q] == '['))
+                    is_tree = 0;
+            }
+            if (is_tree && *n < max) {
+                ends[(*n)++] = z;
+                tree_args(t, b, z, ends, n, max);
+            }
+            a0 = i + 1;
+        }
+    }
+}
+
+/* The settings a part is tried in (beside inheriting its parent's). */
+static const char *const part_options[] = {"acc=fp64", "acc=fp32", "fma=false", "fma=true", "acc=fp64, fma=false",
+                                           "acc=fp32, fma=false", "acc=fp64, product=fp32", "acc=fp64, fma=true"};
+#define NPARTOPT ((int)(sizeof part_options / sizeof *part_options))
+/* The point's own settings the parts start from. */
+static const char *const root_options[] = {"acc = \"fp32\", fma = true", "acc = \"fp32\", fma = false",
+                                           "acc = \"fp64\", fma = true", "acc = \"fp64\", fma = false"};
+#define NROOTOPT ((int)(sizeof root_options / sizeof *root_options))
+#define RV_PART_ROUNDS 3
+
+/* The point: tree with part q in part_options[choice[q]] (-1: none),
+ * under root settings r.  Malloc'd. */
+static char *part_text(const char *tree, const size_t *ends, size_t np, const int *choice, int r)
+{
+    size_t cap = strlen(tree) + 64 + np * 32;
+    char *t = malloc(cap), *out = malloc(cap + 64);
+    if (!t || !out) {
+        free(t);
+        free(out);
+        return NULL;
+    }
+    size_t len = 0, at = 0;
+    /* insertions left to right: parts ordered by where they end */
+    for (;;) {
+        size_t best = SIZE_MAX;
+        for (size_t q = 0; q < np; q++)
+            if (choice[q] >= 0 && ends[q] > at && ends[q] < best)
+                best = ends[q];
+        if (best == SIZE_MAX)
+            break;
+        /* several parts may end at one place (a node and its last
+         * argument): the inner one, listed later, first */
+        memcpy(t + len, tree + at, best - at);
+        len += best - at;
+        for (size_t q = np; q-- > 0;)
+            if (choice[q] >= 0 && ends[q] == best)
+                len += (size_t)snprintf(t + len, cap - len, "[%s]", part_options[choice[q]]);
+        at = best;
+    }
+    snprintf(t + len, cap - len, "%s", tree + at);
+    snprintf(out, cap + 64, "{ tree = \"%s\", %s }", t, root_options[r]);
+    free(t);
+    return out;
+}
+
+/* How many rows of the pairs the point text reproduces (-1: it does not
+ * evaluate). */
+static long part_score(const char *text, const rv_kernel *k, const fit_pair *pairs, size_t np, double *z)
+{
+    long ok = 0;
+    for (size_t p = 0; p < np; p++) {
+        nx_err e = {0};
+        if (eval_point(text, k->in_fmt, pairs[p].in.rows, pairs[p].n, pairs[p].in.a, pairs[p].in.b, z, &e))
+            return -1;
+        for (size_t r = 0; r < pairs[p].in.rows; r++)
+            ok += same_bits(z[r], pairs[p].y[r]);
+    }
+    return ok;
+}
+
+/* No point of the space fits: each part of the tree in a setting of its
+ * own (docs/reveal.md "Per-part arithmetic").  From each of the point's
+ * own settings, one part at a time takes the option that reproduces the
+ * most rows of the pairs (the first of equals, inheriting before any), for
+ * RV_PART_ROUNDS rounds or until every row is reproduced.  The point
+ * (malloc'd) where one is, else NULL; *evals counts the points evaluated. */
+static char *per_part(const rv_kernel *k, const char *tree, const fit_pair *pairs, size_t np, int verbose,
+                      size_t *evals)
+{
+    size_t ends[RV_PARTS_MAX], nparts = 0, total = 0, maxrows = 1;
+    *evals = 0;
+    if (strstr(tree, "chain(") || strstr(tree, "expr(") || strchr(tree, '[') || strchr(tree, '@'))
+        return NULL;
+    tree_args(tree, 0, strlen(tree), ends, &nparts, RV_PARTS_MAX);
+    if (!nparts)
+        return NULL;
+    for (size_t p = 0; p < np; p++) {
+        total += pairs[p].in.rows;
+        if (pairs[p].in.rows > maxrows)
+            maxrows = pairs[p].in.rows;
+    }
+    double *z = malloc(maxrows * sizeof *z);
+    char *found = NULL;
+    if (!z)
+        return NULL;
+    for (int r = 0; r < NROOTOPT && !found; r++) {
+        int choice[RV_PARTS_MAX];
+        for (size_t q = 0; q < nparts; q++)
+            choice[q] = -1;
+        char *cur = part_text(tree, ends, nparts, choice, r);
+        long best = cur ? part_score(cur, k, pairs, np, z) : -1;
+        (*evals)++;
+        for (int round = 0; round < RV_PART_ROUNDS && cur && best < (long)total; round++) {
+            int moved = 0;
+            for (size_t q = 0; q < nparts && best < (long)total; q++) {
+                int keep = choice[q];
+                for (int c = -1; c < NPARTOPT; c++) {
+                    if (c == keep)
+                        continue;
+                    choice[q] = c;
+                    char *t = part_text(tree, ends, nparts, choice, r);
+                    long sc = t ? part_score(t, k, pairs, np, z) : -1;
+                    (*evals)++;
+                    if (sc > best) {
+                        best = sc;
+                        free(cur);
+                        cur = t;
+                        keep = c;
+                        moved = 1;
+                    } else
+                        free(t);
+                }
+                choice[q] = keep;
+            }
+            if (!moved)
+                break;
+        }
+        if (verbose && cur)
+            fprintf(stderr, "reveal: per-part arithmetic from %s: %ld of %zu rows: %s\n", root_options[r], best, total,
+                    cur);
+        if (cur && best == (long)total)
+            found = cur;
+        else
+            free(cur);
+    }
+    free(z);
+    if (!found)
+        return NULL;
+    /* canonical */
+    nx_point pt;
+    nx_err e = {0};
+    if (pt_from_text(found, "revealed point", &pt, &e) == NX_OK) {
+        char *canon = nx_point_print(&pt);
+        nx_point_free(&pt);
+        if (canon) {
+            free(found);
+            found = canon;
+        }
+    }
+    return found;
+}
+
 nx_status rv_reveal_arith(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err *err)
 {
     size_t n = o->n, rows = o->fit_rows ? o->fit_rows : RV_DEFAULT_ROWS,
@@ -1063,6 +1257,18 @@ nx_status rv_reveal_arith(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err
         fit_opts fo = {0, 0, o->verbose, NX_ENGINE_FAST, 1, 1};
         if ((st = fit_run(pair, np, &sp, &fo, &fr, err)))
             goto out;
+        if (!fr.found || !fr.point) {
+            /* no point of the space: each part in a setting of its own */
+            char *pp = per_part(k, res->tree_text, pair, np, o->verbose, &res->part_evals);
+            if (pp) {
+                free(fr.point);
+                fr.point = pp;
+                fr.found = 1;
+                fr.nfit = 1;
+                fr.nalt = 0;
+                res->per_part = 1;
+            }
+        }
     }
     if (fr.found && fr.point && fr.nalt > 0 && res->nclass <= 1 &&
         (st = disambiguate(k, o, res, &sp, &fr, seed, err)))

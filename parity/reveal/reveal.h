@@ -119,6 +119,9 @@ typedef struct rv_result {
     size_t arith_calls, arith_probes;
     size_t confirm_rows, confirm_ok;
     size_t alternatives;    /* other points of the arithmetic space that fit too */
+    int per_part;           /* 1: no point of the space fit; the point's parts each took a setting of
+                               their own (docs/reveal.md "Per-part arithmetic") */
+    size_t part_evals;      /* the points the per-part search evaluated */
     /* where several fit: disambig_rows fresh rows at disambig_n held
      * against disambig_tried of them, disambig_held reproducing all */
     size_t disambig_rows, disambig_n, disambig_tried, disambig_held;
