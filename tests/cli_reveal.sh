@@ -320,6 +320,11 @@ rowcls() {
 rowcls '{ tree = "stride(8, seq, halving)", rows = [{ select = "r >= R - R % 4", fma = false, tree = "seq" }] }' $NR \
   'select = "r >= R - R % 4", order: seq' \
   '{ acc = "fp32", rounding = "rne", fma = true, product = "exact", tree = "stride(8, seq, halving)", out = "fp32", out_rounding = "rne", saturate = false, rows = [{ select = "r >= R - R % 4", acc = "fp32", rounding = "rne", fma = false, product = "exact", tree = "seq", out = "fp32", out_rounding = "rne", saturate = false }] }'
+# a class in no point of the space, its lanes in double and its tail
+# unfused: each part in a setting of its own (docs/reveal.md "Per-part
+# arithmetic"), held to the simulated point by reduce
+rowcls '{ tree = "pairwise", rows = [{ select = "r >= R - R % 4", tree = "body(8, stride(8, seq@fp64, halving), seq[fma=false])" }] }' 100 \
+  'select = "r >= R - R % 4", order: body(8, stride(8, seq, halving), seq)'
 # two leading rows in another tree, and the remainder rows: the two seq
 # classes are one order (the probes do not see fma) and take two selectors
 rowcls '{ tree = "pairwise", rows = [{ select = "r < 2", tree = "seq" }, { select = "r >= R - R % 4", fma = false, tree = "seq" }] }' 40 \

@@ -665,6 +665,9 @@ out:
     return added;
 }
 
+static char *per_part(const rv_kernel *k, const char *tree, const fit_pair *pairs, size_t np, int verbose,
+                      size_t *evals);
+
 /* Row classes from the order (res->row_class, over the rows of the probe
  * batch): each class's rows fitted on their own with its tree's space, on
  * rows of every length of lens[0 .. nl) (gather_classes: calls enough for
@@ -704,6 +707,18 @@ again:
                                         lens[l], 1, cr[l][c].y, 0, 0};
         fit_opts fo = {0, 0, verbose, NX_ENGINE_FAST, 0, 1};
         st = fit_run(pair, np, &sp, &fo, &fr, err);
+        if (!st && !(fr.found && fr.point && fr.point[0] == '{')) {
+            /* no point of the space: each part in a setting of its own */
+            size_t ev = 0;
+            char *pp = per_part(k, res->class_tree[c], pair, np, verbose, &ev);
+            res->part_evals += ev;
+            if (pp) {
+                free(fr.point);
+                fr.point = pp;
+                fr.found = 1;
+                res->per_part = 1;
+            }
+        }
         if (!st && !(fr.found && fr.point && fr.point[0] == '{') && c == 0 && !split &&
             split_class0(k, res, &sp, &fr, cr, lens, nl)) {
             /* again with the new class, its rows gathered */
