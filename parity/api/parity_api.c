@@ -381,7 +381,8 @@ static void keep_line(void *ctx, const char *text)
 }
 
 static int reveal_impl(parity_api_probe_fn fn, size_t n, const char *dtype, const char *space, unsigned long long seed,
-                       unsigned flags, char **point, char **order, parity_reveal_info *info, parity_error *e);
+                       unsigned flags, size_t grid_m, size_t grid_n, char **point, char **order,
+                       parity_reveal_info *info, parity_error *e);
 
 /* The point at o->n as `parity reveal` finds it: the order, the
  * arithmetic, the confirmation, then the lengths (the order another
@@ -438,17 +439,25 @@ static nx_status reveal_rows1(rv_kernel *k, const rv_opts *o, void *ctx, char **
 API int parity_reveal(parity_api_probe_fn fn, size_t n, const char *dtype, const char *space, unsigned long long seed,
                       char **point, char **order, parity_reveal_info *info, parity_error *e)
 {
-    return reveal_impl(fn, n, dtype, space, seed, 0, point, order, info, e);
+    return reveal_impl(fn, n, dtype, space, seed, 0, 0, 0, point, order, info, e);
 }
 
 API int parity_reveal2(parity_api_probe_fn fn, size_t n, const char *dtype, const char *space, unsigned long long seed,
                        unsigned flags, char **point, char **order, parity_reveal_info *info, parity_error *e)
 {
-    return reveal_impl(fn, n, dtype, space, seed, flags, point, order, info, e);
+    return reveal_impl(fn, n, dtype, space, seed, flags, 0, 0, point, order, info, e);
+}
+
+API int parity_reveal3(parity_api_probe_fn fn, size_t n, const char *dtype, const char *space, unsigned long long seed,
+                       unsigned flags, size_t grid_m, size_t grid_n, char **point, char **order, parity_reveal_info *info,
+                       parity_error *e)
+{
+    return reveal_impl(fn, n, dtype, space, seed, flags, grid_m, grid_n, point, order, info, e);
 }
 
 static int reveal_impl(parity_api_probe_fn fn, size_t n, const char *dtype, const char *space, unsigned long long seed,
-                       unsigned flags, char **point, char **order, parity_reveal_info *info, parity_error *e)
+                       unsigned flags, size_t grid_m, size_t grid_n, char **point, char **order,
+                       parity_reveal_info *info, parity_error *e)
 {
     if (point)
         *point = NULL;
@@ -471,11 +480,29 @@ static int reveal_impl(parity_api_probe_fn fn, size_t n, const char *dtype, cons
     if ((flags & PARITY_REVEAL_SHARED_B) && in == NX_FP16)
         return input_error(e, "%s", "shared_b: takes F32, BF16 or F64 inputs: the order's probes need products beyond "
                                     "F16's range, which rows that share b cannot carry");
+    if (grid_m || grid_n) {
+        if (!grid_m || !grid_n || grid_m > 65536 || grid_n > 65536 || grid_m * grid_n < 2 ||
+            grid_m * grid_n > ((size_t)1 << 20))
+        {
+            char w[96];
+            snprintf(w, sizeof w, "%zu x %zu", grid_m, grid_n);
+            return input_error(e, "grid: %s is not M x N of 2 to 1048576 outputs in all", w);
+        }
+        if (flags & PARITY_REVEAL_SHARED_B)
+            return input_error(e, "%s", "grid and shared_b: give one (a gemv is a grid of M x 1)");
+        if (grid_m * grid_n * n > ((size_t)1 << 24))
+        {
+            char w[128];
+            snprintf(w, sizeof w, "%zu x %zu outputs of %zu terms", grid_m, grid_n, n);
+            return input_error(e, "grid: %s, more than 2^24 terms a call", w);
+        }
+    }
     nx_err err = {0};
     nx_status st = NX_OK;
     rv_opts o = {0};
     o.n = n;
     o.seed = seed;
+    o.fit_rows = grid_m * grid_n; /* 0: the default */
     if (space) {
         fit_space sp;
         fit_space_init(&sp, NX_FP32);
@@ -504,6 +531,8 @@ static int reveal_impl(parity_api_probe_fn fn, size_t n, const char *dtype, cons
     if ((st = rv_kernel_dlopen(spec, (nx_fmt)in, &k, &err)))
         goto out;
     k->shared_b = !!(flags & PARITY_REVEAL_SHARED_B);
+    k->grid_m = grid_m;
+    k->grid_n = grid_n;
     int stage = 0;
     if ((st = reveal_point(k, &o, &res, &stage, &err)))
         goto out;

@@ -119,6 +119,16 @@ int parity_reveal(parity_api_probe_fn fn, size_t n, const char *dtype, const cha
 #define PARITY_REVEAL_SHARED_B 1u
 int parity_reveal2(parity_api_probe_fn fn, size_t n, const char *dtype, const char *space, unsigned long long seed,
                    unsigned flags, char **point, char **order, parity_reveal_info *info, parity_error *err);
+/* The same for a gemm (ABI 1.2; `parity reveal --grid M,N`, docs/reveal.md
+ * "Grid classes"): grid_m x grid_n > 1 makes every call of fn one M x N
+ * output, p->rows = M * N, row i * N + j holding A's row i as a and B's
+ * column j as b (fn reads A from rows i * N, B from rows j); row classes
+ * are named over i and j and the point holds grid = [M, N].  PARITY_GRID
+ * is not set: fn knows its grid.  grid_m = grid_n = 0: parity_reveal2.
+ * Not with PARITY_REVEAL_SHARED_B. */
+int parity_reveal3(parity_api_probe_fn fn, size_t n, const char *dtype, const char *space, unsigned long long seed,
+                   unsigned flags, size_t grid_m, size_t grid_n, char **point, char **order, parity_reveal_info *info,
+                   parity_error *err);
 
 /* Tensors a function hands back (the reference's outputs), owned by the
  * library until parity_outputs_free. */

@@ -350,7 +350,7 @@ def _reveal_dtype(dtype):
     return _DTYPE_NAMES[name], "numpy"
 
 
-def reveal(fn, n, dtype="F32", *, space=None, seed=0, shared_b=False, info=None):
+def reveal(fn, n, dtype="F32", *, space=None, seed=0, shared_b=False, grid=None, info=None):
     """`parity reveal` of a Python callable: fn(a, b) -> y, a and b [rows, n]
     (torch tensors for a torch dtype, else numpy arrays; bf16 in numpy as
     uint16 patterns), y [rows] of float32 / float64 / float16 / bfloat16.
@@ -359,14 +359,26 @@ def reveal(fn, n, dtype="F32", *, space=None, seed=0, shared_b=False, info=None)
     revealed Point; raises NotFound when the order or the arithmetic is
     not found.  shared_b: the kernel takes one b for all the rows of a call
     (a gemv's x, the rows being its outputs; `parity reveal --shared-b`):
-    every call's rows share row 0's b; F32, BF16 or F64.  info: a dict that
-    receives the call and probe counts."""
+    every call's rows share row 0's b; F32, BF16 or F64.  grid=(M, N): fn
+    is a gemm, fn(A, B) -> C with A [M, n], B [n, N], C [M, N] (views of the
+    library's memory), each call one M x N output; row classes are named over
+    the output's row i and column j and the point holds grid = [M, N]
+    (`parity reveal --grid M,N`).  info: a dict that receives the call and
+    probe counts."""
     if not callable(fn):
         raise TypeError("fn: expected a callable fn(a, b) -> y, got %s" % type(fn).__name__)
     if not isinstance(n, int) or isinstance(n, bool) or not 2 <= n <= 65536:
         raise ValueError("n: expected an int in 2 .. 65536 (the probes cost about n^1.8), got %r" % (n,))
     if not isinstance(shared_b, bool):
         raise TypeError("shared_b: expected True or False, got %s" % type(shared_b).__name__)
+    gm = gn = 0
+    if grid is not None:
+        if (not isinstance(grid, (tuple, list)) or len(grid) != 2 or
+                any(not isinstance(x, int) or isinstance(x, bool) or x < 1 for x in grid)):
+            raise ValueError("grid: expected (M, N), two positive ints, got %r" % (grid,))
+        gm, gn = grid
+        if gm * gn < 2:
+            raise ValueError("grid: %d x %d is one output; a grid has 2 or more" % (gm, gn))
     dt, kind = _reveal_dtype(dtype)
     failure = []
 
@@ -375,7 +387,15 @@ def reveal(fn, n, dtype="F32", *, space=None, seed=0, shared_b=False, info=None)
         try:
             a = _arrays.from_address(p.a, dt, (p.rows, p.n), kind)
             b = _arrays.from_address(p.b, dt, (p.rows, p.n), kind)
-            y = fn(a, b)
+            if gm:
+                # one gemm: A's row i is row i * N, B's column j is row j
+                c = fn(a[0::gn], b[0:gn].T)
+                shape = tuple(c.shape)
+                if shape != (gm, gn):
+                    raise ValueError("fn's result: expected shape [%d, %d] (C = A B), got %s" % (gm, gn, list(shape)))
+                y = c.reshape(-1)
+            else:
+                y = fn(a, b)
             vy = _arrays.view("fn's result", y)
             if vy.shape != (p.rows,):
                 raise ValueError("fn's result: expected shape [%d] (one value per row), got %s" %
@@ -398,9 +418,9 @@ def reveal(fn, n, dtype="F32", *, space=None, seed=0, shared_b=False, info=None)
     with _reveal_lock:
         _reveal_state.active = True
         try:
-            rc = lib.parity_reveal2(cb, n, dt.encode(), space.encode() if space else None, int(seed),
-                                    1 if shared_b else 0, ctypes.byref(point), ctypes.byref(order), ctypes.byref(ri),
-                                    ctypes.byref(err))
+            rc = lib.parity_reveal3(cb, n, dt.encode(), space.encode() if space else None, int(seed),
+                                    1 if shared_b else 0, gm, gn, ctypes.byref(point), ctypes.byref(order),
+                                    ctypes.byref(ri), ctypes.byref(err))
         finally:
             _reveal_state.active = False
     p, o = take_string(point), take_string(order)

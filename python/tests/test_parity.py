@@ -581,3 +581,61 @@ def read_y(path):
     h = json.loads(raw[8:8 + n])
     s, e = h["y"]["data_offsets"]
     return np.frombuffer(raw[8 + n + s:8 + n + e], dtype={"F32": "<f4", "F64": "<f8", "F16": "<f2"}[h["y"]["dtype"]])
+
+
+def np_gemm_tile(A, B):
+    """A register-tiled float32 gemm: the outputs of whole 4 x 4 tiles run
+    4 lanes (a separate float32 multiply and add) over blocks of 4 terms,
+    combined (l0 + l1) + (l2 + l3), the tail added one by one; the edge
+    outputs (the last M % 4 rows, the last N % 4 columns) one running sum."""
+    M, N, n = A.shape[0], B.shape[1], A.shape[1]
+    q = n - n % 4
+    P = (A[:, None, :] * B.T[None, :, :]).astype(np.float32)          # [M, N, n], rounded products
+    edge = np.cumsum(P, axis=2)[:, :, -1]
+    L = np.cumsum(P[:, :, :q].reshape(M, N, q // 4, 4), axis=2)[:, :, -1, :]
+    s = (L[:, :, 0] + L[:, :, 1]) + (L[:, :, 2] + L[:, :, 3])
+    for k in range(q, n):
+        s = s + P[:, :, k]
+    i, j = np.arange(M)[:, None], np.arange(N)[None, :]
+    return np.where((i >= M - M % 4) | (j >= N - N % 4), edge, s).astype(np.float32)
+
+
+def test_reveal_of_a_gemm_on_a_grid():
+    # grid=(M, N): fn(A, B) -> C, one 6 x 10 output a call; the edge rows 4,
+    # 5 and columns 8, 9 are a class named over i and j
+    p = str(parity.reveal(np_gemm_tile, n=36, grid=(6, 10)))
+    assert p == ('{ acc = "fp32", rounding = "rne", fma = false, product = "exact", '
+                 'tree = "body(4, stride(4, seq, pairwise), seq, carry)", out = "fp32", out_rounding = "rne", '
+                 'saturate = false, grid = [6, 10], rows = [{ select = "i >= M - M % 4 || j >= N - N % 4", '
+                 'acc = "fp32", rounding = "rne", fma = false, product = "exact", tree = "seq", out = "fp32", '
+                 'out_rounding = "rne", saturate = false }] }'), p
+    # held on a fresh gemm at a length reveal never saw: output (i, j) is row
+    # i * N + j of A's row i and B's column j
+    g = np.random.default_rng(5)
+    A, B = (g.standard_normal(s).astype(np.float32) for s in ((6, 41), (41, 10)))
+    a, b = np.repeat(A, 10, axis=0), np.tile(B.T, (6, 1))
+    assert np.asarray(parity.reduce(p, a, b)).tobytes() == np_gemm_tile(A, B).reshape(-1).tobytes()
+
+
+def test_reveal_grid_refuses_bad_grids():
+    for bad in ((0, 3), (1, 1), (2,), "6,10", (2.0, 3)):
+        with pytest.raises(ValueError, match="grid"):
+            parity.reveal(np_gemm_tile, n=8, grid=bad)
+    with pytest.raises(Exception, match="grid and shared_b"):
+        parity.reveal(np_gemm_tile, n=8, grid=(2, 3), shared_b=True)
+    with pytest.raises(ValueError, match=r"expected shape \[2, 3\]"):
+        parity.reveal(lambda A, B: (A @ B).reshape(-1), n=8, grid=(2, 3))
+    # the C ABI refuses half a grid, one output, and more than 2^24 terms a
+    # call, before any call of the kernel
+    from parity import _lib
+    calls = []
+
+    def kernel(pp):
+        calls.append(1)
+        return 1
+    for gm, gn, n, what in ((0, 3, 8, "0 x 3"), (1, 1, 8, "1 x 1"), (1024, 1024, 64, "more than 2^24")):
+        err = _lib.Error()
+        point = ctypes.c_void_p()
+        rc = _lib.lib.parity_reveal3(_lib.PROBE_FN(kernel), n, b"F32", None, 0, 0, gm, gn, ctypes.byref(point), None,
+                                     None, ctypes.byref(err))
+        assert rc == _lib.EINPUT and what in err.text and not calls and not point.value, (gm, gn, err.text)
