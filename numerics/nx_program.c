@@ -264,6 +264,24 @@ static int32_t compile_lanes(cx *c, const nx_tree *t, const int32_t *src, size_t
     size_t i = 0;
     while (i < t->nlist && !c->failed) {
         long op = t->list[i];
+        if (op == NX_LANES_LOOPU) {
+            /* while U terms remain, U / B blocks of B to lanes 0 ... B-1 */
+            size_t B = (size_t)t->list[i + 1], U = (size_t)t->list[i + 2];
+            i += 3;
+            while (n - pos >= U && !c->failed)
+                for (size_t u = 0; u < U; u += B, pos += B)
+                    for (size_t l = 0; l < B; l++)
+                        v[l] = add(c, v[l], src[pos + l], S);
+            continue;
+        }
+        if (op == NX_LANES_REST) {
+            /* every term left, one at a time, to lane L */
+            size_t L = (size_t)t->list[i + 1];
+            i += 2;
+            while (pos < n && !c->failed)
+                v[L] = add(c, v[L], src[pos++], S);
+            continue;
+        }
         if (op == NX_LANES_LOOP || op == NX_LANES_PEEL) {
             size_t B = (size_t)t->list[i + 1];
             int once = op == NX_LANES_PEEL;

@@ -315,43 +315,68 @@ static long fold_stage(parser *ps, nx_tree *t, const char *at, long w)
     return k * V;
 }
 
-/* '[' stage {',' stage} ']' of lanes(W, ...): loop(B), peel(B, M),
- * fold(V, [...]); the live width w is tracked so that a stage that needs
- * more lanes than there are is malformed here, not at some n. */
+/* '[' stage {',' stage} ']' of lanes(W, ...): loop(B), loop(B, U),
+ * peel(B, M), fold(V, [...]), rest(L); the live width w is tracked so that
+ * a stage that needs more lanes than there are is malformed here, not at
+ * some n. */
 static void lanes_stages(parser *ps, nx_tree *t)
 {
     if (!expect(ps, '[', "to open the list of stages"))
         return;
     long w = t->count;
+    const char *rest_at = NULL;
     do {
         skip_ws(ps);
         const char *at = ps->p;
         size_t n = ident(ps);
         int kind = n == 4 && !strncmp(at, "loop", 4) ? 1 : n == 4 && !strncmp(at, "peel", 4) ? 2
-                 : n == 4 && !strncmp(at, "fold", 4) ? 3 : 0;
+                 : n == 4 && !strncmp(at, "fold", 4) ? 3 : n == 4 && !strncmp(at, "rest", 4) ? 4 : 0;
         if (!kind) {
             char b[8];
             if (n)
-                fail(ps, at, "unknown stage '%.*s' of lanes (expected loop, peel, fold)", (int)n, at);
+                fail(ps, at, "unknown stage '%.*s' of lanes (expected loop, peel, fold, rest)", (int)n, at);
             else
-                fail(ps, at, "expected a stage of lanes (loop, peel, fold), found %s", found(ps, b, sizeof b));
+                fail(ps, at, "expected a stage of lanes (loop, peel, fold, rest), found %s", found(ps, b, sizeof b));
+            return;
+        }
+        if (rest_at) {
+            fail(ps, at, "a stage after rest(...): rest takes every term left, so it is the last stage");
             return;
         }
         ps->p += n;
-        if (!expect(ps, '(', kind == 1 ? "after 'loop'" : kind == 2 ? "after 'peel'" : "after 'fold'"))
+        static const char *const after[] = {"", "after 'loop'", "after 'peel'", "after 'fold'", "after 'rest'"};
+        if (!expect(ps, '(', after[kind]))
             return;
         if (kind == 3) {
             w = fold_stage(ps, t, at, w);
+        } else if (kind == 4) {
+            long L = index_int(ps, "the lane");
+            if (!ps->failed && L >= w)
+                fail(ps, at, "rest(%ld) names lane %ld, but lanes 0 ... %ld are live here", L, L, w - 1);
+            push(ps, t, NX_LANES_REST);
+            push(ps, t, L);
+            rest_at = at;
         } else {
             long B = integer(ps, "the block size"), M = 0;
+            int unrolled = 0;
             if (!ps->failed && kind == 2 && expect(ps, ',', "after the block size"))
                 M = integer(ps, "the modulus");
+            skip_ws(ps);
+            if (!ps->failed && kind == 1 && *ps->p == ',') {
+                /* loop(B, U): while U terms remain, U / B blocks of B */
+                ps->p++;
+                M = integer(ps, "the terms a round takes");
+                if (!ps->failed && (M < B || M % B))
+                    fail(ps, at, "loop(%ld, %ld): the terms a round takes must be a multiple of the block size %ld", B,
+                         M, B);
+                unrolled = M > B;
+            }
             if (!ps->failed && B > w)
                 fail(ps, at, "%s(%ld%s) needs %ld lanes, but %ld are live here", kind == 1 ? "loop" : "peel", B,
-                     kind == 1 ? "" : ", ...", B, w);
-            push(ps, t, kind == 1 ? NX_LANES_LOOP : NX_LANES_PEEL);
+                     kind == 1 && !unrolled ? "" : ", ...", B, w);
+            push(ps, t, kind == 1 ? (unrolled ? NX_LANES_LOOPU : NX_LANES_LOOP) : NX_LANES_PEEL);
             push(ps, t, B);
-            if (kind == 2)
+            if (kind == 2 || unrolled)
                 push(ps, t, M);
         }
         if (ps->failed || !expect(ps, ')', "to close the stage"))
@@ -669,6 +694,12 @@ static void print_stages(nx_sbuf *b, const nx_tree *t)
         sep = ", ";
         if (op == NX_LANES_LOOP) {
             nx_sbuf_printf(b, "loop(%ld)", t->list[i + 1]);
+            i += 2;
+        } else if (op == NX_LANES_LOOPU) {
+            nx_sbuf_printf(b, "loop(%ld, %ld)", t->list[i + 1], t->list[i + 2]);
+            i += 3;
+        } else if (op == NX_LANES_REST) {
+            nx_sbuf_printf(b, "rest(%ld)", t->list[i + 1]);
             i += 2;
         } else if (op == NX_LANES_PEEL) {
             nx_sbuf_printf(b, "peel(%ld, %ld)", t->list[i + 1], t->list[i + 2]);

@@ -22,7 +22,11 @@ typedef enum nx_tree_kind {
 
 /* The stages of `lanes(W, [stage, ...], C)` in t->list, one after another:
  *   NX_LANES_LOOP B            loop(B)
+ *   NX_LANES_LOOPU B U         loop(B, U), U a multiple of B above it (sixth
+ *                              edition): while U terms remain, U / B blocks
  *   NX_LANES_PEEL B M          peel(B, M)
+ *   NX_LANES_REST L            rest(L), the last stage (sixth edition):
+ *                              every term left, one at a time, to lane L
  *   NX_LANES_FOLD V k          fold(V, [b0, ..., b(k-1)]), followed by the k
  *                              brackets, each in postfix (register indices
  *                              and NX_EXPR_ADD) ended by NX_LANES_END.
@@ -31,6 +35,8 @@ typedef enum nx_tree_kind {
 #define NX_LANES_PEEL (-3L)
 #define NX_LANES_FOLD (-4L)
 #define NX_LANES_END (-5L)
+#define NX_LANES_LOOPU (-6L)
+#define NX_LANES_REST (-7L)
 
 typedef struct nx_tree {
     nx_tree_kind kind;

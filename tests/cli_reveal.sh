@@ -146,6 +146,15 @@ out=$("$P" reveal --dlopen "$LIB:dot8_mixed" --n 100 2>"$T/err"); rc=$?
 printf '%s\n' "$out" | grep -q '^arithmetic: no point of the space reproduces the search rows; each part of the tree in a setting of its own does ' \
   || fail "dot8_mixed: no per-part line: $out"
 printf '%s\n' "$out" | grep -q '^lengths: at n = 47 (not probed) the point reproduced 1000 of 1000 ' || fail "dot8_mixed: not held at n = 47: $out"
+# two accumulators over rounds of 16 terms, every term left into the first
+# (the sixth edition's loop(B, U) and rest(L); OpenBLAS's sgemm kernels run
+# rounds of 8): at n = 64 and 67 the names with rounds of 4, 8, 16 and 32
+# agree; lengths where they differ are probed until one is left
+out=$("$P" reveal --simulate '{ tree = "lanes(2, [loop(2, 16), rest(0)], seq)" }' --n 64 2>"$T/err"); rc=$?
+[ $rc -eq 0 ] && [ "$(printf '%s\n' "$out" | tail -n 1)" = "$(pt fp32 rne true "lanes(2, [loop(2, 16), rest(0)], seq)" fp32)" ] \
+  || fail "rounds of 16, rest to lane 0: exit $rc: $out $(cat "$T/err")"
+printf '%s\n' "$out" | grep -q '^induction: [0-9]* names hold at the lengths probed; at n = [0-9]*, where their bracketings differ, and then at [0-9]* more length' \
+  || fail "rounds of 16: no separation in rounds: $out"
 # the lanes in double, the tail unfused, the rest fused in float
 point "$(pt fp32 rne true "body(8, stride(8, seq@fp64, halving), seq[fma=false])" fp32)" \
   --simulate '{ tree = "body(8, stride(8, seq@fp64, halving), seq[fma=false])", fma = true }' --n 100

@@ -86,8 +86,9 @@ static void shuffle(int *perm, int k)
 }
 
 /* lanes(W, [stage, ...], C) (docs/numerics.md §4.2): W in 1 ... 8, one to
- * four stages of loop, peel and fold, each valid at the width live when it
- * runs, and a random combinator. */
+ * four stages of loop (with U, sixth edition), peel and fold, each valid
+ * at the width live when it runs, one time in four a last rest(L), and a
+ * random combinator. */
 static void gen_lanes(char *buf, size_t cap, int depth, int has_atom)
 {
     char st[400] = "", c[512], lb[1024];
@@ -96,9 +97,12 @@ static void gen_lanes(char *buf, size_t cap, int depth, int has_atom)
     for (int s = 0; s < k; s++) {
         const char *sep = s ? ", " : "";
         int r = rp_below(3);
-        if (r == 0) { /* loop(B): mostly as wide as the lanes */
+        if (r == 0) { /* loop(B): mostly as wide as the lanes; loop(B, U) (sixth edition) one time in three */
             int B = rp_below(3) ? w : 1 + rp_below(w);
-            l += (size_t)snprintf(st + l, sizeof st - l, "%sloop(%d)", sep, B);
+            if (rp_below(3))
+                l += (size_t)snprintf(st + l, sizeof st - l, "%sloop(%d)", sep, B);
+            else
+                l += (size_t)snprintf(st + l, sizeof st - l, "%sloop(%d, %d)", sep, B, B * (1 + rp_below(4)));
         } else if (r == 1) { /* peel(B, M): M > B can fire, M <= B never does */
             int B = 1 + rp_below(w);
             int M = rp_below(6) ? B + 1 + rp_below(8) : 1 + rp_below(B);
@@ -129,6 +133,8 @@ static void gen_lanes(char *buf, size_t cap, int depth, int has_atom)
             w = nb * V;
         }
     }
+    if (!rp_below(4)) /* rest(L), the last stage (sixth edition) */
+        l += (size_t)snprintf(st + l, sizeof st - l, ", rest(%d)", rp_below(w));
     gen_tree(c, sizeof c, depth + 1, has_atom);
     snprintf(lb, sizeof lb, "lanes(%d, [%s], %s)", W, st, c);
     if (strlen(lb) >= cap) /* a long combinator would not fit: seq */

@@ -128,6 +128,14 @@ static void test_paths(void **state)
     CHECK("{ tree = \"stride(2, seq, seq)\" }", f, NULL, 5, NX_FP32, 0x1.000002p24);
     /* lanes(W, [loop(W)], C) is stride(W, seq, C) at every n */
     CHECK("{ tree = \"lanes(2, [loop(2)], seq)\" }", f, NULL, 5, NX_FP32, 0x1.000002p24);
+    /* sixth edition: +0, 2^24, +0, +0, 1, 1.  loop(2, 4) takes one round of
+     * four: lanes +0 and 2^24; rest(0) adds 1 and 1 to lane 0: 2, exact;
+     * 2 + 2^24 exactly (0x4b800001).  Without rest the two left go to lanes
+     * 0 and 1 (stride(2)): 1, and 2^24 + 1 → 2^24; 1 + 2^24 → 2^24. */
+    const double r[6] = {0, 0x1p24, 0, 0, 1, 1};
+    CHECK("{ tree = \"lanes(2, [loop(2, 4), rest(0)], seq)\" }", r, NULL, 6, NX_FP32, 0x1.000002p24);
+    CHECK("{ tree = \"lanes(2, [loop(2, 4)], seq)\" }", r, NULL, 6, NX_FP32, 0x1p24);
+    CHECK("{ tree = \"stride(2, seq, seq)\" }", r, NULL, 6, NX_FP32, 0x1p24);
 }
 
 /* fp32 terms 2^24, 1, -2^24, 1 (docs/numerics.md's hint).  In fp32 2^24 + 1 is a

@@ -80,8 +80,21 @@ static void test_parse_errors(void **state)
                        "tree:1:11: fold(2, ...) uses register 0 twice (every register must be used exactly once)");
     expect_parse_error("lanes(4, [fold(2, [(0 + 2)])], seq)",
                        "tree:1:20: fold(2, ...) over 4 live lanes has 2 registers (0 ... 1); found 2");
-    expect_parse_error("lanes(4, [jump(2)], seq)", "tree:1:11: unknown stage 'jump' of lanes (expected loop, peel, fold)");
-    expect_parse_error("lanes(4, [], seq)", "tree:1:11: expected a stage of lanes (loop, peel, fold), found ']'");
+    expect_parse_error("lanes(4, [jump(2)], seq)", "tree:1:11: unknown stage 'jump' of lanes (expected loop, peel, fold, rest)");
+    expect_parse_error("lanes(4, [], seq)", "tree:1:11: expected a stage of lanes (loop, peel, fold, rest), found ']'");
+    /* the sixth edition's loop(B, U) and rest(L) */
+    expect_parse_error("lanes(2, [loop(2, 5)], seq)",
+                       "tree:1:11: loop(2, 5): the terms a round takes must be a multiple of the block size 2");
+    expect_parse_error("lanes(4, [loop(4, 2)], seq)",
+                       "tree:1:11: loop(4, 2): the terms a round takes must be a multiple of the block size 4");
+    expect_parse_error("lanes(2, [loop(4, 8)], seq)", "tree:1:11: loop(4, ...) needs 4 lanes, but 2 are live here");
+    expect_parse_error("lanes(2, [loop(2, 0)], seq)", "tree:1:19: the terms a round takes must be at least 1");
+    expect_parse_error("lanes(2, [rest(2)], seq)", "tree:1:11: rest(2) names lane 2, but lanes 0 ... 1 are live here");
+    expect_parse_error("lanes(4, [fold(2, [(0 + 1)]), rest(2)], seq)",
+                       "tree:1:31: rest(2) names lane 2, but lanes 0 ... 1 are live here");
+    expect_parse_error("lanes(2, [rest(0), loop(2)], seq)",
+                       "tree:1:20: a stage after rest(...): rest takes every term left, so it is the last stage");
+    expect_parse_error("lanes(2, [rest()], seq)", "tree:1:16: expected an integer (the lane), found ')'");
     expect_parse_error("lanes(4, [peel(2)], seq)", "tree:1:17: expected ',' after the block size, found ')'");
     expect_parse_error("lanes(4, [peel(2, 0)], seq)", "tree:1:19: the modulus must be at least 1");
     expect_parse_error("lanes(4, [loop(4)] seq)", "tree:1:20: expected ',' after the list of stages, found 's'");
@@ -152,6 +165,8 @@ static void test_canonical(void **state)
                      "lanes(64, [loop(64), fold(8, [(0 + 1), (2 + 3), (4 + 5), (6 + 7)]), loop(32), fold(8, [(((0 + "
                      "1) + 2) + 3)]), fold(4, [(0 + 1)])], pairwise)");
     expect_canonical("lanes(8,[peel(4,8),loop(8)],seq)@fp32[fma=true]", "lanes(8, [peel(4, 8), loop(8)], seq)@fp32[fma=true]");
+    expect_canonical("lanes(2,[loop(2,8),rest(0)],seq)", "lanes(2, [loop(2, 8), rest(0)], seq)");
+    expect_canonical("lanes(4, [loop(4, 4), rest( 3 )], pairwise)", "lanes(4, [loop(4), rest(3)], pairwise)");
     expect_canonical("lanes(4, [fold(2, [1, 0]), loop(4)], expr(((0 + 1) + (2 + 3))))",
                      "lanes(4, [fold(2, [1, 0]), loop(4)], expr(((0 + 1) + (2 + 3))))");
     expect_canonical("tile([320,320 , 8],seq,seq)", "tile([320, 320, 8], seq, seq)");
@@ -208,6 +223,17 @@ static void expect_expansion(const char *tree, size_t n, const char *want)
 static void test_expansions(void **state)
 {
     (void)state;
+    /* sixth edition: rounds of U terms, the rest to one lane (docs/numerics.md's bracketing table) */
+    expect_expansion("lanes(2, [loop(2, 8), rest(0)], seq)", 20,
+                     "(+0+((((((((((((+0+t0)+t2)+t4)+t6)+t8)+t10)+t12)+t14)+t16)+t17)+t18)+t19))"
+                     "+((((((((+0+t1)+t3)+t5)+t7)+t9)+t11)+t13)+t15)");
+    expect_expansion("lanes(2, [loop(2, 8), rest(0)], seq)", 16,
+                     "(+0+((((((((+0+t0)+t2)+t4)+t6)+t8)+t10)+t12)+t14))+((((((((+0+t1)+t3)+t5)+t7)+t9)+t11)+t13)+t15)");
+    expect_expansion("lanes(2, [loop(2, 4), rest(1)], pairwise)", 7, "((+0+t0)+t2)+(((((+0+t1)+t3)+t4)+t5)+t6)");
+    /* two lanes of four take the round; the two terms left go in a block
+     * of the live width 4: to lanes 0 and 1, lanes 2 and 3 stay +0 */
+    expect_expansion("lanes(4, [loop(2, 4)], seq)", 6,
+                     "(((+0+(((+0+t0)+t2)+t4))+(((+0+t1)+t3)+t5))+(+0))+(+0)");
     expect_expansion("halving", 8, "((t0+t4)+(t2+t6))+((t1+t5)+(t3+t7))");
     expect_expansion("halving", 4, "(t0+t2)+(t1+t3)");
     expect_expansion("halving", 3, "(t0+t2)+(t1+(+0))"); /* padded with +0 to w = 4 */

@@ -115,7 +115,14 @@ static void print_induction(const rv_result *res)
         printf("induction: folded lanes: probed at n = %zu too, a remainder that runs every loop between the "
                "folds (rows and calls counted below)\n",
                res->induce_n3);
-    if (res->separate_n)
+    if (res->separate_n && res->separate_rounds > 1)
+        printf("induction: %zu names hold at the lengths probed; at n = %zu, where their bracketings differ, and "
+               "then at %zu more length%s up to n = %zu, %s\n",
+               res->separate_names, res->separate_n, res->separate_rounds - 1, res->separate_rounds > 2 ? "s" : "",
+               res->separate_n_last,
+               res->separate_kept ? "the order is probed again and the first that holds at all of them is kept"
+                                  : "the order is probed again and none holds (the first is kept)");
+    else if (res->separate_n)
         printf("induction: %zu names hold at the lengths probed; at n = %zu, where their bracketings differ, %s\n",
                res->separate_names, res->separate_n,
                res->separate_kept ? "the order is probed again and the first that holds there is kept"

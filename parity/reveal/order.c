@@ -1363,29 +1363,39 @@ static size_t lanes_length(const char *name, size_t n, size_t n2)
  * (search order) that holds there too is kept: moved to alt[0].  alt
  * holds the nall names rv_recognise_names found. */
 static nx_status separate(rv_kernel *k, const rv_opts *o, rv_result *res, const size_t *ns, size_t m, char **alt,
-                          size_t nall, nx_err *err)
+                         size_t nall, nx_err *err)
 {
-    if (nall < 2)
-        return NX_OK;
-    size_t na = nall - 1, n = o->n, L = 0;
-    /* the cheapest first (the probes cost about n^1.8), none past 2n + 3:
-     * names that agree on every length up to there are left to the
-     * confirmation at other lengths */
-    const size_t try[] = {n / 4 + 3, n / 2 + 3, n + n / 2 + 1, 2 * n + 3};
-    for (size_t i = 0; i < sizeof try / sizeof *try && !L; i++) {
-        size_t x = try[i];
-        int seen = x < 2 || x > RV_MAX_N;
-        for (size_t j = 0; j < m && !seen; j++)
-            seen = ns[j] == x;
-        if (seen)
-            continue;
-        uint64_t h0 = rv_text_hash(alt[0], x);
-        for (size_t a = 1; a <= na && !L; a++)
-            if (rv_text_hash(alt[a], x) != h0)
-                L = x;
-    }
+    size_t live = nall, n = o->n, probed[RV_SEPARATE_ROUNDS];
+    size_t np = 0;
     nx_status st = NX_OK;
-    if (L) {
+    /* rounds: each probes one length where the names still alive differ
+     * and keeps those that hold there (in search order), until one is
+     * left (loop(2, 4) and loop(2, 8) agree at every length 3 mod 8; a
+     * second length 7 mod 8 parts them, a third loop(2, 16)) */
+    for (int round = 0; round < RV_SEPARATE_ROUNDS && live >= 2 && !st; round++) {
+        /* the cheapest first (the probes cost about n^1.8), none past 2n +
+         * 3: names that agree on every length up to there are left to the
+         * confirmation at other lengths; then n/2 + 4 ... n/2 + 66, every
+         * remainder of a loop up to 64 terms a round */
+        size_t L = 0;
+        for (size_t i = 0; i < 4 + 63 && !L; i++) {
+            const size_t fixed[] = {n / 4 + 3, n / 2 + 3, n + n / 2 + 1, 2 * n + 3};
+            size_t x = i < 4 ? fixed[i] : n / 2 + 3 + (i - 3);
+            int seen = x < 2 || x > RV_MAX_N;
+            for (size_t j = 0; j < m && !seen; j++)
+                seen = ns[j] == x;
+            for (size_t j = 0; j < np && !seen; j++)
+                seen = probed[j] == x;
+            if (seen)
+                continue;
+            uint64_t h0 = rv_text_hash(alt[0], x);
+            for (size_t a = 1; a < live && !L; a++)
+                if (rv_text_hash(alt[a], x) != h0)
+                    L = x;
+        }
+        if (!L)
+            break;
+        probed[np++] = L;
         rv_opts o2 = *o;
         o2.n = L;
         o2.no_induce = 1;
@@ -1394,21 +1404,33 @@ static nx_status separate(rv_kernel *k, const rv_opts *o, rv_result *res, const 
         st = order_once(k, &o2, &r, err);
         res->induce_calls += k->calls - calls0;
         res->induce_probes += k->probes - probes0;
-        res->separate_n = L;
-        res->separate_names = na + 1;
+        if (!round) {
+            res->separate_n = L;
+            res->separate_names = live;
+        }
+        res->separate_n_last = L;
+        res->separate_rounds = np;
         if (st && st != NX_ENOMEM && !k->killed) {
             memset(err, 0, sizeof *err); /* no tree there: the first name stays */
             st = NX_OK;
+            rv_result_free(&r);
+            break;
         } else if (st && st != NX_ENOMEM) {
-            nx_err_prefix(err, "the order at n = %zu (telling %zu names apart)", L, na + 1);
+            nx_err_prefix(err, "the order at n = %zu (telling %zu names apart)", L, live);
         } else if (!st) {
-            for (size_t a = 0; a <= na && !res->separate_kept; a++)
+            /* those that hold at L to the front, in order */
+            size_t kept = 0;
+            for (size_t a = 0; a < live; a++)
                 if (rv_tree_is(&r.tree, alt[a], L)) {
-                    res->separate_kept = 1;
-                    char *x = alt[0];
-                    alt[0] = alt[a];
+                    char *x = alt[kept];
+                    alt[kept++] = alt[a];
                     alt[a] = x;
                 }
+            res->separate_kept = kept > 0;
+            if (kept)
+                live = kept;
+            else
+                live = 0; /* none holds: the first stays, no further round */
         }
         rv_result_free(&r);
     }

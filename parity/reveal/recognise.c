@@ -1499,6 +1499,18 @@ static char *recognise(const rv_tree *const *trees, const size_t *ns, size_t m, 
                 if (try1(&s, buf))
                     return s.found;
             }
+    /* an unrolled loop over W lanes, U terms a round, and every term left
+     * to lane 0 (sixth edition; a scalar remainder loop on the first
+     * accumulator: OpenBLAS's sgemm kernels).  Without rest(0) the terms
+     * left go on in blocks of W: that is stride(W, seq, C), tried above. */
+    static const int lane_w[] = {2, 4, 8, 16};
+    for (size_t w = 0; w < sizeof lane_w / sizeof *lane_w; w++)
+        for (int U = 2 * lane_w[w]; U <= 64 && (size_t)U < n; U *= 2)
+            for (size_t c = 0; c < (lane_w[w] == 2 ? 1 : nc); c++) { /* two lanes: one combine */
+                snprintf(buf, sizeof buf, "lanes(%d, [loop(%d, %d), rest(0)], %s)", lane_w[w], lane_w[w], U, comb[c]);
+                if (try1(&s, buf))
+                    return s.found;
+            }
     /* read off each length's tree, held at every length: a running sum over
      * permuted blocks, order([...], seq); lanes combined by hand */
     for (size_t i = 0; i < m; i++) {

@@ -152,6 +152,9 @@ typedef struct rv_result {
                              * (0: none) */
     size_t separate_names;  /* how many names held before it */
     int separate_kept;      /* 1: a name holds there too; 0: none did */
+    size_t separate_rounds; /* lengths probed to tell the names apart (at most
+                               RV_SEPARATE_ROUNDS), the last separate_n_last */
+    size_t separate_n_last;
     size_t induce_calls, induce_probes;
     char *induce_alone;     /* the name at n alone, when induction renamed it
                              * or found none for both; else NULL */
@@ -197,6 +200,10 @@ typedef struct rv_opts {
  * terms (65,536 takes about 90 s on two cores; 2^20 would take hours), so
  * larger lengths are refused before anything is allocated. */
 #define RV_MAX_N 65536
+
+/* Lengths probed at most to tell apart names that hold at every length so
+ * far (induction). */
+#define RV_SEPARATE_ROUNDS 3
 
 /* The lengths a recognition may span at most. */
 #define RV_INDUCE_MAX 4

@@ -6,6 +6,7 @@
 #include "oracle.h"
 
 #include <stdarg.h>
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -472,13 +473,14 @@ typedef struct enode {
     struct enode *l, *r;
 } enode;
 
-/* a stage of lanes(W, [...], C): loop(B), peel(B, M), fold(V, [brk, ...]) */
-enum { LS_LOOP, LS_PEEL, LS_FOLD };
+/* a stage of lanes(W, [...], C): loop(B), loop(B, U), peel(B, M),
+ * fold(V, [brk, ...]), rest(L) (the sixth edition's U and rest) */
+enum { LS_LOOP, LS_PEEL, LS_FOLD, LS_REST };
 
 typedef struct lstage {
     int kind;
-    long b;            /* loop, peel: the block width B; fold: the register width V */
-    long m;            /* peel: the modulus M */
+    long b;            /* loop, peel: the block width B; fold: the register width V; rest: the lane L */
+    long m;            /* peel: the modulus M; loop: the terms a round takes U (B when not given) */
     enode **brk;       /* fold: one bracketing over registers per new register */
     size_t nbrk;
 } lstage;
@@ -924,6 +926,15 @@ static int parse_fold(parser *P, lstage *st, long *w, int depth)
     return expect(P, ')');
 }
 
+/* Whether a stage before the one being read (the last of n's) is rest. */
+static int k_rest_seen(const tnode *n)
+{
+    for (size_t k = 0; k + 1 < n->nstages; k++)
+        if (n->stages[k].kind == LS_REST)
+            return 1;
+    return 0;
+}
+
 /* lanes '(' INT ',' '[' stage { ',' stage } ']' ',' tree ')' (docs/numerics.md
  * §4.2).  The live width is known stage by stage: it starts at W, a fold
  * makes it k·V; a loop or peel wider than it is malformed. */
@@ -952,6 +963,11 @@ static int parse_lanes(parser *P, tnode *n, int depth)
         size_t at = P->pos;
         if (!read_ident(P, name, sizeof name))
             return 0;
+        if (k_rest_seen(n)) {
+            P->pos = at;
+            perr(P, "rest(...) must be the last stage of lanes");
+            return 0;
+        }
         if (!strcmp(name, "loop") || !strcmp(name, "peel")) {
             st->kind = name[0] == 'l' ? LS_LOOP : LS_PEEL;
             if (!expect(P, '('))
@@ -966,6 +982,44 @@ static int parse_lanes(parser *P, tnode *n, int depth)
             }
             if (st->kind == LS_PEEL && (!expect(P, ',') || !read_int(P, &st->m)))
                 return 0;
+            if (st->kind == LS_LOOP) {
+                /* loop(B, U): U a multiple of B, at least B */
+                st->m = st->b;
+                skip_ws(P);
+                if (P->s[P->pos] == ',') {
+                    P->pos++;
+                    size_t uat = P->pos;
+                    if (!read_int(P, &st->m))
+                        return 0;
+                    if (st->m < st->b || st->m % st->b != 0) {
+                        P->pos = uat;
+                        perr(P, "loop(%ld, %ld): U is not a multiple of B", st->b, st->m);
+                        return 0;
+                    }
+                }
+            }
+            if (!expect(P, ')'))
+                return 0;
+        } else if (!strcmp(name, "rest")) {
+            /* rest(L): L a lane index live here */
+            st->kind = LS_REST;
+            if (!expect(P, '('))
+                return 0;
+            skip_ws(P);
+            size_t lat = P->pos;
+            long L = 0;
+            if (!isdigit((unsigned char)P->s[P->pos])) {
+                perr(P, "rest needs a lane index");
+                return 0;
+            }
+            while (isdigit((unsigned char)P->s[P->pos]) && L <= w)
+                L = L * 10 + (P->s[P->pos++] - '0');
+            if (L >= w) {
+                P->pos = lat;
+                perr(P, "rest(%ld): only lanes 0 ... %ld are live", L, w - 1);
+                return 0;
+            }
+            st->b = L;
             if (!expect(P, ')'))
                 return 0;
         } else if (!strcmp(name, "fold")) {
@@ -974,7 +1028,7 @@ static int parse_lanes(parser *P, tnode *n, int depth)
                 return 0;
         } else {
             P->pos = at;
-            perr(P, "unknown lanes stage '%s' (loop, peel or fold)", name);
+            perr(P, "unknown lanes stage '%s' (loop, peel, fold or rest)", name);
             return 0;
         }
         skip_ws(P);
@@ -1574,8 +1628,10 @@ static int eval_fold_brk(ctx *C, const cur *S, const enode *e, const oval *v, si
  * least B terms remain, v_i = step(v_i, t_{p+i}) for i < B, p += B.
  * peel(B, M): the same once, if (n - p) mod M >= B.  fold(V, [b_0 ...
  * b_{k-1}]): new lane bV + j is bracketing b_b over the registers (lane j
- * of each), then w = kV.  Terms left over go in blocks of w to lanes 0,
- * 1, ... by step.  C reduces v_0 ... v_{w-1} in order; from s0 as a
+ * of each), then w = kV.  loop(B, U) (sixth edition): while at least U
+ * remain, U terms, term q of the round to lane q mod B.  rest(L) (sixth
+ * edition, last): every term left to lane L.  Terms left over go in blocks
+ * of w to lanes 0, 1, ... by step.  C reduces v_0 ... v_{w-1} in order; from s0 as a
  * stride's combinator does (a seq C starts from s0, any other C gives
  * round(C + s0)). */
 static int eval_lanes(ctx *C, const tnode *node, const cur *S, const term *const *ts, size_t n,
@@ -1595,9 +1651,14 @@ static int eval_lanes(ctx *C, const tnode *node, const cur *S, const term *const
         const lstage *st = &node->stages[k];
         size_t B = (size_t)st->b;
         if (st->kind == LS_LOOP) {
-            for (; n - p >= B && !rc; p += B)
-                for (size_t i = 0; i < B && !rc; i++)
-                    rc = step(C, S, &v[i], ts[p + i], &v[i]);
+            /* rounds of U terms (U = B for loop(B)), each U / B blocks of B */
+            size_t U = (size_t)st->m;
+            for (; n - p >= U && !rc;)
+                for (size_t q = 0; q < U && !rc; q++, p++)
+                    rc = step(C, S, &v[q % B], ts[p], &v[q % B]);
+        } else if (st->kind == LS_REST) {
+            for (; p < n && !rc; p++)
+                rc = step(C, S, &v[B], ts[p], &v[B]);
         } else if (st->kind == LS_PEEL) {
             if ((n - p) % (size_t)st->m >= B) {
                 for (size_t i = 0; i < B && !rc; i++)

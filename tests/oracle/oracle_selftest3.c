@@ -1,7 +1,7 @@
 /* oracle_selftest3.c: hand-worked cases for the oracle's third edition of
  * the point language (docs/numerics.md §4.1-§4.3): subtree settings
  * X[k=v, ...], body and carry, tile lists and halve=, order, expr, lanes
- * (loop, peel, fold), reducing from a start value, row classes with select
+ * (loop, peel, fold; the sixth edition's loop(B, U) and rest(L)), reducing from a start value, row classes with select
  * and grid, and the malformed cases.
  *
  * Every expected bit pattern was worked out by hand from the contract (the
@@ -629,6 +629,22 @@ int main(void)
         sum("J lanes fold, left-over", &p, "fp32", x, 5, T_(2));
         p = pt("stride(2, seq, seq)");
         sum("J stride(2)", &p, "fp32", x, 5, T_(1));
+    }
+    {
+        /* The sixth edition's worked value: lanes(2, [loop(2, 4), rest(0)],
+         * seq) over +0, T, +0, +0, 1, 1.  loop(2, 4) runs once (6 >= 4,
+         * then 2 < 4): lane 0 = +0 + +0, lane 1 = T + 0 = T; rest(0) adds
+         * t4, t5 to lane 0: 1, then 2, exact; seq over the lanes: 2 + T,
+         * exact: 0x4b800001.  stride(2, seq, seq) puts t5 in lane 1: lane 0
+         * = 1, lane 1 = T + 1, a tie, T; 1 + T ties to T: 0x4b800000.  And
+         * loop(2, 4) alone (the terms left in blocks of two) is stride. */
+        const uint64_t x[6] = {FPZ, FT, FPZ, FPZ, F1, F1};
+        p = pt("lanes(2, [loop(2, 4), rest(0)], seq)");
+        sum("J lanes loop(2, 4), rest(0)", &p, "fp32", x, 6, T_(1));
+        p = pt("stride(2, seq, seq)");
+        sum("J stride(2), no rest", &p, "fp32", x, 6, FT);
+        p = pt("lanes(2, [loop(2, 4)], seq)");
+        sum("J lanes loop(2, 4), no rest", &p, "fp32", x, 6, FT);
     }
     {
         /* The worked bracketing lanes(4, [loop(4), fold(2, [(1 + 0)]),
