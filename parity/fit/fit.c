@@ -566,6 +566,32 @@ static int sel_ok(const unsigned char *want, const unsigned char *claimed, long 
     return 1;
 }
 
+/* For each set of one axis (L values x, each a line of K cells, cell x *
+ * sx + y * sy): ok[0] whether every line it holds lies in the class or the
+ * claimed cells whole (it may stand in `A || B`), ok[1] whether it holds
+ * every line the class has a cell in (it may stand in `A && B`). */
+static void axis_fit(const axis *ax, const unsigned char *want, const unsigned char *claimed, long L, long K,
+                     long sx, long sy, unsigned char *ok[2])
+{
+    for (size_t a = 0; a < ax->count; a++) {
+        int whole = 1, covers = 1;
+        for (long x = 0; x < L; x++) {
+            int full = 1, any = 0;
+            for (long y = 0; y < K; y++) {
+                size_t c = (size_t)(x * sx + y * sy);
+                full &= want[c] || claimed[c];
+                any |= want[c];
+            }
+            if (ax->s[a].in[x] && !full)
+                whole = 0;
+            if (!ax->s[a].in[x] && any)
+                covers = 0;
+        }
+        ok[0][a] = (unsigned char)whole;
+        ok[1][a] = (unsigned char)covers;
+    }
+}
+
 char *fit_grid_select(const unsigned char *want, const unsigned char *claimed, long M, long N)
 {
     axis ai, aj;
@@ -599,39 +625,9 @@ char *fit_grid_select(const unsigned char *want, const unsigned char *claimed, l
     unsigned char *okB[2] = {calloc(aj.count + 1, 1), calloc(aj.count + 1, 1)};
     if (!okA[0] || !okA[1] || !okB[0] || !okB[1])
         found = -1;
-    for (size_t a = 0; a < ai.count && found == 0; a++) {
-        int whole = 1, covers = 1;
-        for (long i = 0; i < M; i++) {
-            int full = 1, any = 0;
-            for (long j = 0; j < N; j++) {
-                size_t c = (size_t)(i * N + j);
-                full &= want[c] || claimed[c];
-                any |= want[c];
-            }
-            if (ai.s[a].in[i] && !full)
-                whole = 0;
-            if (!ai.s[a].in[i] && any)
-                covers = 0;
-        }
-        okA[0][a] = (unsigned char)whole;
-        okA[1][a] = (unsigned char)covers;
-    }
-    for (size_t b = 0; b < aj.count && found == 0; b++) {
-        int whole = 1, covers = 1;
-        for (long j = 0; j < N; j++) {
-            int full = 1, any = 0;
-            for (long i = 0; i < M; i++) {
-                size_t c = (size_t)(i * N + j);
-                full &= want[c] || claimed[c];
-                any |= want[c];
-            }
-            if (aj.s[b].in[j] && !full)
-                whole = 0;
-            if (!aj.s[b].in[j] && any)
-                covers = 0;
-        }
-        okB[0][b] = (unsigned char)whole;
-        okB[1][b] = (unsigned char)covers;
+    if (found == 0) {
+        axis_fit(&ai, want, claimed, M, N, N, 1, okA);
+        axis_fit(&aj, want, claimed, N, M, 1, N, okB);
     }
     for (int both = 0; both <= 1 && !found; both++)
         for (size_t a = 0; a < ai.count && !found; a++)

@@ -182,6 +182,34 @@ static const char *const part_settings[] = {"acc=fp64", "acc=fp32", "fma=false"}
 #define NPARTS 2 /* tree arguments of one node: stride(P, X, Y), tile(B, X, Y), ... */
 #define NVARIANTS (1 + 2 * NTAILSET + NBODY32 + NPARTS * NPARTSET)
 
+/* The next top-level argument of a node's list from t[*at] (just past its
+ * '(' or a ','): its text, blanks trimmed, is [*b, *z); *at moves past the
+ * ',' or ')' that ends it, *last says which.  0 at the end of the text. */
+static int next_arg(const char *t, size_t *at, size_t *b, size_t *z, int *last)
+{
+    int depth = 0;
+    for (size_t i = *at; t[i]; i++) {
+        char c = t[i];
+        if (c == '(' || c == '[')
+            depth++;
+        else if ((c == ')' || c == ']') && depth > 0)
+            depth--;
+        else if (depth == 0 && (c == ',' || c == ')')) {
+            size_t x = *at, y = i;
+            while (t[x] == ' ')
+                x++;
+            while (y > x && t[y - 1] == ' ')
+                y--;
+            *b = x;
+            *z = y;
+            *at = i + 1;
+            *last = c == ')';
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* The tree arguments of the node the tree text starts with, past order(…)
  * and reverse(…) wrappers, when it is stride, split, tile or lanes: where
  * each of its arguments that is a tree with no settings of its own (not a
@@ -217,37 +245,18 @@ static size_t node_parts(const char *tree, size_t e[NPARTS])
             open = at + strlen(nodes[q]);
     if (!open)
         return 0;
-    size_t np = 0, a0 = open, arg = 0;
-    int depth = 0;
-    for (size_t i = open; tree[i]; i++) {
-        char c = tree[i];
-        if (c == '(' || c == '[') {
-            depth++;
-            continue;
-        }
-        if ((c == ')' || c == ']') && depth > 0) {
-            depth--;
-            continue;
-        }
-        if (depth == 0 && (c == ',' || c == ')')) {
-            size_t b = a0, z = i;
-            while (tree[b] == ' ')
-                b++;
-            while (z > b && tree[z - 1] == ' ')
-                z--;
-            int is_tree = arg > 0 && tree[b] >= 'a' && tree[b] <= 'z';
-            if (is_tree && z - b == 5 && !strncmp(tree + b, "carry", 5))
+    size_t np = 0, pos = open, arg = 0, b, z;
+    int last = 0;
+    while (!last && next_arg(tree, &pos, &b, &z, &last)) {
+        int is_tree = arg > 0 && tree[b] >= 'a' && tree[b] <= 'z';
+        if (is_tree && z - b == 5 && !strncmp(tree + b, "carry", 5))
+            is_tree = 0;
+        for (size_t q = b; q < z && is_tree; q++)
+            if (tree[q] == '=' || tree[q] == '@' || tree[q] == '[')
                 is_tree = 0;
-            for (size_t q = b; q < z && is_tree; q++)
-                if (tree[q] == '=' || tree[q] == '@' || tree[q] == '[')
-                    is_tree = 0;
-            if (is_tree && np < NPARTS)
-                e[np++] = z;
-            arg++;
-            a0 = i + 1;
-            if (c == ')')
-                break;
-        }
+        if (is_tree && np < NPARTS)
+            e[np++] = z;
+        arg++;
     }
     return np;
 }
@@ -1029,39 +1038,22 @@ static void tree_args(const char *t, size_t from, size_t to, size_t *ends, size_
         open++;
     if (open >= to || t[to - 1] != ')')
         return;
-    size_t a0 = open + 1;
-    int depth = 0;
-    for (size_t i = open + 1; i < to; i++) {
-        char c = t[i];
-        if (c == '(' || c == '[') {
-            depth++;
-            continue;
+    size_t at = open + 1, b, z;
+    int last = 0;
+    while (!last && at < to && next_arg(t, &at, &b, &z, &last)) {
+        int is_tree = z > b && t[b] >= 'a' && t[b] <= 'z' && !(z - b == 5 && !strncmp(t + b, "carry", 5));
+        int d2 = 0;
+        for (size_t q = b; q < z && is_tree; q++) {
+            if (t[q] == '(')
+                d2++;
+            else if (t[q] == ')')
+                d2--;
+            else if (d2 == 0 && (t[q] == '=' || t[q] == '@' || t[q] == '['))
+                is_tree = 0;
         }
-        if ((c == ')' || c == ']') && depth > 0) {
-            depth--;
-            continue;
-        }
-        if (depth == 0 && (c == ',' || c == ')')) {
-            size_t b = a0, z = i;
-            while (t[b] == ' ')
-                b++;
-            while (z > b && t[z - 1] == ' ')
-                z--;
-            int is_tree = z > b && t[b] >= 'a' && t[b] <= 'z' && !(z - b == 5 && !strncmp(t + b, "carry", 5));
-            int d2 = 0;
-            for (size_t q = b; q < z && is_tree; q++) {
-                if (t[q] == '(')
-                    d2++;
-                else if (t[q] == ')')
-                    d2--;
-                else if (d2 == 0 && (t[q] == '=' || t[q] == '@' || t[q] == '['))
-                    is_tree = 0;
-            }
-            if (is_tree && *n < max) {
-                ends[(*n)++] = z;
-                tree_args(t, b, z, ends, n, max);
-            }
-            a0 = i + 1;
+        if (is_tree && *n < max) {
+            ends[(*n)++] = z;
+            tree_args(t, b, z, ends, n, max);
         }
     }
 }
