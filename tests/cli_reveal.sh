@@ -334,6 +334,11 @@ rowcls '{ tree = "stride(8, seq, halving)", rows = [{ select = "r >= R - R % 4",
 # arithmetic"), held to the simulated point by reduce
 rowcls '{ tree = "pairwise", rows = [{ select = "r >= R - R % 4", tree = "body(8, stride(8, seq@fp64, halving), seq[fma=false])" }] }' 100 \
   'select = "r >= R - R % 4", order: body(8, stride(8, seq, halving), seq)'
+# a class whose names agree at n and its induction length (rounds of 4, 8,
+# 16 and 32 terms, the rest to lane 0): told apart at one row index of the
+# class, at the lengths where they differ
+rowcls '{ tree = "pairwise", rows = [{ select = "r >= R - R % 4", tree = "lanes(2, [loop(2, 16), rest(0)], seq)" }] }' 64 \
+  'select = "r >= R - R % 4", order: lanes(2, [loop(2, 16), rest(0)], seq)'
 # two leading rows in another tree, and the remainder rows: the two seq
 # classes are one order (the probes do not see fma) and take two selectors
 rowcls '{ tree = "pairwise", rows = [{ select = "r < 2", tree = "seq" }, { select = "r >= R - R % 4", fma = false, tree = "seq" }] }' 40 \

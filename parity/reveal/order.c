@@ -1475,6 +1475,36 @@ static nx_status order_again(rv_kernel *k, const rv_opts *o, rv_result *res, int
  * first tree text that has its bracketings at both lengths.  A class with
  * no such name keeps its name at n (res->induce_classes_alone counts
  * them); other classes there: RV_INDUCE_NO_TREE, said why. */
+/* separate() for class c of a kernel with row classes: the order probed
+ * at one row index of the class (a rowview of R = res->probe_rows rows), so
+ * that names that agree at n and its induction length are told apart as
+ * for a kernel without classes (names[0] becomes the kept one). */
+static nx_status separate_class(rv_kernel *k, const rv_opts *o, rv_result *res, size_t c, const size_t *ns,
+                                char **names, size_t nn, nx_err *err)
+{
+    size_t R = res->probe_rows, ri = 0;
+    while (ri < R && res->row_class[ri] != (int)c)
+        ri++;
+    if (nn < 2 || ri == R)
+        return NX_OK;
+    size_t nmax = 2 * o->n + 70; /* the longest length separate() probes */
+    rowview v = {.k = k, .R = R, .n = nmax, .ri = ri};
+    rv_kernel vk = {.eval = rowview_eval, .impl = &v, .in_fmt = k->in_fmt, .out_fmt = k->out_fmt};
+    v.a = malloc(R * nmax * sizeof *v.a);
+    v.b = malloc(R * nmax * sizeof *v.b);
+    nx_status st = v.a && v.b ? separate(&vk, o, res, ns, 2, names, nn, err)
+                              : nx_err_set(err, NX_ENOMEM, "out of memory");
+    for (size_t i = 0; i < v.count; i++) {
+        free(v.m[i].y);
+        free(v.m[i].in);
+    }
+    free(v.m);
+    free(v.tab);
+    free(v.a);
+    free(v.b);
+    return st;
+}
+
 static nx_status induce_classes(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err *err)
 {
     if (!res->class_rt || !res->tree_text)
@@ -1513,8 +1543,15 @@ static nx_status induce_classes(rv_kernel *k, const rv_opts *o, rv_result *res, 
         size_t ns[2] = {o->n, n2};
         char *names[RV_ALT_MAX + 1];
         size_t nn = rv_recognise_names(ts, ns, 2, o->hints, o->nhints, names, RV_ALT_MAX + 1);
+        if (nn > 1)
+            st = separate_class(k, o, res, c, ns, names, nn, err);
         for (size_t i = 1; i < nn; i++)
             free(names[i]);
+        if (st) {
+            if (nn)
+                free(names[0]);
+            break;
+        }
         if (!nn) {
             res->induce_classes_alone++;
             continue;
