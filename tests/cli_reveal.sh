@@ -332,12 +332,12 @@ rowcls '{ tree = "stride(8, seq, halving)", rows = [{ select = "r >= R - R % 4",
 # a class in no point of the space, its lanes in double and its tail
 # unfused: each part in a setting of its own (docs/reveal.md "Per-part
 # arithmetic"), held to the simulated point by reduce
-rowcls '{ tree = "pairwise", rows = [{ select = "r >= R - R % 4", tree = "body(8, stride(8, seq@fp64, halving), seq[fma=false])" }] }' 100 \
+rowcls '{ tree = "pairwise", rows = [{ select = "r >= R - R % 4", tree = "body(8, stride(8, seq@fp64, halving), seq[fma=false])" }] }' 43 \
   'select = "r >= R - R % 4", order: body(8, stride(8, seq, halving), seq)'
-# a class whose names agree at n and its induction length (rounds of 4, 8,
-# 16 and 32 terms, the rest to lane 0): told apart at one row index of the
-# class, at the lengths where they differ
-rowcls '{ tree = "pairwise", rows = [{ select = "r >= R - R % 4", tree = "lanes(2, [loop(2, 16), rest(0)], seq)" }] }' 64 \
+# a class whose names agree at n and its induction length (rounds of 4, 8
+# and 16 terms, the rest to lane 0, at 48 and 51): told apart at one row
+# index of the class, at a length where they differ
+rowcls '{ tree = "pairwise", rows = [{ select = "r >= R - R % 4", tree = "lanes(2, [loop(2, 16), rest(0)], seq)" }] }' 48 \
   'select = "r >= R - R % 4", order: lanes(2, [loop(2, 16), rest(0)], seq)'
 # two leading rows in another tree, and the remainder rows: the two seq
 # classes are one order (the probes do not see fma) and take two selectors
