@@ -838,6 +838,18 @@ typedef struct rowview {
     size_t kept;       /* memo entries with their inputs */
 } rowview;
 
+static void rowview_free(rowview *v)
+{
+    for (size_t i = 0; i < v->count; i++) {
+        free(v->m[i].y);
+        free(v->m[i].in);
+    }
+    free(v->m);
+    free(v->tab);
+    free(v->a);
+    free(v->b);
+}
+
 static uint64_t row_hash(const double *a, const double *b, size_t n, uint64_t h, uint64_t mul)
 {
     for (size_t i = 0; i < 2 * n; i++) {
@@ -1302,14 +1314,7 @@ out:
         free(br[c]);
         rv_result_free(&cr[c]);
     }
-    for (size_t i = 0; i < v.count; i++) {
-        free(v.m[i].y);
-        free(v.m[i].in);
-    }
-    free(v.m);
-    free(v.tab);
-    free(v.a);
-    free(v.b);
+    rowview_free(&v);
     free(cls);
     free(cnt);
     free(rep);
@@ -1494,14 +1499,7 @@ static nx_status separate_class(rv_kernel *k, const rv_opts *o, rv_result *res, 
     v.b = malloc(R * nmax * sizeof *v.b);
     nx_status st = v.a && v.b ? separate(&vk, o, res, ns, 2, names, nn, err)
                               : nx_err_set(err, NX_ENOMEM, "out of memory");
-    for (size_t i = 0; i < v.count; i++) {
-        free(v.m[i].y);
-        free(v.m[i].in);
-    }
-    free(v.m);
-    free(v.tab);
-    free(v.a);
-    free(v.b);
+    rowview_free(&v);
     return st;
 }
 
