@@ -480,23 +480,9 @@ static int reveal_impl(parity_api_probe_fn fn, size_t n, const char *dtype, cons
     if ((flags & PARITY_REVEAL_SHARED_B) && in == NX_FP16)
         return input_error(e, "%s", "shared_b: takes F32, BF16 or F64 inputs: the order's probes need products beyond "
                                     "F16's range, which rows that share b cannot carry");
-    if (grid_m || grid_n) {
-        if (!grid_m || !grid_n || grid_m > 65536 || grid_n > 65536 || grid_m * grid_n < 2 ||
-            grid_m * grid_n > ((size_t)1 << 20))
-        {
-            char w[96];
-            snprintf(w, sizeof w, "%zu x %zu", grid_m, grid_n);
-            return input_error(e, "grid: %s is not M x N of 2 to 1048576 outputs in all", w);
-        }
-        if (flags & PARITY_REVEAL_SHARED_B)
-            return input_error(e, "%s", "grid and shared_b: give one (a gemv is a grid of M x 1)");
-        if (grid_m * grid_n * n > ((size_t)1 << 24))
-        {
-            char w[128];
-            snprintf(w, sizeof w, "%zu x %zu outputs of %zu terms", grid_m, grid_n, n);
-            return input_error(e, "grid: %s, more than 2^24 terms a call", w);
-        }
-    }
+    nx_err ge = {0};
+    if ((grid_m || grid_n) && rv_grid_check(grid_m, grid_n, n, !!(flags & PARITY_REVEAL_SHARED_B), &ge))
+        return input_error(e, "grid: %s", ge.msg);
     nx_err err = {0};
     nx_status st = NX_OK;
     rv_opts o = {0};

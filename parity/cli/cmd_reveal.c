@@ -452,27 +452,22 @@ int cmd_reveal(int argc, char **argv)
         errno = 0;
         unsigned long long m = strtoull(grid_s, &e1, 10), nn = *e1 == ',' ? strtoull(e1 + 1, &e2, 10) : 0;
         if (errno || !isdigit((unsigned char)grid_s[0]) || *e1 != ',' || !isdigit((unsigned char)e1[1]) || *e2 ||
-            m < 1 || nn < 1 || m > 65536 || nn > 65536 || m * nn < 2 || m * nn > (1ULL << 20)) {
-            cli_error("reveal", "--grid: '%s' is not M,N (two positive integers, 2 to 1048576 outputs in all)",
-                      grid_s);
+            m > RV_GRID_MAX_SIDE || nn > RV_GRID_MAX_SIDE) {
+            cli_error("reveal", "--grid: '%s' is not M,N (two integers, 1 to %d each)", grid_s, RV_GRID_MAX_SIDE);
             return EXIT_INPUT;
         }
         gm = (size_t)m;
         gn = (size_t)nn;
-        if (shared) {
-            cli_error("reveal", "--grid and --shared-b: give one (a gemv is a grid of M x 1)");
-            return EXIT_INPUT;
-        }
+        nx_err ge = {0};
+        for (size_t q = 0; q < nlens; q++)
+            if (rv_grid_check(gm, gn, lens[q], shared, &ge)) {
+                cli_error("reveal", "--grid: %s", ge.msg);
+                return EXIT_INPUT;
+            }
         if (rows_s && o.fit_rows != gm * gn) {
             cli_error("reveal", "--rows %zu: a grid kernel's batch is its M x N = %zu outputs", o.fit_rows, gm * gn);
             return EXIT_INPUT;
         }
-        for (size_t q = 0; q < nlens; q++)
-            if (gm * gn * lens[q] > ((size_t)1 << 24)) {
-                cli_error("reveal", "--grid %s at n = %zu: one call would hold %zu terms, more than 2^24", grid_s,
-                          lens[q], gm * gn * lens[q]);
-                return EXIT_INPUT;
-            }
         o.fit_rows = gm * gn;
         /* the kernel learns its grid from the environment (every backend:
          * a child inherits it, a library reads it in process) */

@@ -824,6 +824,14 @@ static void shared_b(const rv_kernel *k, size_t rows, size_t n, double *b)
             memcpy(b + r * n, b, n * sizeof *b);
 }
 
+/* Fresh random rows drawn as the kernel's calls take them: one b for all
+ * (--shared-b), or whole gemms (--grid), so that each batch is one call. */
+static void as_calls(const rv_kernel *k, size_t rows, size_t n, double *a, double *b)
+{
+    shared_b(k, rows, n, b);
+    grid_rows(k, rows, n, a, b);
+}
+
 /* The rows the arithmetic is fitted on: a quarter that tell fma apart, a
  * quarter of pinned pairs, the rest random (from seed).  A kernel with one
  * b per call gets random rows alone, with row 0's b: the targeted rows
@@ -972,8 +980,7 @@ static nx_status disambiguate(rv_kernel *k, const rv_opts *o, rv_result *res, co
         goto free_cands;
     /* 2: fresh random rows */
     rand_rows(k->in_fmt, rows, n, seed ^ 0x6469736dULL, a, b);
-    shared_b(k, rows, n, b);
-    grid_rows(k, rows, n, a, b);
+    as_calls(k, rows, n, a, b);
     if ((st = rv_call(k, rows, n, a, b, y, err)))
         goto free_cands;
     for (size_t i = 0; i < nc; i++) {
@@ -1287,8 +1294,7 @@ nx_status rv_reveal_arith(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err
     res->alternatives = fr.nfit > 0 ? fr.nfit - 1 : 0;
     /* confirmation on fresh rows */
     rand_rows(k->in_fmt, crows, n, seed ^ 0xc0ffee1234ULL, a, b);
-    shared_b(k, crows, n, b);
-    grid_rows(k, crows, n, a, b);
+    as_calls(k, crows, n, a, b);
     if ((st = rv_call(k, crows, n, a, b, y, err)) || (st = eval_point(fr.point, k->in_fmt, crows, n, a, b, z, err)))
         goto out;
     size_t okc = 0;
@@ -1361,8 +1367,7 @@ static nx_status confirm(rv_kernel *k, const char *point, size_t n, size_t crows
     }
     /* rows never seen by the search at n, and different at each length */
     rand_rows(k->in_fmt, crows, n, (seed ? seed : 0x7265766561ULL) ^ salt ^ (uint64_t)n * 0x9e37ULL, a, b);
-    shared_b(k, crows, n, b);
-    grid_rows(k, crows, n, a, b);
+    as_calls(k, crows, n, a, b);
     nx_err pe = {0};
     if (pt_from_text(point, "revealed point", &pt, &pe)) {
         if (why && whylen)

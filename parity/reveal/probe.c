@@ -231,6 +231,20 @@ out:
     return st;
 }
 
+nx_status rv_grid_check(size_t m, size_t gn, size_t n, int shared_b, nx_err *err)
+{
+    if (m < 1 || gn < 1 || m > RV_GRID_MAX_SIDE || gn > RV_GRID_MAX_SIDE || m * gn < 2 || m * gn > RV_GRID_MAX_CELLS)
+        return nx_err_set(err, NX_EINVAL, "%zu x %zu is not a grid: M and N at least 1, M x N from 2 to %zu outputs",
+                          m, gn, (size_t)RV_GRID_MAX_CELLS);
+    if (shared_b)
+        return nx_err_set(err, NX_EINVAL, "a grid and one b for every row (shared b) together: give one (a gemv is a "
+                                          "grid of M x 1)");
+    if (m * gn * n > RV_GRID_MAX_TERMS)
+        return nx_err_set(err, NX_EINVAL, "%zu x %zu outputs of n = %zu terms: one call would hold %zu terms, more "
+                                          "than 2^24", m, gn, n, m * gn * n);
+    return NX_OK;
+}
+
 nx_status rv_call(rv_kernel *k, size_t rows, size_t n, const double *a, const double *b, double *y, nx_err *err)
 {
     if (k->grid_m && k->grid_n)

@@ -56,6 +56,16 @@ struct rv_kernel {
 
 #define RV_TIMEOUT_DEFAULT_S 600.0
 
+/* A grid kernel's limits (docs/limits.md): M and N at most
+ * RV_GRID_MAX_SIDE, 2 to RV_GRID_MAX_CELLS outputs a call, at most
+ * RV_GRID_MAX_TERMS terms a call at n, not with a shared b.  NX_EINVAL
+ * with the reason (no option name: the command and the API prefix their
+ * own), else NX_OK. */
+#define RV_GRID_MAX_SIDE 65536
+#define RV_GRID_MAX_CELLS ((size_t)1 << 20)
+#define RV_GRID_MAX_TERMS ((size_t)1 << 24)
+nx_status rv_grid_check(size_t m, size_t gn, size_t n, int shared_b, nx_err *err);
+
 /* `CMD` with {in} and {out} replaced by two file names, each in single
  * quotes (a quote in a name written '\''), run by /bin/sh in a process
  * group of its own. */

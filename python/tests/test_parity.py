@@ -621,7 +621,7 @@ def test_reveal_grid_refuses_bad_grids():
     for bad in ((0, 3), (1, 1), (2,), "6,10", (2.0, 3)):
         with pytest.raises(ValueError, match="grid"):
             parity.reveal(np_gemm_tile, n=8, grid=bad)
-    with pytest.raises(Exception, match="grid and shared_b"):
+    with pytest.raises(Exception, match=r"a grid and one b for every row \(shared b\)"):
         parity.reveal(np_gemm_tile, n=8, grid=(2, 3), shared_b=True)
     with pytest.raises(ValueError, match=r"expected shape \[2, 3\]"):
         parity.reveal(lambda A, B: (A @ B).reshape(-1), n=8, grid=(2, 3))

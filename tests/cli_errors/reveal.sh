@@ -35,13 +35,15 @@ option --grid needs a value                                  | $S --n 8 --grid
 --grid: '6' is not M,N                                       | $S --n 8 --grid 6
 --grid: '6,' is not M,N                                      | $S --n 8 --grid 6,
 --grid: '6,10,2' is not M,N                                  | $S --n 8 --grid 6,10,2
---grid: '0,10' is not M,N                                    | $S --n 8 --grid 0,10
+--grid: 0 x 10 is not a grid                                 | $S --n 8 --grid 0,10
 --grid: '-6,10' is not M,N                                   | $S --n 8 --grid -6,10
---grid: '1,1' is not M,N                                     | $S --n 8 --grid 1,1
---grid: '2048,1024' is not M,N                               | $S --n 8 --grid 2048,1024
---grid and --shared-b: give one                              | $S --n 8 --grid 6,10 --shared-b
+--grid: 1 x 1 is not a grid                                  | $S --n 8 --grid 1,1
+--grid: 2048 x 1024 is not a grid                            | $S --n 8 --grid 2048,1024
+--grid: '70000,2' is not M,N                                 | $S --n 8 --grid 70000,2
+--grid: a grid and one b for every row (shared b) together  | $S --n 8 --grid 6,10 --shared-b
 --rows 64: a grid kernel's batch is its M x N = 60 outputs   | $S --n 8 --grid 6,10 --rows 64
---grid 1024,1024 at n = 64: one call would hold 67108864 terms | $S --n 64 --grid 1024,1024
+--grid: 1024 x 1024 outputs of n = 64 terms: one call would hold 67108864 terms | $S --n 64 --grid 1024,1024
+--grid: 512 x 512 outputs of n = 65 terms                    | $S --n 64,65 --grid 512,512
 EOF
 
 helps <<'EOF'
