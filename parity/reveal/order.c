@@ -830,7 +830,7 @@ typedef struct rv_memo {
 
 typedef struct rowview {
     rv_kernel *k;
-    size_t R, ri, n;
+    size_t R, ri, n;   /* n: the terms a row of a, b holds (grown to the longest call) */
     rv_memo *m;
     size_t count, cap;
     size_t *tab, tcap; /* open addressing: index + 1 into m, 0 empty */
@@ -908,6 +908,16 @@ static nx_status rowview_eval(rv_kernel *kk, size_t rows, size_t n, const double
                     return nx_err_set(err, NX_ENOMEM, "out of memory");
                 v->m = nm;
                 v->cap = nc;
+            }
+            if (n > v->n) { /* a longer length than any before: room for R rows of it */
+                double *na = realloc(v->a, v->R * n * sizeof *na);
+                if (na)
+                    v->a = na;
+                double *nb = na ? realloc(v->b, v->R * n * sizeof *nb) : NULL;
+                if (!na || !nb)
+                    return nx_err_set(err, NX_ENOMEM, "out of memory");
+                v->b = nb;
+                v->n = n;
             }
             rv_memo e = {h, h2, malloc(v->R * sizeof(double)), NULL};
             if (!e.y)
@@ -1492,13 +1502,9 @@ static nx_status separate_class(rv_kernel *k, const rv_opts *o, rv_result *res, 
         ri++;
     if (nn < 2 || ri == R)
         return NX_OK;
-    size_t nmax = 2 * o->n + 70; /* the longest length separate() probes */
-    rowview v = {.k = k, .R = R, .n = nmax, .ri = ri};
+    rowview v = {.k = k, .R = R, .ri = ri}; /* its rows grow to the lengths probed */
     rv_kernel vk = {.eval = rowview_eval, .impl = &v, .in_fmt = k->in_fmt, .out_fmt = k->out_fmt};
-    v.a = malloc(R * nmax * sizeof *v.a);
-    v.b = malloc(R * nmax * sizeof *v.b);
-    nx_status st = v.a && v.b ? separate(&vk, o, res, ns, 2, names, nn, err)
-                              : nx_err_set(err, NX_ENOMEM, "out of memory");
+    nx_status st = separate(&vk, o, res, ns, 2, names, nn, err);
     rowview_free(&v);
     return st;
 }
