@@ -77,6 +77,29 @@ part() { [ "$PART" = all ] || [ "$PART" = "$1" ]; }
 case $PART in all|1|2) ;; *) echo "cli_reveal: the part is 1 or 2, not '$PART'"; exit 2 ;; esac
 NR=64
 big || NR=32
+# holds_like LABEL SIM PT N R...: fresh rows at n, in batches of each R
+# (R = 1: eight batches of one row), give the same bytes under the
+# simulated point and the revealed one
+holds_like() {
+  hl=$1 hsim=$2 hpt=$3 hn=$4
+  shift 4
+  s=21
+  for R in "$@"; do
+    reps=1
+    [ "$R" -gt 1 ] || reps=8
+    while [ $reps -gt 0 ]; do
+      reps=$((reps - 1))
+      s=$((s + 1))
+      "$CRAFT" rand "$T/rc_in" F32 "$R" "$hn" "$s" || { fail "craft"; return; }
+      "$P" reduce --numerics "$hsim" --in "$T/rc_in" --out "$T/rc_sim" 2>"$T/err" || { fail "$hl: reduce at $hsim: $(cat "$T/err")"; return; }
+      "$P" reduce --numerics "$hpt" --in "$T/rc_in" --out "$T/rc_pt" 2>"$T/err" || { fail "$hl: reduce at the revealed $hpt: $(cat "$T/err")"; return; }
+      a=$(tail -c $((R * 4)) "$T/rc_sim" | od -An -tx1 | tr -d ' \n')
+      b=$(tail -c $((R * 4)) "$T/rc_pt" | od -An -tx1 | tr -d ' \n')
+      [ -n "$a" ] && [ "$a" = "$b" ] || { fail "$hl, R = $R (seed $s): revealed point $hpt gives other bytes"; return; }
+    done
+  done
+}
+
 if part 1; then
 
 # --- simulated points: the order --------------------------------------------
@@ -139,13 +162,38 @@ point "$(pt fp32 rne true "body(4, stride(4, seq, expr(((0 + 3) + (1 + 2)))), se
 # per-part arithmetic (docs/reveal.md "Per-part arithmetic"): fused float
 # lanes, their combine in double, the tail's float products added in
 # double (dot8.c's dot8_mixed); no point with one setting for the tree or
-# one part apart fits, each part in a setting of its own does
+# one part apart fits, each part in a setting of its own does, read from
+# rows that only that part rounds.  The point may spell the settings
+# either way round (the root in double, the lanes in float, or the
+# reverse): it is held to the kernel's source written as a point, by
+# reduce on fresh rows (holds_like, below)
+MIXED='{ tree = "body(8, stride(8, seq, pairwise@fp64), seq@fp64[product=fp32], carry)" }'
 out=$("$P" reveal --dlopen "$LIB:dot8_mixed" --n 100 2>"$T/err"); rc=$?
-[ $rc -eq 0 ] && [ "$(printf '%s\n' "$out" | tail -n 1)" = "$(pt fp32 rne true "body(8, stride(8, seq, pairwise@fp64), seq@fp64[product=fp32], carry)" fp32)" ] \
-  || fail "dot8_mixed: exit $rc: $out $(cat "$T/err")"
-printf '%s\n' "$out" | grep -q '^arithmetic: no point of the space reproduces the search rows; each part of the tree in a setting of its own does ' \
+[ $rc -eq 0 ] || fail "dot8_mixed: exit $rc: $out $(cat "$T/err")"
+MIXED_PT=$(printf '%s\n' "$out" | tail -n 1)
+printf '%s\n' "$out" | grep -q '^arithmetic: no point of the space reproduces the search rows; each part of the tree in a setting of its own does, each read from rows that only its own additions round ' \
   || fail "dot8_mixed: no per-part line: $out"
 printf '%s\n' "$out" | grep -q '^lengths: at n = 47 (not probed) the point reproduced 1000 of 1000 ' || fail "dot8_mixed: not held at n = 47: $out"
+# dot8_mixed's point (above) against the kernel's source as a point
+holds_like "dot8_mixed" "$MIXED" "$MIXED_PT" 100 64 1
+holds_like "dot8_mixed" "$MIXED" "$MIXED_PT" 45 13
+# A part rounding upward (the tail) beside lanes in double: no point of the
+# space and no search over the parts' settings from the search rows found
+# it (exit 1: the search rows cannot move the tail's rounding alone); rows
+# that only the tail rounds read it
+RU='{ tree = "body(8, stride(8, seq@fp64[fma=false], halving), seq[rounding=ru])" }'
+out=$("$P" reveal --simulate "$RU" --n 100 2>"$T/err"); rc=$?
+[ $rc -eq 0 ] || fail "a tail rounding upward: exit $rc: $out $(cat "$T/err")"
+printf '%s\n' "$out" | grep -q '^arithmetic: no point of the space reproduces the search rows; each part of the tree in a setting of its own does, each read from rows that only its own additions round ' \
+  || fail "a tail rounding upward: no per-part line: $out"
+holds_like "a tail rounding upward" "$RU" "$(printf '%s\n' "$out" | tail -n 1)" 100 64 1
+printf '%s\n' "$out" | grep -q ' ([0-9]* probe rows, 0 of the settings settled on the search rows, ' ||
+  fail "a tail rounding upward: settled on the search rows, not read from its rows: $out"
+# and the tail's own rows allow upward rounding in fp32, fused, alone (a
+# reveal that ignored the kernel's answers to them would allow all 18)
+"$P" reveal --simulate "$RU" --n 100 --verbose 2>&1 >/dev/null | grep -q '^reveal: per-part probes: part seq: fp32,ru$' ||
+  fail "a tail rounding upward: the tail's probe rows do not allow fp32 upward alone"
+holds_like "a tail rounding upward" "$RU" "$(printf '%s\n' "$out" | tail -n 1)" 77 13
 # two accumulators over rounds of 16 terms, every term left into the first
 # (the sixth edition's loop(B, U) and rest(L); OpenBLAS's sgemm kernels run
 # rounds of 8): at n = 64 and 67 the names with rounds of 4, 8, 16 and 32
@@ -155,9 +203,14 @@ out=$("$P" reveal --simulate '{ tree = "lanes(2, [loop(2, 16), rest(0)], seq)" }
   || fail "rounds of 16, rest to lane 0: exit $rc: $out $(cat "$T/err")"
 printf '%s\n' "$out" | grep -q '^induction: [0-9]* names hold at the lengths probed; at n = [0-9]*, where their bracketings differ, and then at [0-9]* more length' \
   || fail "rounds of 16: no separation in rounds: $out"
-# the lanes in double, the tail unfused, the rest fused in float
-point "$(pt fp32 rne true "body(8, stride(8, seq@fp64, halving), seq[fma=false])" fp32)" \
-  --simulate '{ tree = "body(8, stride(8, seq@fp64, halving), seq[fma=false])", fma = true }' --n 100
+# the lanes in double, the tail unfused, the rest fused in float: with no
+# products outside the tail, the point may leave fma off at the root and
+# write nothing on the tail; held to the kernel on fresh rows
+LD='{ tree = "body(8, stride(8, seq@fp64, halving), seq[fma=false])", fma = true }'
+out=$("$P" reveal --simulate "$LD" --n 100 2>"$T/err"); rc=$?
+[ $rc -eq 0 ] || fail "lanes in double, tail unfused: exit $rc: $out $(cat "$T/err")"
+printf '%s\n' "$out" | grep -q "^confidence: reproduced 1000 of 1000 " || fail "lanes in double, tail unfused: $out"
+holds_like "lanes in double, tail unfused" "$LD" "$(printf '%s\n' "$out" | tail -n 1)" 100 64 1
 point "$D8" --exec "$EXE {in} {out}" --n 100
 point "$D8" --serve "$EXE --serve" --n 100
 
@@ -288,28 +341,6 @@ if part 2; then
 # (probes replicated at every index of 255 rows); the row-class lines must
 # be the hand-written ones; then the revealed point and SIM through `parity
 # reduce` on fresh rows (R = 255, 100, 13, 6, 1) must give the same bytes
-# holds_like LABEL SIM PT N R...: fresh rows at n, in batches of each R
-# (R = 1: eight batches of one row), give the same bytes under the
-# simulated point and the revealed one
-holds_like() {
-  hl=$1 hsim=$2 hpt=$3 hn=$4
-  shift 4
-  s=21
-  for R in "$@"; do
-    reps=1
-    [ "$R" -gt 1 ] || reps=8
-    while [ $reps -gt 0 ]; do
-      reps=$((reps - 1))
-      s=$((s + 1))
-      "$CRAFT" rand "$T/rc_in" F32 "$R" "$hn" "$s" || { fail "craft"; return; }
-      "$P" reduce --numerics "$hsim" --in "$T/rc_in" --out "$T/rc_sim" 2>"$T/err" || { fail "$hl: reduce at $hsim: $(cat "$T/err")"; return; }
-      "$P" reduce --numerics "$hpt" --in "$T/rc_in" --out "$T/rc_pt" 2>"$T/err" || { fail "$hl: reduce at the revealed $hpt: $(cat "$T/err")"; return; }
-      a=$(tail -c $((R * 4)) "$T/rc_sim" | od -An -tx1 | tr -d ' \n')
-      b=$(tail -c $((R * 4)) "$T/rc_pt" | od -An -tx1 | tr -d ' \n')
-      [ -n "$a" ] && [ "$a" = "$b" ] || { fail "$hl, R = $R (seed $s): revealed point $hpt gives other bytes"; return; }
-    done
-  done
-}
 rowcls() {
   sim=$1 n=$2 exp=$3
   out=$("$P" reveal --simulate "$sim" --n "$n" --rows 255 --confirm 999 2>"$T/err")

@@ -239,7 +239,12 @@ static int reveal_one(rv_kernel *k, const rv_opts *o, int order_only, rv_result 
                res->disambig_held ? ", the first is kept" : "; the first is kept, unconfirmed");
     if (res->per_part)
         printf("arithmetic: no point of the space reproduces the search rows; each part of the tree in a setting of "
-               "its own does (%zu points evaluated, docs/reveal.md \"Per-part arithmetic\")\n", res->part_evals);
+               "its own does, %s (%zu probe rows, %zu of the settings settled on the search rows, %zu points "
+               "evaluated, docs/reveal.md \"Per-part arithmetic\")\n",
+               res->per_part == RV_PER_PART_PROBED     ? "each read from rows that only its own additions round"
+               : res->per_part == RV_PER_PART_SEARCHED ? "found by a search over the search rows"
+                                                       : "read from rows of its own for some classes, searched for others",
+               res->part_probes, res->part_settled, res->part_evals);
     printf("calls: %zu, probes: %zu in all\n", k->calls, k->probes);
     if (!res->point) {
         printf("arithmetic: no point of the space reproduces the kernel with this order\n");

@@ -19,6 +19,7 @@
 #include "nx_rowclass.h"
 #include "point_toml.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -441,9 +442,12 @@ static nx_status eval_point(const char *text, nx_fmt in, size_t rows, size_t n, 
     size_t per = rows;
     if (pt.grid_m > 0 && pt.grid_n > 0 && rows % (size_t)(pt.grid_m * pt.grid_n) == 0)
         per = (size_t)(pt.grid_m * pt.grid_n);
+    /* a small batch on one thread: waking the others costs more than its
+     * terms (the per-part probes evaluate hundreds of them) */
+    int threads = per * n < ((size_t)1 << 16) ? 1 : 0;
     for (size_t r0 = 0; r0 < rows && !st; r0 += per) {
         nx_rows all = {per, in, a + r0 * n, in, b + r0 * n, NX_FP64, NULL};
-        st = nx_point_reduce(&pt, &all, n, 1, NX_ENGINE_FAST, 0, y + r0, err);
+        st = nx_point_reduce(&pt, &all, n, 1, NX_ENGINE_FAST, threads, y + r0, err);
     }
     nx_point_free(&pt);
     return st;
@@ -676,6 +680,15 @@ out:
 
 static char *per_part(const rv_kernel *k, const char *tree, const fit_pair *pairs, size_t np, int verbose,
                       size_t *evals);
+/* Where per_part_probed's rows go: as they are, or a batch of the
+ * probe_rows rows with them at the class's row indices (part_call). */
+typedef struct part_caller {
+    const rv_result *res;
+    int cls; /* -1: the rows as they are (rv_call) */
+} part_caller;
+static nx_status per_part_probed(rv_kernel *k, const part_caller *pc, const char *tree, const fit_pair *pairs,
+                                 size_t npairs, int verbose, char **out, size_t *sent, size_t *settled, size_t *evals,
+                                 nx_err *err);
 
 /* Row classes from the order (res->row_class, over the rows of the probe
  * batch): each class's rows fitted on their own with its tree's space, on
@@ -717,15 +730,22 @@ again:
         fit_opts fo = {0, 0, verbose, NX_ENGINE_FAST, 0, 1};
         st = fit_run(pair, np, &sp, &fo, &fr, err);
         if (!st && !(fr.found && fr.point && fr.point[0] == '{')) {
-            /* no point of the space: each part in a setting of its own */
+            /* no point of the space: each part in a setting of its own,
+             * read from probes at the class's rows, else searched */
             size_t ev = 0;
-            char *pp = per_part(k, res->class_tree[c], pair, np, verbose, &ev);
+            char *pp = NULL;
+            part_caller pc = {res, (int)c};
+            st = per_part_probed(k, &pc, res->class_tree[c], pair, np, verbose, &pp, &res->part_probes,
+                                 &res->part_settled, &res->part_evals, err);
+            if (!st && pp)
+                res->per_part |= RV_PER_PART_PROBED;
+            else if (!st && (pp = per_part(k, res->class_tree[c], pair, np, verbose, &ev)))
+                res->per_part |= RV_PER_PART_SEARCHED;
             res->part_evals += ev;
             if (pp) {
                 free(fr.point);
                 fr.point = pp;
                 fr.found = 1;
-                res->per_part = 1;
             }
         }
         if (!st && !(fr.found && fr.point && fr.point[0] == '{') && c == 0 && !split &&
@@ -865,10 +885,29 @@ static void search_rows(const rv_kernel *k, size_t rows, size_t n, uint64_t seed
  * fp32 and one in fp64, or an fma and a separate product, round apart on
  * some of them (1 + 2^-24 + 2^-48 is above fp32's midpoint, 1 + 2^-24 a
  * tie).  b is 1 or a value of the same kind. */
-static void sparse_rows(nx_fmt f, size_t rows, size_t n, uint64_t seed, double *a, double *b)
+/* One term of sparse_rows: a in v, b in w; 0 where 8 draws gave no pair
+ * the format holds. */
+static int sparse_term(nx_fmt f, uint64_t *s, double *v, double *w)
 {
     static const int exps[] = {0, 1, -1, -12, -23, -24, -25, -26, -36, -47, -48, -49, -50};
     static const double mants[] = {1.0, 1.5, 1.75};
+    for (int tries = 0; tries < 8; tries++) {
+        uint64_t x = next64(s);
+        double vv = ldexp(mants[x % 3], exps[(x >> 8) % (sizeof exps / sizeof *exps)]);
+        if ((x >> 20) & 1)
+            vv = -vv;
+        double ww = (x >> 21) % 4 == 0 ? ldexp(mants[(x >> 24) % 3], exps[(x >> 28) % 4]) : 1.0;
+        if (nx_is_member(f, vv) && nx_is_member(f, ww)) {
+            *v = vv;
+            *w = ww;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void sparse_rows(nx_fmt f, size_t rows, size_t n, uint64_t seed, double *a, double *b)
+{
     uint64_t s = seed;
     for (size_t r = 0; r < rows; r++) {
         double *ra = a + r * n, *rb = b + r * n;
@@ -877,17 +916,10 @@ static void sparse_rows(nx_fmt f, size_t rows, size_t n, uint64_t seed, double *
         int k = 2 + (int)(next64(&s) % 3);
         for (int q = 0; q < k; q++) {
             size_t i = (size_t)(next64(&s) % n);
-            for (int tries = 0; tries < 8; tries++) {
-                uint64_t x = next64(&s);
-                double v = ldexp(mants[x % 3], exps[(x >> 8) % (sizeof exps / sizeof *exps)]);
-                if ((x >> 20) & 1)
-                    v = -v;
-                double w = (x >> 21) % 4 == 0 ? ldexp(mants[(x >> 24) % 3], exps[(x >> 28) % 4]) : 1.0;
-                if (nx_is_member(f, v) && nx_is_member(f, w)) {
-                    ra[i] = v;
-                    rb[i] = w;
-                    break;
-                }
+            double v, w;
+            if (sparse_term(f, &s, &v, &w)) {
+                ra[i] = v;
+                rb[i] = w;
             }
         }
     }
@@ -1037,7 +1069,7 @@ out:
  * its own at its top level, is not `carry`), at any depth, by where its
  * text ends, outermost first; at most max.  The count. */
 #define RV_PARTS_MAX 12
-static void tree_args(const char *t, size_t from, size_t to, size_t *ends, size_t *n, size_t max)
+static void tree_args(const char *t, size_t from, size_t to, size_t *begins, size_t *ends, size_t *n, size_t max)
 {
     /* the node's name, then its arguments between the parentheses */
     size_t open = from;
@@ -1059,8 +1091,9 @@ static void tree_args(const char *t, size_t from, size_t to, size_t *ends, size_
                 is_tree = 0;
         }
         if (is_tree && *n < max) {
+            begins[*n] = b;
             ends[(*n)++] = z;
-            tree_args(t, b, z, ends, n, max);
+            tree_args(t, b, z, begins, ends, n, max);
         }
     }
 }
@@ -1134,11 +1167,11 @@ static long part_score(const char *text, const rv_kernel *k, const fit_pair *pai
 static char *per_part(const rv_kernel *k, const char *tree, const fit_pair *pairs, size_t np, int verbose,
                       size_t *evals)
 {
-    size_t ends[RV_PARTS_MAX], nparts = 0, total = 0, maxrows = 1;
+    size_t begins[RV_PARTS_MAX], ends[RV_PARTS_MAX], nparts = 0, total = 0, maxrows = 1;
     *evals = 0;
     if (strstr(tree, "chain(") || strstr(tree, "expr(") || strchr(tree, '[') || strchr(tree, '@'))
         return NULL;
-    tree_args(tree, 0, strlen(tree), ends, &nparts, RV_PARTS_MAX);
+    tree_args(tree, 0, strlen(tree), begins, ends, &nparts, RV_PARTS_MAX);
     if (!nparts)
         return NULL;
     for (size_t p = 0; p < np; p++) {
@@ -1207,6 +1240,535 @@ static char *per_part(const rv_kernel *k, const char *tree, const fit_pair *pair
     return found;
 }
 
+/* --- per-part arithmetic from targeted probes ---------------------------- */
+
+/* A part's setting, in full: every part of a design point carries one, so
+ * that a part's setting reaches its own operations alone (a child's own
+ * overrides it).  The first of equals is preferred: the common ones first. */
+typedef struct part_set {
+    const char *acc;
+    int fma;
+    const char *rnd;
+    const char *prod;
+} part_set;
+static const part_set part_sets[] = {
+    {"fp32", 1, "rne", "exact"}, {"fp32", 0, "rne", "exact"}, {"fp64", 1, "rne", "exact"},
+    {"fp64", 0, "rne", "exact"}, {"fp64", 0, "rne", "fp32"},  {"fp32", 1, "rz", "exact"},
+    {"fp32", 0, "rz", "exact"},  {"fp64", 1, "rz", "exact"},  {"fp64", 0, "rz", "exact"},
+    {"fp32", 1, "ru", "exact"},  {"fp32", 0, "ru", "exact"},  {"fp32", 1, "rd", "exact"},
+    {"fp32", 0, "rd", "exact"},  {"fp32", 0, "rne", "bf16"},  {"bf16", 1, "rne", "exact"},
+    {"bf16", 0, "rne", "exact"}, {"fp16", 1, "rne", "exact"}, {"fp16", 0, "rne", "exact"},
+};
+#define NPSET ((int)(sizeof part_sets / sizeof *part_sets))
+/* A row isolates a part when the part's setting changes its result and
+ * the other parts' do not: tried with the part in each of iso_probe and
+ * the others all in each of iso_base. */
+static const int iso_probe[] = {0, 1, 2, 5};
+static const int iso_base[] = {0, 3, 6, 9};
+#define NISOP 4
+#define NISOB 4
+#define RV_PART_POOL_MAX 2048
+#define RV_PART_POOL_MIN 256
+#define RV_PART_PAIR 8                            /* rows a part and length where each probe setting */
+#define RV_PART_ROWS (RV_PART_PAIR * (NISOP - 1)) /* moves the first's result: at most */
+
+/* The point: tree with part q in part_sets[set[q]] (every part), the root
+ * in part_sets[set[np]], out the kernel's.  Malloc'd. */
+static char *design_text(const char *tree, const size_t *ends, size_t np, const int *set, nx_fmt out)
+{
+    size_t cap = strlen(tree) + 128 + np * 72;
+    char *t = malloc(cap), *o = malloc(cap + 160);
+    if (!t || !o) {
+        free(t);
+        free(o);
+        return NULL;
+    }
+    size_t len = 0, at = 0;
+    for (;;) {
+        size_t best = SIZE_MAX;
+        for (size_t q = 0; q < np; q++)
+            if (ends[q] > at && ends[q] < best)
+                best = ends[q];
+        if (best == SIZE_MAX)
+            break;
+        memcpy(t + len, tree + at, best - at);
+        len += best - at;
+        /* the inner of parts ending at one place first (listed later) */
+        for (size_t q = np; q-- > 0;)
+            if (ends[q] == best) {
+                const part_set *s = &part_sets[set[q]];
+                len += (size_t)snprintf(t + len, cap - len, "[acc=%s, fma=%s, rounding=%s, product=%s]", s->acc,
+                                        s->fma ? "true" : "false", s->rnd, s->prod);
+            }
+        at = best;
+    }
+    snprintf(t + len, cap - len, "%s", tree + at);
+    const part_set *r = &part_sets[set[np]];
+    snprintf(o, cap + 160,
+             "{ tree = \"%s\", acc = \"%s\", fma = %s, rounding = \"%s\", product = \"%s\", out = \"%s\", "
+             "out_rounding = \"rne\" }",
+             t, r->acc, r->fma ? "true" : "false", r->rnd, r->prod, nx_format(out)->name);
+    free(t);
+    return o;
+}
+
+/* The parent of part q: the innermost part around it (parts are listed
+ * outermost first), else np, the root. */
+static size_t part_parent(const size_t *begins, const size_t *ends, size_t np, size_t q)
+{
+    size_t par = np;
+    for (size_t p = 0; p < q; p++)
+        if (begins[p] <= begins[q] && ends[q] <= ends[p] && ends[p] - begins[p] > ends[q] - begins[q])
+            par = p;
+    return par;
+}
+
+/* The same point with each part's setting written only where it differs
+ * from its parent's (the enclosing part, else the root): the keys that
+ * differ.  Malloc'd. */
+static char *minimal_text(const char *tree, const size_t *begins, const size_t *ends, size_t np, const int *set,
+                          nx_fmt out)
+{
+    size_t cap = strlen(tree) + 128 + np * 72;
+    char *t = malloc(cap), *o = malloc(cap + 160);
+    if (!t || !o) {
+        free(t);
+        free(o);
+        return NULL;
+    }
+    size_t len = 0, at = 0;
+    for (;;) {
+        size_t best = SIZE_MAX;
+        for (size_t q = 0; q < np; q++)
+            if (ends[q] > at && ends[q] < best)
+                best = ends[q];
+        if (best == SIZE_MAX)
+            break;
+        memcpy(t + len, tree + at, best - at);
+        len += best - at;
+        for (size_t q = np; q-- > 0;) {
+            if (ends[q] != best)
+                continue;
+            size_t par = part_parent(begins, ends, np, q);
+            const part_set *s = &part_sets[set[q]], *ps = &part_sets[set[par]];
+            char kv[160];
+            size_t kl = 0;
+            if (strcmp(s->acc, ps->acc))
+                kl += (size_t)snprintf(kv + kl, sizeof kv - kl, "%sacc=%s", kl ? ", " : "", s->acc);
+            if (s->fma != ps->fma)
+                kl += (size_t)snprintf(kv + kl, sizeof kv - kl, "%sfma=%s", kl ? ", " : "", s->fma ? "true" : "false");
+            if (strcmp(s->prod, ps->prod))
+                kl += (size_t)snprintf(kv + kl, sizeof kv - kl, "%sproduct=%s", kl ? ", " : "", s->prod);
+            if (strcmp(s->rnd, ps->rnd))
+                kl += (size_t)snprintf(kv + kl, sizeof kv - kl, "%srounding=%s", kl ? ", " : "", s->rnd);
+            if (kl)
+                len += (size_t)snprintf(t + len, cap - len, "[%s]", kv);
+        }
+        at = best;
+    }
+    snprintf(t + len, cap - len, "%s", tree + at);
+    const part_set *r = &part_sets[set[np]];
+    snprintf(o, cap + 160,
+             "{ tree = \"%s\", acc = \"%s\", fma = %s, rounding = \"%s\", product = \"%s\", out = \"%s\", "
+             "out_rounding = \"rne\" }",
+             t, r->acc, r->fma ? "true" : "false", r->rnd, r->prod, nx_format(out)->name);
+    free(t);
+    return o;
+}
+
+/* The rows to the kernel: with a class, batches of the probe_rows rows
+ * with the rows at the class's row indices, zeros elsewhere. */
+
+static nx_status part_call(rv_kernel *k, const part_caller *pc, size_t m, size_t n, const double *a,
+                           const double *b, double *y, nx_err *err)
+{
+    if (pc->cls < 0)
+        return rv_call(k, m, n, a, b, y, err);
+    size_t R = pc->res->probe_rows;
+    double *A = malloc(R * n * sizeof *A), *B = malloc(R * n * sizeof *B), *Y = malloc(R * sizeof *Y);
+    nx_status st = NX_OK;
+    if (!A || !B || !Y)
+        st = nx_err_set(err, NX_ENOMEM, "out of memory");
+    for (size_t done = 0; done < m && !st;) {
+        for (size_t i = 0; i < R * n; i++)
+            A[i] = 0, B[i] = 1;
+        size_t put = done;
+        for (size_t r = 0; r < R && put < m; r++)
+            if (pc->res->row_class[r] == pc->cls) {
+                memcpy(A + r * n, a + put * n, n * sizeof *A);
+                memcpy(B + r * n, b + put * n, n * sizeof *B);
+                put++;
+            }
+        if (put == done)
+            break; /* no row of the class */
+        if ((st = rv_call(k, R, n, A, B, Y, err)))
+            break;
+        for (size_t r = 0; r < R && done < put; r++)
+            if (pc->res->row_class[r] == pc->cls)
+                y[done++] = Y[r];
+    }
+    free(A);
+    free(B);
+    free(Y);
+    return st;
+}
+
+/* The pool the probe rows are chosen from: sparse_rows' terms (2 to 4 of
+ * them, where an fp32 and an fp64 sum, a fused and a separate step, or two
+ * rounding modes round apart) at places of five kinds, by row: anywhere;
+ * within 16 of each other; in one lane of a stride 2 to 64 apart; in the
+ * last 1, 2, 4, ..., 64 terms; in the first 1, 2, 4, ..., 64.  A third
+ * of the terms are products of more bits than the format holds.  b is 1
+ * for a kernel with one b for all rows (and no such products). */
+static void part_pool(nx_fmt f, int shared, size_t rows, size_t n, uint64_t seed, double *a, double *b)
+{
+    uint64_t s = seed;
+    for (size_t r = 0; r < rows; r++) {
+        double *ra = a + r * n, *rb = b + r * n;
+        for (size_t i = 0; i < n; i++)
+            ra[i] = 0, rb[i] = 1;
+        int k = 2 + (int)(next64(&s) % 3), mode = (int)(r % 5);
+        size_t anchor = next64(&s) % n, span = (size_t)1 << (next64(&s) % 7), stride = (size_t)2 << (next64(&s) % 6);
+        if (span > n)
+            span = n;
+        size_t lane = anchor % stride, per = (n - lane + stride - 1) / stride;
+        for (int q = 0; q < k; q++) {
+            size_t x = (size_t)next64(&s), i;
+            switch (mode) {
+            case 0: i = x % n; break;
+            case 1: i = (anchor + x % 16) % n; break;
+            case 2: i = lane + stride * (x % per); break;
+            case 3: i = n - 1 - x % span; break;
+            default: i = x % span; break;
+            }
+            double v, w;
+            if (!shared && x % 3 == 0) {
+                /* a product of more bits than the format holds: (1 +
+                 * 2^-j)(1 + 2^-j'), j and j' about half the precision,
+                 * where a fused step, a separate one and a product
+                 * rounded to another format part */
+                int p = nx_format(f)->p, j = p / 2 - 1 + (int)((x >> 8) % 3), j2 = p / 2 - 1 + (int)((x >> 12) % 3);
+                static const int es[] = {0, -12, -24, 1};
+                v = ldexp(1 + ldexp(1, -j), es[(x >> 16) % 4]);
+                v = (x >> 20) & 1 ? -v : v;
+                w = 1 + ldexp(1, -j2);
+                if (nx_is_member(f, v) && nx_is_member(f, w)) {
+                    ra[i] = v;
+                    rb[i] = w;
+                }
+            } else if (sparse_term(f, &s, &v, &w)) {
+                ra[i] = v;
+                rb[i] = shared ? 1.0 : w;
+            }
+        }
+    }
+}
+
+/* Evaluates the design point with every part in base setting o and part q
+ * (nparts: the root) in x, over rows; NaN where it cannot be evaluated. */
+static void design_eval(const char *tree, const size_t *ends, size_t nparts, size_t q, int x, int o, nx_fmt in,
+                        nx_fmt out, size_t rows, size_t n, const double *a, const double *b, double *z, size_t *evals)
+{
+    int set[RV_PARTS_MAX + 1];
+    for (size_t p = 0; p <= nparts; p++)
+        set[p] = o;
+    set[q] = x;
+    char *t = design_text(tree, ends, nparts, set, out);
+    nx_err e = {0};
+    (*evals)++;
+    if (!t || eval_point(t, in, rows, n, a, b, z, &e))
+        for (size_t r = 0; r < rows; r++)
+            z[r] = NAN;
+    free(t);
+}
+
+/* The keys in which part settings x and y differ. */
+static int set_keys(int x, int y)
+{
+    const part_set *a = &part_sets[x], *b = &part_sets[y];
+    return !!strcmp(a->acc, b->acc) + (a->fma != b->fma) + !!strcmp(a->rnd, b->rnd) + !!strcmp(a->prod, b->prod);
+}
+
+/* Given the root's setting in set[nparts], each part's, outermost first:
+ * its parent's where its rows allow that (or none isolates it), else the
+ * allowed one that differs from the parent's in the fewest keys (the
+ * first of equals).  The keys to write in all, or -1 where a part allows
+ * none. */
+static int part_assign(const size_t *begins, const size_t *ends, size_t nparts, unsigned char (*cons)[NPSET],
+                       const unsigned char *seen, int *set)
+{
+    int keys = 0;
+    for (size_t q = 0; q < nparts; q++) {
+        int pv = set[part_parent(begins, ends, nparts, q)], x = pv;
+        if (seen[q] && !cons[q][pv]) {
+            x = -1;
+            for (int c = 0; c < NPSET; c++)
+                if (cons[q][c] && (x < 0 || set_keys(c, pv) < set_keys(x, pv)))
+                    x = c;
+        }
+        if (x < 0)
+            return -1;
+        set[q] = x;
+        keys += set_keys(x, pv);
+    }
+    return keys;
+}
+
+/* No point of the space fits: each part's setting read from probes of its
+ * own (docs/reveal.md "Per-part arithmetic").  At each length of the
+ * pairs, a pool of sparse rows (part_pool) is evaluated with each part in
+ * turn in the iso_probe settings and every other part in each of the
+ * iso_base settings: a row on which the others' settings give one result
+ * for every probe setting, and which the part's setting moves, isolates
+ * the part (only its own additions round there).  Up to RV_PART_ROWS such
+ * rows a part go to the kernel (pc: as they are, or at a class's row
+ * indices), and the part allows the settings of part_sets that give the
+ * kernel's result on every one of them where the others' settings agree.
+ * The root and the parts then take settings by part_assign; where the
+ * point misses rows of the pairs, the parts move among their allowed
+ * settings by the count of those rows (*settled counts the parts that
+ * moved).  *out is the point (malloc'd), or
+ * NULL where a part allows none or rows stay missed (per_part's search is
+ * tried next); an error is the kernel's. */
+static nx_status per_part_probed(rv_kernel *k, const part_caller *pc, const char *tree, const fit_pair *pairs,
+                                 size_t npairs, int verbose, char **out, size_t *sent, size_t *settled, size_t *evals,
+                                 nx_err *err)
+{
+    size_t ends[RV_PARTS_MAX], begins[RV_PARTS_MAX], nparts = 0;
+    *out = NULL;
+    if (strstr(tree, "chain(") || strstr(tree, "expr(") || strchr(tree, '[') || strchr(tree, '@'))
+        return NX_OK;
+    tree_args(tree, 0, strlen(tree), begins, ends, &nparts, RV_PARTS_MAX);
+    nx_fmt in = k->in_fmt, of = k->out_fmt >= 0 ? (nx_fmt)k->out_fmt : NX_FP32;
+    /* cons[q][x]: part q (nparts: the root) agrees with setting x on every
+     * probe row of its own; seen[q]: it had some */
+    unsigned char cons[RV_PARTS_MAX + 1][NPSET], seen[RV_PARTS_MAX + 1] = {0};
+    memset(cons, 1, sizeof cons);
+    nx_status st = NX_OK;
+    size_t lens[RV_INDUCE_MAX], nl = 0;
+    for (size_t p = 0; p < npairs && nl < RV_INDUCE_MAX; p++) {
+        size_t l = 0;
+        while (l < nl && lens[l] != pairs[p].n)
+            l++;
+        if (l == nl)
+            lens[nl++] = pairs[p].n;
+    }
+    for (size_t l = 0; l < nl && !st; l++) {
+        size_t n = lens[l], m = ((size_t)1 << 19) / n;
+        m = m < RV_PART_POOL_MIN ? RV_PART_POOL_MIN : m > RV_PART_POOL_MAX ? RV_PART_POOL_MAX : m;
+        size_t nq = nparts + 1, dmax = nq * RV_PART_ROWS;
+        double *a = malloc(m * n * sizeof *a), *b = malloc(m * n * sizeof *b), *z = malloc(NISOP * NISOB * m * sizeof *z),
+               *da = malloc(dmax * n * sizeof *da), *db = malloc(dmax * n * sizeof *db), *dy = malloc(dmax * sizeof *dy),
+               *pz = malloc(NISOB * RV_PART_ROWS * sizeof *pz), *ca = malloc(m * n * sizeof *ca),
+               *cb = malloc(m * n * sizeof *cb);
+        size_t off[RV_PARTS_MAX + 2], nd = 0;
+        if (!a || !b || !z || !da || !db || !dy || !pz || !ca || !cb) {
+            st = nx_err_set(err, NX_ENOMEM, "out of memory");
+            goto next;
+        }
+        part_pool(in, k->shared_b, m, n, 0x7061727473ULL + n, a, b);
+        for (size_t q = 0; q < nq; q++) {
+            off[q] = nd;
+            /* the rows whose result the others' settings leave alone with
+             * the part in the first probe setting, then the other probe
+             * settings on those alone */
+            for (int oi = 0; oi < NISOB; oi++)
+                design_eval(tree, ends, nparts, q, iso_probe[0], iso_base[oi], in, of, m, n, a, b, z + (size_t)oi * m,
+                            evals);
+            size_t cm = 0;
+            for (size_t r = 0; r < m; r++) {
+                int iso = !isnan(z[r]);
+                for (int oi = 1; oi < NISOB && iso; oi++)
+                    iso &= same_bits(z[r], z[(size_t)oi * m + r]);
+                if (iso) {
+                    memcpy(ca + cm * n, a + r * n, n * sizeof *a);
+                    memcpy(cb + cm * n, b + r * n, n * sizeof *b);
+                    z[cm++] = z[r];
+                }
+            }
+            if (!cm)
+                continue;
+            for (int xi = 1; xi < NISOP; xi++)
+                for (int oi = 0; oi < NISOB; oi++)
+                    design_eval(tree, ends, nparts, q, iso_probe[xi], iso_base[oi], in, of, cm, n, ca, cb,
+                                z + (size_t)(xi * NISOB + oi) * cm, evals);
+            int took[NISOP] = {0};
+            for (size_t r = 0; r < cm && nd - off[q] < RV_PART_ROWS; r++) {
+                int iso = 1, want = 0;
+                for (int xi = 1; xi < NISOP && iso; xi++) {
+                    double v0 = z[(size_t)(xi * NISOB) * cm + r];
+                    for (int oi = 1; oi < NISOB; oi++)
+                        iso &= same_bits(v0, z[(size_t)(xi * NISOB + oi) * cm + r]);
+                    iso &= !isnan(v0);
+                }
+                /* a row for each setting whose result differs from the
+                 * first's, RV_PART_PAIR each */
+                for (int xi = 1; xi < NISOP && iso; xi++)
+                    if (!same_bits(z[(size_t)(xi * NISOB) * cm + r], z[r]) && took[xi] < RV_PART_PAIR)
+                        want = 1;
+                for (int xi = 1; xi < NISOP && iso && want; xi++)
+                    took[xi] += !same_bits(z[(size_t)(xi * NISOB) * cm + r], z[r]);
+                if (iso && want) {
+                    memcpy(da + nd * n, ca + r * n, n * sizeof *a);
+                    memcpy(db + nd * n, cb + r * n, n * sizeof *b);
+                    nd++;
+                }
+            }
+        }
+        off[nq] = nd;
+        if (!nd)
+            goto next;
+        if ((st = part_call(k, pc, nd, n, da, db, dy, err)))
+            goto next;
+        *sent += nd;
+        for (size_t q = 0; q < nq; q++) {
+            size_t c = off[q + 1] - off[q];
+            if (!c)
+                continue;
+            seen[q] = 1;
+            for (int x = 0; x < NPSET; x++) {
+                if (!cons[q][x])
+                    continue;
+                for (int oi = 0; oi < NISOB; oi++)
+                    design_eval(tree, ends, nparts, q, x, iso_base[oi], in, of, c, n, da + off[q] * n,
+                                db + off[q] * n, pz + (size_t)oi * c, evals);
+                size_t agree = 0, bad = 0;
+                for (size_t r = 0; r < c; r++) {
+                    int same = 1;
+                    for (int oi = 1; oi < NISOB; oi++)
+                        same &= same_bits(pz[r], pz[(size_t)oi * c + r]);
+                    if (!same)
+                        continue;
+                    agree++;
+                    bad += !same_bits(pz[r], dy[off[q] + r]);
+                }
+                if (bad || 2 * agree < c)
+                    cons[q][x] = 0;
+            }
+        }
+    next:
+        free(a);
+        free(b);
+        free(z);
+        free(da);
+        free(db);
+        free(dy);
+        free(pz);
+        free(ca);
+        free(cb);
+    }
+    if (st)
+        return st;
+    if (verbose)
+        for (size_t q = 0; q <= nparts; q++) {
+            fprintf(stderr, "reveal: per-part probes: %s%.*s:", q == nparts ? "the root" : "part ",
+                    q == nparts ? 0 : (int)(ends[q] - begins[q]), q == nparts ? "" : tree + begins[q]);
+            if (!seen[q])
+                fprintf(stderr, " no row isolates it");
+            for (int x = 0; x < NPSET && seen[q]; x++)
+                if (cons[q][x])
+                    fprintf(stderr, " %s%s%s%s%s%s", part_sets[x].acc, part_sets[x].fma ? "" : ",nofma",
+                            strcmp(part_sets[x].rnd, "rne") ? "," : "", strcmp(part_sets[x].rnd, "rne") ? part_sets[x].rnd : "",
+                            strcmp(part_sets[x].prod, "exact") ? ",product=" : "",
+                            strcmp(part_sets[x].prod, "exact") ? part_sets[x].prod : "");
+            fprintf(stderr, "\n");
+        }
+    /* the root: of the settings its own rows allow (all where none
+     * isolates it), the one that leaves the fewest keys to write; then
+     * each part, outermost first, its parent's where its rows allow that,
+     * else the allowed one that differs from it in the fewest keys */
+    int set[RV_PARTS_MAX + 1], best = -1, bestk = INT_MAX;
+    for (int x = 0; x < NPSET; x++) {
+        if (seen[nparts] && !cons[nparts][x])
+            continue;
+        int trial[RV_PARTS_MAX + 1];
+        trial[nparts] = x;
+        int keys = part_assign(begins, ends, nparts, cons, seen, trial);
+        if (keys >= 0 && keys < bestk)
+            best = x, bestk = keys;
+    }
+    if (best < 0) {
+        if (verbose)
+            fprintf(stderr, "reveal: per-part probes: no setting gives the probe rows of %s\n",
+                    seen[nparts] ? "the root" : "some part");
+        return NX_OK;
+    }
+    set[nparts] = best;
+    part_assign(begins, ends, nparts, cons, seen, set);
+    /* every row of the pairs; where some are missed, a part's value may
+     * round in its parent's additions (a body's value entering an fp32
+     * combine), which rows that only the part rounds cannot show: one
+     * part at a time, root first, takes the setting of those its rows
+     * allow (all where none isolates it) that reproduces the most rows,
+     * for RV_PART_ROUNDS rounds */
+    long ok = 0, total = 0;
+    size_t maxrows = 1;
+    for (size_t p = 0; p < npairs; p++) {
+        maxrows = pairs[p].in.rows > maxrows ? pairs[p].in.rows : maxrows;
+        total += (long)pairs[p].in.rows;
+    }
+    double *z = malloc(maxrows * sizeof *z);
+    char *text = minimal_text(tree, begins, ends, nparts, set, of);
+    if (!z || !text) {
+        free(z);
+        free(text);
+        return nx_err_set(err, NX_ENOMEM, "out of memory");
+    }
+    ok = part_score(text, k, pairs, npairs, z);
+    (*evals)++;
+    int first[RV_PARTS_MAX + 1];
+    memcpy(first, set, sizeof first);
+    if (verbose)
+        fprintf(stderr, "reveal: per-part probes: %s reproduces %ld of %ld search rows\n", text, ok, total);
+    for (int round = 0; round < RV_PART_ROUNDS && ok != total; round++) {
+        int moved = 0;
+        for (size_t qq = 0; qq <= nparts && ok != total; qq++) {
+            size_t q = qq == 0 ? nparts : qq - 1;
+            int keep = set[q];
+            for (int x = 0; x < NPSET && ok != total; x++) {
+                if (x == keep || (seen[q] && !cons[q][x]))
+                    continue;
+                set[q] = x;
+                char *t = minimal_text(tree, begins, ends, nparts, set, of);
+                long sc = t ? part_score(t, k, pairs, npairs, z) : -1;
+                (*evals)++;
+                if (sc > ok) {
+                    ok = sc;
+                    free(text);
+                    text = t;
+                    keep = x;
+                    moved = 1;
+                } else
+                    free(t);
+                set[q] = keep;
+            }
+        }
+        if (verbose && moved)
+            fprintf(stderr, "reveal: per-part probes: %s reproduces %ld of %ld search rows\n", text, ok, total);
+        if (!moved)
+            break;
+    }
+    free(z);
+    if (ok != total) {
+        free(text);
+        return NX_OK;
+    }
+    for (size_t q = 0; q <= nparts; q++)
+        *settled += set[q] != first[q];
+    nx_point pt;
+    nx_err e = {0};
+    if (pt_from_text(text, "revealed point", &pt, &e) == NX_OK) {
+        char *canon = nx_point_print(&pt);
+        nx_point_free(&pt);
+        if (canon) {
+            free(text);
+            text = canon;
+        }
+    }
+    *out = text;
+    return NX_OK;
+}
+
 nx_status rv_reveal_arith(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err *err)
 {
     size_t n = o->n, rows = o->fit_rows ? o->fit_rows : RV_DEFAULT_ROWS,
@@ -1272,15 +1834,25 @@ nx_status rv_reveal_arith(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err
         if ((st = fit_run(pair, np, &sp, &fo, &fr, err)))
             goto out;
         if (!fr.found || !fr.point) {
-            /* no point of the space: each part in a setting of its own */
-            char *pp = per_part(k, res->tree_text, pair, np, o->verbose, &res->part_evals);
+            /* no point of the space: each part in a setting of its own,
+             * read from probes of its own, else searched */
+            char *pp = NULL;
+            size_t ev = 0;
+            part_caller pc = {res, -1};
+            if ((st = per_part_probed(k, &pc, res->tree_text, pair, np, o->verbose, &pp, &res->part_probes,
+                                      &res->part_settled, &res->part_evals, err)))
+                goto out;
+            if (pp)
+                res->per_part |= RV_PER_PART_PROBED;
+            else if ((pp = per_part(k, res->tree_text, pair, np, o->verbose, &ev)))
+                res->per_part |= RV_PER_PART_SEARCHED;
+            res->part_evals += ev;
             if (pp) {
                 free(fr.point);
                 fr.point = pp;
                 fr.found = 1;
                 fr.nfit = 1;
                 fr.nalt = 0;
-                res->per_part = 1;
             }
         }
     }

@@ -86,6 +86,9 @@ void rv_kernel_free(rv_kernel *k);
  * and probes. */
 nx_status rv_call(rv_kernel *k, size_t rows, size_t n, const double *a, const double *b, double *y, nx_err *err);
 
+#define RV_PER_PART_PROBED 1
+#define RV_PER_PART_SEARCHED 2
+
 /* A revealed tree: node 0 is the root; a leaf has leaf >= 0 and no
  * children; an inner node has two or more children (more: the terms meet
  * in one fused operation). */
@@ -129,9 +132,14 @@ typedef struct rv_result {
     size_t arith_calls, arith_probes;
     size_t confirm_rows, confirm_ok;
     size_t alternatives;    /* other points of the arithmetic space that fit too */
-    int per_part;           /* 1: no point of the space fit; the point's parts each took a setting of
-                               their own (docs/reveal.md "Per-part arithmetic") */
-    size_t part_evals;      /* the points the per-part search evaluated */
+    int per_part;           /* no point of the space fit; the point's parts each took a setting of
+                               their own (docs/reveal.md "Per-part arithmetic"): RV_PER_PART_PROBED
+                               read from probe rows of each part, RV_PER_PART_SEARCHED by the search
+                               over the search rows (either bit, or both with row classes) */
+    size_t part_evals;      /* the points the per-part probes and search evaluated */
+    size_t part_probes;     /* the probe rows sent for the parts' settings */
+    size_t part_settled;    /* the parts (and roots) whose setting the search rows settled, their
+                               own rows leaving it open */
     /* where several fit: disambig_rows fresh rows at disambig_n held
      * against disambig_tried of them, disambig_held reproducing all */
     size_t disambig_rows, disambig_n, disambig_tried, disambig_held;
