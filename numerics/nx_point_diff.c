@@ -68,6 +68,11 @@ static void tree_diff(nx_sbuf *b, size_t *nd, const nx_tree *x, const nx_tree *y
                        mode_or(y->rounding, "inherited"));
         (*nd)++;
     }
+    if (x->store != y->store) {
+        nx_sbuf_printf(b, "      %s%s result stored: %s vs %s\n", where, k, fmt_or(x->store, "not stored"),
+                       fmt_or(y->store, "not stored"));
+        (*nd)++;
+    }
     int lists_differ = x->nlist != y->nlist || (x->nlist && memcmp(x->list, y->list, x->nlist * sizeof *x->list));
     if (lists_differ || x->carry != y->carry || (!x->c) != (!y->c)) {
         char *tx = nx_tree_print(x), *ty = nx_tree_print(y);

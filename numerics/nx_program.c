@@ -348,8 +348,35 @@ static int32_t compile_lanes(cx *c, const nx_tree *t, const int32_t *src, size_t
     return r;
 }
 
-/* s0: the source of the start value, or NO_START. */
+static int32_t compile_node(cx *c, const nx_tree *t, const int32_t *src, size_t n, cs S, int32_t s0);
+
+/* s0: the source of the start value, or NO_START.  A node with `store`
+ * (seventh edition) has its result rounded to that format in the node's
+ * mode after everything it computes, its start value included: one more
+ * LEAF over the result, left out where it cannot change the value (the
+ * result already of that format, or the format binary64). */
 static int32_t compile(cx *c, const nx_tree *t, const int32_t *src, size_t n, cs S, int32_t s0)
+{
+    int32_t r = compile_node(c, t, src, n, S, s0);
+    if (t->store < 0 || c->failed)
+        return r;
+    cs X = S;
+    if (t->fmt >= 0)
+        X.F = (nx_fmt)t->fmt;
+    if (t->rounding >= 0)
+        X.R = (nx_mode)t->rounding;
+    if (t->fma >= 0)
+        X.fma = t->fma;
+    if (t->product != -2)
+        X.product = t->product;
+    if (NX_SRC_IS_TERM(r))
+        r = leaf(c, r, X);
+    if (c->failed || t->store == NX_FP64 || c->p->ops[NX_SRC_OP(r)].fmt == t->store)
+        return r;
+    return emit(c, NX_OP_LEAF, (nx_fmt)t->store, X.R, r, 0);
+}
+
+static int32_t compile_node(cx *c, const nx_tree *t, const int32_t *src, size_t n, cs S, int32_t s0)
 {
     if (c->failed)
         return -1;
@@ -362,8 +389,9 @@ static int32_t compile(cx *c, const nx_tree *t, const int32_t *src, size_t n, cs
     if (t->product != -2)
         S.product = t->product;
     if (s0 != NO_START && !takes_start(t)) {
-        /* round(T + s0): one addition in the current format and mode */
-        int32_t r = compile(c, t, src, n, S, NO_START);
+        /* round(T + s0): one addition in the current format and mode (the
+         * node's store, if any, after it) */
+        int32_t r = compile_node(c, t, src, n, S, NO_START);
         return add_plain(c, r, s0, S);
     }
     switch (t->kind) {
@@ -383,8 +411,9 @@ static int32_t compile(cx *c, const nx_tree *t, const int32_t *src, size_t n, cs
         if (n == 1)
             return leaf(c, src[0], S);
         size_t h = (n + 1) / 2;
-        int32_t a = compile(c, t, src, h, S, NO_START);
-        int32_t b = compile(c, t, src + h, n - h, S, NO_START);
+        /* the halves are this node's own recursion: not stored apart */
+        int32_t a = compile_node(c, t, src, h, S, NO_START);
+        int32_t b = compile_node(c, t, src + h, n - h, S, NO_START);
         return add(c, a, b, S);
     }
     case NX_T_HALVING: {
@@ -447,7 +476,8 @@ static int32_t compile(cx *c, const nx_tree *t, const int32_t *src, size_t n, cs
             parts[np++] = compile(c, t->t, src, m, S, NO_START);
         if (m < n)
             parts[np++] = compile(c, t->u, src + m, n - m, S, NO_START);
-        static const nx_tree seq_c = {.kind = NX_T_SEQ, .fmt = -1, .fma = -1, .product = -2, .rounding = -1};
+        static const nx_tree seq_c = {.kind = NX_T_SEQ, .fmt = -1, .fma = -1, .product = -2, .rounding = -1,
+                                      .store = -1};
         return compile(c, t->c ? t->c : &seq_c, parts, np, S, s0);
     }
     case NX_T_SPLIT: case NX_T_TILE: {

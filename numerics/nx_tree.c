@@ -137,6 +137,7 @@ static nx_tree *node(parser *ps, nx_tree_kind k)
     t->fma = -1;
     t->product = -2;
     t->rounding = -1;
+    t->store = -1;
     t->opt = k == NX_T_TILE ? 0 : 1;
     return t;
 }
@@ -492,7 +493,7 @@ static void settings(parser *ps, nx_tree *t)
         size_t kn = ident(ps);
         char b[8];
         if (!kn) {
-            fail(ps, ps->p, "expected a setting (acc, fma, product, rounding), found %s", found(ps, b, sizeof b));
+            fail(ps, ps->p, "expected a setting (acc, fma, product, rounding, store), found %s", found(ps, b, sizeof b));
             return;
         }
         ps->p += kn;
@@ -511,9 +512,9 @@ static void settings(parser *ps, nx_tree *t)
         ps->p += vn;
 #define KEY(name) (kn == strlen(name) && strncmp(ks, name, kn) == 0)
         int *slot = KEY("acc") ? &t->fmt : KEY("fma") ? &t->fma : KEY("product") ? &t->product
-                  : KEY("rounding") ? &t->rounding : NULL;
+                  : KEY("rounding") ? &t->rounding : KEY("store") ? &t->store : NULL;
         if (!slot) {
-            fail(ps, ks, "unknown setting '%.*s' (expected acc, fma, product, rounding)", (int)kn, ks);
+            fail(ps, ks, "unknown setting '%.*s' (expected acc, fma, product, rounding, store)", (int)kn, ks);
             return;
         }
         if (*slot != (slot == &t->product ? -2 : -1)) {
@@ -532,6 +533,8 @@ static void settings(parser *ps, nx_tree *t)
                 fail(ps, vs, "unknown rounding mode '%s' (expected rne, rna, rz, ru, rd)", v);
         } else if (KEY("product") && !strcmp(v, "exact")) {
             val = -1;
+        } else if (KEY("store") && !strcmp(v, "exact")) {
+            fail(ps, vs, "store must be a format (a result kept exact is no store: leave the setting out)");
         } else {
             val = nx_fmt_from_name(v);
             if (val < 0)
@@ -772,7 +775,7 @@ static void print_rec(nx_sbuf *b, const nx_tree *t)
         if (t->carry) {
             nx_sbuf_printf(b, ", carry");
         } else if (t->c && !(t->c->kind == NX_T_SEQ && t->c->fmt < 0 && t->c->fma < 0 && t->c->product == -2 &&
-                             t->c->rounding < 0)) {
+                             t->c->rounding < 0 && t->c->store < 0)) {
             nx_sbuf_printf(b, ", ");
             print_rec(b, t->c);
         }
@@ -800,7 +803,7 @@ static void print_rec(nx_sbuf *b, const nx_tree *t)
     }
     if (t->fmt >= 0)
         nx_sbuf_printf(b, "@%s", nx_format((nx_fmt)t->fmt)->name);
-    if (t->fma >= 0 || t->product != -2 || t->rounding >= 0) {
+    if (t->fma >= 0 || t->product != -2 || t->rounding >= 0 || t->store >= 0) {
         const char *sep = "[";
         if (t->fma >= 0) {
             nx_sbuf_printf(b, "%sfma=%s", sep, t->fma ? "true" : "false");
@@ -810,8 +813,12 @@ static void print_rec(nx_sbuf *b, const nx_tree *t)
             nx_sbuf_printf(b, "%sproduct=%s", sep, t->product < 0 ? "exact" : nx_format((nx_fmt)t->product)->name);
             sep = ", ";
         }
-        if (t->rounding >= 0)
+        if (t->rounding >= 0) {
             nx_sbuf_printf(b, "%srounding=%s", sep, nx_mode_name((nx_mode)t->rounding));
+            sep = ", ";
+        }
+        if (t->store >= 0)
+            nx_sbuf_printf(b, "%sstore=%s", sep, nx_format((nx_fmt)t->store)->name);
         nx_sbuf_printf(b, "]");
     }
 }

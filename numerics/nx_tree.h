@@ -44,6 +44,8 @@ typedef struct nx_tree {
     int fma;              /* -1, or `[fma=...]` (0/1) */
     int product;          /* -2: not set; -1: `[product=exact]`; else an nx_fmt */
     int rounding;         /* -1, or `[rounding=...]` (an nx_mode) */
+    int store;            /* -1, or `[store=FMT]` (seventh edition, an nx_fmt): the subtree's result
+                           * rounded to FMT in its mode before it goes anywhere; not inherited */
     long count;           /* split S, tile T0 (0 with a size list), stride L, chain N, body L, lanes W */
     long opt;             /* split align A, stride block V, tile halve A (1 = default; tile: 0 = none) */
     struct nx_tree *t;    /* reverse/split/tile/stride/order: the tree of the parts; body: of the body */

@@ -257,6 +257,15 @@ static void gen_tree(char *buf, size_t cap, int depth, int has_atom)
         size_t bl = strlen(buf);
         snprintf(buf + bl, cap - bl, "[%s]", set);
     }
+    if (rp_edition >= 7 && rp_below(6) == 0) {
+        /* seventh edition: the subtree's result stored in a format (with
+         * the settings above in one list where there are some) */
+        size_t bl = strlen(buf);
+        if (bl && buf[bl - 1] == ']')
+            snprintf(buf + bl - 1, cap - bl + 1, ", store=%s]", pick_acc());
+        else
+            snprintf(buf + bl, cap - bl, "[store=%s]", pick_acc());
+    }
 }
 
 static int storage_bits(const char *f)

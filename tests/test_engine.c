@@ -136,6 +136,18 @@ static void test_paths(void **state)
     CHECK("{ tree = \"lanes(2, [loop(2, 4), rest(0)], seq)\" }", r, NULL, 6, NX_FP32, 0x1.000002p24);
     CHECK("{ tree = \"lanes(2, [loop(2, 4)], seq)\" }", r, NULL, 6, NX_FP32, 0x1p24);
     CHECK("{ tree = \"stride(2, seq, seq)\" }", r, NULL, 6, NX_FP32, 0x1p24);
+    /* seventh edition, docs/numerics.md's worked value: parts in fp64 over
+     * 1, (1 + 2^-16) 2^-24, -2^-25, +0: P0 = 1 + 2^-24 + 2^-40, stored in
+     * fp32 as 1 + 2^-23; P1 = -2^-25; the fp64 combine 1 + 3 * 2^-25 gives
+     * 1 + 2^-23 at the output.  Not stored: 1 + 2^-25 + 2^-40 gives 1. */
+    const double st[4] = {1, 0x1.0001p-24, -0x1p-25, 0};
+    CHECK("{ acc = \"fp64\", out = \"fp32\", tree = \"split(2, seq[store=fp32], seq)\" }", st, NULL, 4, NX_FP32,
+          0x1.000002p0);
+    CHECK("{ acc = \"fp64\", out = \"fp32\", tree = \"split(2, seq, seq)\" }", st, NULL, 4, NX_FP32, 1.0);
+    CHECK("{ acc = \"fp64\", out = \"fp32\", tree = \"split(2, seq[store=fp64], seq)\" }", st, NULL, 4, NX_FP32,
+          1.0);
+    CHECK("{ acc = \"fp64\", out = \"fp32\", tree = \"split(2, seq[rounding=rz, store=fp32], seq)\" }", st, NULL,
+          4, NX_FP32, 1.0);
 }
 
 /* fp32 terms 2^24, 1, -2^24, 1 (docs/numerics.md's hint).  In fp32 2^24 + 1 is a
@@ -402,6 +414,14 @@ static void test_start_trees(void **state)
     /* seq from c = 1: (1 + 2^-24 → 1) + 2^-24 → 1.  (round(seq + c) would be
      * 1 + 2^-23, and from +0 it is 2^-23.) */
     CHECK_C("{ tree = \"seq\" }", h2, NULL, 2, NX_FP32, NX_FP32, 1.0, 1.0);
+    /* seventh edition: a stored result holds its start value.  In fp64 from
+     * c = 1 over 2^-8, 2^-40: 1 + 2^-8 + 2^-40, stored in bf16 (ulp 2^-7,
+     * above the midpoint) 1 + 2^-7 (0x3f810000); not stored, the output
+     * conversion to fp32 gives 1 + 2^-8 (0x3f808000) */
+    const double sb[2] = {0x1p-8, 0x1p-40};
+    CHECK_C("{ acc = \"fp64\", out = \"fp32\", tree = \"seq[store=bf16]\" }", sb, NULL, 2, NX_FP32, NX_FP32, 1.0,
+            0x1.02p0);
+    CHECK_C("{ acc = \"fp64\", out = \"fp32\", tree = \"seq\" }", sb, NULL, 2, NX_FP32, NX_FP32, 1.0, 0x1.01p0);
     /* pairwise, halving: round(T + c) = round(2^-23 + 1) = 1 + 2^-23 */
     CHECK_C("{ tree = \"pairwise\" }", h2, NULL, 2, NX_FP32, NX_FP32, 1.0, 0x1.000002p0);
     CHECK_C("{ tree = \"halving\" }", h2, NULL, 2, NX_FP32, NX_FP32, 1.0, 0x1.000002p0);

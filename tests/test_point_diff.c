@@ -66,6 +66,17 @@ static void test_nested_combine_and_lanes(void **state)
            "      split parts: stride combine: pairwise vs seq\n");
 }
 
+/* seventh edition: a split's parts stored in fp32 (a float partial of a
+ * double loop) against parts that enter the combine as they are */
+static void test_stored_parts(void **state)
+{
+    (void)state;
+    expect("{ acc = \"fp64\", tree = \"split(2, seq[store=fp32], seq)\" }",
+           "{ acc = \"fp64\", tree = \"split(2, seq, seq)\" }", 1,
+           "    tree: split(2, seq[store=fp32], seq) vs split(2, seq, seq)\n"
+           "      split parts: seq result stored: fp32 vs not stored\n");
+}
+
 static void test_kinds_and_settings(void **state)
 {
     (void)state;
@@ -84,6 +95,7 @@ int main(void)
         cmocka_unit_test(test_same_point_no_lines),
         cmocka_unit_test(test_split_count),
         cmocka_unit_test(test_nested_combine_and_lanes),
+        cmocka_unit_test(test_stored_parts),
         cmocka_unit_test(test_kinds_and_settings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -62,7 +62,13 @@ static void test_parse_errors(void **state)
     expect_parse_error("expr((0 1))", "tree:1:9: expected '+' between the two sides of a bracket, found '1'");
     expect_parse_error("seq[fma=true, fma=false]", "tree:1:15: setting 'fma' given twice");
     expect_parse_error("seq@bf16[acc=fp32]", "tree:1:10: setting 'acc' given twice (an '@FMT' suffix sets acc)");
-    expect_parse_error("seq[speed=fast]", "tree:1:5: unknown setting 'speed' (expected acc, fma, product, rounding)");
+    expect_parse_error("seq[speed=fast]",
+                       "tree:1:5: unknown setting 'speed' (expected acc, fma, product, rounding, store)");
+    /* seventh edition: store once, a format */
+    expect_parse_error("seq[store=fp32, store=bf16]", "tree:1:17: setting 'store' given twice");
+    expect_parse_error("seq[store=exact]",
+                       "tree:1:11: store must be a format (a result kept exact is no store: leave the setting out)");
+    expect_parse_error("seq[store=fp33]", "tree:1:11: unknown format 'fp33' for 'store'");
     expect_parse_error("seq[fma=maybe]", "tree:1:9: fma must be true or false, found 'maybe'");
     expect_parse_error("seq[rounding=up]", "tree:1:14: unknown rounding mode 'up' (expected rne, rna, rz, ru, rd)");
     expect_parse_error("seq[fma=false", "tree:1:14: expected ']' to close the settings, found the end of the tree");
@@ -166,6 +172,11 @@ static void test_canonical(void **state)
                      "1) + 2) + 3)]), fold(4, [(0 + 1)])], pairwise)");
     expect_canonical("lanes(8,[peel(4,8),loop(8)],seq)@fp32[fma=true]", "lanes(8, [peel(4, 8), loop(8)], seq)@fp32[fma=true]");
     expect_canonical("lanes(2,[loop(2,8),rest(0)],seq)", "lanes(2, [loop(2, 8), rest(0)], seq)");
+    /* seventh edition: store prints last among the settings; a body's seq
+     * combinator that stores is not the default one */
+    expect_canonical("split(2,seq[store=fp32 , fma=false],seq)", "split(2, seq[fma=false, store=fp32], seq)");
+    expect_canonical("body(4, seq, seq, seq[store=bf16])", "body(4, seq, seq, seq[store=bf16])");
+    expect_canonical("seq@fp64[rounding=rz,store=fp32]", "seq@fp64[rounding=rz, store=fp32]");
     expect_canonical("lanes(4, [loop(4, 4), rest( 3 )], pairwise)", "lanes(4, [loop(4), rest(3)], pairwise)");
     expect_canonical("lanes(4, [fold(2, [1, 0]), loop(4)], expr(((0 + 1) + (2 + 3))))",
                      "lanes(4, [fold(2, [1, 0]), loop(4)], expr(((0 + 1) + (2 + 3))))");
@@ -332,6 +343,19 @@ static void test_hash(void **state)
     /* split counts differ */
     point_hash("{ tree = \"split(8,seq,seq)\" }", 64, 1, h2);
     assert_string_not_equal(h1, h2);
+    char h3[65], h4[65];
+    /* seventh edition: a store that cannot change a value (fp64, or the
+     * part's own format) is no store, a narrower one is */
+    point_hash("{ acc = \"fp64\", tree = \"split(2, seq, seq)\" }", 64, 1, h3);
+    point_hash("{ acc = \"fp64\", tree = \"split(2, seq[store=fp64], seq)\" }", 64, 1, h4);
+    assert_string_equal(h3, h4);
+    point_hash("{ acc = \"fp64\", tree = \"split(2, seq@fp32[store=fp32], seq)\" }", 64, 1, h3);
+    point_hash("{ acc = \"fp64\", tree = \"split(2, seq@fp32, seq)\" }", 64, 1, h4);
+    assert_string_equal(h3, h4);
+    point_hash("{ acc = \"fp64\", tree = \"split(2, seq[store=fp32], seq)\" }", 64, 1, h4);
+    assert_string_not_equal(h3, h4);
+    point_hash("{ acc = \"fp64\", tree = \"split(2, seq, seq)\" }", 64, 1, h3);
+    assert_string_not_equal(h3, h4);
     /* align that changes nothing at this n (64/4 = 16 is a multiple of 8) gives the same expansion */
     point_hash("{ tree = \"split(4,seq,seq,align=8)\" }", 64, 1, h2);
     assert_string_equal(h1, h2);

@@ -505,6 +505,7 @@ typedef struct tnode {
     int set_prod;      /* 1: product given (prod NULL = exact) */
     const fmt_t *prod;
     int mode;          /* -1 or M_* */
+    const fmt_t *store; /* [store=FMT] (seventh edition): this node's result rounded to it; NULL: none */
 } tnode;
 
 static void efree(enode *e)
@@ -1049,7 +1050,7 @@ static int parse_settings(parser *P, tnode *n, int acc_by_at)
 {
     if (!expect(P, '['))
         return 0;
-    int have_acc = acc_by_at, have_fma = 0, have_prod = 0, have_mode = 0;
+    int have_acc = acc_by_at, have_fma = 0, have_prod = 0, have_mode = 0, have_store = 0;
     for (;;) {
         char key[32], val[32];
         size_t at;
@@ -1058,7 +1059,8 @@ static int parse_settings(parser *P, tnode *n, int acc_by_at)
         if (!read_ident(P, key, sizeof key))
             return 0;
         int *have = !strcmp(key, "acc") ? &have_acc : !strcmp(key, "fma") ? &have_fma
-                  : !strcmp(key, "product") ? &have_prod : !strcmp(key, "rounding") ? &have_mode : NULL;
+                  : !strcmp(key, "product") ? &have_prod : !strcmp(key, "rounding") ? &have_mode
+                  : !strcmp(key, "store") ? &have_store : NULL;
         if (!have) {
             P->pos = at;
             perr(P, "unknown setting '%s'", key);
@@ -1090,6 +1092,12 @@ static int parse_settings(parser *P, tnode *n, int acc_by_at)
             else {
                 P->pos = at;
                 perr(P, "fma must be true or false, not '%s'", val);
+                return 0;
+            }
+        } else if (have == &have_store) {
+            if (!(n->store = find_fmt(val))) {
+                P->pos = at;
+                perr(P, "store: not a format: '%s'", val);
                 return 0;
             }
         } else if (have == &have_prod) {
@@ -1692,8 +1700,28 @@ static int eval_lanes(ctx *C, const tnode *node, const cur *S, const term *const
  * (the parts are always from scratch); body(..., carry) starts with
  * round(s0 + T's value) and continues the tail from it; @FMT and [...]
  * only change the settings; every other tree T gives round(T + s0). */
+static int eval_node(ctx *C, const tnode *node, const cur *outer, const term *const *ts, size_t n,
+                     const oval *s0, oval *out);
+
+/* eval_node, then [store=FMT] (seventh edition): the node's result,
+ * whatever it holds (its start value too), rounded once to FMT in the
+ * node's own mode. */
 static int eval(ctx *C, const tnode *node, const cur *outer, const term *const *ts, size_t n,
                 const oval *s0, oval *out)
+{
+    int rc = eval_node(C, node, outer, ts, n, s0, out);
+    if (rc || !node->store)
+        return rc;
+    oval v;
+    ov_init(&v);
+    ov_set(&v, out);
+    rc = round_or_err(C, node->store, node->mode >= 0 ? node->mode : outer->mode, &v, out, "stored result");
+    ov_clear(&v);
+    return rc;
+}
+
+static int eval_node(ctx *C, const tnode *node, const cur *outer, const term *const *ts, size_t n,
+                     const oval *s0, oval *out)
 {
     cur Sv = *outer;  /* X@FMT, X[k=v, ...]: the node's own settings */
     if (node->fmt)

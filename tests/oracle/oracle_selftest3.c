@@ -840,6 +840,41 @@ int main(void)
         }
     }
 
+    {
+        /* The seventh edition's worked value: split(2, seq[store=fp32],
+         * seq) with acc fp64, out fp32, over 1, 1 + 2^-16 times 2^-24
+         * (0x33800080), -2^-25 (0xb3000000), +0.  In fp64 the first part
+         * is P0 = 1 + 2^-24 + 2^-40 exactly, the second P1 = -2^-25.
+         * Stored: P0 is above the midpoint 1 + 2^-24, so 1 + 2^-23; P1 is
+         * exact; the combine in fp64, 1 + 2^-23 - 2^-25 = 1 + 3 * 2^-25,
+         * rounds at the output to 1 + 2^-23: 0x3f800001.  Without store
+         * the combine adds P0 and P1 exactly, 1 + 2^-25 + 2^-40, which
+         * rounds to 1: 0x3f800000.  store=fp64 changes nothing there; in
+         * the part's own mode rz the stored P0 is 1 (0x3f800000 again). */
+        const uint64_t x[4] = {F1, 0x33800080ULL, 0xb3000000ULL, FPZ};
+        p = pt("split(2, seq[store=fp32], seq)");
+        p.acc = "fp64";
+        p.out = "fp32";
+        sum("K split, parts stored in fp32", &p, "fp32", x, 4, 0x3f800001ULL);
+        p.tree = "split(2, seq, seq)";
+        sum("K split, parts not stored", &p, "fp32", x, 4, F1);
+        p.tree = "split(2, seq[store=fp64], seq)";
+        sum("K split, parts stored in fp64", &p, "fp32", x, 4, F1);
+        p.tree = "split(2, seq[rounding=rz, store=fp32], seq)";
+        sum("K split, stored toward zero", &p, "fp32", x, 4, F1);
+        /* the whole tree stored: the output conversion then sees 1 + 2^-23 */
+        p.tree = "seq[store=fp32]";
+        sum("K seq stored", &p, "fp32", x, 4, F1);
+        /* malformed: store twice, exact, an unknown format */
+        const char *bad[] = {"seq[store=fp32, store=bf16]", "seq[store=exact]", "seq[store=fp33]"};
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+            char what[160];
+            snprintf(what, sizeof what, "K tree \"%s\"", bad[i]);
+            p = pt(bad[i]);
+            sum_fails(what, &p, "fp32", x, 4);
+        }
+    }
+
     printf("oracle third-edition self-test: %d checks, %d failures\n", checks, failures);
     return failures != 0;
 }
