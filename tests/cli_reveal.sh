@@ -77,6 +77,11 @@ part() { [ "$PART" = all ] || [ "$PART" = "$1" ]; }
 case $PART in all|1|2) ;; *) echo "cli_reveal: the part is 1 or 2, not '$PART'"; exit 2 ;; esac
 NR=64
 big || NR=32
+# a kernel by --exec is a process a call (n = 40 under the sanitizers:
+# the same calls, fewer of them); rows of a row-class probe batch
+NE=100
+big || NE=40
+RCR=255
 # holds_like LABEL SIM PT N R...: fresh rows at n, in batches of each R
 # (R = 1: eight batches of one row), give the same bytes under the
 # simulated point and the revealed one
@@ -177,6 +182,16 @@ printf '%s\n' "$out" | grep -q '^lengths: at n = 47 (not probed) the point repro
 # dot8_mixed's point (above) against the kernel's source as a point
 holds_like "dot8_mixed" "$MIXED" "$MIXED_PT" 100 64 1
 holds_like "dot8_mixed" "$MIXED" "$MIXED_PT" 45 13
+# dot8_cast: the same lanes and double combine, the combined value kept in
+# a float (`s = (float)d`) before a fused float tail.  No point spelt it
+# before the seventh edition's store (exit 1, "no point of the space
+# reproduces the kernel"); held to the kernel's source as a point
+CAST='{ tree = "body(8, stride(8, seq, pairwise@fp64)[store=fp32], seq, carry)", fma = true }'
+out=$("$P" reveal --dlopen "$LIB:dot8_cast" --n 100 2>"$T/err"); rc=$?
+[ $rc -eq 0 ] || fail "dot8_cast: exit $rc: $out $(cat "$T/err")"
+printf '%s\n' "$out" | tail -n 1 | grep -q 'store=fp32' || fail "dot8_cast: no store in the point: $out"
+holds_like "dot8_cast" "$CAST" "$(printf '%s\n' "$out" | tail -n 1)" 100 64 1
+holds_like "dot8_cast" "$CAST" "$(printf '%s\n' "$out" | tail -n 1)" 45 13
 # A part rounding upward (the tail) beside lanes in double: no point of the
 # space and no search over the parts' settings from the search rows found
 # it (exit 1: the search rows cannot move the tail's rounding alone); rows
@@ -190,7 +205,7 @@ holds_like "a tail rounding upward" "$RU" "$(printf '%s\n' "$out" | tail -n 1)" 
 printf '%s\n' "$out" | grep -q ' ([0-9]* probe rows, 0 of the settings settled on the search rows, ' ||
   fail "a tail rounding upward: settled on the search rows, not read from its rows: $out"
 # and the tail's own rows allow upward rounding in fp32, fused, alone (a
-# reveal that ignored the kernel's answers to them would allow all 18)
+# reveal that ignored the kernel's answers to them would allow all 20)
 "$P" reveal --simulate "$RU" --n 100 --verbose 2>&1 >/dev/null | grep -q '^reveal: per-part probes: part seq: fp32,ru$' ||
   fail "a tail rounding upward: the tail's probe rows do not allow fp32 upward alone"
 holds_like "a tail rounding upward" "$RU" "$(printf '%s\n' "$out" | tail -n 1)" 77 13
@@ -211,12 +226,12 @@ out=$("$P" reveal --simulate "$LD" --n 100 2>"$T/err"); rc=$?
 [ $rc -eq 0 ] || fail "lanes in double, tail unfused: exit $rc: $out $(cat "$T/err")"
 printf '%s\n' "$out" | grep -q "^confidence: reproduced 1000 of 1000 " || fail "lanes in double, tail unfused: $out"
 holds_like "lanes in double, tail unfused" "$LD" "$(printf '%s\n' "$out" | tail -n 1)" 100 64 1
-point "$D8" --exec "$EXE {in} {out}" --n 100
+point "$D8" --exec "$EXE {in} {out}" --n $NE
 point "$D8" --serve "$EXE --serve" --n 100
 
 # --- the cpu backend's kernels against their declared points ----------------
 # (the sanitizers: one of them, the same code for all three)
-point "$(pt fp32 rne true "stride(8, seq, pairwise)" fp32)" --exec "$CPU stride8 {in} {out}" --n 100
+point "$(pt fp32 rne true "stride(8, seq, pairwise)" fp32)" --exec "$CPU stride8 {in} {out}" --n $NE
 big && point "$(pt fp32 rne true "seq" fp32)" --exec "$CPU seq {in} {out}" --n 100
 big && point "$(pt fp32 rne true "stride(16, seq, pairwise)" fp32)" --exec "$CPU stride16 {in} {out}" --n 100
 
@@ -343,7 +358,7 @@ if part 2; then
 # reduce` on fresh rows (R = 255, 100, 13, 6, 1) must give the same bytes
 rowcls() {
   sim=$1 n=$2 exp=$3
-  out=$("$P" reveal --simulate "$sim" --n "$n" --rows 255 --confirm 999 2>"$T/err")
+  out=$("$P" reveal --simulate "$sim" --n "$n" --rows "$RCR" --confirm 999 2>"$T/err")
   rc=$?
   got=$(printf '%s\n' "$out" | grep '^row class: ' | sed 's/ (rows probed.*//; s/^row class: //')
   if [ $rc -ne 0 ] || [ "$got" != "$exp" ]; then
@@ -369,6 +384,9 @@ big && rowcls '{ tree = "pairwise", rows = [{ select = "r >= R - R % 4", tree = 
 # a class whose names agree at n and its induction length (rounds of 4, 8
 # and 16 terms, the rest to lane 0, at 48 and 51): told apart at one row
 # index of the class, at a length where they differ
+# (batches of 63 rows under the sanitizers: the same classes, a quarter
+# of the probe rows)
+big || RCR=63
 rowcls '{ tree = "pairwise", rows = [{ select = "r >= R - R % 4", tree = "lanes(2, [loop(2, 16), rest(0)], seq)" }] }' 48 \
   'select = "r >= R - R % 4", order: lanes(2, [loop(2, 16), rest(0)], seq)'
 # two leading rows in another tree, and the remainder rows: the two seq
@@ -376,6 +394,7 @@ rowcls '{ tree = "pairwise", rows = [{ select = "r >= R - R % 4", tree = "lanes(
 rowcls '{ tree = "pairwise", rows = [{ select = "r < 2", tree = "seq" }, { select = "r >= R - R % 4", fma = false, tree = "seq" }] }' 40 \
   'select = "r < 2", order: seq
 select = "r >= R - R % 4", order: seq'
+RCR=255
 # leading rows whose count depends on R (OpenBLAS sgemv N's 8- and 4-row
 # paths): 12 rows at R = 255, which `r < 12` and `r < R % 27` name too; the
 # batch size where the candidates disagree most is probed, and the point

@@ -97,9 +97,8 @@ int dot4_fma(parity_probe *p)
  * { tree = "body(8, stride(8, seq, pairwise@fp64), seq[acc=fp64,
  * product=fp32], carry)", fma = true }.  No point with one setting for the
  * whole tree, or with one part apart, reproduces it (docs/reveal.md
- * "Per-part arithmetic").  (Rounding the combined lanes to float before
- * the tail, `s = (float)d`, has no spelling: a part's value is rounded
- * only where its parent adds it, docs/numerics.md section 4.2.) */
+ * "Per-part arithmetic").  dot8_cast, below, keeps the combined lanes in a
+ * float before the tail. */
 int dot8_mixed(parity_probe *p)
 {
     if (strcmp(p->dtype, "F32") != 0)
@@ -119,6 +118,33 @@ int dot8_mixed(parity_probe *p)
             d = d + t;
         }
         y[r] = (float)d;
+    }
+    p->y_dtype = "F32";
+    return 0;
+}
+
+/* dot8_mixed's lanes and double combine, the combined value then kept in
+ * a float, `s = (float)d`, and the tail fused in float from it: { tree =
+ * "body(8, stride(8, seq, pairwise@fp64)[store=fp32], seq, carry)", fma =
+ * true } (docs/numerics.md section 4.2, the seventh edition's store). */
+int dot8_cast(parity_probe *p)
+{
+    if (strcmp(p->dtype, "F32") != 0)
+        return 1;
+    const float *a = p->a, *b = p->b;
+    float *y = p->y;
+    for (size_t r = 0; r < p->rows; r++) {
+        const float *x = a + r * p->n, *w = b + r * p->n;
+        float l[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        size_t i = 0;
+        for (; i + 8 <= p->n; i += 8)
+            for (int u = 0; u < 8; u++)
+                l[u] = fmaf(x[i + u], w[i + u], l[u]);
+        double d = (((double)l[0] + l[1]) + ((double)l[2] + l[3])) + (((double)l[4] + l[5]) + ((double)l[6] + l[7]));
+        float s = (float)d;
+        for (; i < p->n; i++)
+            s = fmaf(x[i], w[i], s);
+        y[r] = s;
     }
     p->y_dtype = "F32";
     return 0;

@@ -1250,14 +1250,17 @@ typedef struct part_set {
     int fma;
     const char *rnd;
     const char *prod;
+    const char *store; /* NULL: none (the seventh edition's store=FMT; never the root's) */
 } part_set;
 static const part_set part_sets[] = {
-    {"fp32", 1, "rne", "exact"}, {"fp32", 0, "rne", "exact"}, {"fp64", 1, "rne", "exact"},
-    {"fp64", 0, "rne", "exact"}, {"fp64", 0, "rne", "fp32"},  {"fp32", 1, "rz", "exact"},
-    {"fp32", 0, "rz", "exact"},  {"fp64", 1, "rz", "exact"},  {"fp64", 0, "rz", "exact"},
-    {"fp32", 1, "ru", "exact"},  {"fp32", 0, "ru", "exact"},  {"fp32", 1, "rd", "exact"},
-    {"fp32", 0, "rd", "exact"},  {"fp32", 0, "rne", "bf16"},  {"bf16", 1, "rne", "exact"},
-    {"bf16", 0, "rne", "exact"}, {"fp16", 1, "rne", "exact"}, {"fp16", 0, "rne", "exact"},
+    {"fp32", 1, "rne", "exact", NULL}, {"fp32", 0, "rne", "exact", NULL}, {"fp64", 1, "rne", "exact", NULL},
+    {"fp64", 0, "rne", "exact", NULL}, {"fp64", 0, "rne", "fp32", NULL},  {"fp32", 1, "rz", "exact", NULL},
+    {"fp32", 0, "rz", "exact", NULL},  {"fp64", 1, "rz", "exact", NULL},  {"fp64", 0, "rz", "exact", NULL},
+    {"fp32", 1, "ru", "exact", NULL},  {"fp32", 0, "ru", "exact", NULL},  {"fp32", 1, "rd", "exact", NULL},
+    {"fp32", 0, "rd", "exact", NULL},  {"fp32", 0, "rne", "bf16", NULL},  {"bf16", 1, "rne", "exact", NULL},
+    {"bf16", 0, "rne", "exact", NULL}, {"fp16", 1, "rne", "exact", NULL}, {"fp16", 0, "rne", "exact", NULL},
+    /* a double part kept in a float (`float s = (float)d`) */
+    {"fp64", 1, "rne", "exact", "fp32"}, {"fp64", 0, "rne", "exact", "fp32"},
 };
 #define NPSET ((int)(sizeof part_sets / sizeof *part_sets))
 /* A row isolates a part when the part's setting changes its result and
@@ -1297,8 +1300,9 @@ static char *design_text(const char *tree, const size_t *ends, size_t np, const 
         for (size_t q = np; q-- > 0;)
             if (ends[q] == best) {
                 const part_set *s = &part_sets[set[q]];
-                len += (size_t)snprintf(t + len, cap - len, "[acc=%s, fma=%s, rounding=%s, product=%s]", s->acc,
-                                        s->fma ? "true" : "false", s->rnd, s->prod);
+                len += (size_t)snprintf(t + len, cap - len, "[acc=%s, fma=%s, rounding=%s, product=%s%s%s]", s->acc,
+                                        s->fma ? "true" : "false", s->rnd, s->prod, s->store ? ", store=" : "",
+                                        s->store ? s->store : "");
             }
         at = best;
     }
@@ -1361,6 +1365,8 @@ static char *minimal_text(const char *tree, const size_t *begins, const size_t *
                 kl += (size_t)snprintf(kv + kl, sizeof kv - kl, "%sproduct=%s", kl ? ", " : "", s->prod);
             if (strcmp(s->rnd, ps->rnd))
                 kl += (size_t)snprintf(kv + kl, sizeof kv - kl, "%srounding=%s", kl ? ", " : "", s->rnd);
+            if (s->store) /* not inherited: written wherever it is */
+                kl += (size_t)snprintf(kv + kl, sizeof kv - kl, "%sstore=%s", kl ? ", " : "", s->store);
             if (kl)
                 len += (size_t)snprintf(t + len, cap - len, "[%s]", kv);
         }
@@ -1486,7 +1492,8 @@ static void design_eval(const char *tree, const size_t *ends, size_t nparts, siz
 static int set_keys(int x, int y)
 {
     const part_set *a = &part_sets[x], *b = &part_sets[y];
-    return !!strcmp(a->acc, b->acc) + (a->fma != b->fma) + !!strcmp(a->rnd, b->rnd) + !!strcmp(a->prod, b->prod);
+    return !!strcmp(a->acc, b->acc) + (a->fma != b->fma) + !!strcmp(a->rnd, b->rnd) + !!strcmp(a->prod, b->prod) +
+           (a->store != NULL);
 }
 
 /* Given the root's setting in set[nparts], each part's, outermost first:
@@ -1667,10 +1674,11 @@ static nx_status per_part_probed(rv_kernel *k, const part_caller *pc, const char
                 fprintf(stderr, " no row isolates it");
             for (int x = 0; x < NPSET && seen[q]; x++)
                 if (cons[q][x])
-                    fprintf(stderr, " %s%s%s%s%s%s", part_sets[x].acc, part_sets[x].fma ? "" : ",nofma",
+                    fprintf(stderr, " %s%s%s%s%s%s%s%s", part_sets[x].acc, part_sets[x].fma ? "" : ",nofma",
                             strcmp(part_sets[x].rnd, "rne") ? "," : "", strcmp(part_sets[x].rnd, "rne") ? part_sets[x].rnd : "",
                             strcmp(part_sets[x].prod, "exact") ? ",product=" : "",
-                            strcmp(part_sets[x].prod, "exact") ? part_sets[x].prod : "");
+                            strcmp(part_sets[x].prod, "exact") ? part_sets[x].prod : "",
+                            part_sets[x].store ? ",store=" : "", part_sets[x].store ? part_sets[x].store : "");
             fprintf(stderr, "\n");
         }
     /* the root: of the settings its own rows allow (all where none
@@ -1679,7 +1687,7 @@ static nx_status per_part_probed(rv_kernel *k, const part_caller *pc, const char
      * else the allowed one that differs from it in the fewest keys */
     int set[RV_PARTS_MAX + 1], best = -1, bestk = INT_MAX;
     for (int x = 0; x < NPSET; x++) {
-        if (seen[nparts] && !cons[nparts][x])
+        if ((seen[nparts] && !cons[nparts][x]) || part_sets[x].store)
             continue;
         int trial[RV_PARTS_MAX + 1];
         trial[nparts] = x;
@@ -1726,7 +1734,7 @@ static nx_status per_part_probed(rv_kernel *k, const part_caller *pc, const char
             size_t q = qq == 0 ? nparts : qq - 1;
             int keep = set[q];
             for (int x = 0; x < NPSET && ok != total; x++) {
-                if (x == keep || (seen[q] && !cons[q][x]))
+                if (x == keep || (seen[q] && !cons[q][x]) || (q == nparts && part_sets[x].store))
                     continue;
                 set[q] = x;
                 char *t = minimal_text(tree, begins, ends, nparts, set, of);
