@@ -350,6 +350,20 @@ static int32_t compile_lanes(cx *c, const nx_tree *t, const int32_t *src, size_t
 
 static int32_t compile_node(cx *c, const nx_tree *t, const int32_t *src, size_t n, cs S, int32_t s0);
 
+/* The settings in force inside t: S with t's own (`@FMT`, `[...]`). */
+static cs node_settings(const nx_tree *t, cs S)
+{
+    if (t->fmt >= 0)
+        S.F = (nx_fmt)t->fmt;
+    if (t->rounding >= 0)
+        S.R = (nx_mode)t->rounding;
+    if (t->fma >= 0)
+        S.fma = t->fma;
+    if (t->product != -2)
+        S.product = t->product;
+    return S;
+}
+
 /* s0: the source of the start value, or NO_START.  A node with `store`
  * (seventh edition) has its result rounded to that format in the node's
  * mode after everything it computes, its start value included: one more
@@ -360,15 +374,7 @@ static int32_t compile(cx *c, const nx_tree *t, const int32_t *src, size_t n, cs
     int32_t r = compile_node(c, t, src, n, S, s0);
     if (t->store < 0 || c->failed)
         return r;
-    cs X = S;
-    if (t->fmt >= 0)
-        X.F = (nx_fmt)t->fmt;
-    if (t->rounding >= 0)
-        X.R = (nx_mode)t->rounding;
-    if (t->fma >= 0)
-        X.fma = t->fma;
-    if (t->product != -2)
-        X.product = t->product;
+    cs X = node_settings(t, S);
     if (NX_SRC_IS_TERM(r))
         r = leaf(c, r, X);
     if (c->failed || t->store == NX_FP64 || c->p->ops[NX_SRC_OP(r)].fmt == t->store)
@@ -380,14 +386,7 @@ static int32_t compile_node(cx *c, const nx_tree *t, const int32_t *src, size_t 
 {
     if (c->failed)
         return -1;
-    if (t->fmt >= 0)
-        S.F = (nx_fmt)t->fmt;
-    if (t->rounding >= 0)
-        S.R = (nx_mode)t->rounding;
-    if (t->fma >= 0)
-        S.fma = t->fma;
-    if (t->product != -2)
-        S.product = t->product;
+    S = node_settings(t, S);
     if (s0 != NO_START && !takes_start(t)) {
         /* round(T + s0): one addition in the current format and mode (the
          * node's store, if any, after it) */

@@ -89,6 +89,17 @@ int dot4_fma(parity_probe *p)
     return 0;
 }
 
+/* dot8_mixed's and dot8_cast's body: 8 fused float lanes over the blocks
+ * of 8, combined pairwise in double; *i is where the tail starts. */
+static double lanes8_double(const float *x, const float *w, size_t n, size_t *i)
+{
+    float l[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (*i = 0; *i + 8 <= n; *i += 8)
+        for (int u = 0; u < 8; u++)
+            l[u] = fmaf(x[*i + u], w[*i + u], l[u]);
+    return (((double)l[0] + l[1]) + ((double)l[2] + l[3])) + (((double)l[4] + l[5]) + ((double)l[6] + l[7]));
+}
+
 /* Three parts in three arithmetics: 8 fused float lanes over blocks of 8,
  * the lanes combined pairwise in double (a horizontal sum widened before
  * it is added), then a scalar tail that continues from that double, each
@@ -107,12 +118,8 @@ int dot8_mixed(parity_probe *p)
     float *y = p->y;
     for (size_t r = 0; r < p->rows; r++) {
         const float *x = a + r * p->n, *w = b + r * p->n;
-        float l[8] = {0, 0, 0, 0, 0, 0, 0, 0};
         size_t i = 0;
-        for (; i + 8 <= p->n; i += 8)
-            for (int u = 0; u < 8; u++)
-                l[u] = fmaf(x[i + u], w[i + u], l[u]);
-        double d = (((double)l[0] + l[1]) + ((double)l[2] + l[3])) + (((double)l[4] + l[5]) + ((double)l[6] + l[7]));
+        double d = lanes8_double(x, w, p->n, &i);
         for (; i < p->n; i++) {
             float t = x[i] * w[i];
             d = d + t;
@@ -135,12 +142,8 @@ int dot8_cast(parity_probe *p)
     float *y = p->y;
     for (size_t r = 0; r < p->rows; r++) {
         const float *x = a + r * p->n, *w = b + r * p->n;
-        float l[8] = {0, 0, 0, 0, 0, 0, 0, 0};
         size_t i = 0;
-        for (; i + 8 <= p->n; i += 8)
-            for (int u = 0; u < 8; u++)
-                l[u] = fmaf(x[i + u], w[i + u], l[u]);
-        double d = (((double)l[0] + l[1]) + ((double)l[2] + l[3])) + (((double)l[4] + l[5]) + ((double)l[6] + l[7]));
+        double d = lanes8_double(x, w, p->n, &i);
         float s = (float)d;
         for (; i < p->n; i++)
             s = fmaf(x[i], w[i], s);

@@ -1275,11 +1275,27 @@ static const int iso_base[] = {0, 3, 6, 9};
 #define RV_PART_PAIR 8                            /* rows a part and length where each probe setting */
 #define RV_PART_ROWS (RV_PART_PAIR * (NISOP - 1)) /* moves the first's result: at most */
 
-/* The point: tree with part q in part_sets[set[q]] (every part), the root
- * in part_sets[set[np]], out the kernel's.  Malloc'd. */
-static char *design_text(const char *tree, const size_t *ends, size_t np, const int *set, nx_fmt out)
+/* The parent of part q: the innermost part around it (parts are listed
+ * outermost first), else np, the root. */
+static size_t part_parent(const size_t *begins, const size_t *ends, size_t np, size_t q)
 {
-    size_t cap = strlen(tree) + 128 + np * 72;
+    size_t par = np;
+    for (size_t p = 0; p < q; p++)
+        if (begins[p] <= begins[q] && ends[q] <= ends[p] && ends[p] - begins[p] > ends[q] - begins[q])
+            par = p;
+    return par;
+}
+
+/* The point: tree with part q in part_sets[set[q]], the root in
+ * part_sets[set[np]], out the kernel's.  minimal = 0: every part's setting
+ * written in full (a design point: a part's setting reaches its own
+ * additions alone); 1: only the keys that differ from its parent's (the
+ * enclosing part, else the root), and a store wherever there is one (it
+ * is not inherited).  Malloc'd. */
+static char *set_text(const char *tree, const size_t *begins, const size_t *ends, size_t np, const int *set,
+                      nx_fmt out, int minimal)
+{
+    size_t cap = strlen(tree) + 128 + np * 96;
     char *t = malloc(cap), *o = malloc(cap + 160);
     if (!t || !o) {
         free(t);
@@ -1297,75 +1313,22 @@ static char *design_text(const char *tree, const size_t *ends, size_t np, const 
         memcpy(t + len, tree + at, best - at);
         len += best - at;
         /* the inner of parts ending at one place first (listed later) */
-        for (size_t q = np; q-- > 0;)
-            if (ends[q] == best) {
-                const part_set *s = &part_sets[set[q]];
-                len += (size_t)snprintf(t + len, cap - len, "[acc=%s, fma=%s, rounding=%s, product=%s%s%s]", s->acc,
-                                        s->fma ? "true" : "false", s->rnd, s->prod, s->store ? ", store=" : "",
-                                        s->store ? s->store : "");
-            }
-        at = best;
-    }
-    snprintf(t + len, cap - len, "%s", tree + at);
-    const part_set *r = &part_sets[set[np]];
-    snprintf(o, cap + 160,
-             "{ tree = \"%s\", acc = \"%s\", fma = %s, rounding = \"%s\", product = \"%s\", out = \"%s\", "
-             "out_rounding = \"rne\" }",
-             t, r->acc, r->fma ? "true" : "false", r->rnd, r->prod, nx_format(out)->name);
-    free(t);
-    return o;
-}
-
-/* The parent of part q: the innermost part around it (parts are listed
- * outermost first), else np, the root. */
-static size_t part_parent(const size_t *begins, const size_t *ends, size_t np, size_t q)
-{
-    size_t par = np;
-    for (size_t p = 0; p < q; p++)
-        if (begins[p] <= begins[q] && ends[q] <= ends[p] && ends[p] - begins[p] > ends[q] - begins[q])
-            par = p;
-    return par;
-}
-
-/* The same point with each part's setting written only where it differs
- * from its parent's (the enclosing part, else the root): the keys that
- * differ.  Malloc'd. */
-static char *minimal_text(const char *tree, const size_t *begins, const size_t *ends, size_t np, const int *set,
-                          nx_fmt out)
-{
-    size_t cap = strlen(tree) + 128 + np * 72;
-    char *t = malloc(cap), *o = malloc(cap + 160);
-    if (!t || !o) {
-        free(t);
-        free(o);
-        return NULL;
-    }
-    size_t len = 0, at = 0;
-    for (;;) {
-        size_t best = SIZE_MAX;
-        for (size_t q = 0; q < np; q++)
-            if (ends[q] > at && ends[q] < best)
-                best = ends[q];
-        if (best == SIZE_MAX)
-            break;
-        memcpy(t + len, tree + at, best - at);
-        len += best - at;
         for (size_t q = np; q-- > 0;) {
             if (ends[q] != best)
                 continue;
-            size_t par = part_parent(begins, ends, np, q);
-            const part_set *s = &part_sets[set[q]], *ps = &part_sets[set[par]];
+            const part_set *s = &part_sets[set[q]],
+                           *ps = minimal ? &part_sets[set[part_parent(begins, ends, np, q)]] : NULL;
             char kv[160];
             size_t kl = 0;
-            if (strcmp(s->acc, ps->acc))
+            if (!ps || strcmp(s->acc, ps->acc))
                 kl += (size_t)snprintf(kv + kl, sizeof kv - kl, "%sacc=%s", kl ? ", " : "", s->acc);
-            if (s->fma != ps->fma)
+            if (!ps || s->fma != ps->fma)
                 kl += (size_t)snprintf(kv + kl, sizeof kv - kl, "%sfma=%s", kl ? ", " : "", s->fma ? "true" : "false");
-            if (strcmp(s->prod, ps->prod))
+            if (!ps || strcmp(s->prod, ps->prod))
                 kl += (size_t)snprintf(kv + kl, sizeof kv - kl, "%sproduct=%s", kl ? ", " : "", s->prod);
-            if (strcmp(s->rnd, ps->rnd))
+            if (!ps || strcmp(s->rnd, ps->rnd))
                 kl += (size_t)snprintf(kv + kl, sizeof kv - kl, "%srounding=%s", kl ? ", " : "", s->rnd);
-            if (s->store) /* not inherited: written wherever it is */
+            if (s->store)
                 kl += (size_t)snprintf(kv + kl, sizeof kv - kl, "%sstore=%s", kl ? ", " : "", s->store);
             if (kl)
                 len += (size_t)snprintf(t + len, cap - len, "[%s]", kv);
@@ -1472,14 +1435,15 @@ static void part_pool(nx_fmt f, int shared, size_t rows, size_t n, uint64_t seed
 
 /* Evaluates the design point with every part in base setting o and part q
  * (nparts: the root) in x, over rows; NaN where it cannot be evaluated. */
-static void design_eval(const char *tree, const size_t *ends, size_t nparts, size_t q, int x, int o, nx_fmt in,
-                        nx_fmt out, size_t rows, size_t n, const double *a, const double *b, double *z, size_t *evals)
+static void design_eval(const char *tree, const size_t *begins, const size_t *ends, size_t nparts, size_t q, int x,
+                        int o, nx_fmt in, nx_fmt out, size_t rows, size_t n, const double *a, const double *b, double *z,
+                        size_t *evals)
 {
     int set[RV_PARTS_MAX + 1];
     for (size_t p = 0; p <= nparts; p++)
         set[p] = o;
     set[q] = x;
-    char *t = design_text(tree, ends, nparts, set, out);
+    char *t = set_text(tree, begins, ends, nparts, set, out, 0);
     nx_err e = {0};
     (*evals)++;
     if (!t || eval_point(t, in, rows, n, a, b, z, &e))
@@ -1580,7 +1544,7 @@ static nx_status per_part_probed(rv_kernel *k, const part_caller *pc, const char
              * the part in the first probe setting, then the other probe
              * settings on those alone */
             for (int oi = 0; oi < NISOB; oi++)
-                design_eval(tree, ends, nparts, q, iso_probe[0], iso_base[oi], in, of, m, n, a, b, z + (size_t)oi * m,
+                design_eval(tree, begins, ends, nparts, q, iso_probe[0], iso_base[oi], in, of, m, n, a, b, z + (size_t)oi * m,
                             evals);
             size_t cm = 0;
             for (size_t r = 0; r < m; r++) {
@@ -1597,7 +1561,7 @@ static nx_status per_part_probed(rv_kernel *k, const part_caller *pc, const char
                 continue;
             for (int xi = 1; xi < NISOP; xi++)
                 for (int oi = 0; oi < NISOB; oi++)
-                    design_eval(tree, ends, nparts, q, iso_probe[xi], iso_base[oi], in, of, cm, n, ca, cb,
+                    design_eval(tree, begins, ends, nparts, q, iso_probe[xi], iso_base[oi], in, of, cm, n, ca, cb,
                                 z + (size_t)(xi * NISOB + oi) * cm, evals);
             int took[NISOP] = {0};
             for (size_t r = 0; r < cm && nd - off[q] < RV_PART_ROWS; r++) {
@@ -1637,7 +1601,7 @@ static nx_status per_part_probed(rv_kernel *k, const part_caller *pc, const char
                 if (!cons[q][x])
                     continue;
                 for (int oi = 0; oi < NISOB; oi++)
-                    design_eval(tree, ends, nparts, q, x, iso_base[oi], in, of, c, n, da + off[q] * n,
+                    design_eval(tree, begins, ends, nparts, q, x, iso_base[oi], in, of, c, n, da + off[q] * n,
                                 db + off[q] * n, pz + (size_t)oi * c, evals);
                 size_t agree = 0, bad = 0;
                 for (size_t r = 0; r < c; r++) {
@@ -1716,7 +1680,7 @@ static nx_status per_part_probed(rv_kernel *k, const part_caller *pc, const char
         total += (long)pairs[p].in.rows;
     }
     double *z = malloc(maxrows * sizeof *z);
-    char *text = minimal_text(tree, begins, ends, nparts, set, of);
+    char *text = set_text(tree, begins, ends, nparts, set, of, 1);
     if (!z || !text) {
         free(z);
         free(text);
@@ -1737,7 +1701,7 @@ static nx_status per_part_probed(rv_kernel *k, const part_caller *pc, const char
                 if (x == keep || (seen[q] && !cons[q][x]) || (q == nparts && part_sets[x].store))
                     continue;
                 set[q] = x;
-                char *t = minimal_text(tree, begins, ends, nparts, set, of);
+                char *t = set_text(tree, begins, ends, nparts, set, of, 1);
                 long sc = t ? part_score(t, k, pairs, npairs, z) : -1;
                 (*evals)++;
                 if (sc > ok) {
