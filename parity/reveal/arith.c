@@ -1266,14 +1266,14 @@ static const part_set part_sets[] = {
 /* A row isolates a part when the part's setting changes its result and
  * the other parts' do not: tried with the part in each of iso_probe and
  * the others all in each of iso_base. */
-static const int iso_probe[] = {0, 1, 2, 5};
-static const int iso_base[] = {0, 3, 6, 9};
-#define NISOP 4
-#define NISOB 4
-#define RV_PART_POOL_MAX 2048
+static const int iso_probe[] = {0, 1, 2, 5, 9};
+static const int iso_base[] = {0, 3, 6, 9, 11};
+#define NISOP 5
+#define NISOB 5
+#define RV_PART_POOL_MAX 1024
 #define RV_PART_POOL_MIN 256
 #define RV_PART_PAIR 8                            /* rows a part and length where each probe setting */
-#define RV_PART_ROWS (RV_PART_PAIR * (NISOP - 1)) /* moves the first's result: at most */
+#define RV_PART_ROWS (RV_PART_PAIR * (NISOP - 1)) /* moves the first's result: at most (and as many negated) */
 
 /* The parent of part q: the innermost part around it (parts are listed
  * outermost first), else np, the root. */
@@ -1407,8 +1407,9 @@ static void part_pool(nx_fmt f, int shared, size_t rows, size_t n, uint64_t seed
             case 0: i = x % n; break;
             case 1: i = (anchor + x % 16) % n; break;
             case 2: i = lane + stride * (x % per); break;
-            case 3: i = n - 1 - x % span; break;
-            default: i = x % span; break;
+            /* the last or first span terms, distinct while k <= span */
+            case 3: i = n - span + ((size_t)q + x % 2) % span; break;
+            default: i = ((size_t)q + x % 2) % span; break;
             }
             double v, w;
             if (!shared && x % 3 == 0) {
@@ -1527,10 +1528,10 @@ static nx_status per_part_probed(rv_kernel *k, const part_caller *pc, const char
     for (size_t l = 0; l < nl && !st; l++) {
         size_t n = lens[l], m = ((size_t)1 << 19) / n;
         m = m < RV_PART_POOL_MIN ? RV_PART_POOL_MIN : m > RV_PART_POOL_MAX ? RV_PART_POOL_MAX : m;
-        size_t nq = nparts + 1, dmax = nq * RV_PART_ROWS;
+        size_t nq = nparts + 1, dmax = 2 * nq * RV_PART_ROWS;
         double *a = malloc(m * n * sizeof *a), *b = malloc(m * n * sizeof *b), *z = malloc(NISOP * NISOB * m * sizeof *z),
                *da = malloc(dmax * n * sizeof *da), *db = malloc(dmax * n * sizeof *db), *dy = malloc(dmax * sizeof *dy),
-               *pz = malloc(NISOB * RV_PART_ROWS * sizeof *pz), *ca = malloc(m * n * sizeof *ca),
+               *pz = malloc(NISOB * 2 * RV_PART_ROWS * sizeof *pz), *ca = malloc(m * n * sizeof *ca),
                *cb = malloc(m * n * sizeof *cb);
         size_t off[RV_PARTS_MAX + 2], nd = 0;
         if (!a || !b || !z || !da || !db || !dy || !pz || !ca || !cb) {
@@ -1564,7 +1565,7 @@ static nx_status per_part_probed(rv_kernel *k, const part_caller *pc, const char
                     design_eval(tree, begins, ends, nparts, q, iso_probe[xi], iso_base[oi], in, of, cm, n, ca, cb,
                                 z + (size_t)(xi * NISOB + oi) * cm, evals);
             int took[NISOP] = {0};
-            for (size_t r = 0; r < cm && nd - off[q] < RV_PART_ROWS; r++) {
+            for (size_t r = 0; r < cm && nd - off[q] < 2 * RV_PART_ROWS; r++) {
                 int iso = 1, want = 0;
                 for (int xi = 1; xi < NISOP && iso; xi++) {
                     double v0 = z[(size_t)(xi * NISOB) * cm + r];
@@ -1580,9 +1581,15 @@ static nx_status per_part_probed(rv_kernel *k, const part_caller *pc, const char
                 for (int xi = 1; xi < NISOP && iso && want; xi++)
                     took[xi] += !same_bits(z[(size_t)(xi * NISOB) * cm + r], z[r]);
                 if (iso && want) {
-                    memcpy(da + nd * n, ca + r * n, n * sizeof *a);
-                    memcpy(db + nd * n, cb + r * n, n * sizeof *b);
-                    nd++;
+                    /* the row and its negation: only the part's own
+                     * additions round on both (exactness has no sign), and
+                     * a directed mode parts from its mirror only on one
+                     * sign (upward and toward zero agree below zero) */
+                    for (int neg = 0; neg < 2; neg++, nd++) {
+                        memcpy(db + nd * n, cb + r * n, n * sizeof *b);
+                        for (size_t i = 0; i < n; i++)
+                            da[nd * n + i] = neg ? -ca[r * n + i] : ca[r * n + i];
+                    }
                 }
             }
         }
