@@ -1607,7 +1607,19 @@ static nx_status per_part_probed(rv_kernel *k, const part_caller *pc, const char
             for (int x = 0; x < NPSET; x++) {
                 if (!cons[q][x])
                     continue;
-                for (int oi = 0; oi < NISOB; oi++)
+                /* the rows it may be read on give the kernel's result in
+                 * the first base too: fewer than half of them there, and
+                 * it is out without the other bases */
+                design_eval(tree, begins, ends, nparts, q, x, iso_base[0], in, of, c, n, da + off[q] * n,
+                            db + off[q] * n, pz, evals);
+                size_t hit = 0;
+                for (size_t r = 0; r < c; r++)
+                    hit += same_bits(pz[r], dy[off[q] + r]);
+                if (2 * hit < c) {
+                    cons[q][x] = 0;
+                    continue;
+                }
+                for (int oi = 1; oi < NISOB; oi++)
                     design_eval(tree, begins, ends, nparts, q, x, iso_base[oi], in, of, c, n, da + off[q] * n,
                                 db + off[q] * n, pz + (size_t)oi * c, evals);
                 size_t agree = 0, bad = 0;
