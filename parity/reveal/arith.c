@@ -686,9 +686,8 @@ typedef struct part_caller {
     const rv_result *res;
     int cls; /* -1: the rows as they are (rv_call) */
 } part_caller;
-static nx_status per_part_probed(rv_kernel *k, const part_caller *pc, const char *tree, const fit_pair *pairs,
-                                 size_t npairs, int verbose, char **out, size_t *sent, size_t *settled, size_t *evals,
-                                 nx_err *err);
+static nx_status per_part_point(rv_kernel *k, rv_result *res, int cls, const char *tree, const fit_pair *pairs,
+                                size_t np, int verbose, char **out, nx_err *err);
 
 /* Row classes from the order (res->row_class, over the rows of the probe
  * batch): each class's rows fitted on their own with its tree's space, on
@@ -732,16 +731,8 @@ again:
         if (!st && !(fr.found && fr.point && fr.point[0] == '{')) {
             /* no point of the space: each part in a setting of its own,
              * read from probes at the class's rows, else searched */
-            size_t ev = 0;
             char *pp = NULL;
-            part_caller pc = {res, (int)c};
-            st = per_part_probed(k, &pc, res->class_tree[c], pair, np, verbose, &pp, &res->part_probes,
-                                 &res->part_settled, &res->part_evals, err);
-            if (!st && pp)
-                res->per_part |= RV_PER_PART_PROBED;
-            else if (!st && (pp = per_part(k, res->class_tree[c], pair, np, verbose, &ev)))
-                res->per_part |= RV_PER_PART_SEARCHED;
-            res->part_evals += ev;
+            st = per_part_point(k, res, (int)c, res->class_tree[c], pair, np, verbose, &pp, err);
             if (pp) {
                 free(fr.point);
                 fr.point = pp;
@@ -1108,37 +1099,51 @@ static const char *const root_options[] = {"acc = \"fp32\", fma = true", "acc = 
 #define NROOTOPT ((int)(sizeof root_options / sizeof *root_options))
 #define RV_PART_ROUNDS 3
 
+/* The tree text with br[q] (NULL or "": nothing) written as "[br[q]]"
+ * right after part q, which ends at ends[q]; parts ending at one place (a
+ * node and its last argument) take the inner one, listed later, first.
+ * Malloc'd. */
+static char *with_settings(const char *tree, const size_t *ends, size_t np, char *const *br)
+{
+    size_t cap = strlen(tree) + 1;
+    for (size_t q = 0; q < np; q++)
+        cap += br[q] ? strlen(br[q]) + 2 : 0;
+    char *t = malloc(cap);
+    if (!t)
+        return NULL;
+    size_t len = 0, at = 0;
+    for (;;) {
+        size_t best = SIZE_MAX;
+        for (size_t q = 0; q < np; q++)
+            if (br[q] && *br[q] && ends[q] > at && ends[q] < best)
+                best = ends[q];
+        if (best == SIZE_MAX)
+            break;
+        memcpy(t + len, tree + at, best - at);
+        len += best - at;
+        for (size_t q = np; q-- > 0;)
+            if (br[q] && *br[q] && ends[q] == best)
+                len += (size_t)snprintf(t + len, cap - len, "[%s]", br[q]);
+        at = best;
+    }
+    snprintf(t + len, cap - len, "%s", tree + at);
+    return t;
+}
+
 /* The point: tree with part q in part_options[choice[q]] (-1: none),
  * under root settings r.  Malloc'd. */
 static char *part_text(const char *tree, const size_t *ends, size_t np, const int *choice, int r)
 {
-    size_t cap = strlen(tree) + 64 + np * 32;
-    char *t = malloc(cap), *out = malloc(cap + 64);
-    if (!t || !out) {
-        free(t);
-        free(out);
+    char *br[RV_PARTS_MAX];
+    for (size_t q = 0; q < np; q++)
+        br[q] = choice[q] >= 0 ? (char *)part_options[choice[q]] : NULL;
+    char *t = with_settings(tree, ends, np, br);
+    if (!t)
         return NULL;
-    }
-    size_t len = 0, at = 0;
-    /* insertions left to right: parts ordered by where they end */
-    for (;;) {
-        size_t best = SIZE_MAX;
-        for (size_t q = 0; q < np; q++)
-            if (choice[q] >= 0 && ends[q] > at && ends[q] < best)
-                best = ends[q];
-        if (best == SIZE_MAX)
-            break;
-        /* several parts may end at one place (a node and its last
-         * argument): the inner one, listed later, first */
-        memcpy(t + len, tree + at, best - at);
-        len += best - at;
-        for (size_t q = np; q-- > 0;)
-            if (choice[q] >= 0 && ends[q] == best)
-                len += (size_t)snprintf(t + len, cap - len, "[%s]", part_options[choice[q]]);
-        at = best;
-    }
-    snprintf(t + len, cap - len, "%s", tree + at);
-    snprintf(out, cap + 64, "{ tree = \"%s\", %s }", t, root_options[r]);
+    size_t cap = strlen(t) + 64;
+    char *out = malloc(cap);
+    if (out)
+        snprintf(out, cap, "{ tree = \"%s\", %s }", t, root_options[r]);
     free(t);
     return out;
 }
@@ -1271,7 +1276,8 @@ static const int iso_base[] = {0, 3, 6, 9, 11};
 #define NISOP 5
 #define NISOB 5
 #define RV_PART_POOL_MAX 1024
-#define RV_PART_POOL_MIN 256
+#define RV_PART_POOL_MIN 16
+#define RV_PART_POOL_TERMS ((size_t)1 << 20)
 #define RV_PART_PAIR 8                            /* rows a part and length where each probe setting */
 #define RV_PART_ROWS (RV_PART_PAIR * (NISOP - 1)) /* moves the first's result: at most (and as many negated) */
 
@@ -1295,52 +1301,36 @@ static size_t part_parent(const size_t *begins, const size_t *ends, size_t np, s
 static char *set_text(const char *tree, const size_t *begins, const size_t *ends, size_t np, const int *set,
                       nx_fmt out, int minimal)
 {
-    size_t cap = strlen(tree) + 128 + np * 96;
-    char *t = malloc(cap), *o = malloc(cap + 160);
-    if (!t || !o) {
-        free(t);
-        free(o);
+    char kv[RV_PARTS_MAX][160], *br[RV_PARTS_MAX];
+    for (size_t q = 0; q < np; q++) {
+        const part_set *s = &part_sets[set[q]],
+                       *ps = minimal ? &part_sets[set[part_parent(begins, ends, np, q)]] : NULL;
+        size_t kl = 0, cap = sizeof kv[q];
+        char *k = kv[q];
+        k[0] = 0;
+        if (!ps || strcmp(s->acc, ps->acc))
+            kl += (size_t)snprintf(k + kl, cap - kl, "%sacc=%s", kl ? ", " : "", s->acc);
+        if (!ps || s->fma != ps->fma)
+            kl += (size_t)snprintf(k + kl, cap - kl, "%sfma=%s", kl ? ", " : "", s->fma ? "true" : "false");
+        if (!ps || strcmp(s->prod, ps->prod))
+            kl += (size_t)snprintf(k + kl, cap - kl, "%sproduct=%s", kl ? ", " : "", s->prod);
+        if (!ps || strcmp(s->rnd, ps->rnd))
+            kl += (size_t)snprintf(k + kl, cap - kl, "%srounding=%s", kl ? ", " : "", s->rnd);
+        if (s->store)
+            kl += (size_t)snprintf(k + kl, cap - kl, "%sstore=%s", kl ? ", " : "", s->store);
+        br[q] = k;
+    }
+    char *t = with_settings(tree, ends, np, br);
+    if (!t)
         return NULL;
-    }
-    size_t len = 0, at = 0;
-    for (;;) {
-        size_t best = SIZE_MAX;
-        for (size_t q = 0; q < np; q++)
-            if (ends[q] > at && ends[q] < best)
-                best = ends[q];
-        if (best == SIZE_MAX)
-            break;
-        memcpy(t + len, tree + at, best - at);
-        len += best - at;
-        /* the inner of parts ending at one place first (listed later) */
-        for (size_t q = np; q-- > 0;) {
-            if (ends[q] != best)
-                continue;
-            const part_set *s = &part_sets[set[q]],
-                           *ps = minimal ? &part_sets[set[part_parent(begins, ends, np, q)]] : NULL;
-            char kv[160];
-            size_t kl = 0;
-            if (!ps || strcmp(s->acc, ps->acc))
-                kl += (size_t)snprintf(kv + kl, sizeof kv - kl, "%sacc=%s", kl ? ", " : "", s->acc);
-            if (!ps || s->fma != ps->fma)
-                kl += (size_t)snprintf(kv + kl, sizeof kv - kl, "%sfma=%s", kl ? ", " : "", s->fma ? "true" : "false");
-            if (!ps || strcmp(s->prod, ps->prod))
-                kl += (size_t)snprintf(kv + kl, sizeof kv - kl, "%sproduct=%s", kl ? ", " : "", s->prod);
-            if (!ps || strcmp(s->rnd, ps->rnd))
-                kl += (size_t)snprintf(kv + kl, sizeof kv - kl, "%srounding=%s", kl ? ", " : "", s->rnd);
-            if (s->store)
-                kl += (size_t)snprintf(kv + kl, sizeof kv - kl, "%sstore=%s", kl ? ", " : "", s->store);
-            if (kl)
-                len += (size_t)snprintf(t + len, cap - len, "[%s]", kv);
-        }
-        at = best;
-    }
-    snprintf(t + len, cap - len, "%s", tree + at);
+    size_t cap = strlen(t) + 192;
+    char *o = malloc(cap);
     const part_set *r = &part_sets[set[np]];
-    snprintf(o, cap + 160,
-             "{ tree = \"%s\", acc = \"%s\", fma = %s, rounding = \"%s\", product = \"%s\", out = \"%s\", "
-             "out_rounding = \"rne\" }",
-             t, r->acc, r->fma ? "true" : "false", r->rnd, r->prod, nx_format(out)->name);
+    if (o)
+        snprintf(o, cap,
+                 "{ tree = \"%s\", acc = \"%s\", fma = %s, rounding = \"%s\", product = \"%s\", out = \"%s\", "
+                 "out_rounding = \"rne\" }",
+                 t, r->acc, r->fma ? "true" : "false", r->rnd, r->prod, nx_format(out)->name);
     free(t);
     return o;
 }
@@ -1526,7 +1516,8 @@ static nx_status per_part_probed(rv_kernel *k, const part_caller *pc, const char
             lens[nl++] = pairs[p].n;
     }
     for (size_t l = 0; l < nl && !st; l++) {
-        size_t n = lens[l], m = ((size_t)1 << 19) / n;
+        /* at most RV_PART_POOL_TERMS terms a pool (8 MiB an array) */
+        size_t n = lens[l], m = RV_PART_POOL_TERMS / n;
         m = m < RV_PART_POOL_MIN ? RV_PART_POOL_MIN : m > RV_PART_POOL_MAX ? RV_PART_POOL_MAX : m;
         size_t nq = nparts + 1, dmax = 2 * nq * RV_PART_ROWS;
         double *a = malloc(m * n * sizeof *a), *b = malloc(m * n * sizeof *b), *z = malloc(NISOP * NISOB * m * sizeof *z),
@@ -1760,6 +1751,27 @@ static nx_status per_part_probed(rv_kernel *k, const part_caller *pc, const char
     return NX_OK;
 }
 
+/* No point of the space fits the rows of class cls (-1: all rows): each
+ * part's setting read from its own probe rows (per_part_probed), else the
+ * search over the pairs (per_part); res counts both and says which gave
+ * the point.  *out is the point (malloc'd) or NULL. */
+static nx_status per_part_point(rv_kernel *k, rv_result *res, int cls, const char *tree, const fit_pair *pairs,
+                                size_t np, int verbose, char **out, nx_err *err)
+{
+    part_caller pc = {res, cls};
+    size_t ev = 0;
+    nx_status st = per_part_probed(k, &pc, tree, pairs, np, verbose, out, &res->part_probes, &res->part_settled,
+                                   &res->part_evals, err);
+    if (st)
+        return st;
+    if (*out)
+        res->per_part |= RV_PER_PART_PROBED;
+    else if ((*out = per_part(k, tree, pairs, np, verbose, &ev)))
+        res->per_part |= RV_PER_PART_SEARCHED;
+    res->part_evals += ev;
+    return NX_OK;
+}
+
 nx_status rv_reveal_arith(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err *err)
 {
     size_t n = o->n, rows = o->fit_rows ? o->fit_rows : RV_DEFAULT_ROWS,
@@ -1828,16 +1840,8 @@ nx_status rv_reveal_arith(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err
             /* no point of the space: each part in a setting of its own,
              * read from probes of its own, else searched */
             char *pp = NULL;
-            size_t ev = 0;
-            part_caller pc = {res, -1};
-            if ((st = per_part_probed(k, &pc, res->tree_text, pair, np, o->verbose, &pp, &res->part_probes,
-                                      &res->part_settled, &res->part_evals, err)))
+            if ((st = per_part_point(k, res, -1, res->tree_text, pair, np, o->verbose, &pp, err)))
                 goto out;
-            if (pp)
-                res->per_part |= RV_PER_PART_PROBED;
-            else if ((pp = per_part(k, res->tree_text, pair, np, o->verbose, &ev)))
-                res->per_part |= RV_PER_PART_SEARCHED;
-            res->part_evals += ev;
             if (pp) {
                 free(fr.point);
                 fr.point = pp;
