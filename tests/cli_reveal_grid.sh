@@ -6,7 +6,8 @@
 # examples/reveal/gemm_tile.c's source, never taken from reveal's output:
 #   - simulated grid points: an edge-column class, an edge row and an edge
 #     column on different paths (listed in the order first-true-wins needs),
-#     a corner; the revealed point and the simulated one give the same
+#     a corner, two rectangles (OpenBLAS's 36 x 40 sgemm, simulated); the
+#     revealed point and the simulated one give the same
 #     bytes through `parity reduce` on fresh rows at lengths not probed;
 #   - the tiled C gemm (4 x 4 register tiles, 4 fused lanes; the edge one
 #     accumulator with a separate multiply and add) by --dlopen: the class
@@ -65,6 +66,14 @@ grid_sim "edge row and columns" 7,10 20 \
 grid_sim "corner" 6,10 16 \
   '{ tree = "pairwise", fma = false, grid = [6, 10], rows = [{ select = "i >= M - M % 4 && j >= N - N % 4", tree = "seq", fma = false }] }' \
   "i >= M - M % 4 && j >= N - N % 4"
+# two rectangles, OpenBLAS's Haswell sgemm at 36 x 40: two lanes over
+# rounds of 8 terms at rows 0-7 and 24-31 for the columns j % 12 < 6 and
+# at rows 0-31 for the last 4 columns, one running sum elsewhere; named by
+# the families (docs/fit.md "Two rectangles": rows 0-31 `i < M - M % 8`,
+# columns 36-39 the first spelling `j >= N - N % 6`)
+grid_sim "two rectangles" 36,40 24 \
+  '{ tree = "seq", grid = [36, 40], rows = [{ select = "(i % 24 < 8 && j % 12 < 6) || (i < 32 && j >= 36)", tree = "lanes(2, [loop(2, 8), rest(0)], seq)" }] }' \
+  "(i % 24 < 8 && j % 12 < 6) || (i < M - M % 8 && j >= N - N % 6)"
 
 # the tiled C gemm: its edge (rows 4, 5 and columns 8, 9 of 6 x 10) one
 # accumulator, unfused; whole tiles 4 fused lanes over blocks of 4 terms,

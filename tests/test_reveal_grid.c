@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "fit.h"
+#include "nx_select.h"
 #include "reveal.h"
 
 typedef struct gk {
@@ -196,21 +197,56 @@ static int odd_cols(long i, long j) { (void)i; return j % 2 == 1; }
 static int one_cell(long i, long j) { return i == 2 && j == 3; }
 static int none(long i, long j) { (void)i; (void)j; return 0; }
 
-static void check_sel(int (*want)(long, long), int (*claimed)(long, long), const char *exp)
+/* The selector for the class want (cells claimed by classes before it
+ * may go either way) on an M x N grid: the text exp, and, read back by the
+ * selector parser, true at every wanted cell and false at every cell
+ * neither wanted nor claimed. */
+static void check_sel_grid(long M, long N, int (*want)(long, long), int (*claimed)(long, long), const char *exp)
 {
-    unsigned char w[60], c[60];
-    mark(w, 6, 10, want);
-    mark(c, 6, 10, claimed);
-    char *got = fit_grid_select(w, c, 6, 10);
+    unsigned char *w = malloc((size_t)(M * N)), *c = malloc((size_t)(M * N));
+    assert_non_null(w);
+    assert_non_null(c);
+    mark(w, M, N, want);
+    mark(c, M, N, claimed);
+    char *got = fit_grid_select(w, c, M, N);
     if (!exp) {
         if (got)
             fail_msg("expected no selector, got '%s'", got);
+        free(w);
+        free(c);
         return;
     }
     if (!got || strcmp(got, exp))
         fail_msg("selector '%s', expected '%s'", got ? got : "(none)", exp);
+    nx_select *sel = NULL;
+    nx_err e = {0};
+    assert_int_equal(nx_select_parse(got, "select", &sel, &e), NX_OK);
+    for (long r = 0; r < M * N; r++) {
+        int t = -1;
+        assert_int_equal(nx_select_eval(sel, r, M * N, M, N, 16, &t, &e), NX_OK);
+        if (w[r] ? !t : t && !c[r])
+            fail_msg("'%s' is %s at cell (%ld, %ld)", got, t ? "true" : "false", r / N, r % N);
+    }
+    nx_select_free(sel);
     free(got);
+    free(w);
+    free(c);
 }
+
+static void check_sel(int (*want)(long, long), int (*claimed)(long, long), const char *exp)
+{
+    check_sel_grid(6, 10, want, claimed, exp);
+}
+
+/* OpenBLAS 0.3.21's Haswell sgemm at 36 x 40 (one thread): the outputs
+ * its kernel sums as two lanes over rounds of 8 terms, the others as one
+ * running sum: rows 0-7 and 24-31 at the columns j % 12 < 6, and rows 0-31
+ * at the last 4 columns (36-39) */
+static int ob_lanes(long i, long j) { return (i % 24 < 8 && j % 12 < 6) || (i < 32 && j >= 36); }
+static int ob_seq(long i, long j) { return !ob_lanes(i, j); }
+/* two blocks of a 12 x 12 grid: rows 0-3 at columns 0-3, rows 8-11 at columns 8-11 */
+static int two_blocks(long i, long j) { return (i < 4 && j < 4) || (i >= 8 && j >= 8); }
+static int diagonal(long i, long j) { return i == j; }
 
 static void test_selectors(void **state)
 {
@@ -223,10 +259,25 @@ static void test_selectors(void **state)
     check_sel(corner, none, "i >= M - M % 4 && j >= N - N % 4");
     /* the corner taken by a class listed before: the columns may hold it */
     check_sel(cols_not_corner, rows45, "j >= N - N % 4");
-    /* ... but not where no class took it */
-    check_sel(cols_not_corner, none, NULL);
+    /* ... where no class took it, the columns and the rows before the
+     * edge ones (the complement of `i >= M - M % 4`) */
+    check_sel(cols_not_corner, none, "i < M - M % 4 && j >= N - N % 4");
     check_sel(odd_cols, none, "j % 2 >= 1");
     check_sel(one_cell, none, NULL);
+    /* two rectangles: no set of rows or columns alone, nor one of each,
+     * holds these cells; rows 0-7 and 24-31 are `i % 24 < 8` (the only
+     * spelling), columns 36-39 are the first spelling `j >= N - N % 6`
+     * (40 % 6 = 4), rows 0-31 `i < M - M % 8` (36 % 8 = 4; the least P
+     * of the sets that fit, where `i % 28 >= 8` also would) */
+    check_sel_grid(36, 40, ob_lanes, none, "(i % 24 < 8 && j % 12 < 6) || (i < M - M % 8 && j >= N - N % 6)");
+    /* the other cells: three rectangles, so the complement of the two */
+    check_sel_grid(36, 40, ob_seq, none, "!((i % 24 < 8 && j % 12 < 6) || (i < M - M % 8 && j >= N - N % 6))");
+    /* rows (and columns) 0-3 of 12 have one spelling, `i % 12 < 4` (`i %
+     * 8 < 4` holds 8-11 too, and 12 % P is never 8); 8-11 are `i >= M - M
+     * % 8` (12 % 8 = 4, P = 8 before `i % 12 >= 8`'s 12) */
+    check_sel_grid(12, 12, two_blocks, none, "(i % 12 < 4 && j % 12 < 4) || (i >= M - M % 8 && j >= N - N % 8)");
+    /* a diagonal is no union of two rectangles, nor the complement of one */
+    check_sel_grid(12, 12, diagonal, none, NULL);
 }
 
 int main(void)

@@ -1,6 +1,7 @@
 /* fit.c: the search of `parity fit` (docs/fit.md "The search"). */
 #include "fit.h"
 #include "nx_limits.h"
+#include "nx_select.h"
 #include "point_toml.h"
 
 #include <limits.h>
@@ -503,7 +504,8 @@ static int axis_add(axis *ax, long L, int kind, int P, int k)
     size_t cnt = 0;
     uint64_t h = 1469598103934665603ull;
     for (long x = 0; x < L; x++) {
-        in[x] = kind == 0 ? x >= L - L % P : x % P >= k;
+        int v = kind % 2 == 0 ? x >= L - L % P : x % P >= k;
+        in[x] = (unsigned char)(kind >= 2 ? !v : v);
         cnt += in[x];
         h = (h ^ in[x]) * 1099511628211ull;
     }
@@ -526,25 +528,44 @@ static int axis_add(axis *ax, long L, int kind, int P, int k)
     return 0;
 }
 
-static int axis_build(axis *ax, long L)
+/* The sets of one axis in list order; with `with_not` also their
+ * complements after them (kind 2: X < L - L % P, kind 3: X % P < k). */
+static int axis_build_ext(axis *ax, long L, int with_not)
 {
     memset(ax, 0, sizeof *ax);
-    for (int P = 2; P <= GRID_PMAX; P++)
-        if (axis_add(ax, L, 0, P, 0))
-            return -1;
-    for (int P = 2; P <= GRID_PMAX; P++)
-        for (int k = 1; k < P; k++)
-            if (axis_add(ax, L, 1, P, k))
+    for (int neg = 0; neg <= with_not; neg++) {
+        for (int P = 2; P <= GRID_PMAX; P++)
+            if (axis_add(ax, L, 2 * neg, P, 0))
                 return -1;
+        for (int P = 2; P <= GRID_PMAX; P++)
+            for (int k = 1; k < P; k++)
+                if (axis_add(ax, L, 2 * neg + 1, P, k))
+                    return -1;
+    }
     return 0;
+}
+
+static int axis_build(axis *ax, long L)
+{
+    return axis_build_ext(ax, L, 0);
 }
 
 static void axsel_text(const axsel *s, char x, char L, char *buf, size_t cap)
 {
-    if (s->kind == 0)
+    switch (s->kind) {
+    case 0:
         snprintf(buf, cap, "%c >= %c - %c %% %d", x, L, L, s->P);
-    else
+        break;
+    case 1:
         snprintf(buf, cap, "%c %% %d >= %d", x, s->P, s->k);
+        break;
+    case 2:
+        snprintf(buf, cap, "%c < %c - %c %% %d", x, L, L, s->P);
+        break;
+    default:
+        snprintf(buf, cap, "%c %% %d < %d", x, s->P, s->k);
+        break;
+    }
 }
 
 /* A selector of the grid families above that names one class of cells:
@@ -590,6 +611,252 @@ static void axis_fit(const axis *ax, const unsigned char *want, const unsigned c
         ok[0][a] = (unsigned char)whole;
         ok[1][a] = (unsigned char)covers;
     }
+}
+
+/* Two rectangles (docs/fit.md "Two rectangles"): S = (A1 && B1) || (A2
+ * && B2), each A a set of grid rows, each B a set of grid columns, from the
+ * families above and their complements (`i < M - M % P`, `i % P < k`), or
+ * the whole axis (the rectangle is then a set of one axis).  A rectangle
+ * may be used only where every cell of it is wanted or claimed; the first
+ * rectangle holds the first wanted cell (row-major), the second the first
+ * one the first leaves.  Sets as bit sets of 64-bit words. */
+typedef uint64_t bword;
+
+static int bs_has(const bword *s, long x)
+{
+    return (int)(s[x >> 6] >> (x & 63) & 1);
+}
+
+static int bs_sub(const bword *a, const bword *b, size_t w) /* a within b */
+{
+    for (size_t q = 0; q < w; q++)
+        if (a[q] & ~b[q])
+            return 0;
+    return 1;
+}
+
+typedef struct rsets {
+    long L;
+    size_t w, n; /* words per set, sets (index 0: the whole axis) */
+    bword *bits; /* n * w */
+    const axis *ax;
+} rsets;
+
+static int rsets_build(rsets *rs, const axis *ax, long L)
+{
+    rs->L = L;
+    rs->w = (size_t)(L + 63) / 64;
+    rs->n = ax->count + 1;
+    rs->ax = ax;
+    rs->bits = calloc(rs->n * rs->w, sizeof *rs->bits);
+    if (!rs->bits)
+        return -1;
+    for (long x = 0; x < L; x++)
+        rs->bits[x >> 6] |= (bword)1 << (x & 63);
+    for (size_t a = 0; a < ax->count; a++)
+        for (long x = 0; x < L; x++)
+            if (ax->s[a].in[x])
+                rs->bits[(a + 1) * rs->w + (size_t)(x >> 6)] |= (bword)1 << (x & 63);
+    return 0;
+}
+
+/* one rectangle's text: "A", "B" or "A && B" (in parentheses when `paren`) */
+static void rect_text(const rsets *ri, const rsets *rj, size_t a, size_t b, int paren, char *buf, size_t cap)
+{
+    char ta[64] = "", tb[64] = "";
+    if (a)
+        axsel_text(&ri->ax->s[a - 1], 'i', 'M', ta, sizeof ta);
+    if (b)
+        axsel_text(&rj->ax->s[b - 1], 'j', 'N', tb, sizeof tb);
+    if (a && b)
+        snprintf(buf, cap, "%s%s && %s%s", paren ? "(" : "", ta, tb, paren ? ")" : "");
+    else
+        snprintf(buf, cap, "%s", a ? ta : tb);
+}
+
+/* a set's weight in the choice among selectors that fit: its P (the
+ * whole axis 0), one more for a remainder set (`X % P >= k`, `X % P < k`) */
+static long set_score(const rsets *rs, size_t a)
+{
+    if (a == 0)
+        return 0;
+    const axsel *x = &rs->ax->s[a - 1];
+    return x->P + (x->kind & 1);
+}
+
+#define RECT_BUDGET 200000000ull /* word operations before giving up */
+
+/* 1 and *text: a selector of one or two rectangles; 0: none; -1: OOM. */
+static int rects_find(const unsigned char *want, const unsigned char *claimed, long M, long N, const rsets *ri,
+                      const rsets *rj, char **text)
+{
+    const size_t wi = ri->w, wj = rj->w, na = ri->n, nb = rj->n;
+    bword *Ur = calloc((size_t)M * wj, sizeof *Ur), *Wr = calloc((size_t)M * wj, sizeof *Wr);
+    bword *UA = calloc(na * wj, sizeof *UA);
+    bword *rowsR = calloc(wi, sizeof *rowsR), *colsR = calloc(wj, sizeof *colsR);
+    unsigned char *valid = calloc(na * nb, 1);
+    int found = -1;
+    if (!Ur || !Wr || !UA || !rowsR || !colsR || !valid)
+        goto out;
+    found = 0;
+    long i0 = -1, j0 = -1;
+    for (long i = 0; i < M; i++)
+        for (long j = 0; j < N; j++) {
+            size_t c = (size_t)(i * N + j);
+            if (want[c] || claimed[c])
+                Ur[(size_t)i * wj + (size_t)(j >> 6)] |= (bword)1 << (j & 63);
+            if (want[c]) {
+                Wr[(size_t)i * wj + (size_t)(j >> 6)] |= (bword)1 << (j & 63);
+                if (i0 < 0)
+                    i0 = i, j0 = j;
+            }
+        }
+    if (i0 < 0)
+        goto out;
+    /* UA[a]: the columns every row of A allows; (a, b) valid: B within it,
+     * and not dominated by a wider B of the same A */
+    unsigned long long ops = 0;
+    for (size_t a = 0; a < na && ops < RECT_BUDGET; a++) {
+        bword *u = UA + a * wj;
+        memset(u, 0xff, wj * sizeof *u);
+        for (long i = 0; i < M; i++)
+            if (bs_has(ri->bits + a * wi, i))
+                for (size_t q = 0; q < wj; q++)
+                    u[q] &= Ur[(size_t)i * wj + q];
+        for (size_t b = 0; b < nb; b++)
+            valid[a * nb + b] = (unsigned char)(!(a == 0 && b == 0) && bs_sub(rj->bits + b * wj, u, wj));
+        ops += (unsigned long long)(M + (long)nb) * wj;
+        for (size_t b = 0; b < nb; b++) {
+            if (!valid[a * nb + b])
+                continue;
+            ops += nb * wj;
+            for (size_t b2 = 0; b2 < nb && valid[a * nb + b]; b2++)
+                if (b2 != b && valid[a * nb + b2] && bs_sub(rj->bits + b * wj, rj->bits + b2 * wj, wj) &&
+                    !bs_sub(rj->bits + b2 * wj, rj->bits + b * wj, wj))
+                    valid[a * nb + b] = 0;
+        }
+    }
+    if (ops >= RECT_BUDGET)
+        goto out; /* too large a grid to search: none */
+    /* one rectangle first, then two; of those that fit, the least score
+     * (the sum of the sets' P, +1 for a remainder set; the first in list
+     * order on a tie) */
+    long best = LONG_MAX;
+    size_t bx[4] = {0, 0, 0, 0};
+    for (int two = 0; two <= 1 && best == LONG_MAX; two++)
+        for (size_t a1 = 0; a1 < na && ops < RECT_BUDGET; a1++) {
+            if (!bs_has(ri->bits + a1 * wi, i0))
+                continue;
+            for (size_t b1 = 0; b1 < nb && ops < RECT_BUDGET; b1++) {
+                if (!valid[a1 * nb + b1] || !bs_has(rj->bits + b1 * wj, j0))
+                    continue;
+                long s1 = set_score(ri, a1) + set_score(rj, b1);
+                if (s1 >= best)
+                    continue;
+                const bword *B1 = rj->bits + b1 * wj;
+                int empty = 1;
+                memset(rowsR, 0, wi * sizeof *rowsR);
+                memset(colsR, 0, wj * sizeof *colsR);
+                for (long i = 0; i < M; i++) {
+                    int in1 = bs_has(ri->bits + a1 * wi, i), any = 0;
+                    for (size_t q = 0; q < wj; q++) {
+                        bword r = Wr[(size_t)i * wj + q] & ~(in1 ? B1[q] : 0);
+                        colsR[q] |= r;
+                        any |= r != 0;
+                    }
+                    if (any) {
+                        rowsR[i >> 6] |= (bword)1 << (i & 63);
+                        empty = 0;
+                    }
+                }
+                ops += (unsigned long long)M * wj;
+                if (empty != !two) /* pass 1: one rectangle only; pass 2: two */
+                    continue;
+                if (empty) {
+                    best = s1;
+                    bx[0] = a1, bx[1] = b1;
+                    continue;
+                }
+                for (size_t a2 = 0; a2 < na; a2++) {
+                    long sa = s1 + set_score(ri, a2);
+                    if (sa >= best)
+                        continue;
+                    ops += wi;
+                    if (!bs_sub(rowsR, ri->bits + a2 * wi, wi))
+                        continue;
+                    for (size_t b2 = 0; b2 < nb; b2++) {
+                        long sb = sa + set_score(rj, b2);
+                        if (sb >= best || !valid[a2 * nb + b2])
+                            continue;
+                        ops += wj;
+                        if (!bs_sub(colsR, rj->bits + b2 * wj, wj))
+                            continue;
+                        best = sb;
+                        bx[0] = a1, bx[1] = b1, bx[2] = a2, bx[3] = b2;
+                    }
+                }
+            }
+        }
+    if (best != LONG_MAX) {
+        char t1[160], t2[160] = "", t[330];
+        int two = bx[2] || bx[3];
+        rect_text(ri, rj, bx[0], bx[1], two, t1, sizeof t1);
+        if (two)
+            rect_text(ri, rj, bx[2], bx[3], 1, t2, sizeof t2);
+        snprintf(t, sizeof t, "%s%s%s", t1, two ? " || " : "", t2);
+        found = (*text = strdup(t)) ? 1 : -1;
+    }
+out:
+    free(Ur);
+    free(Wr);
+    free(UA);
+    free(rowsR);
+    free(colsR);
+    free(valid);
+    return found;
+}
+
+/* One or two rectangles that name the class; else the complement of one
+ * or two that name the other cells: `!(...)`, true where the rectangles
+ * are false, so they must hold every cell neither wanted nor claimed and
+ * no wanted one (claimed cells that are not wanted may go either way). */
+static char *rects_select(const unsigned char *want, const unsigned char *claimed, long M, long N)
+{
+    axis ai, aj;
+    rsets ri = {0}, rj = {0};
+    char *text = NULL;
+    size_t cells = (size_t)(M * N);
+    unsigned char *w2 = malloc(cells), *c2 = malloc(cells);
+    if (!w2 || !c2 || axis_build_ext(&ai, M, 1)) {
+        free(w2);
+        free(c2);
+        axis_free(&ai);
+        return NULL;
+    }
+    if (axis_build_ext(&aj, N, 1) || rsets_build(&ri, &ai, M) || rsets_build(&rj, &aj, N))
+        goto out;
+    if (rects_find(want, claimed, M, N, &ri, &rj, &text) != 0)
+        goto out;
+    for (size_t c = 0; c < cells; c++) {
+        w2[c] = !want[c] && !claimed[c];
+        c2[c] = claimed[c] && !want[c];
+    }
+    char *inner = NULL;
+    if (rects_find(w2, c2, M, N, &ri, &rj, &inner) == 1) {
+        size_t len = strlen(inner) + 4;
+        text = malloc(len);
+        if (text)
+            snprintf(text, len, "!(%s)", inner);
+        free(inner);
+    }
+out:
+    free(ri.bits);
+    free(rj.bits);
+    free(w2);
+    free(c2);
+    axis_free(&ai);
+    axis_free(&aj);
+    return text;
 }
 
 char *fit_grid_select(const unsigned char *want, const unsigned char *claimed, long M, long N)
@@ -644,6 +911,8 @@ char *fit_grid_select(const unsigned char *want, const unsigned char *claimed, l
     }
     axis_free(&ai);
     axis_free(&aj);
+    if (found == 0)
+        return rects_select(want, claimed, M, N);
     return found == 1 ? strdup(buf) : NULL;
 }
 
@@ -688,6 +957,51 @@ static void gtry_offer(gtry *best, size_t *nb, gtry t)
         (*nb)++;
     memmove(best + pos + 1, best + pos, (*nb - 1 - pos) * sizeof *best);
     best[pos] = t;
+}
+
+/* f[g] = whether candidate c gets global row g wrong (1 where it cannot
+ * be evaluated); a pair's rows in one call (row 0 builds the program).
+ * Returns the rows evaluated. */
+static size_t cand_wrong(search *S, size_t c, unsigned char *f)
+{
+    size_t evals = 0;
+    cand_eval ce;
+    memset(f, 1, S->rm.total);
+    if (ce_open(&ce, S->space, c, S->npairs) != 0)
+        return 0;
+    for (size_t p = 0, g0 = 0; p < S->npairs; g0 += S->pairs[p].in.rows, p++) {
+        const fit_pair *pr = &S->pairs[p];
+        double *y = malloc(pr->in.rows * sizeof *y);
+        nx_err e = {0};
+        evals += pr->in.rows;
+        if (y && ce_row(&ce, S->pairs, p, 0, S->o->engine) >= 0 &&
+            (S->o->engine == NX_ENGINE_MPFR ? nx_mpfr_reduce(ce.prog[p], &pr->in, y, pr->in.rows, &e)
+                                            : nx_fast_reduce(ce.prog[p], &pr->in, y, pr->in.rows, &e)) == NX_OK)
+            for (size_t r = 0; r < pr->in.rows; r++)
+                f[g0 + r] = !same_bits(y[r], pr->y[r]);
+        free(y);
+    }
+    ce_close(&ce);
+    return evals;
+}
+
+/* mask[g] = whether selector text holds global row g's cell (M x N). */
+static int sel_mask(const search *S, const char *text, long M, long N, unsigned char *mask)
+{
+    nx_select *sel = NULL;
+    nx_err e = {0};
+    if (nx_select_parse(text, "select", &sel, &e) != NX_OK)
+        return -1;
+    for (size_t g = 0; g < S->rm.total; g++) {
+        int t = 0;
+        if (nx_select_eval(sel, (long long)S->rm.row_of[g], (long long)(M * N), M, N, 0, &t, &e) != NX_OK) {
+            nx_select_free(sel);
+            return -1;
+        }
+        mask[g] = (unsigned char)t;
+    }
+    nx_select_free(sel);
+    return 0;
 }
 
 /* Returns 1 and sets *text when a partition fits, 0 when none does, -1 on
@@ -810,29 +1124,8 @@ static int fit_grid(search *S, char **text, size_t *nclasses)
     }
     evals = 0;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(S->threads) reduction(+ : evals)
-    for (size_t t = 0; t < nt; t++) {
-        cand_eval ce;
-        if (ce_open(&ce, S->space, top[t], np) != 0) {
-            memset(fm + t * T, 1, T);
-            continue;
-        }
-        /* a pair's rows in one call (row 0 builds the program) */
-        unsigned char *f = fm + t * T;
-        memset(f, 1, T);
-        for (size_t p = 0, g0 = 0; p < np; g0 += S->pairs[p].in.rows, p++) {
-            const fit_pair *pr = &S->pairs[p];
-            double *y = malloc(pr->in.rows * sizeof *y);
-            nx_err e = {0};
-            evals += pr->in.rows;
-            if (y && ce_row(&ce, S->pairs, p, 0, S->o->engine) >= 0 &&
-                (S->o->engine == NX_ENGINE_MPFR ? nx_mpfr_reduce(ce.prog[p], &pr->in, y, pr->in.rows, &e)
-                                                : nx_fast_reduce(ce.prog[p], &pr->in, y, pr->in.rows, &e)) == NX_OK)
-                for (size_t r = 0; r < pr->in.rows; r++)
-                    f[g0 + r] = !same_bits(y[r], pr->y[r]);
-            free(y);
-        }
-        ce_close(&ce);
-    }
+    for (size_t t = 0; t < nt; t++)
+        evals += cand_wrong(S, top[t], fm + t * T);
     S->row_evals += evals;
     gtry best[GRID_TRIES];
     size_t nb = 0;
@@ -883,7 +1176,6 @@ static int fit_grid(search *S, char **text, size_t *nclasses)
             }
         }
     }
-    free(fm);
     /* 3. The partitions in that order: per class the first candidate (space
      * order) that fits all of its rows */
     size_t tried = 0;
@@ -917,6 +1209,63 @@ static int fit_grid(search *S, char **text, size_t *nclasses)
         *nclasses = 1;
         found = 1;
     }
+    /* 4. None of those: two rectangles (docs/fit.md "Two rectangles").  For
+     * each of the best candidates A (the same wrong cells tried once): the
+     * class's candidate B, the first that fits every row of the cells A
+     * gets wrong (in any pair); the selector holds every cell A gets wrong
+     * and only cells where B is right too, so that a cell A is right on by
+     * chance does not break the class */
+    unsigned char *bcell = calloc(cells, 1), *seen = malloc((nt ? nt : 1) * cells), *bw = malloc(T);
+    if (!bcell || !seen || !bw)
+        found = found ? found : -1;
+    for (size_t t = 0; t < nt && !found; t++) {
+        memset(fcell, 0, cells);
+        for (size_t g = 0; g < T; g++)
+            if (fm[t * T + g])
+                fcell[S->rm.row_of[g]] = 1;
+        int dup = 0;
+        for (size_t u = 0; u < t && !dup; u++)
+            dup = memcmp(seen + u * cells, fcell, cells) == 0;
+        memcpy(seen + t * cells, fcell, cells);
+        if (dup)
+            continue;
+        for (size_t x = 0; x < T; x++)
+            mask[x] = fcell[S->rm.row_of[x]];
+        size_t pickB = first_fitting(S, mask);
+        if (pickB == SIZE_MAX)
+            continue;
+        S->row_evals += cand_wrong(S, pickB, bw);
+        /* bcell: the cells where A and B are both right (either may go there) */
+        memset(bcell, 1, cells);
+        for (size_t g = 0; g < T; g++)
+            if (bw[g] || fcell[S->rm.row_of[g]])
+                bcell[S->rm.row_of[g]] = 0;
+        char *sel = rects_select(fcell, bcell, M, N);
+        if (!sel)
+            continue;
+        tried++;
+        size_t pick = SIZE_MAX, base = SIZE_MAX;
+        if (sel_mask(S, sel, M, N, mask) == 0 && (pick = first_fitting(S, mask)) != SIZE_MAX) {
+            for (size_t x = 0; x < T; x++)
+                mask[x] = !mask[x];
+            base = first_fitting(S, mask);
+        }
+        if (base != SIZE_MAX) {
+            char *o = class_point_text(S->space, base, pick, sel, M, N);
+            if (!o)
+                found = -1;
+            else {
+                *text = o;
+                *nclasses = 1;
+                found = 1;
+            }
+        }
+        free(sel);
+    }
+    free(bcell);
+    free(bw);
+    free(seen);
+    free(fm);
     if (S->o->progress)
         fprintf(stderr,
                 "parity fit: grid classes (%ld x %ld): %zu candidates ranked, %zu partitions tried, %zu row "

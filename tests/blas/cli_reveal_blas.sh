@@ -235,9 +235,11 @@ fi
 # sgemm run every output on one path (no class).  OpenBLAS's Haswell
 # kernel runs two accumulators over rounds of 8 terms, the rest into the
 # first (`lanes(2, [loop(2, 8), rest(0)], seq)`, the sixth edition), its
-# last N mod 4 columns a running sum (`j >= N - N % 4` on 16 x 6); on 36 x
-# 40 its classes are runs of cells no grid selector names, held as ranges
-# of r.  Each point is held by reveal itself at n = 301 and 149 on fresh
+# last N mod 4 columns a running sum (`j >= N - N % 4` on 16 x 6).  On 36 x
+# 40 the lanes are the class and the running sum the point: rows 0-7 and
+# 24-31 at the columns j % 12 < 6 and rows 0-31 at the last 4 columns, two
+# rectangles of grid rows and columns (docs/fit.md "Two rectangles"; before
+# them, 65 runs of r).  Each point is held by reveal itself at n = 301 and 149 on fresh
 # gemms: the library's inputs must be one gemm's, which `parity reduce`'s
 # random rows are not.
 GMUST="netlib:36,40"
@@ -260,6 +262,8 @@ for e in "netlib:36,40:$NETLIB" "openblas:36,40:$OPENBLAS" "openblas:16,6:$OPENB
     netlib:*:*select*|blis:*:*select*) fail "$name sgemm --grid $grid: a row class where every output takes one path: $(echo "$p" | cut -c1-300)" ;;
     openblas:16,6:*'tree = "lanes(2, [loop(2, 8), rest(0)], seq)"'*'grid = [16, 6], rows = [{ select = "j >= N - N % 4"'*) ;;
     openblas:16,6:*) fail "openblas sgemm --grid 16,6: not the rounds of 8 and the edge columns: $(echo "$p" | cut -c1-400)" ;;
+    openblas:36,40:*'fma = true, product = "exact", tree = "seq"'*'grid = [36, 40], rows = [{ select = "(i % 24 < 8 && j % 12 < 6) || (i < M - M % 8 && j >= N - N % 6)"'*'tree = "lanes(2, [loop(2, 8), rest(0)], seq)"'*) ;;
+    openblas:36,40:*) fail "openblas sgemm --grid 36,40: not the running sum with the lanes on two rectangles: $(echo "$p" | cut -c1-500)" ;;
     esac ;;
   esac
   echo "$name sgemm --grid $grid at n = 300: exit $rc, $(echo "$out" | grep -c '^row class') row class line(s): $(echo "$p" | cut -c1-200)"
