@@ -12,7 +12,8 @@
 #   - the tiled C gemm (4 x 4 register tiles, 4 fused lanes; the edge one
 #     accumulator with a separate multiply and add) by --dlopen: the class
 #     `i >= M - M % 4 || j >= N - N % 4` with fma = false, the rest fused;
-#     on a grid whose M and N are multiples of 4 no class at all;
+#     on a grid whose M and N are multiples of 4 no class at all; the rows
+#     its arithmetic is fitted on go one whole grid a call;
 #   - the same kernel without --grid: it refuses calls that are not a grid
 #     (exit 3), and reveal never sends it anything else with --grid (a batch
 #     that is not one gemm's would come out wrong and fail the confirmation).
@@ -91,6 +92,12 @@ else
   esac
   printf '%s\n' "$out" | grep -q '^lengths: at n = 101 (not probed) the point reproduced 1020 of 1020 ' ||
     fail "gemm_tile 6 x 10: not held at n = 101: $out"
+  # the rows the arithmetic is fitted on go as whole gemms, 60 rows a call
+  # (packed, the targeted and random rows took about 6 a call)
+  ar=$(printf '%s\n' "$out" | sed -n 's/^arithmetic probes: \([0-9]*\) rows in \([0-9]*\) calls.*/\1 \2/p')
+  set -- $ar
+  [ $# -eq 2 ] && [ "$2" -gt 0 ] && [ "$1" -eq $(($2 * 60)) ] ||
+    fail "gemm_tile 6 x 10: the arithmetic's rows not one grid a call: '$ar'"
 fi
 # 8 x 12: every output in a whole tile, no class
 out=$("$P" reveal --dlopen "$LIB:gemm_tile" --grid 8,12 --n 100 2>"$T/err")

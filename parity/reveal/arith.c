@@ -526,7 +526,9 @@ static nx_status gather_classes(rv_kernel *k, const rv_result *res, size_t n, ui
     }
     for (size_t j = 0; j < calls && !st; j++) {
         search_rows(k, R, n, seed + j * 0x9e3779b97f4a7c15ULL, TA, TB);
-        size_t rot = (j * 37) % R;
+        /* a grid kernel's batch is one gemm (grid_search_rows): turned by
+         * whole grid rows it stays one */
+        size_t rot = k->grid_m && k->grid_n ? (j * 37) % k->grid_m * k->grid_n : (j * 37) % R;
         for (size_t r = 0; r < R; r++) {
             memcpy(A + ((r + rot) % R) * n, TA + r * n, n * sizeof *A);
             memcpy(B + ((r + rot) % R) * n, TB + r * n, n * sizeof *B);
@@ -826,6 +828,65 @@ static size_t grid_round(const rv_kernel *k, size_t rows)
     return MN ? (rows + MN - 1) / MN * MN : rows;
 }
 
+/* The search rows of a grid kernel (--grid M,N), each batch of M * N one
+ * gemm, so that it goes as one call: the kernel's cell (i, j) is A's row
+ * i against B's column j, so a call holds at most D = min(M, N) rows of
+ * their own a and b.  Batch q's cells (x, x), x < D, hold targeted rows
+ * (of the nt at the front, taken in turn from an offset drawn from seed,
+ * so that the calls of a class's gathering go through all of them), the
+ * other cells A's and B's random rows against each other: grid row x (and
+ * column x) past D a random row of the batch.  Without this the targeted
+ * and random rows were packed about D to a call (1000 calls where 16 do
+ * at 36 x 40). */
+static void grid_search_rows(const rv_kernel *k, size_t rows, size_t n, size_t nt, uint64_t seed, double *a,
+                             double *b)
+{
+    const size_t M = k->grid_m, N = k->grid_n, MN = M * N, D = M < N ? M : N;
+    if (!MN || rows < MN)
+        return;
+    double *ta = malloc((nt ? nt : 1) * n * sizeof *ta), *tb = malloc((nt ? nt : 1) * n * sizeof *tb);
+    double *A = malloc(M * n * sizeof *A), *B = malloc(N * n * sizeof *B);
+    if (!ta || !tb || !A || !B) {
+        /* left as they are: packed, more calls, the same rows */
+        free(ta);
+        free(tb);
+        free(A);
+        free(B);
+        return;
+    }
+    memcpy(ta, a, nt * n * sizeof *ta);
+    memcpy(tb, b, nt * n * sizeof *tb);
+    size_t off = nt ? (size_t)(seed >> 11) % nt : 0;
+    for (size_t c = 0, q = 0; c + MN <= rows; c += MN, q++) {
+        /* random rows of this batch: those past the targeted ones */
+        size_t r0 = c < nt ? (nt < c + MN ? nt - c : 0) : 0, nr = MN - r0;
+        for (size_t x = 0; x < M || x < N; x++) {
+            const double *sa, *sb;
+            if (x < D && nt) {
+                size_t t = (off + q * D + x) % nt;
+                sa = ta + t * n;
+                sb = tb + t * n;
+            } else {
+                size_t r = c + r0 + x % nr;
+                sa = a + r * n;
+                sb = b + r * n;
+            }
+            if (x < M)
+                memcpy(A + x * n, sa, n * sizeof *A);
+            if (x < N)
+                memcpy(B + x * n, x < D && nt ? sb : b + (c + r0 + (x + M) % nr) * n, n * sizeof *B);
+        }
+        for (size_t r = 0; r < MN; r++) {
+            memcpy(a + (c + r) * n, A + (r / N) * n, n * sizeof *a);
+            memcpy(b + (c + r) * n, B + (r % N) * n, n * sizeof *b);
+        }
+    }
+    free(ta);
+    free(tb);
+    free(A);
+    free(B);
+}
+
 /* A kernel that takes one b for every row of a call (--shared-b): row 0's
  * b for every row. */
 static void shared_b(const rv_kernel *k, size_t rows, size_t n, double *b)
@@ -857,6 +918,7 @@ static void search_rows(const rv_kernel *k, size_t rows, size_t n, uint64_t seed
     }
     rand_rows(f, rows - nt, n, seed, a + nt * n, b + nt * n);
     shared_b(k, rows, n, b);
+    grid_search_rows(k, rows, n, nt, seed, a, b);
 }
 
 /* Several points of the space fit the search rows: points that differ on
