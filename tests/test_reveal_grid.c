@@ -244,6 +244,8 @@ static void check_sel(int (*want)(long, long), int (*claimed)(long, long), const
  * at the last 4 columns (36-39) */
 static int ob_lanes(long i, long j) { return (i % 24 < 8 && j % 12 < 6) || (i < 32 && j >= 36); }
 static int ob_seq(long i, long j) { return !ob_lanes(i, j); }
+/* the same kernel at 48 x 48: rows 0-7 and 40-47 at the columns j % 12 < 6 */
+static int ob48_lanes(long i, long j) { return (i < 8 || i >= 40) && j % 12 < 6; }
 /* two blocks of a 12 x 12 grid: rows 0-3 at columns 0-3, rows 8-11 at columns 8-11 */
 static int two_blocks(long i, long j) { return (i < 4 && j < 4) || (i >= 8 && j >= 8); }
 static int diagonal(long i, long j) { return i == j; }
@@ -272,6 +274,12 @@ static void test_selectors(void **state)
     check_sel_grid(36, 40, ob_lanes, none, "(i % 24 < 8 && j % 12 < 6) || (i < M - M % 8 && j >= N - N % 6)");
     /* the other cells: three rectangles, so the complement of the two */
     check_sel_grid(36, 40, ob_seq, none, "!((i % 24 < 8 && j % 12 < 6) || (i < M - M % 8 && j >= N - N % 6))");
+    /* rows 0-7 of 48 are no tile's (48 % P is never 40, and `i % P < k`
+     * holds row P and its multiples, one of them in 8-39 for every P up
+     * to 32): the first lines
+     * by number, `i < 8`, weighed after every tile size; rows 40-47 are
+     * `i >= M - M % 10` (48 % 10 = 8), before `i >= M - 8` */
+    check_sel_grid(48, 48, ob48_lanes, none, "(i < 8 && j % 12 < 6) || (i >= M - M % 10 && j % 12 < 6)");
     /* rows (and columns) 0-3 of 12 have one spelling, `i % 12 < 4` (`i %
      * 8 < 4` holds 8-11 too, and 12 % P is never 8); 8-11 are `i >= M - M
      * % 8` (12 % 8 = 4, P = 8 before `i % 12 >= 8`'s 12) */

@@ -480,7 +480,8 @@ typedef struct axsel {
     unsigned char *in; /* L bytes: the axis values the set holds */
     size_t cnt;
     uint64_t hash; /* of in[], to find a set already listed */
-    int kind, P, k; /* kind 0: X >= L - L % P; 1: X % P >= k */
+    int kind, P, k; /* kind 0: X >= L - L % P; 1: X % P >= k; 2, 3: their
+                     * complements; 4: X < P; 5: X >= P */
 } axsel;
 
 typedef struct axis {
@@ -504,8 +505,14 @@ static int axis_add(axis *ax, long L, int kind, int P, int k)
     size_t cnt = 0;
     uint64_t h = 1469598103934665603ull;
     for (long x = 0; x < L; x++) {
-        int v = kind % 2 == 0 ? x >= L - L % P : x % P >= k;
-        in[x] = (unsigned char)(kind >= 2 ? !v : v);
+        int v;
+        if (kind >= 4) /* 4: X < P, 5: X >= P (P a line index) */
+            v = kind == 4 ? x < P : x >= P;
+        else {
+            v = kind % 2 == 0 ? x >= L - L % P : x % P >= k;
+            v = kind >= 2 ? !v : v;
+        }
+        in[x] = (unsigned char)v;
         cnt += in[x];
         h = (h ^ in[x]) * 1099511628211ull;
     }
@@ -529,7 +536,10 @@ static int axis_add(axis *ax, long L, int kind, int P, int k)
 }
 
 /* The sets of one axis in list order; with `with_not` also their
- * complements after them (kind 2: X < L - L % P, kind 3: X % P < k). */
+ * complements after them (kind 2: X < L - L % P, kind 3: X % P < k), then
+ * the first or last lines by number (kind 4: X < c, kind 5: X >= c), for
+ * runs of at most GRID_PMAX * 2 lines at either end and their
+ * complements. */
 static int axis_build_ext(axis *ax, long L, int with_not)
 {
     memset(ax, 0, sizeof *ax);
@@ -542,6 +552,11 @@ static int axis_build_ext(axis *ax, long L, int with_not)
                 if (axis_add(ax, L, 2 * neg + 1, P, k))
                     return -1;
     }
+    if (with_not)
+        for (int kind = 4; kind <= 5; kind++)
+            for (long c = 1; c < L; c++)
+                if ((c <= 2 * GRID_PMAX || c >= L - 2 * GRID_PMAX) && c <= INT_MAX && axis_add(ax, L, kind, (int)c, 0))
+                    return -1;
     return 0;
 }
 
@@ -550,7 +565,7 @@ static int axis_build(axis *ax, long L)
     return axis_build_ext(ax, L, 0);
 }
 
-static void axsel_text(const axsel *s, char x, char L, char *buf, size_t cap)
+static void axsel_text(const axsel *s, long len, char x, char L, char *buf, size_t cap)
 {
     switch (s->kind) {
     case 0:
@@ -561,6 +576,18 @@ static void axsel_text(const axsel *s, char x, char L, char *buf, size_t cap)
         break;
     case 2:
         snprintf(buf, cap, "%c < %c - %c %% %d", x, L, L, s->P);
+        break;
+    case 4: /* the first P lines, or all but the last len - P */
+        if (s->P <= 2 * GRID_PMAX)
+            snprintf(buf, cap, "%c < %d", x, s->P);
+        else
+            snprintf(buf, cap, "%c < %c - %ld", x, L, len - s->P);
+        break;
+    case 5: /* the last len - P lines, or all but the first P */
+        if (len - s->P <= 2 * GRID_PMAX)
+            snprintf(buf, cap, "%c >= %c - %ld", x, L, len - s->P);
+        else
+            snprintf(buf, cap, "%c >= %d", x, s->P);
         break;
     default:
         snprintf(buf, cap, "%c %% %d < %d", x, s->P, s->k);
@@ -665,9 +692,9 @@ static void rect_text(const rsets *ri, const rsets *rj, size_t a, size_t b, int 
 {
     char ta[64] = "", tb[64] = "";
     if (a)
-        axsel_text(&ri->ax->s[a - 1], 'i', 'M', ta, sizeof ta);
+        axsel_text(&ri->ax->s[a - 1], ri->L, 'i', 'M', ta, sizeof ta);
     if (b)
-        axsel_text(&rj->ax->s[b - 1], 'j', 'N', tb, sizeof tb);
+        axsel_text(&rj->ax->s[b - 1], rj->L, 'j', 'N', tb, sizeof tb);
     if (a && b)
         snprintf(buf, cap, "%s%s && %s%s", paren ? "(" : "", ta, tb, paren ? ")" : "");
     else
@@ -681,6 +708,8 @@ static long set_score(const rsets *rs, size_t a)
     if (a == 0)
         return 0;
     const axsel *x = &rs->ax->s[a - 1];
+    if (x->kind >= 4) /* lines by number: after every tile size */
+        return GRID_PMAX + 1;
     return x->P + (x->kind & 1);
 }
 
@@ -877,12 +906,12 @@ char *fit_grid_select(const unsigned char *want, const unsigned char *claimed, l
     }
     for (size_t a = 0; a < ai.count && !found; a++)
         if (sel_ok(want, claimed, M, N, &ai.s[a], NULL, 0)) {
-            axsel_text(&ai.s[a], 'i', 'M', buf, sizeof buf);
+            axsel_text(&ai.s[a], M, 'i', 'M', buf, sizeof buf);
             found = 1;
         }
     for (size_t b = 0; b < aj.count && !found; b++)
         if (sel_ok(want, claimed, M, N, NULL, &aj.s[b], 0)) {
-            axsel_text(&aj.s[b], 'j', 'N', buf, sizeof buf);
+            axsel_text(&aj.s[b], N, 'j', 'N', buf, sizeof buf);
             found = 1;
         }
     /* which sets can take part: in `A || B` every row of A lies in the
@@ -900,8 +929,8 @@ char *fit_grid_select(const unsigned char *want, const unsigned char *claimed, l
         for (size_t a = 0; a < ai.count && !found; a++)
             for (size_t b = 0; b < aj.count && !found; b++)
                 if (okA[both][a] && okB[both][b] && sel_ok(want, claimed, M, N, &ai.s[a], &aj.s[b], both)) {
-                    axsel_text(&ai.s[a], 'i', 'M', ta, sizeof ta);
-                    axsel_text(&aj.s[b], 'j', 'N', tb, sizeof tb);
+                    axsel_text(&ai.s[a], M, 'i', 'M', ta, sizeof ta);
+                    axsel_text(&aj.s[b], N, 'j', 'N', tb, sizeof tb);
                     snprintf(buf, sizeof buf, "%s %s %s", ta, both ? "&&" : "||", tb);
                     found = 1;
                 }
@@ -1196,9 +1225,9 @@ static int fit_grid(search *S, char **text, size_t *nclasses)
             continue;
         char sa[48] = "", sb[48] = "", sel[128];
         if (g->a >= 0)
-            axsel_text(&ai.s[g->a], 'i', 'M', sa, sizeof sa);
+            axsel_text(&ai.s[g->a], M, 'i', 'M', sa, sizeof sa);
         if (g->b >= 0)
-            axsel_text(&aj.s[g->b], 'j', 'N', sb, sizeof sb);
+            axsel_text(&aj.s[g->b], N, 'j', 'N', sb, sizeof sb);
         snprintf(sel, sizeof sel, "%s%s%s", sa, sa[0] && sb[0] ? " || " : "", sb);
         char *o = class_point_text(S->space, base, pick, sel, M, N);
         if (!o) {

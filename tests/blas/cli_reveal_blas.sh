@@ -239,13 +239,16 @@ fi
 # 40 the lanes are the class and the running sum the point: rows 0-7 and
 # 24-31 at the columns j % 12 < 6 and rows 0-31 at the last 4 columns, two
 # rectangles of grid rows and columns (docs/fit.md "Two rectangles"; before
-# them, 65 runs of r).  Each point is held by reveal itself at n = 301 and 149 on fresh
+# them, 65 runs of r).  The cells move with M and N: at 24 x 24 rows 16-23
+# take the other half of each 12 columns, at 48 x 48 rows 40-47 the same
+# half as rows 0-7, which are no tile's there (lines by number).  Each point is held by reveal itself at n = 301 and 149 on fresh
 # gemms: the library's inputs must be one gemm's, which `parity reduce`'s
 # random rows are not.
 GMUST="netlib:36,40"
 [ "$bl_core" = generic ] && GMUST="$GMUST blis:36,40"
-[ "$ob_core" = Haswell ] && GMUST="$GMUST openblas:36,40 openblas:16,6"
-for e in "netlib:36,40:$NETLIB" "openblas:36,40:$OPENBLAS" "openblas:16,6:$OPENBLAS" "blis:36,40:$BLIS"; do
+[ "$ob_core" = Haswell ] && GMUST="$GMUST openblas:36,40 openblas:16,6 openblas:24,24 openblas:48,48"
+for e in "netlib:36,40:$NETLIB" "openblas:36,40:$OPENBLAS" "openblas:16,6:$OPENBLAS" "openblas:24,24:$OPENBLAS" \
+  "openblas:48,48:$OPENBLAS" "blis:36,40:$BLIS"; do
   name=${e%%:*} rest=${e#*:}
   grid=${rest%%:*} lib=${rest#*:}
   cells=$(( ${grid%,*} * ${grid#*,} ))
@@ -264,6 +267,9 @@ for e in "netlib:36,40:$NETLIB" "openblas:36,40:$OPENBLAS" "openblas:16,6:$OPENB
     openblas:16,6:*) fail "openblas sgemm --grid 16,6: not the rounds of 8 and the edge columns: $(echo "$p" | cut -c1-400)" ;;
     openblas:36,40:*'fma = true, product = "exact", tree = "seq"'*'grid = [36, 40], rows = [{ select = "(i % 24 < 8 && j % 12 < 6) || (i < M - M % 8 && j >= N - N % 6)"'*'tree = "lanes(2, [loop(2, 8), rest(0)], seq)"'*) ;;
     openblas:36,40:*) fail "openblas sgemm --grid 36,40: not the running sum with the lanes on two rectangles: $(echo "$p" | cut -c1-500)" ;;
+    openblas:24,24:*'tree = "seq"'*'grid = [24, 24], rows = [{ select = "(i % 24 < 8 && j % 12 < 6) || (i >= M - M % 16 && j % 12 >= 6)"'*'tree = "lanes(2, [loop(2, 8), rest(0)], seq)"'*) ;;
+    openblas:48,48:*'tree = "seq"'*'grid = [48, 48], rows = [{ select = "(i < 8 && j % 12 < 6) || (i >= M - M % 10 && j % 12 < 6)"'*'tree = "lanes(2, [loop(2, 8), rest(0)], seq)"'*) ;;
+    openblas:24,24:*|openblas:48,48:*) fail "openblas sgemm --grid $grid: not the running sum with the lanes on two rectangles: $(echo "$p" | cut -c1-500)" ;;
     esac ;;
   esac
   echo "$name sgemm --grid $grid at n = 300: exit $rc, $(echo "$out" | grep -c '^row class') row class line(s): $(echo "$p" | cut -c1-200)"
