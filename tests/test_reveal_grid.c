@@ -246,6 +246,9 @@ static int ob_lanes(long i, long j) { return (i % 24 < 8 && j % 12 < 6) || (i < 
 static int ob_seq(long i, long j) { return !ob_lanes(i, j); }
 /* the same kernel at 48 x 48: rows 0-7 and 40-47 at the columns j % 12 < 6 */
 static int ob48_lanes(long i, long j) { return (i < 8 || i >= 40) && j % 12 < 6; }
+/* 100 x 4: the first 10 rows, or all but the last 3, at columns 0-1 */
+static int first10(long i, long j) { return i < 10 && j < 2; }
+static int but_last3(long i, long j) { return i < 97 && j < 2; }
 /* two blocks of a 12 x 12 grid: rows 0-3 at columns 0-3, rows 8-11 at columns 8-11 */
 static int two_blocks(long i, long j) { return (i < 4 && j < 4) || (i >= 8 && j >= 8); }
 static int diagonal(long i, long j) { return i == j; }
@@ -280,6 +283,13 @@ static void test_selectors(void **state)
      * by number, `i < 8`, weighed after every tile size; rows 40-47 are
      * `i >= M - M % 10` (48 % 10 = 8), before `i >= M - 8` */
     check_sel_grid(48, 48, ob48_lanes, none, "(i < 8 && j % 12 < 6) || (i >= M - M % 10 && j % 12 < 6)");
+    /* lines by number: no tile gives rows 0-9 of 100 (100 % P is never
+     * 90, `i % P < 10` holds row P) nor rows 0-96 (100 % P is 3 for no P
+     * up to 32); a run at the start is printed by its length, all but a
+     * run at the end by the run's (`i < M - 3`); columns 0-1 of 4 are `j
+     * % 4 < 2` */
+    check_sel_grid(100, 4, first10, none, "i < 10 && j % 4 < 2");
+    check_sel_grid(100, 4, but_last3, none, "i < M - 3 && j % 4 < 2");
     /* rows (and columns) 0-3 of 12 have one spelling, `i % 12 < 4` (`i %
      * 8 < 4` holds 8-11 too, and 12 % P is never 8); 8-11 are `i >= M - M
      * % 8` (12 % 8 = 4, P = 8 before `i % 12 >= 8`'s 12) */
