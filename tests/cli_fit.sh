@@ -121,6 +121,32 @@ rc=$?
 [ $rc -eq 1 ] || fail "outside: exit $rc, want 1"
 grep -q 'closest 1: [0-9]*/12 rows differ: {' "$T/out" || fail "outside: no closest candidates: $(cat "$T/out")"
 
+# Per-part arithmetic: one part of the kernel's tree in a setting of its
+# own (a tail summed in double, a body in double with its tail in float),
+# which no point of the default space is.  fit takes the closest trees and
+# tries each part in other settings (docs/fit.md "Per-part arithmetic").
+# Without that step nothing fits (exit 1; 13 of 25 rows at best for the
+# first).
+for hp in '{ tree = "body(8, stride(8, seq, seq), seq[acc=fp64])" }' \
+  '{ acc = "fp64", fma = false, tree = "body(16, stride(16, seq, pairwise), seq[acc=fp32])" }'; do
+  "$CRAFT" rand "$T/p1" F32 14 300 61 F32
+  "$CRAFT" rand "$T/p2" F32 11 517 62 F32
+  "$CRAFT" rand "$T/p3" F32 13 389 63 F32
+  for i in 1 2 3; do "$PARITY" reduce --numerics "$hp" --in "$T/p$i" --out "$T/py$i" || fail "parts: reduce at $hp"; done
+  "$PARITY" fit --in "$T/p1" --ref "$T/py1" --in "$T/p2" --ref "$T/py2" > "$T/out" 2> "$T/err"
+  rc=$?
+  fitted=$(tail -n 1 "$T/out")
+  if [ $rc -ne 0 ]; then
+    fail "parts $hp: exit $rc: $(tail -3 "$T/err")"
+  else
+    grep -q '^parity fit: per-part arithmetic: [0-9]* candidates (one part of [0-9]* closest trees, or a body.s tail, in a setting of its own), [0-9.]* s$' "$T/err" ||
+      fail "parts $hp: no per-part line: $(cat "$T/err")"
+    "$PARITY" reduce --numerics "$fitted" --in "$T/p3" --out "$T/pf3" 2> "$T/err" || fail "parts: reduce refuses '$fitted': $(cat "$T/err")"
+    [ "$(y_bytes "$T/py3" 13 4)" = "$(y_bytes "$T/pf3" 13 4)" ] ||
+      fail "parts $hp: the fitted point '$fitted' differs from the hidden point on fresh inputs"
+  fi
+done
+
 # grid_fit NAME M N SEED HIDDEN TEXT...: outputs of the hidden point on an
 # M x N grid at n = 300 and 517 (seeds SEED, SEED + 1); fit --grid must
 # print a point that holds each TEXT (fixed strings) and reproduces the

@@ -75,7 +75,7 @@ static void fit_rows(const double *a, const double *y, size_t rows, size_t max, 
     fit_space sp;
     space_of(&sp);
     fit_pair pair = {{rows, NX_FP32, a, NX_FP32, NULL, NX_FP64, NULL}, N, 0, y, 0, 0};
-    fit_opts o = {1, max, 0, NX_ENGINE_FAST, classes, 1};
+    fit_opts o = {1, max, 0, NX_ENGINE_FAST, classes, 1, 0};
     nx_err e = {0};
     memset(res, 0, sizeof *res);
     assert_int_equal(fit_run(&pair, 1, &sp, &o, res, &e), NX_OK);
@@ -214,7 +214,7 @@ static void run_grid(long gm, long gn, int (*edge)(long i, long j), fit_result *
     fit_space sp;
     space_of(&sp);
     fit_pair pair = {{rows, NX_FP32, a, NX_FP32, NULL, NX_FP64, NULL}, N, 0, y, gm, gn};
-    fit_opts o = {1, 0, 0, NX_ENGINE_FAST, 1, 1};
+    fit_opts o = {1, 0, 0, NX_ENGINE_FAST, 1, 1, 0};
     nx_err e = {0};
     memset(res, 0, sizeof *res);
     if (fit_run(&pair, 1, &sp, &o, res, &e) != NX_OK)
@@ -287,7 +287,7 @@ static void test_grid_must_lay_out_the_rows(void **state)
     fit_space sp;
     space_of(&sp);
     fit_pair pair = {{6, NX_FP32, a, NX_FP32, NULL, NX_FP64, NULL}, N, 0, y, 2, 4};
-    fit_opts o = {1, 0, 0, NX_ENGINE_FAST, 1, 1};
+    fit_opts o = {1, 0, 0, NX_ENGINE_FAST, 1, 1, 0};
     nx_err e = {0};
     fit_result r;
     assert_int_equal(fit_run(&pair, 1, &sp, &o, &r, &e), NX_EINVAL);

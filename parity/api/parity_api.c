@@ -307,7 +307,7 @@ API int parity_fit(size_t npairs, const parity_tensor *a, const parity_tensor *b
         st = fit_space_default(&sp, &ctx, 0, &err);
     if (st)
         goto out;
-    fit_opts o = {.threads = threads, .engine = NX_ENGINE_FAST, .classes = 1, .verify = 1};
+    fit_opts o = {.threads = threads, .engine = NX_ENGINE_FAST, .classes = 1, .verify = 1, .parts = 1};
     if ((st = fit_run(fp, npairs, &sp, &o, &res, &err)))
         goto out;
     int bad = 0;

@@ -211,7 +211,8 @@ int cmd_fit(int argc, char **argv)
                   .progress = 1,
                   .engine = NX_ENGINE_FAST,
                   .classes = classes,
-                  .verify = 1};
+                  .verify = 1,
+                  .parts = 1};
     if ((st = fit_run(fp, nin, &space, &o, &res, &err)))
         goto fail;
     if (json) {

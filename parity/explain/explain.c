@@ -211,7 +211,7 @@ static nx_status realise(side *s, const char *other, const ex_opts *o, nx_err *e
     fit_pair pair = {{s->rr.rows, s->rr.a_fmt, s->rr.a, s->rr.b_fmt, s->rr.b, NX_FP64, NULL}, s->rr.n,
                      s->rr.b != NULL, s->rr.y, 0, 0}; /* no grid: one point, no classes */
     /* one point per side: row classes fitted on a few rows explain anything */
-    fit_opts fo = {o->threads, 0, o->progress, NX_ENGINE_FAST, 0, 1};
+    fit_opts fo = {o->threads, 0, o->progress, NX_ENGINE_FAST, 0, 1, 0};
     if ((st = fit_run(&pair, 1, &sp, &fo, &fr, err)))
         goto out;
     s->nfit = fr.nfit;

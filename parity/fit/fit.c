@@ -1313,6 +1313,185 @@ out:
     return found;
 }
 
+/* Per-part arithmetic (docs/fit.md "Per-part arithmetic"): no point of the
+ * space fits.  Two sets of points, searched as a space of their own:
+ * (a) the closest candidates (of the FIT_PART_POOL that went furthest in
+ * pass 1, the fewest wrong rows over every row) give up to FIT_PART_TREES
+ * distinct trees with parts; each part of each in turn takes one of
+ * part_opts, the rest the candidate's own settings; (b) every `body` of
+ * the space with its tail in the other accumulator (fp64 under fp32, fp32
+ * under anything else), which (a) misses where many trees tie (under an
+ * fp64 accumulator most do).  1 and *text: a point fits; 0: none; -1: out
+ * of memory. */
+#define FIT_PART_POOL 64
+#define FIT_PART_TREES 8
+static const char *const part_opts[] = {"acc=fp64",          "acc=fp32",          "fma=false",
+                                        "fma=true",          "acc=fp64, fma=false", "acc=fp32, fma=false",
+                                        "acc=fp64, product=fp32", "acc=fp64, fma=true"};
+
+/* The point text base (a candidate's canonical text) with its tree's part
+ * `part` in setting `set`, added to the space; -1 out of memory, 0 else (a
+ * point that does not parse is left out). */
+static int add_part_point(fit_space *mini, const char *base, const char *tb, const char *te, const char *tree,
+                          const size_t *ends, size_t nparts, size_t part, const char *set)
+{
+    char *br[FIT_PARTS_MAX] = {NULL};
+    br[part] = (char *)set;
+    char *nt = fit_with_settings(tree, ends, nparts, br);
+    size_t cap = nt ? strlen(base) + strlen(nt) + 1 : 0;
+    char *pt = nt ? malloc(cap) : NULL;
+    if (!pt) {
+        free(nt);
+        return -1;
+    }
+    snprintf(pt, cap, "%.*s%s%s", (int)(tb - base), base, nt, te);
+    nx_err pe = {0};
+    int r = fit_space_add_point(mini, pt, &pe) == NX_ENOMEM ? -1 : 0;
+    free(pt);
+    free(nt);
+    return r;
+}
+
+/* A candidate's text and its tree's span within it (`tree = "…"`); the
+ * tree malloc'd apart.  0, or -1 (out of memory or no tree). */
+static int cand_tree(const fit_space *space, size_t c, char **base, char **tb, char **te, char **tree)
+{
+    *base = fit_cand_text(space, c);
+    *tb = *base ? strstr(*base, "tree = \"") : NULL;
+    *te = *tb ? strchr(*tb + 8, '"') : NULL;
+    if (!*te) {
+        free(*base);
+        return -1;
+    }
+    *tb += 8;
+    *tree = strndup(*tb, (size_t)(*te - *tb));
+    if (!*tree) {
+        free(*base);
+        return -1;
+    }
+    return 0;
+}
+
+static int fit_parts(search *S, const fit_space *space, const fit_pair *pairs, size_t npairs, const fit_opts *o,
+                     char **text, nx_err *err)
+{
+    const size_t T = S->rm.total;
+    double t0 = now();
+    size_t pool[FIT_PART_POOL], np = 0, wrong[FIT_PART_POOL];
+    /* the candidates that went furthest (space order among equals) */
+    for (size_t c = 0; c < S->ncand; c++) {
+        if (S->killer[c] == INVALID)
+            continue;
+        size_t pos = np;
+        while (pos > 0 && S->passed[pool[pos - 1]] < S->passed[c])
+            pos--;
+        if (pos >= FIT_PART_POOL)
+            continue;
+        if (np < FIT_PART_POOL)
+            np++;
+        memmove(pool + pos + 1, pool + pos, (np - 1 - pos) * sizeof *pool);
+        pool[pos] = c;
+    }
+    unsigned char *f = malloc(T ? T : 1);
+    if (!f)
+        return -1;
+    for (size_t q = 0; q < np; q++) {
+        S->row_evals += cand_wrong(S, pool[q], f);
+        wrong[q] = 0;
+        for (size_t g = 0; g < T; g++)
+            wrong[q] += f[g];
+    }
+    free(f);
+    /* by wrong rows (stable: space order among equals) */
+    for (size_t q = 1; q < np; q++)
+        for (size_t x = q; x > 0 && wrong[x - 1] > wrong[x]; x--) {
+            size_t t = wrong[x];
+            wrong[x] = wrong[x - 1];
+            wrong[x - 1] = t;
+            t = pool[x];
+            pool[x] = pool[x - 1];
+            pool[x - 1] = t;
+        }
+    fit_space mini;
+    fit_space_init(&mini, space->out);
+    int found = 0;
+    size_t trees = 0;
+    char *seen[FIT_PART_TREES] = {NULL};
+    /* (a) the closest trees, each part in each setting */
+    for (size_t q = 0; q < np && trees < FIT_PART_TREES && found >= 0; q++) {
+        char *base, *tb, *te, *tree;
+        if (cand_tree(space, pool[q], &base, &tb, &te, &tree)) {
+            found = -1;
+            break;
+        }
+        size_t begins[FIT_PARTS_MAX], ends[FIT_PARTS_MAX], nparts = 0;
+        int dup = strpbrk(tree, "[@") || strstr(tree, "chain(") || strstr(tree, "expr(");
+        if (!dup)
+            fit_tree_args(tree, 0, strlen(tree), begins, ends, &nparts, FIT_PARTS_MAX);
+        for (size_t u = 0; u < trees && !dup; u++)
+            dup = strcmp(seen[u], tree) == 0;
+        if (dup || !nparts) {
+            free(tree);
+            free(base);
+            continue;
+        }
+        seen[trees++] = tree;
+        for (size_t part = 0; part < nparts && found >= 0; part++)
+            for (size_t k = 0; k < sizeof part_opts / sizeof *part_opts && found >= 0; k++)
+                found = add_part_point(&mini, base, tb, te, tree, ends, nparts, part, part_opts[k]);
+        free(base);
+    }
+    for (size_t u = 0; u < trees; u++)
+        free(seen[u]);
+    /* (b) every body's tail in the other accumulator */
+    for (size_t c = 0; c < space->count && found >= 0; c++) {
+        const char *ct = space->c[c].tree;
+        if (!ct || strncmp(ct, "body(", 5) || strpbrk(ct, "[@"))
+            continue;
+        char *base, *tb, *te, *tree;
+        if (cand_tree(space, c, &base, &tb, &te, &tree)) {
+            found = -1;
+            break;
+        }
+        size_t begins[FIT_PARTS_MAX], ends[FIT_PARTS_MAX], nparts = 0, tail = SIZE_MAX;
+        fit_tree_args(tree, 0, strlen(tree), begins, ends, &nparts, FIT_PARTS_MAX);
+        /* the tail: the last part that lies in no other */
+        for (size_t q = 0; q < nparts; q++) {
+            int inner = 0;
+            for (size_t u = 0; u < nparts && !inner; u++)
+                inner = u != q && begins[u] <= begins[q] && ends[q] <= ends[u];
+            if (!inner)
+                tail = q;
+        }
+        if (tail != SIZE_MAX)
+            found = add_part_point(&mini, base, tb, te, tree, ends, nparts, tail,
+                                   strstr(base, "acc = \"fp32\"") ? "acc=fp64" : "acc=fp32");
+        free(tree);
+        free(base);
+    }
+    size_t cands = mini.count;
+    if (found == 0 && cands) {
+        fit_opts o2 = {o->threads, 0, 0, o->engine, 0, 0, 0};
+        fit_result r2;
+        nx_status st = fit_run(pairs, npairs, &mini, &o2, &r2, err);
+        if (st == NX_ENOMEM)
+            found = -1;
+        else if (st == NX_OK && r2.found && r2.point) {
+            *text = strdup(r2.point);
+            found = *text ? 1 : -1;
+        }
+        S->row_evals += r2.row_evals;
+        fit_result_free(&r2);
+    }
+    fit_space_free(&mini);
+    if (o->progress)
+        fprintf(stderr,
+                "parity fit: per-part arithmetic: %zu candidates (one part of %zu closest trees, or a body's tail, in "
+                "a setting of its own), %.2f s%s\n",
+                cands, trees, now() - t0, found > 0 ? "" : ": none fits");
+    return found;
+}
+
 nx_status fit_run(const fit_pair *pairs, size_t npairs, const fit_space *space, const fit_opts *o, fit_result *res,
                   nx_err *err)
 {
@@ -1495,13 +1674,21 @@ nx_status fit_run(const fit_pair *pairs, size_t npairs, const fit_space *space, 
         fprintf(stderr, "parity fit: %zu candidates in %.2f s (%.0f/s), %zu fit every row on their own\n", S.ncand,
                 res->seconds, res->cands_per_s, res->nfit);
     char *text = NULL;
+    int f0 = 0;
     if (win != SIZE_MAX) {
         text = fit_cand_text(space, win);
         if (!text) {
             st = nx_err_set(err, NX_ENOMEM, "out of memory");
             goto done;
         }
-    } else if (o->classes && T > 1) {
+    } else if ((o->parts && (f0 = fit_parts(&S, space, pairs, npairs, o, &text, err)) != 0) || !o->classes ||
+               T < 2) {
+        if (f0 < 0) {
+            st = nx_err_set(err, NX_ENOMEM, "out of memory fitting per-part arithmetic");
+            goto done;
+        }
+        res->per_part = f0 > 0;
+    } else {
         if (o->progress)
             fprintf(stderr, "parity fit: no single point fits every row; fitting row classes\n");
         int f = 0;

@@ -94,6 +94,9 @@ typedef struct fit_opts {
     nx_engine_kind engine;  /* NX_ENGINE_FAST (the search); MPFR for the bench's comparison */
     int classes;            /* 1: fit row classes when no single point fits */
     int verify;             /* 1: verify the result on every row with MPFR */
+    int parts;              /* 1: where no point fits, the closest trees with
+                             * one part in a setting of its own (docs/fit.md
+                             * "Per-part arithmetic") before row classes */
 } fit_opts;
 
 typedef struct fit_near {
@@ -109,6 +112,7 @@ typedef struct fit_result {
     int found;              /* 1: *point reproduces every row of every pair */
     char *point;            /* the fitted point, canonical inline TOML (malloc'd) */
     size_t nclasses;        /* row classes the fitted point uses (0: one point) */
+    int per_part;           /* 1: the point is a closest tree with one part in a setting of its own */
     size_t evaluated;       /* candidates evaluated in the first pass */
     size_t over_work;       /* of those, skipped: a pair's rows x the candidate's operations
                              * are more than --max-work (docs/limits.md) */
@@ -136,5 +140,14 @@ nx_status fit_run(const fit_pair *pairs, size_t npairs, const fit_space *space, 
  * want[] nor claimed[] (the cells of classes listed before it); malloc'd,
  * NULL where none names the class. */
 char *fit_grid_select(const unsigned char *want, const unsigned char *claimed, long M, long N);
+
+/* parts.c: the parts of a tree text (docs/numerics.md §4.2 `X[...]`). */
+#define FIT_PARTS_MAX 12
+int fit_next_arg(const char *t, size_t *at, size_t *b, size_t *z, int *last);
+/* The subtrees of t[from, to) that may take settings, outermost first, by
+ * where their text begins and ends; at most max; *n counts them. */
+void fit_tree_args(const char *t, size_t from, size_t to, size_t *begins, size_t *ends, size_t *n, size_t max);
+/* The tree with "[br[q]]" after part q (ending at ends[q]); malloc'd. */
+char *fit_with_settings(const char *tree, const size_t *ends, size_t np, char *const *br);
 
 #endif

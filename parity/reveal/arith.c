@@ -183,34 +183,6 @@ static const char *const part_settings[] = {"acc=fp64", "acc=fp32", "fma=false"}
 #define NPARTS 2 /* tree arguments of one node: stride(P, X, Y), tile(B, X, Y), ... */
 #define NVARIANTS (1 + 2 * NTAILSET + NBODY32 + NPARTS * NPARTSET)
 
-/* The next top-level argument of a node's list from t[*at] (just past its
- * '(' or a ','): its text, blanks trimmed, is [*b, *z); *at moves past the
- * ',' or ')' that ends it, *last says which.  0 at the end of the text. */
-static int next_arg(const char *t, size_t *at, size_t *b, size_t *z, int *last)
-{
-    int depth = 0;
-    for (size_t i = *at; t[i]; i++) {
-        char c = t[i];
-        if (c == '(' || c == '[')
-            depth++;
-        else if ((c == ')' || c == ']') && depth > 0)
-            depth--;
-        else if (depth == 0 && (c == ',' || c == ')')) {
-            size_t x = *at, y = i;
-            while (t[x] == ' ')
-                x++;
-            while (y > x && t[y - 1] == ' ')
-                y--;
-            *b = x;
-            *z = y;
-            *at = i + 1;
-            *last = c == ')';
-            return 1;
-        }
-    }
-    return 0;
-}
-
 /* The tree arguments of the node the tree text starts with, past order(…)
  * and reverse(…) wrappers, when it is stride, split, tile or lanes: where
  * each of its arguments that is a tree with no settings of its own (not a
@@ -248,7 +220,7 @@ static size_t node_parts(const char *tree, size_t e[NPARTS])
         return 0;
     size_t np = 0, pos = open, arg = 0, b, z;
     int last = 0;
-    while (!last && next_arg(tree, &pos, &b, &z, &last)) {
+    while (!last && fit_next_arg(tree, &pos, &b, &z, &last)) {
         int is_tree = arg > 0 && tree[b] >= 'a' && tree[b] <= 'z';
         if (is_tree && z - b == 5 && !strncmp(tree + b, "carry", 5))
             is_tree = 0;
@@ -614,7 +586,7 @@ static int split_class0(const rv_kernel *k, rv_result *res, const fit_space *sp,
                                     lens[l], 1, cr[l][0].y, 0, 0};
     fit_result f1;
     memset(&f1, 0, sizeof f1);
-    fit_opts fo = {0, 0, 0, NX_ENGINE_FAST, 0, 0};
+    fit_opts fo = {0, 0, 0, NX_ENGINE_FAST, 0, 0, 0};
     nx_err e1 = {0};
     char *text = NULL;
     if (np && fit_run(pair, np, sp, &fo, &f1, &e1) == NX_OK) {
@@ -728,7 +700,7 @@ again:
             if (cr[l][c].m)
                 pair[np++] = (fit_pair){{cr[l][c].m, k->in_fmt, cr[l][c].a, k->in_fmt, cr[l][c].b, NX_FP64, NULL},
                                         lens[l], 1, cr[l][c].y, 0, 0};
-        fit_opts fo = {0, 0, verbose, NX_ENGINE_FAST, 0, 1};
+        fit_opts fo = {0, 0, verbose, NX_ENGINE_FAST, 0, 1, 0};
         st = fit_run(pair, np, &sp, &fo, &fr, err);
         if (!st && !(fr.found && fr.point && fr.point[0] == '{')) {
             /* no point of the space: each part in a setting of its own,
@@ -1117,39 +1089,7 @@ out:
 
 /* --- per-part arithmetic: every part in a setting of its own ------------- */
 
-/* The subtrees of a tree text that may take settings: every argument of a
- * node that is a tree (starts with a letter, holds no `=`, `@` or `[` of
- * its own at its top level, is not `carry`), at any depth, by where its
- * text ends, outermost first; at most max.  The count. */
-#define RV_PARTS_MAX 12
-static void tree_args(const char *t, size_t from, size_t to, size_t *begins, size_t *ends, size_t *n, size_t max)
-{
-    /* the node's name, then its arguments between the parentheses */
-    size_t open = from;
-    while (open < to && t[open] != '(')
-        open++;
-    if (open >= to || t[to - 1] != ')')
-        return;
-    size_t at = open + 1, b, z;
-    int last = 0;
-    while (!last && at < to && next_arg(t, &at, &b, &z, &last)) {
-        int is_tree = z > b && t[b] >= 'a' && t[b] <= 'z' && !(z - b == 5 && !strncmp(t + b, "carry", 5));
-        int d2 = 0;
-        for (size_t q = b; q < z && is_tree; q++) {
-            if (t[q] == '(')
-                d2++;
-            else if (t[q] == ')')
-                d2--;
-            else if (d2 == 0 && (t[q] == '=' || t[q] == '@' || t[q] == '['))
-                is_tree = 0;
-        }
-        if (is_tree && *n < max) {
-            begins[*n] = b;
-            ends[(*n)++] = z;
-            tree_args(t, b, z, begins, ends, n, max);
-        }
-    }
-}
+#define RV_PARTS_MAX FIT_PARTS_MAX
 
 /* The settings a part is tried in (beside inheriting its parent's). */
 static const char *const part_options[] = {"acc=fp64", "acc=fp32", "fma=false", "fma=true", "acc=fp64, fma=false",
@@ -1161,37 +1101,6 @@ static const char *const root_options[] = {"acc = \"fp32\", fma = true", "acc = 
 #define NROOTOPT ((int)(sizeof root_options / sizeof *root_options))
 #define RV_PART_ROUNDS 3
 
-/* The tree text with br[q] (NULL or "": nothing) written as "[br[q]]"
- * right after part q, which ends at ends[q]; parts ending at one place (a
- * node and its last argument) take the inner one, listed later, first.
- * Malloc'd. */
-static char *with_settings(const char *tree, const size_t *ends, size_t np, char *const *br)
-{
-    size_t cap = strlen(tree) + 1;
-    for (size_t q = 0; q < np; q++)
-        cap += br[q] ? strlen(br[q]) + 2 : 0;
-    char *t = malloc(cap);
-    if (!t)
-        return NULL;
-    size_t len = 0, at = 0;
-    for (;;) {
-        size_t best = SIZE_MAX;
-        for (size_t q = 0; q < np; q++)
-            if (br[q] && *br[q] && ends[q] > at && ends[q] < best)
-                best = ends[q];
-        if (best == SIZE_MAX)
-            break;
-        memcpy(t + len, tree + at, best - at);
-        len += best - at;
-        for (size_t q = np; q-- > 0;)
-            if (br[q] && *br[q] && ends[q] == best)
-                len += (size_t)snprintf(t + len, cap - len, "[%s]", br[q]);
-        at = best;
-    }
-    snprintf(t + len, cap - len, "%s", tree + at);
-    return t;
-}
-
 /* The point: tree with part q in part_options[choice[q]] (-1: none),
  * under root settings r.  Malloc'd. */
 static char *part_text(const char *tree, const size_t *ends, size_t np, const int *choice, int r)
@@ -1199,7 +1108,7 @@ static char *part_text(const char *tree, const size_t *ends, size_t np, const in
     char *br[RV_PARTS_MAX];
     for (size_t q = 0; q < np; q++)
         br[q] = choice[q] >= 0 ? (char *)part_options[choice[q]] : NULL;
-    char *t = with_settings(tree, ends, np, br);
+    char *t = fit_with_settings(tree, ends, np, br);
     if (!t)
         return NULL;
     size_t cap = strlen(t) + 64;
@@ -1238,7 +1147,7 @@ static char *per_part(const rv_kernel *k, const char *tree, const fit_pair *pair
     *evals = 0;
     if (strstr(tree, "chain(") || strstr(tree, "expr(") || strchr(tree, '[') || strchr(tree, '@'))
         return NULL;
-    tree_args(tree, 0, strlen(tree), begins, ends, &nparts, RV_PARTS_MAX);
+    fit_tree_args(tree, 0, strlen(tree), begins, ends, &nparts, RV_PARTS_MAX);
     if (!nparts)
         return NULL;
     for (size_t p = 0; p < np; p++) {
@@ -1382,7 +1291,7 @@ static char *set_text(const char *tree, const size_t *begins, const size_t *ends
             kl += (size_t)snprintf(k + kl, cap - kl, "%sstore=%s", kl ? ", " : "", s->store);
         br[q] = k;
     }
-    char *t = with_settings(tree, ends, np, br);
+    char *t = fit_with_settings(tree, ends, np, br);
     if (!t)
         return NULL;
     size_t cap = strlen(t) + 192;
@@ -1562,7 +1471,7 @@ static nx_status per_part_probed(rv_kernel *k, const part_caller *pc, const char
     *out = NULL;
     if (strstr(tree, "chain(") || strstr(tree, "expr(") || strchr(tree, '[') || strchr(tree, '@'))
         return NX_OK;
-    tree_args(tree, 0, strlen(tree), begins, ends, &nparts, RV_PARTS_MAX);
+    fit_tree_args(tree, 0, strlen(tree), begins, ends, &nparts, RV_PARTS_MAX);
     nx_fmt in = k->in_fmt, of = k->out_fmt >= 0 ? (nx_fmt)k->out_fmt : NX_FP32;
     /* cons[q][x]: part q (nparts: the root) agrees with setting x on every
      * probe row of its own; seen[q]: it had some */
@@ -1895,7 +1804,7 @@ nx_status rv_reveal_arith(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err
             pair[1] = (fit_pair){{rows, k->in_fmt, a2, k->in_fmt, b2, NX_FP64, NULL}, n2, 1, y2, 0, 0};
             np = 2;
         }
-        fit_opts fo = {0, 0, o->verbose, NX_ENGINE_FAST, 1, 1};
+        fit_opts fo = {0, 0, o->verbose, NX_ENGINE_FAST, 1, 1, 0};
         if ((st = fit_run(pair, np, &sp, &fo, &fr, err)))
             goto out;
         if (!fr.found || !fr.point) {
