@@ -220,6 +220,7 @@ int cmd_fit(int argc, char **argv)
         json_object_set_new(j, "found", json_boolean(res.found));
         json_object_set_new(j, "point", res.point ? json_string(res.point) : json_null());
         json_object_set_new(j, "row_classes", json_integer((json_int_t)res.nclasses));
+        json_object_set_new(j, "per_part", json_boolean(res.per_part));
         json_object_set_new(j, "candidates", json_integer((json_int_t)res.evaluated));
         json_object_set_new(j, "over_work", json_integer((json_int_t)res.over_work));
         json_object_set_new(j, "candidates_fitting", json_integer((json_int_t)res.nfit));

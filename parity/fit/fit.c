@@ -1321,8 +1321,8 @@ out:
  * part_opts, the rest the candidate's own settings; (b) every `body` of
  * the space with its tail in the other accumulator (fp64 under fp32, fp32
  * under anything else), which (a) misses where many trees tie (under an
- * fp64 accumulator most do).  1 and *text: a point fits; 0: none; -1: out
- * of memory. */
+ * fp64 accumulator most do).  (c), fit_parts_bodies, comes after the
+ * row classes.  1 and *text: a point fits; 0: none; -1: out of memory. */
 #define FIT_PART_POOL 64
 #define FIT_PART_TREES 8
 static const char *const part_opts[] = {"acc=fp64",          "acc=fp32",          "fma=false",
@@ -1370,6 +1370,31 @@ static int cand_tree(const fit_space *space, size_t c, char **base, char **tb, c
         return -1;
     }
     return 0;
+}
+
+nx_status fit_run(const fit_pair *pairs, size_t npairs, const fit_space *space, const fit_opts *o, fit_result *res,
+                  nx_err *err);
+
+/* The points of mini searched on the pairs (no classes, no per-part step,
+ * no verification: the caller's result is verified).  1 and *text, 0, -1. */
+static int run_mini(search *S, const fit_space *mini, const fit_pair *pairs, size_t npairs, const fit_opts *o,
+                    char **text, nx_err *err)
+{
+    if (!mini->count)
+        return 0;
+    fit_opts o2 = {o->threads, 0, 0, o->engine, 0, 0, 0};
+    fit_result r2;
+    int found = 0;
+    nx_status st = fit_run(pairs, npairs, mini, &o2, &r2, err);
+    S->row_evals += r2.row_evals;
+    if (st == NX_ENOMEM)
+        found = -1;
+    else if (st == NX_OK && r2.found && r2.point) {
+        *text = strdup(r2.point);
+        found = *text ? 1 : -1;
+    }
+    fit_result_free(&r2);
+    return found;
 }
 
 static int fit_parts(search *S, const fit_space *space, const fit_pair *pairs, size_t npairs, const fit_opts *o,
@@ -1425,7 +1450,7 @@ static int fit_parts(search *S, const fit_space *space, const fit_pair *pairs, s
             break;
         }
         size_t begins[FIT_PARTS_MAX], ends[FIT_PARTS_MAX], nparts = 0;
-        int dup = strpbrk(tree, "[@") || strstr(tree, "chain(") || strstr(tree, "expr(");
+        int dup = strstr(tree, "chain(") || strstr(tree, "expr(");
         if (!dup)
             fit_tree_args(tree, 0, strlen(tree), begins, ends, &nparts, FIT_PARTS_MAX);
         for (size_t u = 0; u < trees && !dup; u++)
@@ -1470,25 +1495,54 @@ static int fit_parts(search *S, const fit_space *space, const fit_pair *pairs, s
         free(base);
     }
     size_t cands = mini.count;
-    if (found == 0 && cands) {
-        fit_opts o2 = {o->threads, 0, 0, o->engine, 0, 0, 0};
-        fit_result r2;
-        nx_status st = fit_run(pairs, npairs, &mini, &o2, &r2, err);
-        if (st == NX_ENOMEM)
-            found = -1;
-        else if (st == NX_OK && r2.found && r2.point) {
-            *text = strdup(r2.point);
-            found = *text ? 1 : -1;
-        }
-        S->row_evals += r2.row_evals;
-        fit_result_free(&r2);
-    }
+    if (found == 0)
+        found = run_mini(S, &mini, pairs, npairs, o, text, err);
     fit_space_free(&mini);
     if (o->progress)
         fprintf(stderr,
                 "parity fit: per-part arithmetic: %zu candidates (one part of %zu closest trees, or a body's tail, in "
                 "a setting of its own), %.2f s%s\n",
                 cands, trees, now() - t0, found > 0 ? "" : ": none fits");
+    return found;
+}
+
+/* (c), after the row classes: every body of the space, its own settings
+ * kept (a tail's fma, say), with each part in each of part_opts: a part
+ * beside one the space already sets, or a body's lanes in another format.
+ * About 140,000 points for fp32 dot products, 2 s. */
+static int fit_parts_bodies(search *S, const fit_space *space, const fit_pair *pairs, size_t npairs,
+                            const fit_opts *o, char **text, nx_err *err)
+{
+    double t0 = now();
+    fit_space mini;
+    fit_space_init(&mini, space->out);
+    int found = 0;
+    for (size_t c = 0; c < space->count && found >= 0; c++) {
+        const char *ct = space->c[c].tree;
+        if (!ct || strncmp(ct, "body(", 5) || strchr(ct, '@') || space->c[c].product >= 0)
+            continue;
+        char *base, *tb, *te, *tree;
+        if (cand_tree(space, c, &base, &tb, &te, &tree)) {
+            found = -1;
+            break;
+        }
+        size_t begins[FIT_PARTS_MAX], ends[FIT_PARTS_MAX], nparts = 0;
+        fit_tree_args(tree, 0, strlen(tree), begins, ends, &nparts, FIT_PARTS_MAX);
+        for (size_t part = 0; part < nparts && found >= 0; part++)
+            for (size_t k = 0; k < sizeof part_opts / sizeof *part_opts && found >= 0; k++)
+                found = add_part_point(&mini, base, tb, te, tree, ends, nparts, part, part_opts[k]);
+        free(tree);
+        free(base);
+    }
+    size_t cands = mini.count;
+    if (found == 0)
+        found = run_mini(S, &mini, pairs, npairs, o, text, err);
+    fit_space_free(&mini);
+    if (o->progress)
+        fprintf(stderr,
+                "parity fit: per-part arithmetic: %zu candidates (every body, each part in a setting of its own), "
+                "%.2f s%s\n",
+                cands, now() - t0, found > 0 ? "" : ": none fits");
     return found;
 }
 
@@ -1674,32 +1728,31 @@ nx_status fit_run(const fit_pair *pairs, size_t npairs, const fit_space *space, 
         fprintf(stderr, "parity fit: %zu candidates in %.2f s (%.0f/s), %zu fit every row on their own\n", S.ncand,
                 res->seconds, res->cands_per_s, res->nfit);
     char *text = NULL;
-    int f0 = 0;
     if (win != SIZE_MAX) {
         text = fit_cand_text(space, win);
         if (!text) {
             st = nx_err_set(err, NX_ENOMEM, "out of memory");
             goto done;
         }
-    } else if ((o->parts && (f0 = fit_parts(&S, space, pairs, npairs, o, &text, err)) != 0) || !o->classes ||
-               T < 2) {
-        if (f0 < 0) {
-            st = nx_err_set(err, NX_ENOMEM, "out of memory fitting per-part arithmetic");
-            goto done;
-        }
-        res->per_part = f0 > 0;
     } else {
-        if (o->progress)
-            fprintf(stderr, "parity fit: no single point fits every row; fitting row classes\n");
-        int f = 0;
-        if (pairs[0].grid_m > 0)
-            f = fit_grid(&S, &text, &res->nclasses);
-        if (f == 0)
-            f = fit_classes(&S, &text, &res->nclasses);
-        if (f == 0)
-            f = fit_residues(&S, &text, &res->nclasses);
+        /* per-part arithmetic of the closest trees, the row classes, then
+         * per-part arithmetic of every body (docs/fit.md "The search") */
+        int f = o->parts ? fit_parts(&S, space, pairs, npairs, o, &text, err) : 0;
+        if (f == 0 && o->classes && T > 1) {
+            if (o->progress)
+                fprintf(stderr, "parity fit: no single point fits every row; fitting row classes\n");
+            if (pairs[0].grid_m > 0)
+                f = fit_grid(&S, &text, &res->nclasses);
+            if (f == 0)
+                f = fit_classes(&S, &text, &res->nclasses);
+            if (f == 0)
+                f = fit_residues(&S, &text, &res->nclasses);
+        }
+        if (f == 0 && o->parts && (f = fit_parts_bodies(&S, space, pairs, npairs, o, &text, err)) > 0)
+            res->nclasses = 0;
+        res->per_part = f > 0 && res->nclasses == 0 && o->parts;
         if (f < 0) {
-            st = nx_err_set(err, NX_ENOMEM, "out of memory fitting row classes");
+            st = nx_err_set(err, NX_ENOMEM, "out of memory fitting per-part arithmetic or row classes");
             goto done;
         }
     }
