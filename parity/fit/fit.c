@@ -1397,6 +1397,34 @@ static int run_mini(search *S, const fit_space *mini, const fit_pair *pairs, siz
     return found;
 }
 
+/* Each part of tree (of a candidate's text base) in each of part_opts,
+ * added to mini; -1 out of memory. */
+static int add_every_part(fit_space *mini, const char *base, const char *tb, const char *te, const char *tree)
+{
+    size_t begins[FIT_PARTS_MAX], ends[FIT_PARTS_MAX], nparts = 0;
+    int r = 0;
+    fit_tree_args(tree, 0, strlen(tree), begins, ends, &nparts, FIT_PARTS_MAX);
+    for (size_t part = 0; part < nparts && r >= 0; part++)
+        for (size_t k = 0; k < sizeof part_opts / sizeof *part_opts && r >= 0; k++)
+            r = add_part_point(mini, base, tb, te, tree, ends, nparts, part, part_opts[k]);
+    return r;
+}
+
+/* found (0, or -1 when building mini ran out of memory), then the search
+ * of mini, which is freed; the progress line says what was searched. */
+static int finish_mini(search *S, fit_space *mini, int found, const fit_pair *pairs, size_t npairs,
+                       const fit_opts *o, char **text, nx_err *err, double t0, const char *what)
+{
+    size_t cands = mini->count;
+    if (found == 0)
+        found = run_mini(S, mini, pairs, npairs, o, text, err);
+    fit_space_free(mini);
+    if (o->progress)
+        fprintf(stderr, "parity fit: per-part arithmetic: %zu candidates (%s), %.2f s%s\n", cands, what, now() - t0,
+                found > 0 ? "" : ": none fits");
+    return found;
+}
+
 static int fit_parts(search *S, const fit_space *space, const fit_pair *pairs, size_t npairs, const fit_opts *o,
                      char **text, nx_err *err)
 {
@@ -1461,9 +1489,7 @@ static int fit_parts(search *S, const fit_space *space, const fit_pair *pairs, s
             continue;
         }
         seen[trees++] = tree;
-        for (size_t part = 0; part < nparts && found >= 0; part++)
-            for (size_t k = 0; k < sizeof part_opts / sizeof *part_opts && found >= 0; k++)
-                found = add_part_point(&mini, base, tb, te, tree, ends, nparts, part, part_opts[k]);
+        found = add_every_part(&mini, base, tb, te, tree);
         free(base);
     }
     for (size_t u = 0; u < trees; u++)
@@ -1494,16 +1520,9 @@ static int fit_parts(search *S, const fit_space *space, const fit_pair *pairs, s
         free(tree);
         free(base);
     }
-    size_t cands = mini.count;
-    if (found == 0)
-        found = run_mini(S, &mini, pairs, npairs, o, text, err);
-    fit_space_free(&mini);
-    if (o->progress)
-        fprintf(stderr,
-                "parity fit: per-part arithmetic: %zu candidates (one part of %zu closest trees, or a body's tail, in "
-                "a setting of its own), %.2f s%s\n",
-                cands, trees, now() - t0, found > 0 ? "" : ": none fits");
-    return found;
+    char what[96];
+    snprintf(what, sizeof what, "one part of %zu closest trees, or a body's tail, in a setting of its own", trees);
+    return finish_mini(S, &mini, found, pairs, npairs, o, text, err, t0, what);
 }
 
 /* (c), after the row classes: every body of the space, its own settings
@@ -1526,24 +1545,12 @@ static int fit_parts_bodies(search *S, const fit_space *space, const fit_pair *p
             found = -1;
             break;
         }
-        size_t begins[FIT_PARTS_MAX], ends[FIT_PARTS_MAX], nparts = 0;
-        fit_tree_args(tree, 0, strlen(tree), begins, ends, &nparts, FIT_PARTS_MAX);
-        for (size_t part = 0; part < nparts && found >= 0; part++)
-            for (size_t k = 0; k < sizeof part_opts / sizeof *part_opts && found >= 0; k++)
-                found = add_part_point(&mini, base, tb, te, tree, ends, nparts, part, part_opts[k]);
+        found = add_every_part(&mini, base, tb, te, tree);
         free(tree);
         free(base);
     }
-    size_t cands = mini.count;
-    if (found == 0)
-        found = run_mini(S, &mini, pairs, npairs, o, text, err);
-    fit_space_free(&mini);
-    if (o->progress)
-        fprintf(stderr,
-                "parity fit: per-part arithmetic: %zu candidates (every body, each part in a setting of its own), "
-                "%.2f s%s\n",
-                cands, now() - t0, found > 0 ? "" : ": none fits");
-    return found;
+    return finish_mini(S, &mini, found, pairs, npairs, o, text, err, t0,
+                       "every body, each part in a setting of its own");
 }
 
 nx_status fit_run(const fit_pair *pairs, size_t npairs, const fit_space *space, const fit_opts *o, fit_result *res,
