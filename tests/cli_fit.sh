@@ -130,10 +130,14 @@ grep -q 'closest 1: [0-9]*/12 rows differ: {' "$T/out" || fail "outside: no clos
 # The third has two parts of its own (the lanes in double, the tail
 # without FMA): the closest trees miss it, the row classes do not fit, and
 # every body with each part in each setting (about 140,000 points) finds
-# it, the tail's FMA flip being one of the space's bodies.
-for hp in '{ tree = "body(8, stride(8, seq, seq), seq[acc=fp64])" }' \
-  '{ acc = "fp64", fma = false, tree = "body(16, stride(16, seq, pairwise), seq[acc=fp32])" }' \
-  '{ tree = "body(16, stride(16, seq, pairwise)[acc=fp64], seq[fma=false])" }'; do
+# it, the tail's FMA flip being one of the space's bodies.  Under
+# AddressSanitizer (14 s there) the third is left out: the "outside" case
+# above runs the same search to its end.
+set -- '{ tree = "body(8, stride(8, seq, seq), seq[acc=fp64])" }' \
+  '{ acc = "fp64", fma = false, tree = "body(16, stride(16, seq, pairwise), seq[acc=fp32])" }'
+ldd "$PARITY" 2>/dev/null | grep -q libasan ||
+  set -- "$@" '{ tree = "body(16, stride(16, seq, pairwise)[acc=fp64], seq[fma=false])" }'
+for hp in "$@"; do
   "$CRAFT" rand "$T/p1" F32 14 300 61 F32
   "$CRAFT" rand "$T/p2" F32 11 517 62 F32
   "$CRAFT" rand "$T/p3" F32 13 389 63 F32

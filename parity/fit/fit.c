@@ -1495,7 +1495,7 @@ static int fit_parts(search *S, const fit_space *space, const fit_pair *pairs, s
     for (size_t u = 0; u < trees; u++)
         free(seen[u]);
     /* (b) every body's tail in the other accumulator */
-    for (size_t c = 0; c < space->count && found >= 0; c++) {
+    for (size_t c = 0; c < S->ncand && found >= 0; c++) { /* the space as --max cut it */
         const char *ct = space->c[c].tree;
         if (!ct || strncmp(ct, "body(", 5) || strpbrk(ct, "[@"))
             continue;
@@ -1536,7 +1536,7 @@ static int fit_parts_bodies(search *S, const fit_space *space, const fit_pair *p
     fit_space mini;
     fit_space_init(&mini, space->out);
     int found = 0;
-    for (size_t c = 0; c < space->count && found >= 0; c++) {
+    for (size_t c = 0; c < S->ncand && found >= 0; c++) { /* the space as --max cut it */
         const char *ct = space->c[c].tree;
         if (!ct || strncmp(ct, "body(", 5) || strchr(ct, '@') || space->c[c].product >= 0)
             continue;
