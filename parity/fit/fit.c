@@ -1372,6 +1372,56 @@ static int cand_tree(const fit_space *space, size_t c, char **base, char **tb, c
     return 0;
 }
 
+/* The closest candidates: of the k that went furthest in pass 1 (space
+ * order among equals), each counted over every row, by mismatching rows,
+ * then space order, into out[] (k of them at most); their count. */
+static size_t closest(search *S, size_t k, fit_near *out)
+{
+    size_t *cand = malloc((k ? k : 1) * sizeof *cand), nc = 0;
+    if (!cand)
+        return 0;
+    for (size_t c = 0; c < S->ncand; c++) {
+        if (S->killer[c] == INVALID)
+            continue;
+        size_t pos = nc;
+        while (pos > 0 && S->passed[cand[pos - 1]] < S->passed[c])
+            pos--;
+        if (pos >= k)
+            continue;
+        if (nc < k)
+            nc++;
+        memmove(cand + pos + 1, cand + pos, (nc - 1 - pos) * sizeof *cand);
+        cand[pos] = c;
+    }
+    const size_t T = S->rm.total;
+    size_t evals = 0;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(S->threads) reduction(+ : evals)
+    for (size_t i = 0; i < nc; i++) {
+        cand_eval ce;
+        out[i].cand = cand[i];
+        out[i].mismatches = T;
+        if (ce_open(&ce, S->space, cand[i], S->npairs) != 0)
+            continue;
+        size_t bad = 0;
+        for (size_t x = 0; x < T; x++)
+            bad += ce_row(&ce, S->pairs, S->rm.pair_of[x], S->rm.row_of[x], S->o->engine) != 1;
+        evals += T;
+        ce_close(&ce);
+        out[i].mismatches = bad;
+    }
+    S->row_evals += evals;
+    free(cand);
+    for (size_t i = 1; i < nc; i++) /* by mismatches, then space order */
+        for (size_t j = i; j > 0 && (out[j].mismatches < out[j - 1].mismatches ||
+                                     (out[j].mismatches == out[j - 1].mismatches && out[j].cand < out[j - 1].cand));
+             j--) {
+            fit_near t = out[j];
+            out[j] = out[j - 1];
+            out[j - 1] = t;
+        }
+    return nc;
+}
+
 nx_status fit_run(const fit_pair *pairs, size_t npairs, const fit_space *space, const fit_opts *o, fit_result *res,
                   nx_err *err);
 
@@ -1428,43 +1478,9 @@ static int finish_mini(search *S, fit_space *mini, int found, const fit_pair *pa
 static int fit_parts(search *S, const fit_space *space, const fit_pair *pairs, size_t npairs, const fit_opts *o,
                      char **text, nx_err *err)
 {
-    const size_t T = S->rm.total;
     double t0 = now();
-    size_t pool[FIT_PART_POOL], np = 0, wrong[FIT_PART_POOL];
-    /* the candidates that went furthest (space order among equals) */
-    for (size_t c = 0; c < S->ncand; c++) {
-        if (S->killer[c] == INVALID)
-            continue;
-        size_t pos = np;
-        while (pos > 0 && S->passed[pool[pos - 1]] < S->passed[c])
-            pos--;
-        if (pos >= FIT_PART_POOL)
-            continue;
-        if (np < FIT_PART_POOL)
-            np++;
-        memmove(pool + pos + 1, pool + pos, (np - 1 - pos) * sizeof *pool);
-        pool[pos] = c;
-    }
-    unsigned char *f = malloc(T ? T : 1);
-    if (!f)
-        return -1;
-    for (size_t q = 0; q < np; q++) {
-        S->row_evals += cand_wrong(S, pool[q], f);
-        wrong[q] = 0;
-        for (size_t g = 0; g < T; g++)
-            wrong[q] += f[g];
-    }
-    free(f);
-    /* by wrong rows (stable: space order among equals) */
-    for (size_t q = 1; q < np; q++)
-        for (size_t x = q; x > 0 && wrong[x - 1] > wrong[x]; x--) {
-            size_t t = wrong[x];
-            wrong[x] = wrong[x - 1];
-            wrong[x - 1] = t;
-            t = pool[x];
-            pool[x] = pool[x - 1];
-            pool[x - 1] = t;
-        }
+    fit_near pool[FIT_PART_POOL];
+    size_t np = closest(S, FIT_PART_POOL, pool);
     fit_space mini;
     fit_space_init(&mini, space->out);
     int found = 0;
@@ -1473,7 +1489,7 @@ static int fit_parts(search *S, const fit_space *space, const fit_pair *pairs, s
     /* (a) the closest trees, each part in each setting */
     for (size_t q = 0; q < np && trees < FIT_PART_TREES && found >= 0; q++) {
         char *base, *tb, *te, *tree;
-        if (cand_tree(space, pool[q], &base, &tb, &te, &tree)) {
+        if (cand_tree(space, pool[q].cand, &base, &tb, &te, &tree)) {
             found = -1;
             break;
         }
@@ -1793,42 +1809,8 @@ nx_status fit_run(const fit_pair *pairs, size_t npairs, const fit_space *space, 
         res->found = 1;
     } else {
         /* the closest: the 24 that went furthest, counted over every row */
-        size_t cand[24], nc = 0;
-        for (size_t c = 0; c < S.ncand; c++) {
-            if (S.killer[c] == INVALID)
-                continue;
-            size_t pos = nc;
-            while (pos > 0 && S.passed[cand[pos - 1]] < S.passed[c])
-                pos--;
-            if (pos >= 24)
-                continue;
-            if (nc < 24)
-                nc++;
-            memmove(cand + pos + 1, cand + pos, (nc - 1 - pos) * sizeof *cand);
-            cand[pos] = c;
-        }
         fit_near nr[24];
-#pragma omp parallel for schedule(dynamic, 1) num_threads(S.threads)
-        for (size_t i = 0; i < nc; i++) {
-            cand_eval ce;
-            nr[i].cand = cand[i];
-            nr[i].mismatches = T;
-            if (ce_open(&ce, space, cand[i], npairs) != 0)
-                continue;
-            size_t bad = 0;
-            for (size_t x = 0; x < T; x++)
-                bad += ce_row(&ce, pairs, S.rm.pair_of[x], S.rm.row_of[x], o->engine) != 1;
-            ce_close(&ce);
-            nr[i].mismatches = bad;
-        }
-        for (size_t i = 1; i < nc; i++) /* by mismatches, then space order */
-            for (size_t j = i; j > 0 && (nr[j].mismatches < nr[j - 1].mismatches ||
-                                         (nr[j].mismatches == nr[j - 1].mismatches && nr[j].cand < nr[j - 1].cand));
-                 j--) {
-                fit_near t = nr[j];
-                nr[j] = nr[j - 1];
-                nr[j - 1] = t;
-            }
+        size_t nc = closest(&S, 24, nr);
         res->nnear = nc < 8 ? nc : 8;
         memcpy(res->near, nr, res->nnear * sizeof *nr);
     }

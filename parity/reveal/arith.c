@@ -777,22 +777,6 @@ out:
     return st;
 }
 
-/* A grid kernel (--grid M,N): batches of M * N random rows made one
- * gemm's each, cell (i, j) taking cell (i, 0)'s a and cell (0, j)'s b, so
- * that each batch is one call (rv_call); rows past the last whole batch
- * are left. */
-static void grid_rows(const rv_kernel *k, size_t rows, size_t n, double *a, double *b)
-{
-    const size_t M = k->grid_m, N = k->grid_n, MN = M * N;
-    if (!MN)
-        return;
-    for (size_t c = 0; c + MN <= rows; c += MN)
-        for (size_t r = 0; r < MN; r++) {
-            memcpy(a + (c + r) * n, a + (c + (r / N) * N) * n, n * sizeof *a);
-            memcpy(b + (c + r) * n, b + (c + r % N) * n, n * sizeof *b);
-        }
-}
-
 /* Rows rounded up to whole grids of a grid kernel (at least one). */
 static size_t grid_round(const rv_kernel *k, size_t rows)
 {
@@ -809,7 +793,8 @@ static size_t grid_round(const rv_kernel *k, size_t rows)
  * other cells A's and B's random rows against each other: grid row x (and
  * column x) past D a random row of the batch.  Without this the targeted
  * and random rows were packed about D to a call (1000 calls where 16 do
- * at 36 x 40). */
+ * at 36 x 40).  With nt = 0, fresh random rows as whole gemms (as_calls).
+ * Rows past the last whole batch are left. */
 static void grid_search_rows(const rv_kernel *k, size_t rows, size_t n, size_t nt, uint64_t seed, double *a,
                              double *b)
 {
@@ -873,7 +858,7 @@ static void shared_b(const rv_kernel *k, size_t rows, size_t n, double *b)
 static void as_calls(const rv_kernel *k, size_t rows, size_t n, double *a, double *b)
 {
     shared_b(k, rows, n, b);
-    grid_rows(k, rows, n, a, b);
+    grid_search_rows(k, rows, n, 0, 0, a, b);
 }
 
 /* The rows the arithmetic is fitted on: a quarter that tell fma apart, a
