@@ -178,6 +178,42 @@ grep -q '"why": "gemm.splitk: numerics hash' "$T/touch.json" || fail "json: the 
 [ $? -eq 0 ] || fail "identical registries, every touched class: want 0"
 grep -q '^classes the change touches: 0$' "$T/touch0" || fail "identical registries touch a class"
 
+# A touched class this machine cannot run (an sm* class without a GPU) is
+# not gated, and the gate does not pass on it: a numerics change there
+# fails without running anything (the hash is known from the registry); a
+# change that keeps the hash (sm80's copy point splitk8 instantiated from
+# the template) is not verified, exit 1, never PASS.
+cp -r "$KERNELS" "$T/sm80num" && cp -r "$KERNELS" "$T/sm80inst"
+sed -i '0,/params = { split_k = 4 }/s//params = { split_k = 6 }/' "$T/sm80num/sm80/common/KERNEL_FAMILIES.toml"
+python3 - "$T/sm80inst/sm80/common/KERNEL_FAMILIES.toml" <<'PY'
+import re, sys
+p = sys.argv[1]
+s = open(p).read()
+t = re.sub(r'how = "copy"\nreason = "[^"]*"\nkernel = "gemm_bf16_tc_splitk8_legacy"',
+           'how = "instantiation"\nkernel = "gemm_bf16_tc_splitk"', s)
+assert t != s
+open(p, "w").write(t)
+PY
+"$PARITY" gate --quiet --no-bench --before "$T/A" --after "$T/sm80num" --json "$T/sm80num.json" > "$T/g80" 2>&1
+rc=$?
+if grep -q '^class sm80: not gated here' "$T/g80"; then
+  [ $rc -eq 1 ] || fail "sm80 split_k 4 -> 6, not gated here: exit $rc, want 1 ($(tail -1 "$T/g80"))"
+  grep -q '^class sm80: not gated here: .*; FAIL without running: gemm.splitk: numerics hash [0-9a-f]* -> [0-9a-f]*$' "$T/g80" \
+    || fail "sm80 numerics change: not failed without running: $(grep '^class sm80' "$T/g80")"
+  grep -q '^gate over 3 touched class(es): FAIL$' "$T/g80" || fail "sm80 numerics change: $(tail -1 "$T/g80")"
+  grep -q '"fails": "gemm.splitk: numerics hash' "$T/sm80num.json" || fail "sm80 numerics change: json fails"
+  "$PARITY" gate --quiet --no-bench --before "$T/A" --after "$T/sm80inst" --json "$T/sm80inst.json" > "$T/g80i" 2>&1
+  rc=$?
+  [ $rc -eq 1 ] || fail "sm80 promotion, not gated here: exit $rc, want 1 ($(tail -1 "$T/g80i"))"
+  grep -q '^class sm80: not gated here: .*; not verified$' "$T/g80i" || fail "sm80 promotion: $(grep '^class sm80' "$T/g80i")"
+  grep -q '^gate over 2 touched class(es): NOT VERIFIED: 2 could not be gated here' "$T/g80i" \
+    || fail "sm80 promotion: verdict $(tail -1 "$T/g80i")"
+  grep -q '"verified": false' "$T/sm80inst.json" || fail "sm80 promotion: json verified"
+  grep -q '"pass": true' "$T/sm80inst.json" && fail "sm80 promotion: json pass"
+else
+  echo "cli_gate: sm80 runs here; the not-gated cases are left to a machine without a GPU"
+fi
+
 # a kernel swapped for one that splits by the thread count: byte-identical
 # on the gate's default inputs at 2 threads, but the power checks (one
 # thread, fp32) see split(1, ...) where split(4, ...) is declared

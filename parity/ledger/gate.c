@@ -623,23 +623,28 @@ static int view_diff(const fam_spec *a, const fam_spec *b, nx_sbuf *t)
 
 void gate_touched_free(gate_touch *t, size_t n)
 {
-    for (size_t i = 0; t && i < n; i++)
+    for (size_t i = 0; t && i < n; i++) {
         free(t[i].why);
+        free(t[i].fails);
+    }
     free(t);
 }
 
 /* The changes of one class, into *why; their count. */
 static size_t class_changes(const reg_registry *ra, const reg_registry *rb, const char *cls, const char *preset,
-                            const char *families, char **why)
+                            const char *families, char **why, char **fails)
 {
     char **ia = NULL, **ib = NULL;
     size_t na = 0, nb = 0, n = 0;
     nx_err e;
     int has_a = reg_list_points(ra, cls, &ia, &na, &e) == NX_OK, has_b = reg_list_points(rb, cls, &ib, &nb, &e) == NX_OK;
-    nx_sbuf t = {0};
+    nx_sbuf t = {0}, f = {0};
+    size_t nf = 0;
     if (!has_a || !has_b) {
         nx_sbuf_printf(&t, "the class exists only %s the change", has_a ? "before" : "after");
         n = 1;
+        if (has_a)
+            nx_sbuf_printf(&f, "%sthe class was removed", nf++ ? "; " : "");
     }
     for (size_t i = 0; has_a && has_b && i < nb; i++) {
         char fam[128];
@@ -655,7 +660,12 @@ static size_t class_changes(const reg_registry *ra, const reg_registry *rb, cons
         int oka = reg_resolve(ra, cls, ib[i], shape, &sa, &e) == NX_OK, okb = reg_resolve(rb, cls, ib[i], shape, &sb, &e) == NX_OK;
         if (oka != okb) {
             nx_sbuf_printf(&t, "%s%s: resolves %s the change only", n++ ? "; " : "", ib[i], oka ? "before" : "after");
+            if (oka)
+                nx_sbuf_printf(&f, "%s%s: no longer resolves", nf++ ? "; " : "", ib[i]);
         } else if (oka) {
+            if (strcmp(sa.hash ? sa.hash : "", sb.hash ? sb.hash : "") != 0)
+                nx_sbuf_printf(&f, "%s%s: numerics hash %.12s -> %.12s", nf++ ? "; " : "", ib[i],
+                               sa.hash ? sa.hash : "none", sb.hash ? sb.hash : "none");
             nx_sbuf d = {0};
             if (view_diff(&sa, &sb, &d)) {
                 char *dt = nx_sbuf_take(&d);
@@ -671,12 +681,20 @@ static size_t class_changes(const reg_registry *ra, const reg_registry *rb, cons
     for (size_t i = 0; has_a && has_b && i < na; i++) {
         char fam[128];
         family_of(ia[i], fam, sizeof fam);
-        if (in_list(families, fam) && !has(ib, nb, ia[i]))
+        if (in_list(families, fam) && !has(ib, nb, ia[i])) {
             nx_sbuf_printf(&t, "%s%s: removed", n++ ? "; " : "", ia[i]);
+            nx_sbuf_printf(&f, "%s%s: removed", nf++ ? "; " : "", ia[i]);
+        }
     }
     free_ids(ia, na);
     free_ids(ib, nb);
     *why = nx_sbuf_take(&t);
+    char *ft = nx_sbuf_take(&f);
+    if (!nf) {
+        free(ft);
+        ft = NULL;
+    }
+    *fails = ft;
     return n;
 }
 
@@ -709,15 +727,17 @@ nx_status gate_touched(const char *before, const char *after, const char *preset
             if (seen)
                 continue;
         }
-        char *why = NULL;
-        size_t c = class_changes(ra, rb, cls, preset, families, &why);
+        char *why = NULL, *fails = NULL;
+        size_t c = class_changes(ra, rb, cls, preset, families, &why, &fails);
         if (!c) {
             free(why);
+            free(fails);
             continue;
         }
         gate_touch *g = &t[(*n)++];
         snprintf(g->class_name, sizeof g->class_name, "%s", cls);
         g->why = why;
+        g->fails = fails;
         g->changes = c;
     }
     reg_free(ra);

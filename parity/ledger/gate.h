@@ -91,6 +91,11 @@ typedef struct gate_touch {
     char class_name[64];
     char *why;          /* "gemm.splitk: params split_k 4 -> 6; ..." (malloc'd) */
     size_t changes;     /* points whose view changed, were added or removed */
+    /* The changes that fail the gate without running anything (a numerics
+     * hash changed, a point or the class removed, a point that no longer
+     * resolves): "gemm.splitk: numerics hash a -> b; ..." (malloc'd), or
+     * NULL.  A class the gate cannot run here still fails on these. */
+    char *fails;
 } gate_touch;
 
 /* Every class of either registry the change touches, in the after
