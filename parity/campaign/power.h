@@ -48,13 +48,17 @@ typedef enum pw_seen {
 typedef struct pw_opts {
     unsigned long long seed; /* the campaign's seed; the power inputs derive from it */
     int threads;             /* kernel (graphed) and reference threads, 0 = all; default 1 */
+    int threads_also;        /* the kernel once more at this many threads, on every case
+                                whose first run matched (a split that follows the thread
+                                count); 0 or = threads: not; default 3 */
     int engine;              /* nx_engine_kind */
     int neighbours;          /* 1: also report the neighbours (part 2); 0: runs only */
 } pw_opts;
 
 /* Defaults: seed 1, one thread (the runs are small; more threads only
- * wait on each other, badly so on a busy machine), the fastest engine,
- * neighbours on. */
+ * wait on each other, badly so on a busy machine) and the kernel again at
+ * 3 (a count no declared split has, whatever the machine's cores), the
+ * fastest engine, neighbours on. */
 void pw_opts_default(pw_opts *o);
 
 typedef struct pw_neighbour {

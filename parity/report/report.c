@@ -115,6 +115,9 @@ void report_table(FILE *f, const camp_result *r, size_t n, const report_meta *m)
             fprintf(f, "\npower: the neighbouring points a port plausibly realises instead, told apart by the inputs\n");
         if (x->power_verdict == 2) /* PW_SKIP */
             fprintf(f, "  %-38s not probed: %s\n", x->id, x->power_detail);
+        else if (x->power_verdict == 1) /* PW_FAIL: the neighbours are not counted after a failure */
+            fprintf(f, "  %-38s FAIL: the kernel does not realise the declared point (its tier2 line says "
+                    "on which input); neighbours not counted\n", x->id);
         else
             fprintf(f, "  %-38s %s: %zu distinguished, %zu equivalent, %zu not distinguished%s%s\n", x->id,
                     x->power_verdict == 1 ? "FAIL" : "ok", x->power_dist, x->power_equiv, x->power_unseen,
