@@ -259,7 +259,7 @@ grep -q '^  f: a rows 1, 16$' "$T/x.out" || fail "envelope line: $(grep -A2 enve
 [ "$(jq_ "$T/x.json" '$.residual_copy_points')" = 1 ] || fail "residual_copy_points"
 [ "$(jq_ "$T/x.json" '$.residual_single_class')" = 1 ] || fail "residual_single_class"
 [ "$(jq_ "$T/x.json" '$.single_class[0].point')" = g.d ] || fail "the single-class point is g.d"
-grep -q '^  source x/m1/model.cu (m1, 4 lines): why: none given; measurement: none; listed in FORKS.md$' "$T/x.out" \
+grep -q '^  source x/m1/model.cu (m1, 4 lines): why: none given; measurement: none; listed in FORKS.md; users: x/m1$' "$T/x.out" \
   || fail "per-model source line: $(grep model.cu "$T/x.out")"
 # promotion candidates: the two sources and the shadow of k1 (KERNEL.toml
 # users x, y), and the copy point g.c, which the rules of x and of y (its
@@ -274,6 +274,18 @@ grep -q '"qwen9"' "$T/ul/x/common/k1/KERNEL.toml" || fail "planting an unknown u
 "$P" registry lint "$T/ul" > "$T/ul.out" 2>&1
 [ $? -eq 2 ] || fail "an unknown user is not a lint error"
 grep -q "k1/KERNEL.toml:[0-9]*: error: users: 'qwen9' is no class" "$T/ul.out" || fail "unknown user message: $(grep qwen9 "$T/ul.out")"
+# a name twice is one user: a lint error, and no second user for rule 1
+cp -r "$R" "$T/u2"
+sed -i 's/^users = \["x", "y"\]/users = ["x", "x"]/' "$T/u2/x/common/k1/KERNEL.toml"
+grep -q '^users = \["x", "x"\]' "$T/u2/x/common/k1/KERNEL.toml" || fail "planting a repeated user"
+"$P" registry lint "$T/u2" > "$T/u2.out" 2>&1
+[ $? -eq 2 ] || fail "a repeated user is not a lint error"
+grep -q "k1/KERNEL.toml:[0-9]*: error: users: 'x' is named twice" "$T/u2.out" || fail "repeated user message: $(grep twice "$T/u2.out")"
+"$P" lkb --class x --kernels "$T/u2" --allow-lint-errors --json "$T/u2.json" > "$T/u2.txt" 2>&1
+[ "$(jq_ "$T/u2.json" '$.promotion_candidates')" = '["f.a","g.c"]' ] \
+  || fail "a repeated user made a promotion candidate: $(jq_ "$T/u2.json" '$.promotion_candidates')"
+grep -q '^  source x/common/k1/a.cu (class, [0-9]* lines): .*; users: x (KERNEL.toml)$' "$T/u2.txt" \
+  || fail "one user is not printed: $(grep 'k1/a.cu' "$T/u2.txt")"
 # the class y: bundle bx is x's alone, so nothing single-class on y; its own residual is the inherited copy point
 "$P" lkb --class y --kernels "$R" --json "$T/y.json" > /dev/null 2>&1 || fail "lkb y"
 [ "$(jq_ "$T/y.json" '$.residual_single_class')" = 0 ] || fail "y: single-class"

@@ -198,6 +198,17 @@ static nx_status kt_load(const char *kdir, const char *dir, kernel_toml *k, nx_s
         nx_sbuf b = {0};
         for (size_t i = 0; i < u->nitems; i++)
             if (u->items[i]->kind == TC_STRING) {
+                int rep = 0;
+                for (size_t j = 0; j < i && !rep; j++)
+                    rep = u->items[j]->kind == TC_STRING && !strcmp(u->items[j]->str, u->items[i]->str);
+                if (rep) { /* one user once: a repeated name would pass rule 1 alone */
+                    if (probs) {
+                        char *l = node_loc(u->items[i]);
+                        nx_sbuf_printf(probs, "%s: error: users: '%s' is named twice\n", l, u->items[i]->str);
+                        free(l);
+                    }
+                    continue;
+                }
                 nx_sbuf_printf(&b, "%s%s", k->users ? ", " : "", u->items[i]->str), k->users++;
                 if (probs && !user_exists(kdir, u->items[i]->str)) {
                     char *l = node_loc(u->items[i]);
@@ -735,11 +746,15 @@ static nx_status derive_users(const reg_registry *r, const char *cls, const rout
             const char *txt = b.s ? b.s : "";
             for (const char *t = txt; *t && !have;) {
                 size_t tl = strcspn(t, ",");
+                static const char hand_tag[] = " (KERNEL.toml)"; /* a name added above: itself */
+                size_t hl = sizeof hand_tag - 1;
+                if (tl > hl && !strncmp(t + tl - hl, hand_tag, hl))
+                    tl -= hl;
                 const char *sl = memchr(t, '/', tl);
                 size_t cl = sl ? (size_t)(sl - t) : tl;
                 have = (cl == strlen(q) && !strncmp(t, q, cl)) ||
                        (sl && tl - cl - 1 == strlen(q) && !strncmp(sl + 1, q, tl - cl - 1));
-                t += tl;
+                t += strcspn(t, ",");
                 while (*t == ',' || *t == ' ')
                     t++;
             }

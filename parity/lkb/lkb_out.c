@@ -84,7 +84,7 @@ char *lkb_text(const lkb_report *r)
             nx_sbuf_printf(&b, " (%s, %lld lines)", x->scope, x->lines);
         nx_sbuf_printf(&b, ": why: %s; measurement: %s%s%s%s\n", x->why ? x->why : "none given",
                        x->measurement ? x->measurement : "none", x->in_forks ? "; listed in FORKS.md" : "",
-                       x->users >= 2 ? "; users: " : "", x->users >= 2 ? x->users_text : "");
+                       x->users >= 1 ? "; users: " : "", x->users >= 1 ? x->users_text : "");
     }
     nx_sbuf_printf(&b, "single-class bucket: %zu point(s) on a bundle only class %s realises\n", r->nsingle,
                    r->class_name);
