@@ -123,6 +123,24 @@ grep -q '^zero-day ready on 1 of 2 class(es)$' "$T/z.out" || fail "zero-day summ
 "$PARITY" ttbp --model llama3-8b --zero-day --class cpu2 --kernels "$T/zr" --ledger "$Z" > /dev/null 2>&1 || fail "zero-day on cpu2 alone: want 0"
 "$PARITY" ttbp --zero-day --ledger "$Z" > /dev/null 2>&1; [ $? -eq 2 ] || fail "--zero-day without --model: want 2"
 
+# Two campaigns within one second (CI jobs, shards): the broken one first,
+# then the good one, both at the same clock.  Parity is reached by run 2,
+# in the table, the overall line and zero-day alike (ordered by time, then
+# by run).
+S=$T/same.sqlite
+for m in broken good; do
+  cp "$T/$m.toml" "$M"
+  PARITY_LEDGER_CLOCK=2026-03-01T00:00:00Z "$PARITY" campaign --class cpu --kernels "$T/reg" --families gemm \
+    --ledger "$S" --model llama3-8b --quiet > /dev/null 2>&1
+done
+"$PARITY" ttbp --class cpu --ledger "$S" > "$T/s.out" 2>&1
+grep -Eq '^gemm.splitk +2026-03-01T00:00:00Z +2 00:00:00 ' "$T/s.out" || fail "same second: table: $(grep '^gemm.splitk' "$T/s.out")"
+grep -q '^overall: all 2 point(s) reached bit parity by run 2 at 2026-03-01T00:00:00Z' "$T/s.out" \
+  || fail "same second: overall: $(grep overall "$T/s.out")"
+"$PARITY" ttbp --model llama3-8b --zero-day --class cpu --all-points --ledger "$S" > "$T/sz.out" 2>&1
+grep -q 'bit parity by run 2 at 2026-03-01T00:00:00Z' "$T/sz.out" || fail "same second: zero-day: $(cat "$T/sz.out")"
+grep -q 'after class work' "$T/sz.out" && fail "same second: zero-day blames class work: $(cat "$T/sz.out")"
+
 # usage and input errors
 "$PARITY" ttbp --help | grep -q '^usage: parity ttbp' || fail "--help"
 "$PARITY" ttbp --ledger "$L" > /dev/null 2>&1; [ $? -eq 2 ] || fail "no --class: want 2"

@@ -196,7 +196,10 @@ nx_status ttbp_compute_in(const char *path, const char *class_name, const char *
         r->reached += p->reached != 0;
         r->now += p->now != 0;
         r->regressed += p->nregs != 0;
-        if (p->reached && (p->at > r->overall_at || !r->overall_run)) {
+        /* the latest point to reach parity, by time and then by run: two
+         * campaigns may start within one second */
+        if (p->reached && (p->at > r->overall_at || !r->overall_run ||
+                           (p->at == r->overall_at && p->run > r->overall_run))) {
             r->overall_at = p->at;
             r->overall_run = p->run;
         }
@@ -424,7 +427,8 @@ nx_status ttbp_zero_day_of(const char *path, const ttbp_report *r, ttbp_zero_day
     sqlite3_stmt *s = NULL;
     const char *sql = "SELECT r.id, r.residual_entries, (SELECT group_concat(p.id, char(10)) FROM point p WHERE"
                       " p.run_id = r.id) FROM run r WHERE r.complete = 1 AND r.class = ?1 AND (?2 = '' OR r.model = ?2)"
-                      " AND (?3 = 0 OR r.started_s <= ?3) ORDER BY r.started_s, r.id";
+                      " AND (?3 = 0 OR r.started_s < ?3 OR (r.started_s = ?3 AND r.id <= ?4))"
+                      " ORDER BY r.started_s, r.id";
     if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK) {
         st = ledger_sql_error(db, path, "reading runs", err);
         sqlite3_close(db);
@@ -433,6 +437,7 @@ nx_status ttbp_zero_day_of(const char *path, const ttbp_report *r, ttbp_zero_day
     sqlite3_bind_text(s, 1, r->class_name, -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 2, r->model, -1, SQLITE_STATIC);
     sqlite3_bind_int64(s, 3, z->reached ? z->at : 0);
+    sqlite3_bind_int64(s, 4, z->reached ? z->run : 0);
     json_t *first = NULL;
     char *first_pts = NULL;
     int n = 0;
