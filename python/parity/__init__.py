@@ -445,10 +445,31 @@ def capture(path, *, family, point, cls, kernel, outputs, inputs=None, shape, ba
     """Writes a trace (docs/traces.md) that `parity check` reads, through the
     capture API (traces/capture.h): outputs and inputs are dicts of name ->
     array (inputs stored as 'in.NAME'), shape "M=16,N=4096,K=4096" or a
-    dict, batch "rows=0..15".  Raises ValueError naming the call at fault;
-    nothing is written then."""
+    dict, batch "rows=0..15" (the rows of the family's batch dimension this
+    run computed) or range(0, 16).  Raises TypeError naming an argument of
+    the wrong type, ValueError naming the call at fault; nothing is written
+    then."""
     def b(s):
         return s.encode() if isinstance(s, str) else s
+
+    def text(name, v, what="a str"):
+        if not isinstance(v, str):
+            raise TypeError("capture: %s must be %s, not %s" % (name, what, type(v).__name__))
+        return v
+    path = os.fspath(path) if isinstance(path, os.PathLike) else path
+    for name, v in (("path", path), ("family", family), ("point", point), ("cls", cls), ("kernel", kernel),
+                    ("mode", mode)):
+        text(name, v)
+    if isinstance(batch, range) and batch.step == 1 and len(batch):
+        batch = "rows=%d..%d" % (batch.start, batch.stop - 1)
+    text("batch", batch, 'a str such as "rows=0..15" (the rows this run computed) or a range')
+    if not isinstance(shape, dict):
+        text("shape", shape, 'a str such as "M=16,N=4096,K=4096" or a dict')
+    for name, v in (("dist", dist), ("created", created)):
+        if v is not None:
+            text(name, v)
+    for k, v in (meta or {}).items():
+        text("meta[%r]" % (k,), v)
     cap = lib.parity_capture_begin(b(path), b(family), b(point), b(cls), b(kernel))
     keep = []
     try:

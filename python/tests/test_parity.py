@@ -256,7 +256,11 @@ def test_kernel(parity_bits):
 ''')
     r = pytester.runpytest_subprocess()
     r.assert_outcomes(failed=1)
-    r.stdout.fnmatch_lines(["*FAIL*rows differ, first at row*", "*parity verdict*"])
+    r.stdout.fnmatch_lines(["*FAIL*rows differ, first at row*"])
+    out = r.stdout.str()
+    # the verdict once: not chained to the AssertionError it came from
+    assert "During handling of the above exception" not in out
+    assert out.count("rows differ, first at row") == 1, out
 
 
 def test_diff_and_assert_same_bits_say_what_parity_diff_says(tmp_path):
@@ -427,6 +431,18 @@ def test_capture_writes_a_trace_parity_reads(tmp_path):
         parity.capture(str(tmp_path / "bad.safetensors"), family="gemm", point="p", cls="cpu", kernel="k",
                        outputs={"y": a.sum(1)}, shape="M=2", batch="rows=3..1", seed=1, dist="normal")
     assert not (tmp_path / "bad.safetensors").exists()
+    # a wrong type names the argument; a range is a batch
+    with pytest.raises(TypeError, match="batch must be a str"):
+        parity.capture(str(tmp_path / "bad.safetensors"), family="gemm", point="p", cls="cpu", kernel="k",
+                       outputs={"y": a.sum(1)}, shape="M=2", batch=16)
+    with pytest.raises(TypeError, match="kernel must be a str"):
+        parity.capture(str(tmp_path / "bad.safetensors"), family="gemm", point="p", cls="cpu", kernel=None,
+                       outputs={"y": a.sum(1)}, shape="M=2", batch="rows=0..1")
+    assert not (tmp_path / "bad.safetensors").exists()
+    parity.capture(tmp_path / "r.safetensors", family="gemm", point="splitk4", cls="cpu", kernel="k",
+                   outputs={"y": a.sum(1)}, inputs={"a": a}, shape="M=2,K=4", batch=range(0, 2))
+    r = subprocess.run([cli(), "inspect", str(tmp_path / "r.safetensors")], capture_output=True, text=True)
+    assert r.returncode == 0 and "0..1" in r.stdout, r.stdout
 
 
 # --- family points: reference, assert_point -------------------------------------
