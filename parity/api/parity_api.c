@@ -380,9 +380,9 @@ static void keep_line(void *ctx, const char *text)
     snprintf((char *)ctx, sizeof last_line, "%s", text);
 }
 
-static int reveal_impl(parity_api_probe_fn fn, size_t n, const char *dtype, const char *space, unsigned long long seed,
-                       unsigned flags, size_t grid_m, size_t grid_n, char **point, char **order,
-                       parity_reveal_info *info, parity_error *e);
+static int reveal_impl(parity_api_probe_fn fn, const size_t *lens, size_t nlens, const char *dtype, const char *space,
+                       unsigned long long seed, unsigned flags, size_t grid_m, size_t grid_n, char **point,
+                       char **order, parity_reveal_info *info, parity_error *e);
 
 /* The point at o->n as `parity reveal` finds it: the order, the
  * arithmetic, the confirmation, then the lengths (the order another
@@ -390,7 +390,15 @@ static int reveal_impl(parity_api_probe_fn fn, size_t n, const char *dtype, cons
  * or NULL; *stage: 0 no order, 1 no arithmetic, 2 the point's
  * confirmation rows differ (the point kept), 3 refused at a length
  * (last_line says why), 4 found. */
-static nx_status reveal_point(rv_kernel *k, const rv_opts *o, rv_result *res, int *stage, nx_err *err)
+/* The lengths a reveal probes (the API's n, or its list). */
+typedef struct reveal_lens {
+    const size_t *v;
+    size_t n;
+} reveal_lens;
+
+/* One length, o->n: the order, the arithmetic, the point held at that
+ * length (rv_one_length).  *stage as reveal_point's, 4 meaning held. */
+static nx_status reveal_at(rv_kernel *k, const rv_opts *o, rv_result *res, int *stage, nx_err *err)
 {
     *stage = 0;
     nx_status st = rv_reveal_order(k, o, res, err);
@@ -405,30 +413,61 @@ static nx_status reveal_point(rv_kernel *k, const rv_opts *o, rv_result *res, in
     if (res->confirm_ok != res->confirm_rows)
         return NX_OK; /* kept: info's confirmation counts say so */
     int v;
-    char *pt = NULL;
     rv_say say = {keep_line, last_line};
     last_line[0] = 0;
     if ((st = rv_one_length(k, o, res, &say, &v, err)))
         return st;
-    if (v == RV_LEN_HOLDS) {
-        char *pts[1] = {res->point};
-        size_t lens[1] = {o->n};
-        if ((st = rv_generalise(k, o, lens, 1, pts, &say, &v, &pt, err)))
-            return st;
-    }
-    free(res->point);
-    res->point = v == RV_LEN_REFUSED ? (free(pt), NULL) : pt;
     *stage = v == RV_LEN_REFUSED ? 3 : 4;
     return NX_OK;
 }
 
-/* rv_one_row's reveal_fn: the one-row path's point, found as above. */
+/* Every length of ls revealed (reveal_at), then one point for all of
+ * them confirmed at lengths not probed (rv_generalise), as `parity reveal
+ * --n N1,N2,...`.  *stage: 0 the order not found, 1 the arithmetic not
+ * found, 2 not confirmed at the length, 3 refused (the last line says
+ * why), 4 res->point holds.  res: the last length's result. */
+static nx_status reveal_point(rv_kernel *k, const rv_opts *o0, const reveal_lens *ls, rv_result *res, int *stage,
+                              nx_err *err)
+{
+    char *points[RV_MAX_LENGTHS] = {0};
+    rv_opts o = *o0;
+    nx_status st = NX_OK;
+    *stage = 4;
+    for (size_t l = 0; l < ls->n && !st && *stage == 4; l++) {
+        if (l > 0) {
+            rv_result_free(res);
+            memset(res, 0, sizeof *res);
+        }
+        o.n = ls->v[l];
+        if (!(st = reveal_at(k, &o, res, stage, err)) && *stage == 4 && !(points[l] = strdup(res->point)))
+            st = nx_err_set(err, NX_ENOMEM, "out of memory");
+    }
+    if (!st && *stage == 4) {
+        int v;
+        char *pt = NULL;
+        rv_say say = {keep_line, last_line};
+        o.n = ls->v[0];
+        if (!(st = rv_generalise(k, &o, ls->v, ls->n, points, &say, &v, &pt, err))) {
+            free(res->point);
+            res->point = v == RV_LEN_REFUSED ? (free(pt), NULL) : pt;
+            *stage = v == RV_LEN_REFUSED ? 3 : 4;
+        }
+    } else if (!st && *stage == 3) {
+        free(res->point);
+        res->point = NULL;
+    }
+    for (size_t l = 0; l < ls->n; l++)
+        free(points[l]);
+    return st;
+}
+
+/* rv_one_row's reveal_fn: the one-row path's point, found as above at
+ * every length (ctx: the reveal_lens). */
 static nx_status reveal_rows1(rv_kernel *k, const rv_opts *o, void *ctx, char **point, nx_err *err)
 {
-    (void)ctx;
     rv_result res = {0};
     int stage;
-    nx_status st = reveal_point(k, o, &res, &stage, err);
+    nx_status st = reveal_point(k, o, ctx, &res, &stage, err);
     *point = !st && stage == 4 ? res.point : NULL;
     if (*point)
         res.point = NULL;
@@ -439,25 +478,32 @@ static nx_status reveal_rows1(rv_kernel *k, const rv_opts *o, void *ctx, char **
 API int parity_reveal(parity_api_probe_fn fn, size_t n, const char *dtype, const char *space, unsigned long long seed,
                       char **point, char **order, parity_reveal_info *info, parity_error *e)
 {
-    return reveal_impl(fn, n, dtype, space, seed, 0, 0, 0, point, order, info, e);
+    return reveal_impl(fn, &n, 1, dtype, space, seed, 0, 0, 0, point, order, info, e);
 }
 
 API int parity_reveal2(parity_api_probe_fn fn, size_t n, const char *dtype, const char *space, unsigned long long seed,
                        unsigned flags, char **point, char **order, parity_reveal_info *info, parity_error *e)
 {
-    return reveal_impl(fn, n, dtype, space, seed, flags, 0, 0, point, order, info, e);
+    return reveal_impl(fn, &n, 1, dtype, space, seed, flags, 0, 0, point, order, info, e);
 }
 
 API int parity_reveal3(parity_api_probe_fn fn, size_t n, const char *dtype, const char *space, unsigned long long seed,
                        unsigned flags, size_t grid_m, size_t grid_n, char **point, char **order, parity_reveal_info *info,
                        parity_error *e)
 {
-    return reveal_impl(fn, n, dtype, space, seed, flags, grid_m, grid_n, point, order, info, e);
+    return reveal_impl(fn, &n, 1, dtype, space, seed, flags, grid_m, grid_n, point, order, info, e);
 }
 
-static int reveal_impl(parity_api_probe_fn fn, size_t n, const char *dtype, const char *space, unsigned long long seed,
-                       unsigned flags, size_t grid_m, size_t grid_n, char **point, char **order,
+API int parity_reveal4(parity_api_probe_fn fn, const size_t *lens, size_t nlens, const char *dtype, const char *space,
+                       unsigned long long seed, unsigned flags, size_t grid_m, size_t grid_n, char **point, char **order,
                        parity_reveal_info *info, parity_error *e)
+{
+    return reveal_impl(fn, lens, nlens, dtype, space, seed, flags, grid_m, grid_n, point, order, info, e);
+}
+
+static int reveal_impl(parity_api_probe_fn fn, const size_t *lens, size_t nlens, const char *dtype, const char *space,
+                       unsigned long long seed, unsigned flags, size_t grid_m, size_t grid_n, char **point,
+                       char **order, parity_reveal_info *info, parity_error *e)
 {
     if (point)
         *point = NULL;
@@ -467,8 +513,25 @@ static int reveal_impl(parity_api_probe_fn fn, size_t n, const char *dtype, cons
         memset(info, 0, sizeof *info);
     if (!fn)
         return input_error(e, "%s: no kernel function", "fn");
-    if (n < 2 || n > RV_MAX_N)
-        return input_error(e, "%s: must be in 2 .. 65536 (docs/limits.md: the probes cost about n^1.8)", "n");
+    char why[160];
+    if (!lens || nlens < 1 || nlens > RV_MAX_LENGTHS) {
+        snprintf(why, sizeof why, "%zu lengths (1 ... %d)", lens ? nlens : 0, RV_MAX_LENGTHS);
+        return input_error(e, "n: %s", why);
+    }
+    for (size_t l = 0; l < nlens; l++) {
+        if (lens[l] < 2 || lens[l] > RV_MAX_N) {
+            snprintf(why, sizeof why, "%zu must be in 2 .. 65536 (docs/limits.md: the probes cost about n^1.8)",
+                     lens[l]);
+            return input_error(e, "n: %s", why);
+        }
+        for (size_t q = 0; q < l; q++)
+            if (lens[q] == lens[l]) {
+                snprintf(why, sizeof why, "%zu is given twice", lens[l]);
+                return input_error(e, "n: %s", why);
+            }
+    }
+    size_t n = lens[0];
+    reveal_lens ls = {lens, nlens};
     st_dtype dt;
     int in = -1;
     if (dtype && st_dtype_from_name(dtype, &dt))
@@ -481,8 +544,9 @@ static int reveal_impl(parity_api_probe_fn fn, size_t n, const char *dtype, cons
         return input_error(e, "%s", "shared_b: takes F32, BF16 or F64 inputs: the order's probes need products beyond "
                                     "F16's range, which rows that share b cannot carry");
     nx_err ge = {0};
-    if ((grid_m || grid_n) && rv_grid_check(grid_m, grid_n, n, !!(flags & PARITY_REVEAL_SHARED_B), &ge))
-        return input_error(e, "grid: %s", ge.msg);
+    for (size_t l = 0; l < nlens; l++)
+        if ((grid_m || grid_n) && rv_grid_check(grid_m, grid_n, lens[l], !!(flags & PARITY_REVEAL_SHARED_B), &ge))
+            return input_error(e, "grid: %s", ge.msg);
     nx_err err = {0};
     nx_status st = NX_OK;
     rv_opts o = {0};
@@ -520,7 +584,7 @@ static int reveal_impl(parity_api_probe_fn fn, size_t n, const char *dtype, cons
     k->grid_m = grid_m;
     k->grid_n = grid_n;
     int stage = 0;
-    if ((st = reveal_point(k, &o, &res, &stage, &err)))
+    if ((st = reveal_point(k, &o, &ls, &res, &stage, &err)))
         goto out;
     res_found_order = stage >= 1;
     if (!res.point) {
@@ -533,7 +597,7 @@ static int reveal_impl(parity_api_probe_fn fn, size_t n, const char *dtype, cons
     if (stage == 4) {
         rv_say say = {keep_line, last_line};
         char *fin = NULL;
-        if ((st = rv_one_row(k, &o, n, res.point, reveal_rows1, NULL, &say, &fin, &err)))
+        if ((st = rv_one_row(k, &o, n, res.point, reveal_rows1, &ls, &say, &fin, &err)))
             goto out;
         free(res.point);
         res.point = fin;

@@ -129,6 +129,15 @@ int parity_reveal2(parity_api_probe_fn fn, size_t n, const char *dtype, const ch
 int parity_reveal3(parity_api_probe_fn fn, size_t n, const char *dtype, const char *space, unsigned long long seed,
                    unsigned flags, size_t grid_m, size_t grid_n, char **point, char **order, parity_reveal_info *info,
                    parity_error *err);
+/* The same over several lengths (ABI 1.3; `parity reveal --n N1,N2,...`):
+ * each of lens[0 .. nlens) revealed (1 ... 16 lengths, each 2 ... 65536,
+ * none twice), then one point that holds at all of them (a size class
+ * where two orders switch by length), confirmed at two lengths not probed
+ * (lens[0] + 1 and a prime near lens[0] / 2); PARITY_FAIL where the
+ * lengths' points cannot be joined or the point fails there. */
+int parity_reveal4(parity_api_probe_fn fn, const size_t *lens, size_t nlens, const char *dtype, const char *space,
+                   unsigned long long seed, unsigned flags, size_t grid_m, size_t grid_n, char **point, char **order,
+                   parity_reveal_info *info, parity_error *err);
 
 /* Tensors a function hands back (the reference's outputs), owned by the
  * library until parity_outputs_free. */

@@ -367,8 +367,11 @@ def reveal(fn, n, dtype="F32", *, space=None, seed=0, shared_b=False, grid=None,
     probe counts."""
     if not callable(fn):
         raise TypeError("fn: expected a callable fn(a, b) -> y, got %s" % type(fn).__name__)
-    if not isinstance(n, int) or isinstance(n, bool) or not 2 <= n <= 65536:
-        raise ValueError("n: expected an int in 2 .. 65536 (the probes cost about n^1.8), got %r" % (n,))
+    lens = list(n) if isinstance(n, (list, tuple, range)) else [n]
+    if (not 1 <= len(lens) <= 16 or len(set(lens)) != len(lens) or
+            any(not isinstance(x, int) or isinstance(x, bool) or not 2 <= x <= 65536 for x in lens)):
+        raise ValueError("n: expected an int in 2 .. 65536 (the probes cost about n^1.8), or a list of 1 to 16 "
+                         "such lengths, none twice, got %r" % (n,))
     if not isinstance(shared_b, bool):
         raise TypeError("shared_b: expected True or False, got %s" % type(shared_b).__name__)
     gm = gn = 0
@@ -418,7 +421,8 @@ def reveal(fn, n, dtype="F32", *, space=None, seed=0, shared_b=False, grid=None,
     with _reveal_lock:
         _reveal_state.active = True
         try:
-            rc = lib.parity_reveal3(cb, n, dt.encode(), space.encode() if space else None, int(seed),
+            cl = (ctypes.c_size_t * len(lens))(*lens)
+            rc = lib.parity_reveal4(cb, cl, len(lens), dt.encode(), space.encode() if space else None, int(seed),
                                     1 if shared_b else 0, gm, gn, ctypes.byref(point), ctypes.byref(order),
                                     ctypes.byref(ri), ctypes.byref(err))
         finally:

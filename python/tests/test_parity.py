@@ -329,6 +329,44 @@ def test_reveal_refuses_a_point_that_fails_at_other_lengths():
     assert "not confirmed: the point revealed at n = 64 fails at n = 67" in str(e.value)
 
 
+def switch_at_64(a, b):
+    """A kernel with a size class: seq below 64 terms; from 64, four lanes of
+    a numpy vector loop combined pairwise, then the n % 4 tail in order."""
+    n = a.shape[1]
+    f = np.float32
+    if n < 64:
+        s = np.zeros(a.shape[0], f)
+        for i in range(n):
+            s = (s + a[:, i] * b[:, i]).astype(f)
+        return s
+    lanes = np.zeros((a.shape[0], 4), f)
+    for i in range(0, n - n % 4, 4):
+        lanes = (lanes + a[:, i:i + 4] * b[:, i:i + 4]).astype(f)
+    t = ((lanes[:, 0] + lanes[:, 1]).astype(f) + (lanes[:, 2] + lanes[:, 3]).astype(f)).astype(f)
+    for i in range(n - n % 4, n):
+        t = (t + a[:, i] * b[:, i]).astype(f)
+    return t
+
+
+def test_reveal_over_several_lengths_gives_one_point():
+    # revealed at 40 alone, the point is seq (confirmed at 41 and 19, as
+    # promised) and fails from 64 on; over [40, 100] one point with a size
+    # class holds at every length, held-out ones included
+    short = parity.reveal(switch_at_64, n=40)
+    a, b = rand(9, 100, 21)
+    with pytest.raises(AssertionError):
+        parity.assert_bits(switch_at_64(a, b), point=short, a=a, b=b)
+    p = parity.reveal(switch_at_64, n=[40, 100])
+    assert 'select = "n >= 64"' in str(p), str(p)
+    for n in (5, 31, 63, 64, 65, 203, 1001):
+        a, b = rand(9, n, 22 + n)
+        parity.assert_bits(switch_at_64(a, b), point=p, a=a, b=b)
+    with pytest.raises(ValueError, match="^n"):
+        parity.reveal(switch_at_64, n=[40, 40])
+    with pytest.raises(ValueError, match="^n"):
+        parity.reveal(switch_at_64, n=[])
+
+
 def test_reveal_joins_a_one_row_path():
     # a kernel that takes another path for a single row (BLIS's sgemm, a
     # gemv of one output): the batches' point fails at R = 1, so reveal
