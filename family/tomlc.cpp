@@ -6,6 +6,8 @@
  * which are destroyed before each call returns. */
 #include "tomlc.h"
 
+#include <sys/stat.h>
+
 /* toml++'s own invariants, checked inside its parser: TOML_ASSERT is
  * assert() unless NDEBUG, and TOML_ASSERT_ASSUME an assert, or with NDEBUG
  * under clang __builtin_assume.  Malformed text reaches two of them in
@@ -735,6 +737,14 @@ nx_status tc_parse_file(const char *path, tc_node **root, nx_err *err)
         FILE *f = static_cast<FILE *>(nx_fopen_input(path, err ? err : &local));
         if (!f)
             return err ? err->code : local.code;
+        /* a size cap before reading: a registry file is kilobytes, and a
+         * huge one would be read whole before its first error */
+        struct stat sb;
+        if (fstat(fileno(f), &sb) == 0 && (uint64_t)sb.st_size > TC_FILE_MAX) {
+            fclose(f);
+            return nx_err_set(err, NX_EINVAL, "%s: %llu bytes: a TOML file may hold at most %u MiB (docs/limits.md)",
+                              path, (unsigned long long)sb.st_size, (unsigned)(TC_FILE_MAX >> 20));
+        }
         char buf[1 << 16];
         size_t got;
         while ((got = fread(buf, 1, sizeof buf, f)) > 0) {
@@ -743,6 +753,11 @@ nx_status tc_parse_file(const char *path, tc_node **root, nx_err *err)
             } catch (...) {
                 fclose(f);
                 throw;
+            }
+            if (text.size() > TC_FILE_MAX) {
+                fclose(f);
+                return nx_err_set(err, NX_EINVAL, "%s: more than %u MiB: a TOML file may hold at most that "
+                                  "(docs/limits.md)", path, (unsigned)(TC_FILE_MAX >> 20));
             }
         }
         int bad = ferror(f), e = errno;

@@ -10,6 +10,7 @@
 #define TOMLC_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -55,6 +56,9 @@ struct tc_node {
  * *root is a TC_TABLE to release with tc_free; on failure *root is NULL and
  * the status is NX_EIO (the file cannot be read), NX_EINVAL (not valid TOML,
  * including duplicate keys and tables), or NX_ENOMEM. */
+/* The largest TOML file read (16 MiB): larger is an input error naming it,
+ * said before it is read. */
+#define TC_FILE_MAX ((uint64_t)16 << 20)
 nx_status tc_parse_file(const char *path, tc_node **root, nx_err *err);
 
 /* Parses a whole document held in text; name (NULL: "<string>") is used in

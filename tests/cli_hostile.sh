@@ -520,5 +520,112 @@ truncate -s 2G "$T/big.safetensors" 2> /dev/null && {
   rm -f "$T/big.safetensors"
 }
 
+# ---- the same for .npy and for TOML: a header or a size refused from the
+# first bytes, not after the whole file
+truncate -s 2G "$T/big.npy" 2> /dev/null && {
+  printf '\223NUMPY\001\000\377\377' | dd of="$T/big.npy" conv=notrunc 2> /dev/null
+  printf '\223NUMPY\001\000\106\000{"descr": "<f4", "fortran_order": False, "shape": (1,), }            \n\0\0\0\0' > "$T/one.npy"
+  timeout 20 "$PARITY" diff "$T/big.npy" "$T/one.npy" > /dev/null 2> "$T/npy.err"
+  rc=$?
+  [ $rc -eq 2 ] || fail "a 2 GiB .npy with a bad header: exit $rc, want 2 (124: it was read whole)"
+  grep -q "big.npy: byte" "$T/npy.err" || fail "the .npy's bad header not named: $(cat "$T/npy.err")"
+  rm -f "$T/big.npy"
+}
+if [ -n "$KERNELS" ]; then
+  cp -r "$KERNELS" "$T/hk"
+  truncate -s 1G "$T/hk/cpu/HARDWARE.toml"
+  timeout 20 "$PARITY" registry lint "$T/hk" > "$T/out" 2> "$T/err"
+  rc=$?
+  [ $rc -eq 2 ] || fail "a 1 GiB HARDWARE.toml: exit $rc, want 2 (124: it was read whole)"
+  grep -q 'HARDWARE.toml: 1073741824 bytes: a TOML file may hold at most 16 MiB' "$T/err" "$T/out" \
+    || fail "a 1 GiB HARDWARE.toml: $(cat "$T/err" "$T/out" | head -3)"
+  rm -rf "$T/hk"
+fi
+
+# ---- reveal: a FIFO as the --dlopen library, rows x n over --max-bytes,
+# and an --html report over the kernel's own script
+mkfifo "$T/lib.fifo" 2> /dev/null && {
+  timeout 20 "$PARITY" reveal --dlopen "$T/lib.fifo:dot8" --n 16 > /dev/null 2> "$T/err"
+  rc=$?
+  [ $rc -eq 2 ] || fail "reveal --dlopen FIFO: exit $rc, want 2 (124: it waited on the FIFO)"
+  has err "lib.fifo: not a regular file" "reveal --dlopen FIFO"
+}
+run 2 "reveal --rows x --n over --max-bytes" reveal --simulate '{ tree = "seq" }' --n 2048 --rows 20000 --max-bytes 256M
+has err "reveal --rows 20000 at n = 2048 (about 48 bytes a term): needs 1966080000 bytes, more than the limit of 268435456" \
+  "reveal --rows x --n"
+printf '#!/bin/sh\nexit 1\n' > "$T/k.sh"
+chmod +x "$T/k.sh"
+cp "$T/k.sh" "$T/k.sh.orig"
+run 2 "reveal --html over the --exec script" reveal --exec "$T/k.sh {in} {out}" --n 16 --html "$T/k.sh"
+has err "--html $T/k.sh is the same file as --exec $T/k.sh" "reveal --html over the --exec script"
+cmp -s "$T/k.sh" "$T/k.sh.orig" || fail "reveal --html replaced the kernel's script"
+
+# ---- outputs over what a command reads or writes, by class: the registry
+# of ttbp, the --before of lkb, the traces a campaign writes or reads, a
+# gate's traces, the ledger's SQLite side files
+if [ -n "$KERNELS" ]; then
+  R=$T/oreg
+  cp -r "$KERNELS" "$R"
+  cp "$R/cpu/HARDWARE.toml" "$T/hw.orig"
+  L=$T/l.sqlite
+  "$PARITY" campaign --class cpu --kernels "$R" --families silu_and_mul --ledger "$L" --quiet --no-power \
+    --traces "$T/tr" > /dev/null 2>&1 || fail "the campaign that makes the ledger and the traces"
+  run 2 "ttbp --json inside --kernels" ttbp --class cpu --kernels "$R" --ledger "$L" --json "$R/cpu/HARDWARE.toml"
+  has err "is inside --kernels" "ttbp --json inside --kernels"
+  run 2 "lkb --json inside --before" lkb --class cpu --kernels "$KERNELS" --before "$R" --json "$R/cpu/HARDWARE.toml"
+  has err "is inside --before" "lkb --json inside --before"
+  cmp -s "$R/cpu/HARDWARE.toml" "$T/hw.orig" || fail "a registry file was replaced"
+  tr1=$(ls "$T/tr" | grep safetensors | head -1)
+  cp "$T/tr/$tr1" "$T/tr1.orig"
+  run 2 "campaign --json over an --against-traces trace" campaign --class cpu2 --kernels "$R" --families silu_and_mul \
+    --no-ledger --quiet --no-power --against cpu --against-traces "$T/tr" --json "$T/tr/$tr1"
+  has err "is inside --against-traces" "campaign --json over an --against-traces trace"
+  run 2 "campaign --json among its own --traces" campaign --class cpu --kernels "$R" --families silu_and_mul \
+    --no-ledger --quiet --no-power --traces "$T/tr" --json "$T/tr/$tr1"
+  has err "is inside --traces" "campaign --json among its own --traces"
+  cmp -s "$T/tr/$tr1" "$T/tr1.orig" || fail "a trace was replaced by a report"
+  run 2 "gate --json among its --traces" gate --class cpu --before "$R" --after "$R" --families silu_and_mul \
+    --no-bench --quiet --traces "$T/tr" --json "$T/tr/$tr1"
+  has err "is inside --traces" "gate --json among its --traces"
+  run 2 "campaign --json over the ledger's -wal" campaign --class cpu --kernels "$R" --families silu_and_mul \
+    --ledger "$L" --quiet --no-power --json "$L-wal"
+  has err "is the file SQLite keeps beside --ledger $L (its '-wal' file)" "campaign --json over the ledger's -wal"
+  run 2 "ttbp --json over the ledger's -journal" ttbp --class cpu --kernels "$R" --ledger "$L" --json "$L-journal"
+  has err "(its '-journal' file)" "ttbp --json over the ledger's -journal"
+  [ -e "$L-journal" ] && fail "a -journal was written beside the ledger"
+
+  # a time no kernel takes: finite, but sums over it would not be
+  cp -r "$KERNELS" "$T/mreg"
+  cat >> "$T/mreg/cpu/MEASUREMENTS.toml" <<'EOF2'
+
+[[measurement]]
+id = "huge-1"
+point = "gemm.splitk"
+utc = "2026-01-01T00:00:00Z"
+rows = 16
+median_s = 1.7976931348623157e308
+min_s = 1.0
+max_s = 2.0
+EOF2
+  run 2 "median_s = DBL_MAX" registry lint "$T/mreg"
+  grep -q "'median_s' must be at most 1e+06" "$T/out" "$T/err" || fail "median_s = DBL_MAX: $(cat "$T/out" "$T/err" | head -3)"
+  # bench reads the records it appends to before it times anything
+  cp -r "$KERNELS" "$T/breg"
+  printf '\n[[measurement]]\npoint = "gemm.seq"\n' >> "$T/breg/cpu/MEASUREMENTS.toml"
+  run 2 "bench on bad records" bench --class cpu --point gemm.seq --rows 1 --repeats 2 --kernels "$T/breg" --no-ledger
+  grep -q '^bench' "$T/out" && fail "bench timed a kernel before reading its bad records: $(cat "$T/out")"
+
+  # a class chain longer than 64: lkb reads the whole chain (its rates)
+  C=$T/chain
+  cp -r "$KERNELS" "$C"
+  prev=cpu
+  for i in $(seq 1 70); do
+    mkdir -p "$C/c$i"
+    printf 'class = "c%d"\nparent = "%s"\natoms = []\n' $i "$prev" > "$C/c$i/HARDWARE.toml"
+    prev=c$i
+  done
+  run 0 "lkb at the end of a 70-class chain" lkb --class c70 --kernels "$C"
+fi
+
 [ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "cli_hostile: all passed"

@@ -21,6 +21,14 @@
 
 #include "npy.h"
 
+#include <errno.h>
+
+#include <unistd.h>
+
+#include <sys/stat.h>
+
+#include <fcntl.h>
+
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -400,8 +408,11 @@ static char *stem(const char *who)
     return strndup(b, n);
 }
 
-nx_status npy_parse(const char *who, const uint8_t *buf, size_t len,
-                    const char *hint, npy_array *out, nx_err *err)
+/* npy_parse over the first blen bytes of a file of len bytes: with blen <
+ * len only the header is read (its data is not there; out is not filled),
+ * so that a bad header is said without reading the whole file. */
+static nx_status parse_impl(const char *who, const uint8_t *buf, size_t blen, size_t len, const char *hint,
+                            npy_array *out, nx_err *err)
 {
     npy_init(out);
     if (len < 8)
@@ -423,6 +434,9 @@ nx_status npy_parse(const char *who, const uint8_t *buf, size_t len,
     for (size_t k = 0; k < lbytes; k++)
         hl |= (uint64_t)buf[8 + k] << (8 * k);
     uint64_t h0 = 8 + lbytes;
+    if (blen < len && hl > blen - h0 && hl <= len - h0)
+        return nx_err_set(err, NX_EUNSUPPORTED, "%s: byte 8: a .npy header of %llu bytes: more than the %zu this "
+                          "reader takes", who, (unsigned long long)hl, blen - (size_t)h0);
     if (hl > len - h0)
         return nx_err_set(err, NX_EINVAL, "%s: byte 8: header length %llu runs "
                           "past the end of the file (the header would end at "
@@ -474,6 +488,8 @@ nx_status npy_parse(const char *who, const uint8_t *buf, size_t len,
                           (unsigned long long)(avail - nbytes),
                           (unsigned long long)nbytes,
                           (unsigned long long)start);
+    if (blen < len)
+        return NX_OK; /* the header alone: it holds */
 
     out->t.name = stem(who);
     if (!out->t.name)
@@ -492,10 +508,41 @@ nx_status npy_parse(const char *who, const uint8_t *buf, size_t len,
     return NX_OK;
 }
 
+nx_status npy_parse(const char *who, const uint8_t *buf, size_t len,
+                    const char *hint, npy_array *out, nx_err *err)
+{
+    return parse_impl(who, buf, len, len, hint, out, err);
+}
+
+/* The header of a large file checked from its first bytes before the
+ * whole file is read: a bad one is said at once, not after gigabytes. */
+#define NPY_HEAD_MAX ((size_t)1 << 20)
+
 nx_status npy_read(const char *path, const char *hint, npy_array *out,
                    nx_err *err)
 {
     npy_init(out);
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat sb;
+    if (fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && (uint64_t)sb.st_size > NPY_HEAD_MAX + 12) {
+        uint8_t *head = malloc(NPY_HEAD_MAX + 12);
+        size_t got = 0;
+        ssize_t r = 1;
+        while (head && got < NPY_HEAD_MAX + 12 && r > 0)
+            if ((r = read(fd, head + got, NPY_HEAD_MAX + 12 - got)) > 0 || (r < 0 && errno == EINTR))
+                got += r > 0 ? (size_t)r : 0, r = 1;
+        nx_status hr = head && got == NPY_HEAD_MAX + 12
+                           ? parse_impl(path, head, got, (size_t)sb.st_size, hint, out, err)
+                           : NX_OK; /* unread: the whole read below says why */
+        free(head);
+        npy_init(out);
+        if (hr) {
+            close(fd);
+            return hr;
+        }
+    }
+    if (fd >= 0)
+        close(fd);
     uint8_t *buf;
     size_t size;
     nx_status rc = st_read_bytes(path, &buf, &size, err);

@@ -33,7 +33,7 @@ const char *camp_check_name(int ck)
 const dev_backend *camp_class_backend(const reg_registry *reg, const char *cls)
 {
     const char *c = cls;
-    for (int depth = 0; c && depth < 64; depth++) {
+    for (size_t depth = 0; c && depth <= reg_class_count(reg); depth++) {
         if (strcmp(c, "cpu") == 0)
             return dev_cpu_backend();
         const char *p = reg_class_parent(reg, c);

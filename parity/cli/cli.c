@@ -124,6 +124,30 @@ int cli_dir_exists(const char *path)
     return identify(path).known;
 }
 
+/* Whether o is one of the side files SQLite keeps beside y (y-wal, y-shm,
+ * y-journal): an output there is lost or, worse, read as the ledger's
+ * journal.  *suffix the one it is. */
+static int sqlite_side(const file_id *o, const char *y, const char **suffix)
+{
+    static const char *const sides[] = {"-wal", "-shm", "-journal"};
+    size_t yl = strlen(y);
+    for (size_t k = 0; k < sizeof sides / sizeof *sides; k++) {
+        char *p = malloc(yl + 9);
+        if (!p)
+            return 0;
+        memcpy(p, y, yl);
+        strcpy(p + yl, sides[k]);
+        file_id f = identify(p);
+        int same = same_file(o, &f);
+        free(p);
+        if (same) {
+            *suffix = sides[k];
+            return 1;
+        }
+    }
+    return 0;
+}
+
 int cli_check_outputs(const char *cmd, const cli_file *outs, size_t nouts, const cli_file *ins, size_t nins)
 {
     for (size_t i = 0; i < nouts; i++) {
@@ -143,9 +167,25 @@ int cli_check_outputs(const char *cmd, const cli_file *outs, size_t nouts, const
             if (!ins[j].path)
                 continue;
             file_id in = identify(ins[j].path);
+            const char *side;
             if (in.exists && same_file(&o, &in)) {
                 cli_error(cmd, "%s %s is the same file as %s %s: it would overwrite its own input (nothing written)",
                           outs[i].opt, outs[i].path, ins[j].opt, ins[j].path);
+                return EXIT_INPUT;
+            }
+            if (sqlite_side(&o, ins[j].path, &side)) {
+                cli_error(cmd, "%s %s is the file SQLite keeps beside %s %s (its '%s' file): it would be lost or read "
+                          "as the ledger's own (nothing written)", outs[i].opt, outs[i].path, ins[j].opt, ins[j].path,
+                          side);
+                return EXIT_INPUT;
+            }
+        }
+        for (size_t j = 0; j < nouts; j++) {
+            const char *side;
+            if (j != i && outs[j].path && sqlite_side(&o, outs[j].path, &side)) {
+                cli_error(cmd, "%s %s is the file SQLite keeps beside %s %s (its '%s' file): it would be lost or read "
+                          "as the ledger's own (nothing written)", outs[i].opt, outs[i].path, outs[j].opt,
+                          outs[j].path, side);
                 return EXIT_INPUT;
             }
         }
@@ -334,6 +374,8 @@ int cli_run_opts(const char *cmd, const char *repeats, const char *threads, cons
 }
 
 /* The whole of a regular file, NUL-terminated (malloc'd), or NULL. */
+#define CLI_SPACE_FILE_MAX ((uint64_t)1 << 20)
+
 static char *read_text(const char *path)
 {
     FILE *f = fopen(path, "rb");
@@ -366,6 +408,11 @@ nx_status cli_load_space(const char *spec, const struct fit_ctx *ctx, struct fit
     struct stat sb;
     const char *name = "--space";
     char *text = NULL;
+    if (stat(spec, &sb) == 0 && !S_ISREG(sb.st_mode))
+        return nx_err_set(err, NX_EINVAL, "--space %s: not a regular file (a FIFO, a directory or a device)", spec);
+    if (stat(spec, &sb) == 0 && (uint64_t)sb.st_size > CLI_SPACE_FILE_MAX)
+        return nx_err_set(err, NX_EINVAL, "--space %s: %llu bytes: a space file may hold at most 1 MiB "
+                          "(docs/limits.md)", spec, (unsigned long long)sb.st_size);
     if (stat(spec, &sb) == 0 && S_ISREG(sb.st_mode)) {
         if (!(text = read_text(spec)))
             return nx_err_set(err, NX_EIO, "--space: cannot read %s", spec);

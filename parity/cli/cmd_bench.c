@@ -149,7 +149,7 @@ int cmd_bench(int argc, char **argv)
     snprintf(mpath, sizeof mpath, "%s/%s/MEASUREMENTS.toml", dir, cls);
     const cli_file outs[] = {{"MEASUREMENTS.toml", no_record ? NULL : mpath},
                              {"--ledger", no_record || no_ledger || !cli_dir_exists(ledger) ? NULL : ledger}};
-    if (cli_check_outputs("bench", outs, 2, NULL, 0)) {
+    if (cli_check_outputs("bench", outs, 2, NULL, 0) || cli_check_outside("bench", outs + 1, 1, "--kernels", dir)) {
         reg_free(r);
         return EXIT_INPUT;
     }
@@ -163,6 +163,17 @@ int cmd_bench(int argc, char **argv)
             return cli_fail("bench", &err);
         }
         sqlite3_close(db);
+    }
+    /* the records it will add to are read (and so checked) before the
+     * kernel is timed, not found bad after the measurement */
+    if (!no_record) {
+        lkb_records old = {0};
+        nx_status rs = lkb_records_load(dir, cls, &old, &err);
+        lkb_records_free(&old);
+        if (rs) {
+            reg_free(r);
+            return cli_fail("bench", &err);
+        }
     }
     lkb_bench_opts o = {be, preset, shape, (int)warmup, (int)repeats, (int)threads, bclass, (unsigned long long)seed};
     lkb_records recs = {0};

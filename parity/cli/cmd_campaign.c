@@ -220,6 +220,11 @@ int cmd_campaign(int argc, char **argv)
                              {"--ledger", !no_ledger && cli_dir_exists(ledger_path) ? ledger_path : NULL}};
     if (cli_check_outputs("campaign", outs, 4, NULL, 0) || cli_check_outside("campaign", outs, 4, "--kernels", kdir))
         return EXIT_INPUT;
+    /* the reports are no trace: not among those it writes, nor among the
+     * reference traces it reads */
+    if ((traces && cli_check_outside("campaign", outs, 3, "--traces", traces)) ||
+        (against && against_tr && cli_check_outside("campaign", outs, 3, "--against-traces", against_tr)))
+        return EXIT_INPUT;
     if (traces && against_tr) {
         char *a = realpath(traces, NULL), *b = realpath(against_tr, NULL);
         int same = a && b && strcmp(a, b) == 0;

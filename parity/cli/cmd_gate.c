@@ -204,7 +204,8 @@ int cmd_gate(int argc, char **argv)
     /* --json is checked before both campaigns run, not found bad after */
     const cli_file outs[] = {{"--json", json}};
     if (cli_check_outputs("gate", outs, 1, NULL, 0) || cli_check_outside("gate", outs, 1, "--before", before) ||
-        cli_check_outside("gate", outs, 1, "--after", after))
+        cli_check_outside("gate", outs, 1, "--after", after) ||
+        (traces && cli_check_outside("gate", outs, 1, "--traces", traces)))
         return EXIT_INPUT;
     gate_opts o = {0};
     o.before = before;

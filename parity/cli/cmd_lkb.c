@@ -86,7 +86,8 @@ int cmd_lkb(int argc, char **argv)
     }
     const cli_file outs[] = {{"--json", json && strcmp(json, "-") != 0 ? json : NULL}},
                    ins[] = {{"--ledger", ledger}};
-    if (cli_check_outputs("lkb", outs, 1, ins, 1) || cli_check_outside("lkb", outs, 1, "--kernels", dir))
+    if (cli_check_outputs("lkb", outs, 1, ins, 1) || cli_check_outside("lkb", outs, 1, "--kernels", dir) ||
+        (before && cli_check_outside("lkb", outs, 1, "--before", before)))
         return EXIT_INPUT;
     nx_err err = {0};
     reg_registry *r = NULL;

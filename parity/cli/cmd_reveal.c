@@ -1,6 +1,7 @@
 /* cmd_reveal.c: `parity reveal`: a black-box kernel probed for the numerics
  * point it realises (docs/reveal.md, parity/reveal/). */
 #include "cli.h"
+#include "nx_limits.h"
 #include "pa_core.h"
 #include "cli_html.h"
 #include "fit.h"
@@ -433,12 +434,30 @@ int cmd_reveal(int argc, char **argv)
             snprintf(lib, sizeof lib, "%.*s", colon ? (int)(colon - dl) : (int)strlen(dl), dl);
         /* and a --space that names a file (else it is the space's text) */
         struct stat sb;
-        cli_file ins[2];
+        cli_file ins[2 + 16];
         size_t nins = 0;
         if (dl)
             ins[nins++] = (cli_file){"--dlopen", lib};
         if (space_s && stat(space_s, &sb) == 0)
             ins[nins++] = (cli_file){"--space", space_s};
+        /* and every word of the kernel's command that names a file (its
+         * script, its program): the report must not replace the kernel */
+        const char *cmdline = exec ? exec : serve;
+        char words[16][1024];
+        size_t nw = 0;
+        for (const char *w = cmdline; w && *w && nw < 16;) {
+            w += strspn(w, " \t");
+            size_t l = strcspn(w, " \t");
+            if (l && l < sizeof words[0]) {
+                memcpy(words[nw], w, l);
+                words[nw][l] = 0;
+                if (stat(words[nw], &sb) == 0 && S_ISREG(sb.st_mode)) {
+                    ins[nins++] = (cli_file){exec ? "--exec" : "--serve", words[nw]};
+                    nw++;
+                }
+            }
+            w += l;
+        }
         const cli_file outs[] = {{"--html", html}};
         if (cli_check_outputs("reveal", outs, 1, ins, nins))
             return EXIT_INPUT;
@@ -452,6 +471,17 @@ int cmd_reveal(int argc, char **argv)
     if (rows_s && (v = cli_long("reveal", "--rows", rows_s, 1, 1L << 20)) < 0)
         return EXIT_INPUT;
     o.fit_rows = rows_s ? (size_t)v : 0;
+    /* rows x n bounded before anything is allocated: the probe and
+     * arithmetic rows hold a, b, y and their exact evaluation, about 48
+     * bytes a term (--max-bytes; docs/limits.md) */
+    for (size_t l = 0; l < nlens; l++) {
+        nx_err le = {0};
+        char what[96];
+        size_t r = o.fit_rows ? o.fit_rows : RV_DEFAULT_ROWS;
+        snprintf(what, sizeof what, "reveal --rows %zu at n = %zu (about 48 bytes a term)", r, lens[l]);
+        if (nx_limits_terms(r, lens[l], what, &le) || nx_limits_elems((uint64_t)r * lens[l], 48, what, &le))
+            return cli_fail("reveal", &le);
+    }
     size_t gm = 0, gn = 0;
     if (grid_s) {
         char *e1, *e2 = NULL;

@@ -106,7 +106,7 @@ static int zero_day_report(const char *path, const char *cls, const char *model,
                            const char *json)
 {
     const cli_file outs[] = {{"--json", json && strcmp(json, "-") != 0 ? json : NULL}}, ins[] = {{"--ledger", path}};
-    if (cli_check_outputs("ttbp", outs, 1, ins, 1))
+    if (cli_check_outputs("ttbp", outs, 1, ins, 1) || cli_check_outside("ttbp", outs, 1, "--kernels", kdir))
         return EXIT_INPUT;
     nx_err err = {0};
     char **classes = NULL;
@@ -243,7 +243,7 @@ int cmd_ttbp(int argc, char **argv)
         return EXIT_INPUT;
     }
     const cli_file outs[] = {{"--json", json && strcmp(json, "-") != 0 ? json : NULL}}, ins[] = {{"--ledger", path}};
-    if (cli_check_outputs("ttbp", outs, 1, ins, 1))
+    if (cli_check_outputs("ttbp", outs, 1, ins, 1) || cli_check_outside("ttbp", outs, 1, "--kernels", kdir))
         return EXIT_INPUT;
     nx_err err = {0};
     ttbp_report r;

@@ -406,6 +406,7 @@ static nx_status append_locked(const char *kernels_dir, const char *cls, const c
     lkb_records old = {0};
     nx_status st = lkb_records_load(kernels_dir, cls, &old, err);
     if (st) {
+        lkb_records_free(&old); /* the whole records read before the bad one */
         nx_err_prefix(err, "reading the records before adding to them");
         return st;
     }

@@ -389,7 +389,7 @@ static nx_status residual_of(const reg_registry *r, const char *cls, res_list *l
         /* listed as CLASS:FAMILY.POINT for this class or the ancestor it inherits the copy from */
         e->in_forks = in_forks(forks, m[i].id);
         const char *c = cls;
-        for (int depth = 0; c && depth < 64 && !e->in_forks; depth++, c = reg_class_parent(r, c)) {
+        for (int depth = 0; c && (size_t)depth <= reg_class_count(r) && !e->in_forks; depth++, c = reg_class_parent(r, c)) {
             char key[512];
             snprintf(key, sizeof key, "%s:%s", c, m[i].id);
             e->in_forks = in_forks(forks, key);
@@ -429,7 +429,7 @@ static nx_status rules_load(const reg_registry *r, const char *cls, rules *out, 
     nx_status st = NX_OK;
     static const char *const top[] = {"rule", NULL};
     static const char *const rk[] = {"family", "op", "rows", "point", "description", NULL};
-    for (int depth = 0; c && depth < 64 && !st; depth++, c = reg_class_parent(r, c)) {
+    for (int depth = 0; c && (size_t)depth <= reg_class_count(r) && !st; depth++, c = reg_class_parent(r, c)) {
         char path[4096];
         snprintf(path, sizeof path, "%s/%s/common/FUSIONS.toml", reg_dir(r), c);
         struct stat sb;
@@ -680,7 +680,7 @@ static nx_status routes_all(const reg_registry *r, routes *out, nx_err *err)
 /* 1 when class c is cls or inherits from it. */
 static int in_subtree(const reg_registry *r, const char *c, const char *cls)
 {
-    for (int depth = 0; c && depth < 64; depth++, c = reg_class_parent(r, c))
+    for (int depth = 0; c && (size_t)depth <= reg_class_count(r); depth++, c = reg_class_parent(r, c))
         if (strcmp(c, cls) == 0)
             return 1;
     return 0;
@@ -990,7 +990,11 @@ static nx_status ttpv(const lkb_records *recs, const char *cls, const char *ledg
         t->energy_readable |= x->has_energy;
         /* a record before the class's first campaign (t0): the value was
          * there from the start, TTPV 0, never a negative time */
-        int64_t since = x->utc_s - t0 > 0 ? x->utc_s - t0 : 0;
+        int64_t since; /* saturating: a ledger's started_s is data, and may be anything */
+        if (__builtin_sub_overflow(x->utc_s, t0, &since))
+            since = INT64_MAX;
+        if (since < 0)
+            since = 0;
         int early = x->utc_s < t0;
         if (lkb_record_beats_speed(x) && (!t->speed_known || since < t->speed_s)) {
             t->speed_known = 1;

@@ -427,9 +427,17 @@ nx_status lkb_records_load(const char *kernels_dir, const char *class_name, lkb_
         }
         double v[16] = {0};
         int have[16] = {0};
-        for (size_t k = 0; nums[k] && !st; k++)
+        for (size_t k = 0; nums[k] && !st; k++) {
+            /* bounded, so that sums and rates over records stay finite: a
+             * time at most 10^6 s (11.6 days), an energy at most 10^12 J */
+            size_t kl = strlen(nums[k]);
+            double hi = kl > 2 && !strcmp(nums[k] + kl - 2, "_s") ? 1e6 : strstr(nums[k], "energy") ? 1e12 : HUGE_VAL;
             if ((have[k] = get_num(t, nums[k], &v[k])) < 0 || (have[k] && !(v[k] >= 0 && v[k] < HUGE_VAL)))
                 st = tc_errf(err, NX_EINVAL, tc_get(t, nums[k]), "'%s' must be a finite number >= 0", nums[k]);
+            else if (have[k] && v[k] > hi)
+                st = tc_errf(err, NX_EINVAL, tc_get(t, nums[k]), "'%s' must be at most %g (%s)", nums[k], hi,
+                             hi == 1e6 ? "seconds: 11.6 days" : "joules");
+        }
         for (size_t k = 0; k < 3 && !st; k++) /* rows, warmup, repeats: counts, cast to integers */
             if (have[k] && v[k] > 2147483647.0)
                 st = tc_errf(err, NX_EINVAL, tc_get(t, nums[k]), "'%s' must be at most 2147483647", nums[k]);

@@ -258,7 +258,7 @@ int reg_class_rate(const reg_registry *r, const char *class_name, const char *ke
                    size_t len)
 {
     int c = reg_class_find(r, class_name);
-    for (int depth = 0; c >= 0 && depth < 64; depth++, c = r->cls[c].parent) {
+    for (size_t depth = 0; c >= 0 && depth <= r->ncls; depth++, c = r->cls[c].parent) {
         const tc_node *rates = r->cls[c].hw ? tc_get(r->cls[c].hw, "rates") : NULL;
         const tc_node *v = rates ? tc_get(rates, key) : NULL;
         if (!v)

@@ -12,6 +12,7 @@
 #include "safetensors.h"
 
 #include <dlfcn.h>
+#include <sys/stat.h>
 #include <errno.h>
 #include <math.h>
 #include <poll.h>
@@ -717,7 +718,15 @@ nx_status rv_kernel_dlopen(const char *spec, nx_fmt in, rv_kernel **out, nx_err 
     char *path = strndup(spec, (size_t)(colon - spec));
     if (!path)
         return nx_err_set(err, NX_ENOMEM, "out of memory");
-    void *lib = dlopen(strchr(path, '/') ? path : path, RTLD_NOW | RTLD_LOCAL);
+    /* a path must be a regular file: dlopen of a FIFO waits for a writer
+     * forever (a bare name is looked up by the loader's search path) */
+    struct stat sb;
+    if (strchr(path, '/') && stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+        nx_status st = nx_err_set(err, NX_EINVAL, "--dlopen: %s: not a regular file", path);
+        free(path);
+        return st;
+    }
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     free(path);
     if (!lib)
         return nx_err_set(err, NX_EINVAL, "--dlopen: %s", dlerror());
