@@ -1936,6 +1936,12 @@ nx_status rv_confirm_at(rv_kernel *k, const char *point, size_t n, size_t crows,
     return confirm(k, point, n, crows, crows, 0x6c656e677468ULL, seed, ok, why, whylen, err);
 }
 
+nx_status rv_confirm_rows_a_call(rv_kernel *k, const char *point, size_t n, size_t crows, size_t R,
+                                 unsigned long long seed, size_t *ok, char *why, size_t whylen, nx_err *err)
+{
+    return confirm(k, point, n, crows, R, 0x726f77730000ULL + R, seed, ok, why, whylen, err);
+}
+
 nx_status rv_confirm_one_row(rv_kernel *k, const char *point, size_t n, size_t crows, unsigned long long seed,
                              size_t *ok, char *why, size_t whylen, nx_err *err)
 {

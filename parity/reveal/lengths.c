@@ -302,6 +302,11 @@ nx_status rv_generalise(rv_kernel *k, const rv_opts *o, const size_t *lens, size
 
 char *rv_join_one_row(const char *point, const char *one_row, nx_err *err)
 {
+    return rv_join_rows(point, one_row, 1, err);
+}
+
+char *rv_join_rows(const char *point, const char *one_row, size_t R, nx_err *err)
+{
     nx_point m, o;
     if (pt_from_text(point, "point", &m, err))
         return NULL;
@@ -313,7 +318,7 @@ char *rv_join_one_row(const char *point, const char *one_row, nx_err *err)
     size_t nc = o.nclasses + 1 + m.nclasses, k = 0;
     nx_rowclass *cl = NULL;
     if (m.grid_m || o.grid_m) {
-        nx_err_set(err, NX_EUNSUPPORTED, "a point with a grid takes no class of R = 1 here");
+        nx_err_set(err, NX_EUNSUPPORTED, "a point with a grid takes no class of R = %zu here", R);
         goto done;
     }
     if (!(cl = calloc(nc, sizeof *cl)))
@@ -324,9 +329,9 @@ char *rv_join_one_row(const char *point, const char *one_row, nx_err *err)
     for (size_t i = 0; i <= o.nclasses; i++, k++) {
         nx_sbuf sb = {0};
         if (i < o.nclasses)
-            nx_sbuf_printf(&sb, "R == 1 && (%s)", o.classes[i].select);
+            nx_sbuf_printf(&sb, "R == %zu && (%s)", R, o.classes[i].select);
         else
-            nx_sbuf_printf(&sb, "R == 1");
+            nx_sbuf_printf(&sb, "R == %zu", R);
         if (!(cl[k].select = nx_sbuf_take(&sb)))
             goto oom;
         if (nx_select_parse(cl[k].select, "select", &cl[k].sel, err))
@@ -436,5 +441,69 @@ nx_status rv_one_row(rv_kernel *k, const rv_opts *o, size_t n, const char *point
     *out = pt ? pt : strdup(point);
     if (!*out)
         return nx_err_set(err, NX_ENOMEM, "out of memory");
-    return NX_OK;
+    /* calls of 2 and 3 rows: a library may take another path for a few
+     * outputs (OpenBLAS's sgemv N below 4 columns); held, and where the
+     * point fails there, that path revealed with every call exactly R rows
+     * and joined as `R == R` */
+    for (size_t R = 2; R <= 3 && !st; R++) {
+        size_t rr = RV_ONE_ROW_ROWS - RV_ONE_ROW_ROWS % R, okr = 0;
+        if ((st = rv_confirm_rows_a_call(k, *out, n, rr, R, o->seed, &okr, why, sizeof why, err)))
+            break;
+        sayf(say, "rows: at R = %zu (%zu rows a call, not probed) the point reproduced %zu of %zu fresh random rows "
+                  "at n = %zu%s%s", R, R, okr, rr, n, why[0] ? ": " : "", why);
+        if (okr == rr || !reveal_fn)
+            continue;
+        size_t calls0 = k->calls, probes0 = k->probes, keep = k->max_rows;
+        int keep_exact = k->exact_rows;
+        sayf(say, "rows: calls of %zu rows take another path: revealed below with every call %zu rows", R, R);
+        k->max_rows = R;
+        k->exact_rows = 1;
+        rv_opts o1 = *o;
+        if (!o1.confirm_rows)
+            o1.confirm_rows = RV_ONE_ROW_CONFIRM;
+        if (!o1.disambig_rows)
+            o1.disambig_rows = RV_ONE_ROW_DISAMBIG;
+        char *path = NULL, *joined = NULL;
+        st = reveal_fn(k, &o1, ctx, &path, err);
+        k->max_rows = keep;
+        k->exact_rows = keep_exact;
+        if (st)
+            break;
+        if (path) {
+            nx_err je = {0};
+            if (!(joined = rv_join_rows(*out, path, R, &je))) {
+                if (je.code == NX_ENOMEM)
+                    st = nx_err_set(err, NX_ENOMEM, "out of memory");
+                else
+                    sayf(say, "rows: the %zu-row path's point %s is not joined: %s", R, path, je.msg);
+            }
+        }
+        free(path);
+        if (joined && !st) {
+            size_t okj = 0, ok1j = 0, rows = 0, okb = 0;
+            char why2[512];
+            if (!(st = rv_confirm_rows_a_call(k, joined, n, rr, R, o->seed ^ 0x52313dULL, &okj, why, sizeof why, err)) &&
+                !(st = rv_confirm_one_row(k, joined, n, r1, o->seed ^ 0x52313dULL, &ok1j, why, sizeof why, err)) &&
+                !(st = rv_confirm_at(k, joined, n, confirm_rows_of(o), o->seed ^ 0x52313dULL, &rows, &okb, why2,
+                                     sizeof why2, err))) {
+                sayf(say, "rows: the %zu-row path joined as `R == %zu` (%zu rows in %zu calls): at n = %zu it "
+                          "reproduced %zu of %zu fresh rows %zu a call, %zu of %zu one a call and %zu of %zu in one "
+                          "batch", R, R, k->probes - probes0, k->calls - calls0, n, okj, rr, R, ok1j, r1, okb, rows);
+                if (okj == rr && ok1j == r1 && okb == rows) {
+                    free(*out);
+                    *out = joined;
+                    joined = NULL;
+                }
+            }
+        }
+        free(joined);
+        if (!st && !strstr(*out, R == 2 ? "R == 2" : "R == 3"))
+            sayf(say, "rows: the %zu-row path is not revealed (above): the point below does not hold for calls of "
+                      "%zu rows", R, R);
+    }
+    if (st) {
+        free(*out);
+        *out = NULL;
+    }
+    return st;
 }

@@ -268,6 +268,26 @@ nx_status rv_call(rv_kernel *k, size_t rows, size_t n, const double *a, const do
         per = k->max_rows;
     for (size_t r0 = 0; r0 < rows && !st; r0 += per) {
         size_t m = rows - r0 < per ? rows - r0 : per;
+        if (k->exact_rows && k->max_rows && m < k->max_rows) {
+            /* a short last call padded to the kernel's R with copies of its
+             * first row (the same b: a shared b stays shared) */
+            size_t R = k->max_rows;
+            double *pa = malloc(R * n * sizeof *pa), *pb = malloc(R * n * sizeof *pb), *py = malloc(R * sizeof *py);
+            if (!pa || !pb || !py) {
+                st = nx_err_set(err, NX_ENOMEM, "out of memory");
+            } else {
+                for (size_t q = 0; q < R; q++) {
+                    memcpy(pa + q * n, a + (r0 + (q < m ? q : 0)) * n, n * sizeof *pa);
+                    memcpy(pb + q * n, b + (r0 + (q < m ? q : 0)) * n, n * sizeof *pb);
+                }
+                if (!(st = call_once(k, R, n, pa, pb, py, R, err)))
+                    memcpy(y + r0, py, m * sizeof *py);
+            }
+            free(pa);
+            free(pb);
+            free(py);
+            continue;
+        }
         st = call_once(k, m, n, a + r0 * n, b + r0 * n, y + r0, m, err);
     }
     free(ca);

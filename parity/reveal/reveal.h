@@ -40,6 +40,9 @@ struct rv_kernel {
     size_t max_elems;   /* rows * n per call at most (0: no limit) */
     size_t max_rows;    /* rows per call at most (0: no limit); 1 sends every row alone, the kernel's
                            one-row path (docs/reveal.md "One row a call") */
+    int exact_rows;     /* with max_rows: every call holds exactly max_rows rows (a short last call is
+                           padded with copies of its first row, their answers dropped): the kernel's
+                           path for calls of that many rows */
     size_t calls;       /* kernel invocations */
     size_t probes;      /* rows evaluated */
     int killed;         /* a call's command was killed (no answer in time, a wrong answer): a kernel
@@ -306,6 +309,11 @@ nx_status rv_confirm_at(rv_kernel *k, const char *point, size_t n, size_t crows,
  * 1, a batch size the probes never use): the kernel's answers against
  * the point's, each row evaluated as a batch of one. */
 #define RV_ONE_ROW_ROWS 64
+/* The same, R rows a call (crows a multiple of R: every call exactly R). */
+nx_status rv_confirm_rows_a_call(rv_kernel *k, const char *point, size_t n, size_t crows, size_t R,
+                                 unsigned long long seed, size_t *ok, char *why, size_t whylen, nx_err *err);
+/* rv_join_one_row for calls of R rows: the path's classes under `R == R`. */
+char *rv_join_rows(const char *point, const char *path, size_t R, nx_err *err);
 nx_status rv_confirm_one_row(rv_kernel *k, const char *point, size_t n, size_t crows, unsigned long long seed,
                              size_t *ok, char *why, size_t whylen, nx_err *err);
 /* Lengths (lengths.c): an account of lines, one at a time, to the
