@@ -615,6 +615,16 @@ EOF2
   run 2 "bench on bad records" bench --class cpu --point gemm.seq --rows 1 --repeats 2 --kernels "$T/breg" --no-ledger
   grep -q '^bench' "$T/out" && fail "bench timed a kernel before reading its bad records: $(cat "$T/out")"
 
+  # a registry file that cannot be read (a FIFO): the refusal names it
+  cp -r "$KERNELS" "$T/freg"
+  rm -f "$T/freg/cpu/common/FUSIONS.toml"
+  if mkfifo "$T/freg/cpu/common/FUSIONS.toml" 2> /dev/null; then
+    timeout 20 "$PARITY" campaign --class cpu --kernels "$T/freg" --no-ledger --quiet > "$T/out" 2> "$T/err"
+    rc=$?
+    [ $rc -eq 2 ] || fail "a FIFO FUSIONS.toml: exit $rc, want 2"
+    has err "the first: $T/freg/cpu/common/FUSIONS.toml: not a regular file" "a FIFO FUSIONS.toml"
+  fi
+
   # a class chain longer than 64: lkb reads the whole chain (its rates)
   C=$T/chain
   cp -r "$KERNELS" "$C"

@@ -449,6 +449,16 @@ int cli_refuse_lint(const char *cmd, const char *opt, const char *dir, const reg
                 snprintf(first, sizeof first, "%.*s", (int)l, p);
             p = e ? e + 1 : p + l;
         }
+    /* a finding without ": error: " (a file that could not be read):
+     * its first line, rather than nothing */
+    for (int k = 0; k < 2 && !*first; k++)
+        for (const char *p = texts[k]; p && *p && !*first;) {
+            const char *e = strchr(p, '\n');
+            size_t l = e ? (size_t)(e - p) : strlen(p);
+            if (l && !strstr(p, ": warning: "))
+                snprintf(first, sizeof first, "%.*s", (int)l, p);
+            p = e ? e + 1 : p + l;
+        }
     free(a);
     free(b);
     char text[1400];
