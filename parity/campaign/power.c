@@ -324,6 +324,18 @@ static nx_status add_case(pw_ctx *c, pw_case **out, nx_err *err)
     return NX_OK;
 }
 
+/* A new case of x: a copy of spec, counted, tried by the neighbours at
+ * priority prio. */
+static nx_status case_of(pw_ctx *x, const fam_spec *spec, int prio, pw_case **c, nx_err *err)
+{
+    nx_status st = add_case(x, c, err);
+    if (!st && !(st = pw_spec_copy(spec, &(*c)->spec, err))) {
+        x->ncases++;
+        (*c)->prio = prio;
+    }
+    return st;
+}
+
 /* Fills t when the list names it. */
 static nx_status fill_named(st_tensor *t, const ref_tensor_desc *d, const char *fills, nx_err *err)
 {
@@ -1178,10 +1190,8 @@ static nx_status special_cases(pw_ctx *x, const fam_spec *spec, const fam_desc *
             if (d[k].kind != REF_FLOAT || d[k].fmt < 0 || !nx_format((nx_fmt)d[k].fmt)->is_signed)
                 continue;
             pw_case *c;
-            if ((st = add_case(x, &c, err)) || (st = pw_spec_copy(&base, &c->spec, err)))
+            if ((st = case_of(x, &base, 5, &c, err)))
                 break;
-            x->ncases++;
-            c->prio = 5;
             snprintf(c->label, sizeof c->label,
                      tiny ? "underflow to -0 (every float input its least positive value, '%s' negative), %s"
                           : "signed zeros (every '%s' -0, the other inputs >= 0), %s",
@@ -1200,10 +1210,8 @@ static nx_status special_cases(pw_ctx *x, const fam_spec *spec, const fam_desc *
         if (f32 && (!v0 || !*v0->fp32 || !dout || nx_fmt_from_name(dout) < 0))
             continue;
         pw_case *c;
-        if ((st = add_case(x, &c, err)) || (st = pw_spec_copy(&base, &c->spec, err)))
+        if ((st = case_of(x, &base, 5, &c, err)))
             break;
-        x->ncases++;
-        c->prio = 5;
         if (f32 && ((st = set_params(&c->spec, v0->fp32, err)) || (st = fam_spec_set_param(&c->spec, "out", dout, err))))
             break;
         snprintf(c->label, sizeof c->label, "adversarial inputs with inf and NaN%s, %s",
@@ -1225,11 +1233,9 @@ static nx_status special_cases(pw_ctx *x, const fam_spec *spec, const fam_desc *
         if (f16 && (!v0 || !*v0->fp16))
             continue;
         pw_case *c;
-        if ((st = add_case(x, &c, err)) || (st = pw_spec_copy(spec, &c->spec, err)))
+        if ((st = case_of(x, spec, 6, &c, err)))
             break;
-        x->ncases++;
         c->probe = 1;
-        c->prio = 6;
         char rows[32];
         snprintf(rows, sizeof rows, "%s=%d", pb->rows, EDGE_ROWS);
         if ((f16 && (st = set_params(&c->spec, v0->fp16, err))) || (st = set_params(&c->spec, pb->shape, err)) ||
