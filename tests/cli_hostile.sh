@@ -342,6 +342,19 @@ if [ -n "$KERNELS" ]; then
   done
   fresh; sed -i "0,/^rows = .*/s//rows = 1e300/" "$M"
   lintk "rows = 1e300" "'rows' must be at most 2147483647"
+  # counts whole, repeats at least one, min <= median <= max, ids not empty
+  fresh; sed -i "0,/^rows = .*/s//rows = 1.5/" "$M"
+  lintk "rows = 1.5" "'rows' must be a whole number, not 1.5"
+  fresh; sed -i "0,/^repeats = .*/s//repeats = 0/" "$M"
+  lintk "repeats = 0" "'repeats' must be at least 1"
+  fresh; sed -i "0,/^min_s = .*/s//min_s = 1000.0/" "$M"
+  lintk "min_s above median_s" "min_s <= median_s <= max_s must hold"
+  fresh; sed -i '0,/^id = .*/s//id = ""/' "$M"
+  lintk "id = empty" "'id' must not be empty"
+  # a negative control that names no Tier 1 check
+  fresh; sed -i '0,/negative_control = "eager_graphed"/s//negative_control = "bogus"/' "$T/lk/cpu/common/KERNEL_FAMILIES.toml"
+  run 2 "registry lint: negative_control = bogus" registry lint "$T/lk"
+  has out "negative_control names 'bogus', no Tier 1 check" "registry lint: negative_control = bogus"
   # STEP.toml: per names layer or step
   S=$T/lk/models/llama3-8b/STEP.toml
   fresh; sed -i '0,/^per = "step"/s//per = "epoch"/' "$S"

@@ -441,6 +441,17 @@ nx_status lkb_records_load(const char *kernels_dir, const char *class_name, lkb_
         for (size_t k = 0; k < 3 && !st; k++) /* rows, warmup, repeats: counts, cast to integers */
             if (have[k] && v[k] > 2147483647.0)
                 st = tc_errf(err, NX_EINVAL, tc_get(t, nums[k]), "'%s' must be at most 2147483647", nums[k]);
+            else if (have[k] && v[k] != floor(v[k]))
+                st = tc_errf(err, NX_EINVAL, tc_get(t, nums[k]), "'%s' must be a whole number, not %g", nums[k], v[k]);
+        if (!st && have[2] && v[2] < 1)
+            st = tc_errf(err, NX_EINVAL, tc_get(t, "repeats"), "'repeats' must be at least 1 (the timed runs)");
+        if (!st && !*r->id)
+            st = tc_errf(err, NX_EINVAL, tc_get(t, "id"), "'id' must not be empty");
+        if (!st && !*r->point)
+            st = tc_errf(err, NX_EINVAL, tc_get(t, "point"), "'point' must not be empty");
+        if (!st && have[3] && have[4] && have[5] && !(v[4] <= v[3] && v[3] <= v[5]))
+            st = tc_errf(err, NX_EINVAL, tc_get(t, "median_s"), "[[measurement]] '%s': min_s <= median_s <= max_s "
+                         "must hold (%g, %g, %g)", r->id, v[4], v[3], v[5]);
         if (st)
             break;
         if (!have[0] || v[0] < 1 || !have[3] || !have[4] || !have[5]) {

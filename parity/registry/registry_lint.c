@@ -757,6 +757,38 @@ static void lint_point_view(lint *L, const reg_view *v, const reg_vfamily *f, co
         if (!reg_vparam_find(f, p->params.v[i].key))
             add_at(L, 1, p->params.v[i].n, "param '%s' of point '%s' is not declared by family '%s' ([[family.param]])",
                    p->params.v[i].key, p->id, f->id);
+    /* negative_control names Tier 1 checks (docs/registry.md): an unknown
+     * name would make a control that no check expects to fail */
+    for (size_t i = 0; i < p->params.n; i++) {
+        const tc_node *nv = p->params.v[i].n;
+        if (strcmp(p->params.v[i].key, "negative_control") != 0)
+            continue;
+        if (!nv || nv->kind != TC_STRING) {
+            add_at(L, 1, nv, "point '%s': negative_control must be a string of Tier 1 checks (determinism, "
+                   "eager_graphed, new_legacy, rows, comma-separated)", p->id);
+            continue;
+        }
+        static const char *const checks[] = {"determinism", "eager_graphed", "new_legacy", "rows"};
+        const char *q = nv->str;
+        while (*q) {
+            size_t l = strcspn(q, ",");
+            const char *w = q;
+            size_t wl = l;
+            while (wl && *w == ' ')
+                w++, wl--;
+            while (wl && w[wl - 1] == ' ')
+                wl--;
+            int ok = 0;
+            for (size_t c = 0; c < sizeof checks / sizeof *checks && !ok; c++)
+                ok = wl == strlen(checks[c]) && !strncmp(w, checks[c], wl);
+            if (!ok)
+                add_at(L, 1, nv, "point '%s': negative_control names '%.*s', no Tier 1 check (determinism, "
+                       "eager_graphed, new_legacy, rows)", p->id, (int)(wl < 64 ? wl : 64), w);
+            q += l + (q[l] == ',');
+        }
+        if (!*nv->str)
+            add_at(L, 1, nv, "point '%s': negative_control is empty (the Tier 1 checks it is built to fail)", p->id);
+    }
 
     reg_env env;
     nx_err err;
