@@ -251,5 +251,21 @@ expect2 gridtwice "--grid given twice" --in "$T/g1" --ref "$T/gy1" --grid 6,10 -
 "$CRAFT" rand "$T/s1" F32 6 300 21
 expect2 dotsum "$T/s1: has no 'b'" --in "$T/i1" --ref "$T/y1" --in "$T/s1" --ref "$T/y1"
 
+# Lengths that leave remainders unseen are said: n = 300 and 516 are both
+# 0 mod 4 (and mod 2 both even), so a tail that runs at odd n is in no row
+"$CRAFT" rand "$T/e1" F32 8 300 31 F32 || fail "even lengths: craft"
+"$CRAFT" rand "$T/e2" F32 8 516 32 F32 || fail "even lengths: craft"
+for i in 1 2; do
+  "$PARITY" reduce --numerics '{ tree = "pairwise" }' --in "$T/e$i" --out "$T/ey$i" 2> /dev/null || fail "even lengths: reduce"
+done
+"$PARITY" fit --in "$T/e1" --ref "$T/ey1" --in "$T/e2" --ref "$T/ey2" > "$T/out" 2> "$T/err" || fail "even lengths: fit"
+grep -q '^parity fit: note: no pair has n mod 2 in {1}: a path that runs only there' "$T/err" \
+  || fail "even lengths: the unseen remainders are not said: $(grep note "$T/err")"
+"$CRAFT" rand "$T/e3" F32 8 389 33 F32 || fail "even lengths: craft"
+"$PARITY" reduce --numerics '{ tree = "pairwise" }' --in "$T/e3" --out "$T/ey3" 2> /dev/null || fail "odd length: reduce"
+"$PARITY" fit --in "$T/e1" --ref "$T/ey1" --in "$T/e3" --ref "$T/ey3" > /dev/null 2> "$T/err" || fail "300 and 389: fit"
+grep -q 'note: no pair has n mod 2 ' "$T/err" && fail "300 and 389: a remainder mod 2 said unseen"
+grep -q 'note: no pair has n mod 4 in {2, 3}' "$T/err" || fail "300 and 389: n mod 4 in {2, 3} unseen, not said: $(grep note "$T/err")"
+
 [ $fails -eq 0 ] && echo "cli_fit: all passed"
 [ $fails -eq 0 ]

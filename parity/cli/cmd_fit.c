@@ -215,6 +215,25 @@ int cmd_fit(int argc, char **argv)
                   .parts = 1};
     if ((st = fit_run(fp, nin, &space, &o, &res, &err)))
         goto fail;
+    if (res.found) {
+        /* what the lengths could not show: a tail that runs only at the
+         * remainders no pair has (n mod 4 in {2, 3} from n = 300, 517,
+         * 1000) is not in the rows, and the point may miss it */
+        for (size_t m = 2; m <= 8; m *= 2) {
+            unsigned seen = 0;
+            for (size_t p = 0; p < nin; p++)
+                seen |= 1u << (fp[p].n % m);
+            if (seen == (1u << m) - 1)
+                continue;
+            char miss[64] = "";
+            for (size_t r = 0; r < m; r++)
+                if (!(seen & (1u << r)))
+                    snprintf(miss + strlen(miss), sizeof miss - strlen(miss), "%s%zu", *miss ? ", " : "", r);
+            fprintf(stderr, "parity fit: note: no pair has n mod %zu in {%s}: a path that runs only there (a tail, "
+                    "a peel) is not in these rows; fit or check the point at such a length too\n", m, miss);
+            break;
+        }
+    }
     if (json) {
         json_t *j = json_object(), *near = json_array();
         json_object_set_new(j, "found", json_boolean(res.found));
