@@ -359,6 +359,13 @@ if [ -n "$KERNELS" ]; then
   S=$T/lk/models/llama3-8b/STEP.toml
   fresh; sed -i '0,/^per = "step"/s//per = "epoch"/' "$S"
   lintk "per = epoch" "$S:15:7: 'per' must be \"layer\" or \"step\""
+  # flops and bytes: counts, 0 ... 2^62; an op's id not empty
+  fresh; sed -i '0,/^flops = "0"/s//flops = "0-4"/' "$S"
+  lintk "flops = 0-4" "op 'embed': flops = -4 at C = 1 (must be 0 ... 2^62)"
+  fresh; sed -i '0,/^bytes = "2\*2\*T\*H"/s//bytes = "4611686018427387903+4611686018427387903"/' "$S"
+  lintk "bytes = 2^63 - 2" "op 'embed': bytes = 9223372036854775806 at C = 1 (must be 0 ... 2^62)"
+  fresh; sed -i '0,/^id = "embed"/s//id = ""/' "$S"
+  lintk "op id empty" "an op's 'id' must not be empty"
   # HARDWARE.toml [rates]: 5e-324 gave "coverage -nan%", inf a time of 0
   H=$T/lk/cpu/HARDWARE.toml
   for v in 5e-324 inf nan 0 1e13; do

@@ -239,6 +239,15 @@ nx_status lkb_op_eval(const lkb_op *op, long long c, char *shape, size_t len, lo
         nx_err_prefix(err, "%s: op '%s': flops", op->where, op->id);
     if (!st && (st = lkb_eval(op->bytes, names, vals, n, bytes, err)))
         nx_err_prefix(err, "%s: op '%s': bytes", op->where, op->id);
+    /* counts of work and traffic: never negative, and at most 2^62 so that
+     * sums over a step's ops stay in 64 bits */
+    const long long lim = 1LL << 62;
+    if (!st && (*flops < 0 || *flops > lim))
+        st = nx_err_set(err, NX_EINVAL, "%s: op '%s': flops = %lld at C = %lld (must be 0 ... 2^62)", op->where,
+                        op->id, *flops, c);
+    if (!st && (*bytes < 0 || *bytes > lim))
+        st = nx_err_set(err, NX_EINVAL, "%s: op '%s': bytes = %lld at C = %lld (must be 0 ... 2^62)", op->where,
+                        op->id, *bytes, c);
     char *text = nx_sbuf_take(&b);
     if (!st)
         snprintf(shape, len, "%s", text ? text : "");
@@ -305,7 +314,9 @@ nx_status lkb_step_load(const char *kernels_dir, const char *model, lkb_step *s,
             (st = want_str(t, "per", 0, &per, err)))
             break;
         o->where = loc(t);
-        if (per && strcmp(per, "layer") && strcmp(per, "step"))
+        if (!*o->id)
+            st = tc_errf(err, NX_EINVAL, tc_get(t, "id"), "an op's 'id' must not be empty");
+        if (!st && per && strcmp(per, "layer") && strcmp(per, "step"))
             st = tc_errf(err, NX_EINVAL, tc_get(t, "per"), "'per' must be \"layer\" or \"step\"");
         o->per_layer = !per || strcmp(per, "layer") == 0;
         free(per);
