@@ -580,6 +580,17 @@ run 2 "reveal --html over the --exec script" reveal --exec "$T/k.sh {in} {out}" 
 has err "--html $T/k.sh is the same file as --exec $T/k.sh" "reveal --html over the --exec script"
 cmp -s "$T/k.sh" "$T/k.sh.orig" || fail "reveal --html replaced the kernel's script"
 
+# a kernel that makes {out} a directory: refused, and reveal's temporary
+# folder is removed all the same (it was left behind)
+mkdir -p "$T/tmpd"
+printf '#!/bin/sh\nmkdir "$2"\n' > "$T/kdir.sh"
+chmod +x "$T/kdir.sh"
+TMPDIR="$T/tmpd" "$PARITY" reveal --exec "$T/kdir.sh {in} {out}" --n 8 > /dev/null 2> "$T/err"
+rc=$?
+[ $rc -eq 2 ] || fail "{out} made a directory: exit $rc, want 2"
+has err "out.safetensors: not a regular file (a directory)" "{out} made a directory"
+[ -z "$(ls -A "$T/tmpd")" ] || fail "{out} made a directory: left behind: $(ls -A "$T/tmpd")"
+
 # ---- outputs over what a command reads or writes, by class: the registry
 # of ttbp, the --before of lkb, the traces a campaign writes or reads, a
 # gate's traces, the ledger's SQLite side files

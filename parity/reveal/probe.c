@@ -12,6 +12,7 @@
 #include "safetensors.h"
 
 #include <dlfcn.h>
+#include <ftw.h>
 #include <sys/stat.h>
 #include <errno.h>
 #include <math.h>
@@ -437,6 +438,16 @@ static pid_t spawn_sh(const char *c, int in_fd, int out_fd, int close1, int clos
         setpgid(pid, pid); /* also here: the child may not have run yet when the parent kills the group */
     return pid;
 }
+static int rm_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw)
+{
+    (void)sb, (void)ftw;
+    if (type == FTW_DP)
+        rmdir(path);
+    else
+        unlink(path);
+    return 0; /* best effort: go on */
+}
+
 static nx_status exec_eval(rv_kernel *k, size_t rows, size_t n, const double *a, const double *b, double *y, int *of,
                            nx_err *err)
 {
@@ -548,8 +559,10 @@ static void file_destroy(rv_kernel *k)
         unlink(im->in);
     if (im->out)
         unlink(im->out);
-    if (im->dir)
-        rmdir(im->dir);
+    /* the folder is ours: whatever the kernel left in it goes too (an
+     * {out} it made a directory, files beside the probes) */
+    if (im->dir && rmdir(im->dir) != 0)
+        nftw(im->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
     free(im->in);
     free(im->out);
     free(im->dir);
