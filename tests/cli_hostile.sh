@@ -646,6 +646,17 @@ EOF2
   run 2 "bench on bad records" bench --class cpu --point gemm.seq --rows 1 --repeats 2 --kernels "$T/breg" --no-ledger
   grep -q '^bench' "$T/out" && fail "bench timed a kernel before reading its bad records: $(cat "$T/out")"
 
+  # an unknown key of a megabyte is named, not echoed whole
+  cp -r "$KERNELS" "$T/kreg"
+  awk 'BEGIN { s = ""; for (i = 0; i < 1048576; i++) s = s "k"; print "[rates]"; print s " = 1" }' > "$T/kk"
+  if grep -q '^\[rates\]' "$T/kreg/cpu/HARDWARE.toml"; then
+    sed -i '/^\[rates\]/d' "$T/kreg/cpu/HARDWARE.toml"
+    cat "$T/kk" >> "$T/kreg/cpu/HARDWARE.toml"
+    "$PARITY" registry lint "$T/kreg" > "$T/out" 2>&1
+    [ "$(wc -c < "$T/out")" -lt 4096 ] || fail "a 1 MB unknown key: lint said $(wc -c < "$T/out") bytes"
+    grep -q "unknown key 'kkkk.*\.\.\.' in \[rates\]" "$T/out" || fail "a 1 MB unknown key: $(head -c 300 "$T/out")"
+  fi
+
   # a registry file that cannot be read (a FIFO): the refusal names it
   cp -r "$KERNELS" "$T/freg"
   rm -f "$T/freg/cpu/common/FUSIONS.toml"

@@ -185,7 +185,7 @@ static nx_status kt_load(const char *kdir, const char *dir, kernel_toml *k, nx_s
             ok |= strcmp(*q, v->key) == 0;
         if (!ok && probs) {
             char *l = node_loc(v);
-            nx_sbuf_printf(probs, "%s: error: unknown key '%s' in KERNEL.toml\n", l, v->key);
+            nx_sbuf_printf(probs, "%s: error: unknown key '%.200s%s' in KERNEL.toml\n", l, v->key, strlen(v->key) > 200 ? "..." : "");
             free(l);
         }
     }
@@ -228,7 +228,8 @@ static nx_status kt_load(const char *kdir, const char *dir, kernel_toml *k, nx_s
                 ok |= strcmp(*q, sh->items[i]->key) == 0;
             if (!ok) {
                 char *l = node_loc(sh->items[i]);
-                nx_sbuf_printf(probs, "%s: error: unknown key '%s' in [shadow]\n", l, sh->items[i]->key);
+                nx_sbuf_printf(probs, "%s: error: unknown key '%.200s%s' in [shadow]\n", l, sh->items[i]->key,
+                               strlen(sh->items[i]->key) > 200 ? "..." : "");
                 free(l);
             }
         }

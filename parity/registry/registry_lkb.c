@@ -221,7 +221,7 @@ nx_status reg_bundles(const reg_registry *r, reg_bundle **out, size_t *count, nx
                             reg_put_loc(&pb, v), nx_sbuf_printf(&pb, ": key '%s' must be a string\n", v->key);
                     }
                 if (!known)
-                    reg_put_loc(&pb, v), nx_sbuf_printf(&pb, ": unknown key '%s' in [[bundle]]\n", v->key);
+                    reg_put_loc(&pb, v), nx_sbuf_printf(&pb, ": unknown key '%.200s%s' in [[bundle]]\n", v->key, strlen(v->key) > 200 ? "..." : "");
             }
             const tc_node *id = tc_get(t, "id"), *cl = tc_get(t, "classes");
             if (id && id->kind == TC_STRING)
@@ -288,7 +288,7 @@ char *reg_rates_problems(const reg_registry *r)
             for (const char *const *k = reg_rate_keys; *k; k++)
                 known |= strcmp(*k, v->key) == 0;
             if (!known)
-                reg_put_loc(&b, v), nx_sbuf_printf(&b, ": unknown key '%s' in [rates]\n", v->key);
+                reg_put_loc(&b, v), nx_sbuf_printf(&b, ": unknown key '%.200s%s' in [rates]\n", v->key, strlen(v->key) > 200 ? "..." : "");
             else if ((v->kind != TC_INT && v->kind != TC_FLOAT) ||
                      (v->kind == TC_INT ? v->i <= 0 || v->i > 1000000000000LL : !(v->f >= 1e-6 && v->f <= 1e12)))
                 /* a rate is divided into bytes and flops: 5e-324 made the roofline's times inf and the
