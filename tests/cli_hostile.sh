@@ -648,7 +648,7 @@ EOF2
 
   # an unknown key of a megabyte is named, not echoed whole
   cp -r "$KERNELS" "$T/kreg"
-  awk 'BEGIN { s = ""; for (i = 0; i < 1048576; i++) s = s "k"; print "[rates]"; print s " = 1" }' > "$T/kk"
+  { echo '[rates]'; head -c 1048576 /dev/zero | tr '\0' k; echo ' = 1'; } > "$T/kk"
   if grep -q '^\[rates\]' "$T/kreg/cpu/HARDWARE.toml"; then
     sed -i '/^\[rates\]/d' "$T/kreg/cpu/HARDWARE.toml"
     cat "$T/kk" >> "$T/kreg/cpu/HARDWARE.toml"
