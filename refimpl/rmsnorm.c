@@ -24,6 +24,8 @@ static nx_status params(const fam_spec *s, rms_p *p, nx_err *err)
         (st = ref_param_f32(s, "eps", FAM_DEFAULT_STR, &p->eps, err)) ||
         (st = ref_param_bool(s, "residual", FAM_DEFAULT_BOOL, &p->residual, err)) || (st = ref_need_red(s, "sumsq", &p->sumsq, err)))
         return st;
+    if (!(p->eps >= 0)) /* ms + eps is under a square root: a negative eps makes zero rows NaN */
+        return nx_err_set(err, NX_EINVAL, "param 'eps' = %g: must be >= 0", (double)p->eps);
     return NX_OK;
 }
 

@@ -256,6 +256,13 @@ grep -q "^gemm.splitk .*ERROR: gemm.splitk: the cpu backend's kernel 'cpu_gemm_s
 grep -q "^rmsnorm.plain .*ERROR: .*refuses the point's params: .*param 'eps' = 'nan'" "$T/kp.out" \
   || fail "eps = nan not an input error naming eps"
 grep -q "skipped: the cpu backend has no kernel" "$T/kp.out" && fail "a refused param said as a skip"
+# a negative eps (ms + eps under a square root): refused the same way
+cp -r "$KERNELS" "$T/ke"
+sed -i '/^kernel = "cpu_rmsnorm"$/a params = { eps = -1.0 }' "$T/ke/cpu/common/KERNEL_FAMILIES.toml"
+"$PARITY" campaign --class cpu --kernels "$T/ke" --families rmsnorm --shapes small --no-ledger > "$T/ke.out" 2> /dev/null
+rc=$?
+[ $rc -eq 2 ] || fail "eps = -1: exit $rc, want 2"
+grep -q "^rmsnorm.plain .*ERROR: .*param 'eps' = -1: must be >= 0" "$T/ke.out" || fail "eps = -1 not an input error naming eps: $(grep '^rmsnorm.plain' "$T/ke.out")"
 
 # --version: the project's version (CMake's project()) and the git revision built
 "$PARITY" --version | grep -qE '^parity [0-9]+\.[0-9]+\.[0-9]+ \(git ([0-9a-f]{7,40}(-dirty)?|unknown: not built from a git checkout)\)$' \

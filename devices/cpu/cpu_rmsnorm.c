@@ -33,6 +33,8 @@ static nx_status numerics(const fam_spec *s, rms_args *a, nx_err *err)
         (st = cpu_f32(s, "eps", FAM_DEFAULT_STR, &a->eps, err)) || (st = cpu_bool(s, "residual", FAM_DEFAULT_BOOL, &a->residual, err)) ||
         (st = cpu_vec(s, &a->vec, err)) || (st = cpu_io_fmts(s, a->in, 1, a->out, err)))
         return st;
+    if (!(a->eps >= 0))
+        return nx_err_set(err, NX_EINVAL, "param 'eps' = %g: must be >= 0", (double)a->eps);
     return NX_OK;
 }
 
