@@ -323,15 +323,18 @@ static nx_status cpu_run_point(const fam_spec *spec, const st_file *in, st_file 
     st = k->run(&r, err);
     if (st)
         nx_err_prefix(err, "cpu: kernel %s", k->id);
-    /* the correctly rounded exp and rsqrt (cpu_math.c) may leave MPFR's
-     * per-thread constant caches in the team's threads: freed there, as the
-     * reference's engines free theirs (a team of a new size brings new
-     * threads, whose caches were otherwise left at exit) */
-    if (r.threads > 1) {
+    /* the correctly rounded exp, rsqrt and silu (cpu_math.c) fall back to
+     * MPFR, which leaves per-thread constant caches in the team's threads:
+     * where that ran, they are freed there, as the reference's engines free
+     * theirs (a team of a new size brings new threads, whose caches were
+     * otherwise left at exit) */
+    if (cpu_mpfr_take_used()) {
+        if (r.threads > 1) {
 #pragma omp parallel num_threads(r.threads)
+            mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE);
+        }
         mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE);
     }
-    mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE);
     return st;
 }
 

@@ -132,6 +132,8 @@ float cpu_rsqrt_cr(float x);
 float cpu_silu_cr(float x);
 unsigned long cpu_cr_fallbacks(void);
 /* The MPFR paths alone (tests compare the fast paths with them). */
+/* 1 when an MPFR path below ran since the last call (and clears it). */
+int cpu_mpfr_take_used(void);
 float cpu_exp_mpfr(float x);
 float cpu_rsqrt_mpfr(float x);
 float cpu_silu_mpfr(float x);

@@ -71,8 +71,26 @@ static int ziv_done(mpfr_t c, mpfr_prec_t errbits, float *out)
     return 0;
 }
 
+/* Whether an MPFR path ran since the last take: MPFR then keeps constant
+ * caches in the threads that ran it, which the backend frees after the
+ * run (cpu_backend.c).  Set rarely (the MPFR paths are the fallbacks),
+ * read once a run. */
+static int mpfr_used;
+
+static void cpu_mpfr_mark(void)
+{
+    if (!__atomic_load_n(&mpfr_used, __ATOMIC_RELAXED))
+        __atomic_store_n(&mpfr_used, 1, __ATOMIC_RELAXED);
+}
+
+int cpu_mpfr_take_used(void)
+{
+    return __atomic_exchange_n(&mpfr_used, 0, __ATOMIC_RELAXED);
+}
+
 float cpu_exp_mpfr(float x)
 {
+    cpu_mpfr_mark();
     if (isnan(x))
         return NAN;
     if (isinf(x))
@@ -96,6 +114,7 @@ float cpu_exp_mpfr(float x)
 
 float cpu_rsqrt_mpfr(float x)
 {
+    cpu_mpfr_mark();
     if (isnan(x) || x < 0)
         return NAN;
     if (x == 0)
@@ -114,6 +133,7 @@ float cpu_rsqrt_mpfr(float x)
 
 float cpu_silu_mpfr(float x)
 {
+    cpu_mpfr_mark();
     if (isnan(x))
         return NAN;
     if (x == 0 || x == INFINITY)
