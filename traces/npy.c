@@ -514,9 +514,24 @@ nx_status npy_parse(const char *who, const uint8_t *buf, size_t len,
     return parse_impl(who, buf, len, len, hint, out, err);
 }
 
-/* The header of a large file checked from its first bytes before the
- * whole file is read: a bad one is said at once, not after gigabytes. */
+/* The header of a file checked before the whole file is read: a bad one
+ * is said at once, not after gigabytes.  Only the header's own bytes are
+ * read for it (the 8 + 2 or 4 bytes of magic, version and length, then the
+ * length), at most NPY_HEAD_MAX. */
 #define NPY_HEAD_MAX ((size_t)1 << 20)
+
+static size_t read_upto(int fd, uint8_t *buf, size_t want)
+{
+    size_t got = 0;
+    while (got < want) {
+        ssize_t r = read(fd, buf + got, want - got);
+        if (r > 0)
+            got += (size_t)r;
+        else if (!(r < 0 && errno == EINTR))
+            break;
+    }
+    return got;
+}
 
 nx_status npy_read(const char *path, const char *hint, npy_array *out,
                    nx_err *err)
@@ -524,21 +539,23 @@ nx_status npy_read(const char *path, const char *hint, npy_array *out,
     npy_init(out);
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     struct stat sb;
-    if (fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && (uint64_t)sb.st_size > NPY_HEAD_MAX + 12) {
-        uint8_t *head = malloc(NPY_HEAD_MAX + 12);
-        size_t got = 0;
-        ssize_t r = 1;
-        while (head && got < NPY_HEAD_MAX + 12 && r > 0)
-            if ((r = read(fd, head + got, NPY_HEAD_MAX + 12 - got)) > 0 || (r < 0 && errno == EINTR))
-                got += r > 0 ? (size_t)r : 0, r = 1;
-        nx_status hr = head && got == NPY_HEAD_MAX + 12
-                           ? parse_impl(path, head, got, (size_t)sb.st_size, hint, out, err)
-                           : NX_OK; /* unread: the whole read below says why */
-        free(head);
-        npy_init(out);
-        if (hr) {
-            close(fd);
-            return hr;
+    uint8_t pre[12];
+    if (fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && read_upto(fd, pre, sizeof pre) == sizeof pre &&
+        !memcmp(pre, magic, sizeof magic) && pre[6] >= 1 && pre[6] <= 3) {
+        size_t h0 = pre[6] == 1 ? 10 : 12;
+        uint64_t hl = pre[8] | (uint64_t)pre[9] << 8 | (pre[6] == 1 ? 0 : (uint64_t)pre[10] << 16 | (uint64_t)pre[11] << 24);
+        size_t want = h0 + (hl < NPY_HEAD_MAX ? (size_t)hl : NPY_HEAD_MAX);
+        uint8_t *head = (uint64_t)sb.st_size > want ? malloc(want) : NULL;
+        if (head) { /* smaller files are read whole at once below */
+            memcpy(head, pre, sizeof pre);
+            size_t got = sizeof pre + read_upto(fd, head + sizeof pre, want - sizeof pre);
+            nx_status hr = got == want ? parse_impl(path, head, got, (size_t)sb.st_size, hint, out, err) : NX_OK;
+            free(head);
+            npy_init(out);
+            if (hr) {
+                close(fd);
+                return hr;
+            }
         }
     }
     if (fd >= 0)
