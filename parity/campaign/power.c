@@ -1107,14 +1107,18 @@ static size_t split_terms(double v, nx_fmt f, double *out, size_t max)
  * `of`: its largest finite value, values that round to it or overflow
  * (ties included), ties below the least subnormal, and rows of -0 terms, an
  * infinity, infinities of both signs and a NaN.  Terms in input format
- * `inf_`.  *nrows the rows laid out of EDGE_ROWS (the rest hold +0).  */
-static size_t edge_rows(nx_fmt of, nx_fmt inf_, size_t n, double rows[EDGE_ROWS][EDGE_TERMS], size_t cnt[EDGE_ROWS])
+ * `inf_`: row r's first cnt[r] terms are rows[r], the others fill[r] (+0;
+ * -0 in the row of -0 terms).  Returns the rows laid out of EDGE_ROWS. */
+static size_t edge_rows(nx_fmt of, nx_fmt inf_, size_t n, double rows[EDGE_ROWS][EDGE_TERMS], size_t cnt[EDGE_ROWS],
+                        double fill[EDGE_ROWS])
 {
     const nx_format_info *fo = nx_format(of), *fi = nx_format(inf_);
     double mx = fo->max_finite, ulp = ldexp(1.0, ilogb(mx) - fo->p + 1), ms = ldexp(1.0, fo->emin - fo->p + 1);
     const double targets[] = {mx, mx + ulp / 4, mx + ulp / 2, -(mx + ulp / 2), mx + ulp, ms / 2, 3 * ms / 2, -ms / 2,
                               nx_fmt_min_normal(of) - ms / 2};
     size_t r = 0, maxt = n < EDGE_TERMS ? n : EDGE_TERMS;
+    for (size_t k = 0; k < EDGE_ROWS; k++)
+        fill[k] = 0.0;
     for (size_t k = 0; k < sizeof targets / sizeof *targets && r < EDGE_ROWS; k++)
         if ((cnt[r] = split_terms(targets[k], inf_, rows[r], maxt)) > 0)
             r++;
@@ -1129,16 +1133,16 @@ static size_t edge_rows(nx_fmt of, nx_fmt inf_, size_t n, double rows[EDGE_ROWS]
         cnt[r] = spn[k];
         rows[r][0] = sp[k][0];
         rows[r][1] = sp[k][1];
+        fill[r] = k == 0 ? -0.0 : 0.0;
         r++;
     }
     return r;
 }
 
 /* Lays edge rows (edge_rows) into the probe tensor of c; the other
- * tensors of the probe's fills as they say.  Row r's first cnt[r] terms
- * are its terms, the rest +0 (-0 in the row of -0 terms). */
+ * tensors of the probe's fills as they say. */
 static nx_status lay_edges(pw_case *c, const fam_probe *pb, size_t nrows, size_t n, double rows[EDGE_ROWS][EDGE_TERMS],
-                           const size_t cnt[EDGE_ROWS], nx_err *err)
+                           const size_t cnt[EDGE_ROWS], const double fill[EDGE_ROWS], nx_err *err)
 {
     ref_tensor_desc *d = NULL;
     size_t nd = 0;
@@ -1152,9 +1156,8 @@ static nx_status lay_edges(pw_case *c, const fam_probe *pb, size_t nrows, size_t
             continue;
         }
         for (size_t r = 0; r < nrows && !st; r++) {
-            int allneg0 = cnt[r] == 2 && rows[r][0] == 0 && signbit(rows[r][0]);
             for (size_t i = 0; i < n && !st; i++) {
-                double v = i < cnt[r] ? rows[r][i] : allneg0 ? -0.0 : 0.0;
+                double v = i < cnt[r] ? rows[r][i] : fill[r];
                 uint64_t b;
                 if (!(st = nx_encode((nx_fmt)d[k].fmt, v, &b, err)))
                     st_put_bits(t, t->data, r * n + i, b);
@@ -1251,11 +1254,11 @@ static nx_status special_cases(pw_ctx *x, const fam_spec *spec, const fam_desc *
                 if (strcmp(dd[k].name, pb->tensor) == 0)
                     inf_ = dd[k].fmt;
         free(dd);
-        double terms[EDGE_ROWS][EDGE_TERMS];
+        double terms[EDGE_ROWS][EDGE_TERMS], fill[EDGE_ROWS];
         size_t cnt[EDGE_ROWS] = {0}, nr = 0;
         /* only a narrow output: fp32's edges are the accumulator's own */
         if (of >= 0 && inf_ >= 0 && nx_format((nx_fmt)of)->p < 24)
-            nr = edge_rows((nx_fmt)of, (nx_fmt)inf_, (size_t)len, terms, cnt);
+            nr = edge_rows((nx_fmt)of, (nx_fmt)inf_, (size_t)len, terms, cnt, fill);
         if (!nr) {
             case_free(c);
             x->ncases--;
@@ -1265,7 +1268,7 @@ static nx_status special_cases(pw_ctx *x, const fam_spec *spec, const fam_desc *
                  "overflow ties, subnormal ties, -0, inf, NaN)", ofn, EDGE_ROWS, len);
         ref_gen_opts go = {x->o->seed, NX_DIST_NORMAL, 0, x->o->threads};
         if (!(st = ref_generate(&c->spec, &go, &c->in, err)))
-            st = lay_edges(c, pb, nr, (size_t)len, terms, cnt, err);
+            st = lay_edges(c, pb, nr, (size_t)len, terms, cnt, fill, err);
     }
     return st;
 }
