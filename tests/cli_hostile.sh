@@ -570,6 +570,17 @@ mkfifo "$T/lib.fifo" 2> /dev/null && {
   [ $rc -eq 2 ] || fail "reveal --dlopen FIFO: exit $rc, want 2 (124: it waited on the FIFO)"
   has err "lib.fifo: not a regular file" "reveal --dlopen FIFO"
 }
+# --space: a FIFO is refused (its path was parsed as tree text), and so is
+# a space file over 1 MiB, before it is read
+mkfifo "$T/space.fifo" 2> /dev/null && {
+  timeout 20 "$PARITY" reveal --simulate '{ tree = "seq" }' --n 16 --space "$T/space.fifo" > /dev/null 2> "$T/err"
+  rc=$?
+  [ $rc -eq 2 ] || fail "--space FIFO: exit $rc, want 2"
+  has err "--space $T/space.fifo: not a regular file (a FIFO, a directory or a device)" "--space FIFO"
+}
+truncate -s 2M "$T/big.space"
+run 2 "--space of 2 MiB" reveal --simulate '{ tree = "seq" }' --n 16 --space "$T/big.space"
+has err "--space $T/big.space: 2097152 bytes: a space file may hold at most 1 MiB" "--space of 2 MiB"
 run 2 "reveal --rows x --n over --max-bytes" reveal --simulate '{ tree = "seq" }' --n 2048 --rows 20000 --max-bytes 256M
 has err "reveal --rows 20000 at n = 2048 (about 48 bytes a term): needs 1966080000 bytes, more than the limit of 268435456" \
   "reveal --rows x --n"

@@ -267,20 +267,20 @@ grep -q '^  source x/m1/model.cu (m1, 4 lines): why: none given; measurement: no
 [ "$(jq_ "$T/x.json" '$.promotion_candidates')" = '["f.a","x/common/k1/a.cu","x/common/k1/b.cuh","g.c"]' ] \
   || fail "promotion candidates: $(jq_ "$T/x.json" '$.promotion_candidates')"
 grep -q '^  g.c (users: x/toy, y/toy)$' "$T/x.out" || fail "g.c's derived users: $(grep 'g.c (users' "$T/x.out")"
-# hand-written users must name classes or models of the registry
-cp -r "$R" "$T/ul"
-sed -i 's/^users = \[/users = ["qwen9", /' "$T/ul/x/common/k1/KERNEL.toml"
-grep -q '"qwen9"' "$T/ul/x/common/k1/KERNEL.toml" || fail "planting an unknown user"
-"$P" registry lint "$T/ul" > "$T/ul.out" 2>&1
-[ $? -eq 2 ] || fail "an unknown user is not a lint error"
-grep -q "k1/KERNEL.toml:[0-9]*: error: users: 'qwen9' is no class" "$T/ul.out" || fail "unknown user message: $(grep qwen9 "$T/ul.out")"
+# hand-written users must name classes or models of the registry, each
+# once.  users_lint DIR USERS WANT: k1's users set to USERS in a copy DIR
+# must be a lint error whose line says WANT.
+users_lint() {
+  cp -r "$R" "$T/$1"
+  sed -i "s/^users = .*/users = $2/" "$T/$1/x/common/k1/KERNEL.toml"
+  grep -qF "users = $2" "$T/$1/x/common/k1/KERNEL.toml" || fail "planting users = $2"
+  "$P" registry lint "$T/$1" > "$T/$1.out" 2>&1
+  [ $? -eq 2 ] || fail "users = $2 is not a lint error"
+  grep -q "k1/KERNEL.toml:[0-9]*: error: users: $3" "$T/$1.out" || fail "users = $2: $(grep 'users:' "$T/$1.out")"
+}
+users_lint ul '["qwen9", "x", "y"]' "'qwen9' is no class"
 # a name twice is one user: a lint error, and no second user for rule 1
-cp -r "$R" "$T/u2"
-sed -i 's/^users = \["x", "y"\]/users = ["x", "x"]/' "$T/u2/x/common/k1/KERNEL.toml"
-grep -q '^users = \["x", "x"\]' "$T/u2/x/common/k1/KERNEL.toml" || fail "planting a repeated user"
-"$P" registry lint "$T/u2" > "$T/u2.out" 2>&1
-[ $? -eq 2 ] || fail "a repeated user is not a lint error"
-grep -q "k1/KERNEL.toml:[0-9]*: error: users: 'x' is named twice" "$T/u2.out" || fail "repeated user message: $(grep twice "$T/u2.out")"
+users_lint u2 '["x", "x"]' "'x' is named twice"
 "$P" lkb --class x --kernels "$T/u2" --allow-lint-errors --json "$T/u2.json" > "$T/u2.txt" 2>&1
 [ "$(jq_ "$T/u2.json" '$.promotion_candidates')" = '["f.a","g.c"]' ] \
   || fail "a repeated user made a promotion candidate: $(jq_ "$T/u2.json" '$.promotion_candidates')"
