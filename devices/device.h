@@ -42,6 +42,10 @@ typedef struct dev_backend {
      * split count out of range, a NaN epsilon): an input error of the
      * point, never a skip. */
     nx_status (*check_params)(const fam_spec *spec, const char *kernel, nx_err *err);
+    /* 1 when dev_opts.threads changes how a kernel runs (cpu: the OpenMP
+     * team), so that a run at another thread count can show a point that
+     * follows the threads; 0 where threads mean nothing (cuda). */
+    int threaded;
 } dev_backend;
 
 const dev_backend *dev_cpu_backend(void);

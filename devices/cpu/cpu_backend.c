@@ -347,7 +347,7 @@ static nx_status cpu_check_params(const fam_spec *spec, const char *kernel, nx_e
 }
 
 static const dev_backend cpu_backend = {"cpu", cpu_available, cpu_describe, cpu_supports, cpu_run_point,
-                                        cpu_check_params};
+                                        cpu_check_params, 1};
 
 const dev_backend *dev_cpu_backend(void)
 {

@@ -400,7 +400,7 @@ done:
     return st;
 }
 
-static const dev_backend cuda_backend = {"cuda", cuda_available, cuda_describe, cuda_supports, cuda_run, NULL};
+static const dev_backend cuda_backend = {"cuda", cuda_available, cuda_describe, cuda_supports, cuda_run, NULL, 0};
 
 const dev_backend *dev_cuda_backend(void)
 {

@@ -47,7 +47,7 @@ static nx_status stub_run(const fam_spec *spec, const st_file *in, st_file *out,
     return nx_err_set(err, NX_EUNSUPPORTED, "skipped: %s", STUB_REASON);
 }
 
-static const dev_backend stub_backend = {"cuda", stub_available, stub_describe, stub_supports, stub_run, NULL};
+static const dev_backend stub_backend = {"cuda", stub_available, stub_describe, stub_supports, stub_run, NULL, 0};
 
 const dev_backend *dev_cuda_backend(void)
 {

@@ -1479,7 +1479,7 @@ nx_status pw_check_point(const dev_backend *be, const fam_spec *spec, const pw_o
         /* the same kernel at another thread count: its point may not follow
          * the threads (a split by the team size is right at one thread) */
         int at = 0;
-        if (!st && !nmis && o->threads_also > 0 && o->threads_also != o->threads) {
+        if (!st && !nmis && be->threaded && o->threads_also > 0 && o->threads_also != o->threads) {
             for (int lg = 0; lg < (*legacy ? 2 : 1) && !st && !nmis; lg++) {
                 const char *kid = lg ? legacy : NULL;
                 if (kid && !be->supports(&c->spec, kid))
