@@ -487,19 +487,19 @@ hp=$(cat "$T/hung.pid" 2> /dev/null)
 [ -n "$hp" ] && [ -r "/proc/$hp/stat" ] && [ "$(awk '{ print $3 }' "/proc/$hp/stat")" != Z ] \
   && fail "reveal, a hung --exec kernel: its child still runs"
 [ -n "$hp" ] || fail "reveal, a hung --exec kernel: the kernel did not start"
-# a kernel that hangs only at the length reveal probes for induction (11
+# a kernel that hangs only at the length reveal probes for induction (15
 # for n = 8): a kernel failure there too (exit 3, the length named), not a
 # length the kernel declines
-cat > "$T/hang11.sh" <<EOF2
+cat > "$T/hang15.sh" <<EOF2
 #!/bin/sh
-"$PARITY" inspect "\$1" | grep -q 'tensor a: F32 \[[0-9]*, 11\]' && exec sleep 300
+"$PARITY" inspect "\$1" | grep -q 'tensor a: F32 \[[0-9]*, 15\]' && exec sleep 300
 exec "$PARITY" reduce --numerics '{ acc = "fp32" }' --in "\$1" --out "\$2"
 EOF2
-chmod +x "$T/hang11.sh"
-timeout 60 "$PARITY" reveal --exec "$T/hang11.sh {in} {out}" --n 8 --timeout 2 > "$T/out" 2> "$T/err"
+chmod +x "$T/hang15.sh"
+timeout 60 "$PARITY" reveal --exec "$T/hang15.sh {in} {out}" --n 8 --timeout 2 > "$T/out" 2> "$T/err"
 rc=$?
 [ $rc -eq 3 ] || fail "reveal, a kernel hung at the induction length: exit $rc, want 3 (stderr: $(head -c 300 "$T/err"))"
-has err "the order again at n = 11 (induction): --exec: the command did not finish within 2 s" \
+has err "the order again at n = 15 (induction): --exec: the command did not finish within 2 s" \
   "reveal, a kernel hung at the induction length"
 # a hung --serve kernel: no answer within --timeout
 timeout 30 "$PARITY" reveal --serve 'read l; exec sleep 300' --n 8 --timeout 1 > "$T/out" 2> "$T/err"

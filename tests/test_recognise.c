@@ -191,11 +191,16 @@ static void test_induction_names_the_loop(void **state)
     reveal_names("split(4, pairwise, seq)", 32);
     reveal_names("body(32, stride(32, seq, pairwise), seq)", 64);
     reveal_names("body(4, stride(4, seq, halving), tile(2, seq, seq), carry)", 100);
-    /* the induction length: 3 mod 8, past n; below n at the largest n */
-    assert_int_equal(rv_induction_length(32), 35);
-    assert_int_equal(rv_induction_length(35), 43);
+    /* the induction length: 7 mod 8 where n mod 8 < 4, else 3 mod 8, past
+     * n; below n at the largest n */
+    assert_int_equal(rv_induction_length(32), 39);
+    assert_int_equal(rv_induction_length(35), 39);
     assert_int_equal(rv_induction_length(100), 107);
-    assert_int_equal(rv_induction_length(RV_MAX_N), RV_MAX_N - 5);
+    assert_int_equal(rv_induction_length(517), 523);
+    assert_int_equal(rv_induction_length(777), 783);
+    assert_int_equal(rv_induction_length(783), 787);
+    assert_int_equal(rv_induction_length(RV_MAX_N), RV_MAX_N - 1);
+    assert_int_equal(rv_induction_length(RV_MAX_N - 2), RV_MAX_N - 5);
 }
 
 /* Lanes read off the bracketing (docs/reveal.md "Lanes"): a peeled head,

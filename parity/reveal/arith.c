@@ -889,17 +889,17 @@ static void search_rows(const rv_kernel *k, size_t rows, size_t n, uint64_t seed
 #define RV_SPARSE_ROWS 8192
 #define RV_SPARSE_KEEP 1024
 
-/* Sparse rows where rounding decides: 2 to 4 nonzero terms at random
- * places, each a signed power of two (or 1.5 or 1.75 times one) near 1,
- * near 2^-24 or near 2^-48, members of the input format, so that a sum in
- * fp32 and one in fp64, or an fma and a separate product, round apart on
- * some of them (1 + 2^-24 + 2^-48 is above fp32's midpoint, 1 + 2^-24 a
- * tie).  b is 1 or a value of the same kind. */
-/* One term of sparse_rows: a in v, b in w; 0 where 8 draws gave no pair
- * the format holds. */
+/* One term of a sparse row (part_pool) where rounding decides: a signed
+ * power of two (or 1.5 or 1.75 times one) near 1, near 2^-24, near 2^-48
+ * or just below 2^-53, a member of the input format, so that a sum in fp32
+ * and one in fp64, an fma and a separate product, or a sum in fp64 rounded
+ * to fp32 and one rounded once round apart on some rows (1 + 2^-24 +
+ * 2^-48 is above fp32's midpoint, 1 + 2^-24 a tie, 1 + 2^-24 + 2^-54 a
+ * tie again once rounded to fp64).  b is 1 or a value of the same kind.
+ * a in v, b in w; 0 where 8 draws gave no pair the format holds. */
 static int sparse_term(nx_fmt f, uint64_t *s, double *v, double *w)
 {
-    static const int exps[] = {0, 1, -1, -12, -23, -24, -25, -26, -36, -47, -48, -49, -50};
+    static const int exps[] = {0, 1, -1, -12, -23, -24, -25, -26, -36, -47, -48, -49, -50, -54, -55};
     static const double mants[] = {1.0, 1.5, 1.75};
     for (int tries = 0; tries < 8; tries++) {
         uint64_t x = next64(s);
@@ -916,22 +916,40 @@ static int sparse_term(nx_fmt f, uint64_t *s, double *v, double *w)
     return 0;
 }
 
-static void sparse_rows(nx_fmt f, size_t rows, size_t n, uint64_t seed, double *a, double *b)
+static void part_pool(nx_fmt f, int shared, size_t rows, size_t n, uint64_t seed, double *a, double *b);
+
+/* Rows of three terms where one rounding more or less decides: c near 1,
+ * h a half unit in the last place of 1 in a format (bf16, fp16, fp32) and
+ * t far below it (the rest of a sum the next format up keeps or drops), at
+ * random places, each of h and t three times in four among the last 1
+ * to 64 terms (where a tail or a peel runs in its own arithmetic); signs at
+ * random, b 1.  c + h is a tie in that format; c + h + t one only where t
+ * was lost on the way (a sum rounded twice, once in an fp64 tail, then to
+ * fp32, against one rounded once). */
+static void tie_rows(nx_fmt f, size_t rows, size_t n, uint64_t seed, double *a, double *b)
 {
+    static const int hs[] = {-8, -11, -24}, ts[] = {-25, -30, -54, -60, -13, -9};
+    static const double cs[] = {1.0, 1.5, -1.0, 2.0};
     uint64_t s = seed;
     for (size_t r = 0; r < rows; r++) {
         double *ra = a + r * n, *rb = b + r * n;
         for (size_t i = 0; i < n; i++)
             ra[i] = 0, rb[i] = 1;
-        int k = 2 + (int)(next64(&s) % 3);
-        for (int q = 0; q < k; q++) {
-            size_t i = (size_t)(next64(&s) % n);
-            double v, w;
-            if (sparse_term(f, &s, &v, &w)) {
-                ra[i] = v;
-                rb[i] = w;
-            }
-        }
+        uint64_t x = next64(&s);
+        double c = cs[x % 4], h = ldexp(1, hs[(x >> 4) % 3]) * ((x >> 8) & 1 ? -1 : 1),
+               t = ldexp(1, ts[(x >> 12) % 6]) * ((x >> 16) & 1 ? -1 : 1);
+        if (c == 1.5 || c == 2.0)
+            h *= 2; /* the half unit of 1.5 and 2 */
+        size_t tail = (size_t)1 << ((x >> 20) % 7), i = next64(&s) % n, j, l;
+        if (tail > n)
+            tail = n;
+        j = (x >> 24) % 4 ? n - 1 - next64(&s) % tail : next64(&s) % n;
+        l = (x >> 26) % 4 ? n - 1 - next64(&s) % tail : next64(&s) % n;
+        if (i == j || i == l || j == l || !nx_is_member(f, c) || !nx_is_member(f, h) || !nx_is_member(f, t))
+            continue;
+        ra[i] = c;
+        ra[j] = h;
+        ra[l] = t;
     }
 }
 
@@ -957,7 +975,7 @@ static nx_status disambiguate(rv_kernel *k, const rv_opts *o, rv_result *res, co
 {
     size_t n = o->n;
     if (res->induce == RV_INDUCE_HOLDS || res->induce == RV_INDUCE_RENAMED)
-        n = res->induce_n; /* 3 mod 8: a remainder of 3 or more for every power-of-two width */
+        n = res->induce_n; /* 3 or 7 mod 8: a remainder of 3 or more for every power-of-two width */
     size_t rows = o->disambig_rows ? o->disambig_rows : RV_DISAMBIG_ROWS, cap = ((size_t)1 << 22) / n;
     if (rows > cap)
         rows = cap ? cap : 1;
@@ -992,7 +1010,8 @@ static nx_status disambiguate(rv_kernel *k, const rv_opts *o, rv_result *res, co
     if (!sa || !sb || !sz || !pick)
         st = nx_err_set(err, NX_ENOMEM, "out of memory");
     if (!st) {
-        sparse_rows(k->in_fmt, srows, n, seed ^ 0x737061727365ULL, sa, sb);
+        part_pool(k->in_fmt, k->shared_b, srows / 2, n, seed ^ 0x737061727365ULL, sa, sb);
+        tie_rows(k->in_fmt, srows - srows / 2, n, seed ^ 0x746965ULL, sa + srows / 2 * n, sb + srows / 2 * n);
         shared_b(k, srows, n, sb);
         if (eval_all(cands, nc, k->in_fmt, srows, n, sa, sb, sz))
             st = nx_err_set(err, NX_ENOMEM, "out of memory");

@@ -964,8 +964,11 @@ static nx_status rows_differ_check(rv_kernel *k, size_t n, size_t R, int *differ
     }
     const nx_format_info *fi = nx_format(k->in_fmt);
     int pm = fi->p - 1 < 30 ? fi->p - 1 : 30;
-    /* three rows (a rounding may hide one order from another on one) */
-    for (unsigned v = 0; v < 3 && !*differ; v++) {
+    /* eight rows: two orders of a few hundred terms may round to the same
+     * fp32 sum on one row (4 lanes against 8 lanes with a peel of 4: the
+     * same on all of three rows at 2 lengths of 55 from 40 to 418, n = 199
+     * one of them; on all of eight at none) */
+    for (unsigned v = 0; v < 8 && !*differ; v++) {
         for (size_t r = 0; r < R; r++)
             for (size_t i = 0; i < n; i++) {
                 double m = 1 + ldexp((double)((i * 2654435761u + 12345u + v * 977u) & ((1u << pm) - 1)), -pm);
@@ -1343,11 +1346,14 @@ out:
 
 size_t rv_induction_length(size_t n)
 {
-    size_t m = n + 1;
-    while (m % 8 != 3)
+    /* 7 mod 8 where n mod 8 < 4, else 3 mod 8: one of the two lengths
+     * runs a peel of 4 (a loop of 8 whose remainder of 4 or more goes
+     * through 4 lanes first) */
+    size_t want = n % 8 < 4 ? 7 : 3, m = n + 1;
+    while (m % 8 != want)
         m++;
     if (m > RV_MAX_N)
-        for (m = n - 1; m % 8 != 3; m--)
+        for (m = n - 1; m % 8 != want; m--)
             ;
     return m;
 }
@@ -1525,9 +1531,34 @@ static nx_status induce_classes(rv_kernel *k, const rv_opts *o, rv_result *res, 
         rv_result_free(&r2);
         return st;
     }
-    int same = r2.nclass == res->nclass && r2.class_rt;
-    for (size_t c = 1; c < res->nclass && same; c++)
-        same = r2.class_select[c] && !strcmp(r2.class_select[c], res->class_select[c]);
+    /* the same classes: the same rows of the R probed in each, whatever
+     * their selectors (at n2 a row whose arithmetic moves with R may leave
+     * the selector over R undecided, `r < 254` where n held `r < R - R %
+     * 2`); map[c] is class c's index at n2 */
+    size_t R = res->probe_rows;
+    int same = r2.nclass == res->nclass && r2.class_rt && r2.row_class && res->row_class && r2.probe_rows == R;
+    size_t *map = malloc((res->nclass + 1) * sizeof *map);
+    int *back = malloc((res->nclass + 1) * sizeof *back);
+    if (!map || !back) {
+        free(map);
+        free(back);
+        rv_result_free(&r2);
+        return nx_err_set(err, NX_ENOMEM, "out of memory");
+    }
+    for (size_t c = 0; same && c < res->nclass; c++) {
+        map[c] = SIZE_MAX;
+        back[c] = -1;
+    }
+    for (size_t r = 0; r < R && same; r++) {
+        size_t c = (size_t)res->row_class[r], c2 = (size_t)r2.row_class[r];
+        if (map[c] == SIZE_MAX && back[c2] < 0) {
+            map[c] = c2;
+            back[c2] = (int)c;
+        }
+        same = map[c] == c2 && back[c2] == (int)c;
+    }
+    for (size_t c = 0; c < res->nclass && same; c++)
+        same = map[c] != SIZE_MAX;
     if (!same) {
         char why[512];
         size_t wl = (size_t)snprintf(why, sizeof why, "the rows fall into %zu class(es) there", r2.nclass);
@@ -1539,11 +1570,14 @@ static nx_status induce_classes(rv_kernel *k, const rv_opts *o, rv_result *res, 
         res->induce = RV_INDUCE_NO_TREE;
         res->induce_why = strdup(why);
         rv_result_free(&r2);
+        free(map);
+        free(back);
         return res->induce_why ? NX_OK : nx_err_set(err, NX_ENOMEM, "out of memory");
     }
+    free(back);
     int renamed = 0;
     for (size_t c = 0; c < res->nclass && !st; c++) {
-        const rv_tree *ts[2] = {c ? &res->class_rt[c] : &res->tree, c ? &r2.class_rt[c] : &r2.tree};
+        const rv_tree *ts[2] = {c ? &res->class_rt[c] : &res->tree, map[c] ? &r2.class_rt[map[c]] : &r2.tree};
         size_t ns[2] = {o->n, n2};
         char *names[RV_ALT_MAX + 1];
         size_t nn = rv_recognise_names(ts, ns, 2, o->hints, o->nhints, names, RV_ALT_MAX + 1);
@@ -1575,6 +1609,7 @@ static nx_status induce_classes(rv_kernel *k, const rv_opts *o, rv_result *res, 
     }
     res->induce = res->induce_classes_alone ? RV_INDUCE_ONE_LENGTH : renamed ? RV_INDUCE_RENAMED : RV_INDUCE_HOLDS;
     rv_result_free(&r2);
+    free(map);
     return st;
 }
 

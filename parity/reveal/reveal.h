@@ -283,10 +283,11 @@ typedef struct rv_rowprobe {
 nx_status rv_rows_induce(rv_kernel *k, size_t n, size_t R0, const rv_rowprobe *pr, size_t npr, const int *cls,
                          const size_t *rep, size_t ncls, char **sel, size_t *probed, size_t *nprobed, nx_err *err);
 /* The length the order is revealed again at for induction: the least
- * length past n that is 3 modulo 8, so that every loop of a power-of-two
- * width 4 or more leaves a remainder of 3 terms or more (one tail term
- * cannot tell a carried tail from a separate one); below n where that
- * would pass RV_MAX_N. */
+ * length past n that is 7 modulo 8 where n mod 8 < 4, else 3 modulo 8, so
+ * that every loop of a power-of-two width 4 or more leaves a remainder of
+ * 3 terms or more (one tail term cannot tell a carried tail from a
+ * separate one) and a remainder of 4 or more modulo 8 is seen at one of
+ * the two lengths; below n where that would pass RV_MAX_N. */
 size_t rv_induction_length(size_t n);
 /* The arithmetic with the order known, and the confirmation. */
 nx_status rv_reveal_arith(rv_kernel *k, const rv_opts *o, rv_result *res, nx_err *err);

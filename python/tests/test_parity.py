@@ -323,10 +323,10 @@ def test_reveal_of_a_python_callable(kind, kernel):
 def test_reveal_refuses_a_point_that_fails_at_other_lengths():
     # torch's vectorised float32 sum: at n = 64 its order is 32 strided
     # lanes combined by hand (an expr), which induction's second length
-    # (67) refutes: the point of n = 64 is not given as the answer
+    # (71) refutes: the point of n = 64 is not given as the answer
     with pytest.raises(parity.NotFound) as e:
         parity.reveal(torch_sum, n=64, dtype=torch.float32)
-    assert "not confirmed: the point revealed at n = 64 fails at n = 67" in str(e.value)
+    assert "not confirmed: the point revealed at n = 64 fails at n = 71" in str(e.value)
 
 
 def switch_at_64(a, b):
