@@ -415,6 +415,25 @@ static void test_write_exact_bytes(void **state)
     assert_int_equal(n, wn);
     assert_memory_equal(raw, want, wn);
     free(raw);
+    /* The scratch writer (no temporary, no fsync) writes the same bytes,
+     * over a longer file too (truncated, not overwritten in place). */
+    char path3[PATH_CAP];
+    tpath(path3, "exact3.safetensors");
+    FILE *lf = fopen(path3, "wb");
+    assert_non_null(lf);
+    for (int i = 0; i < 4096; i++)
+        fputc('x', lf);
+    fclose(lf);
+    assert_int_equal(st_write_scratch(path3, &f, &e), NX_OK);
+    raw = tu_slurp(path3, &n);
+    assert_int_equal(n, wn);
+    assert_memory_equal(raw, want, wn);
+    free(raw);
+    /* and names the path where it cannot write */
+    char bad[PATH_CAP + 32];
+    snprintf(bad, sizeof bad, "%s/no-such-dir/x.safetensors", g_dir);
+    assert_int_equal(st_write_scratch(bad, &f, &e), NX_EIO);
+    assert_non_null(strstr(e.msg, "no-such-dir/x.safetensors"));
     st_free(&f);
 }
 

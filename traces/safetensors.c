@@ -1085,7 +1085,8 @@ void st_tmp_discard(char **tmp)
     *tmp = NULL;
 }
 
-nx_status st_write_atomic(const char *path, const st_file *f, nx_err *err)
+/* st_write_atomic (durable) and st_write_scratch (not): the one encoder. */
+static nx_status write_file(const char *path, const st_file *f, int durable, nx_err *err)
 {
     char *json = NULL;
     nx_status rc = build_header(path, f, &json, err);
@@ -1101,8 +1102,12 @@ nx_status st_write_atomic(const char *path, const st_file *f, nx_err *err)
     }
 
     /* Same directory as path, so the rename cannot cross file systems. */
-    char *tmp;
-    int fd = st_tmp_create(path, &tmp, err);
+    char *tmp = NULL;
+    int fd;
+    if (durable)
+        fd = st_tmp_create(path, &tmp, err);
+    else if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0)
+        nx_err_set(err, NX_EIO, "%s: %s", path, strerror(errno));
     if (fd < 0) {
         free(json);
         return err ? err->code : NX_EIO;
@@ -1130,7 +1135,7 @@ nx_status st_write_atomic(const char *path, const st_file *f, nx_err *err)
         at += t->nbytes;
     }
     step = "fsync";
-    if (fsync(fd) != 0)
+    if (durable && fsync(fd) != 0)
         goto fail;
     step = "close";
     int cfd = fd;
@@ -1138,12 +1143,17 @@ nx_status st_write_atomic(const char *path, const st_file *f, nx_err *err)
     if (close(cfd) != 0)
         goto fail;
     free(json);
-    return st_tmp_commit(&tmp, path, err);
+    return durable ? st_tmp_commit(&tmp, path, err) : NX_OK;
 
 fail:;
     int e = errno;
     if (fd >= 0)
         close(fd);
+    if (!durable) {
+        free(json);
+        return nx_err_set(err, NX_EIO, "%s: %s failed at or after byte %llu: %s", path, step,
+                          (unsigned long long)at, strerror(e));
+    }
     if (strcmp(step, "write") == 0)
         rc = nx_err_set(err, NX_EIO,
                         "%s: writing temporary file %s failed at or after byte "
@@ -1156,6 +1166,16 @@ fail:;
     st_tmp_discard(&tmp);
     free(json);
     return rc;
+}
+
+nx_status st_write_atomic(const char *path, const st_file *f, nx_err *err)
+{
+    return write_file(path, f, 1, err);
+}
+
+nx_status st_write_scratch(const char *path, const st_file *f, nx_err *err)
+{
+    return write_file(path, f, 0, err);
 }
 
 /* ---- elements ----------------------------------------------------------- */

@@ -151,6 +151,12 @@ void st_tmp_discard(char **tmp);
  * {"dtype", "shape", "data_offsets"}; data offsets are contiguous in that
  * order; the header is padded with spaces to a multiple of 8 bytes. */
 nx_status st_write_atomic(const char *path, const st_file *f, nx_err *err);
+/* The same bytes written straight to path (created 0600 or truncated), no
+ * temporary, no fsync: for a file nobody keeps, in a private directory
+ * (parity reveal's probe files, one per kernel call, read by the kernel
+ * and removed; a crash loses nothing of the user's).  On failure path may
+ * hold part of the file. */
+nx_status st_write_scratch(const char *path, const st_file *f, nx_err *err);
 
 /* The one writer of text outputs (reports, JSON, TOML records).
  * st_text_stage: writes text (len bytes) to a new temporary beside path

@@ -321,7 +321,7 @@ static nx_status write_probes(const char *path, nx_fmt in, size_t rows, size_t n
             st = rows_encode(in, src[i], rows * n, t, t->data, err);
     }
     if (!st)
-        st = st_write_atomic(path, &f, err);
+        st = st_write_scratch(path, &f, err);
     st_free(&f);
     return st;
 }
