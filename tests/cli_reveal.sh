@@ -462,6 +462,18 @@ out=$("$P" reveal --simulate "{ fma = true, tree = \"$PEEL\", rows = [{ select =
 printf '%s\n' "$out" | grep -q '^induction: probed again at n = 395 at every row index ([0-9]* rows in [0-9]* calls): the same row classes' ||
   fail "row classes whose selectors differ by length: $out $(cat "$T/err")"
 fi
+# Classes revealed packed (docs/reveal.md "Row classes"): OpenBLAS sgemv
+# N's shape, 12 leading rows, 240 main rows, 3 trailing rows at R = 255.
+# A probe at a time, every probe at every index, the three orders took
+# 197349 probe rows at n = 64; packed (a probe on each row of a class a
+# call, the leading rows at 13 rows a call, the trailing at one) 11035.
+out=$("$P" reveal --simulate '{ tree = "stride(8, seq, halving)", rows = [{ select = "r < R % 16 - R % 4", tree = "stride(2, seq, seq)" }, { select = "r >= R - R % 4", tree = "seq" }] }' --n 64 --order-only -v 2>&1)
+prow=$(printf '%s\n' "$out" | sed -n 's/^order probes: \([0-9]*\) rows in .*/\1/p')
+[ -n "$prow" ] && [ "$prow" -le 20000 ] || fail "packed classes: $prow probe rows, want at most 20000: $out"
+printf '%s\n' "$out" | grep -q "^reveal: row 0's class revealed packed, a probe on each of its 12 rows of 13 a call" ||
+  fail "packed classes: the leading rows not at 13 rows a call: $out"
+printf '%s\n' "$out" | grep -qF 'row class: select = "r < R % 16 - R % 4", order: stride(2, seq, seq) ' &&
+  printf '%s\n' "$out" | grep -qF 'row class: select = "r >= R - R % 4", order: seq ' || fail "packed classes: the classes: $out"
 # Rows whose order is the main rows' and whose arithmetic is not (the last
 # row of an odd batch: OpenBLAS sgemv T's one-output kernel): the order's
 # probes cannot part them, the main class fits no point, and the rows the

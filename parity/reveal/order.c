@@ -951,6 +951,129 @@ static nx_status rowview_eval(rv_kernel *kk, size_t rows, size_t n, const double
     return NX_OK;
 }
 
+/* A packed view of the kernel for the rows of one class: row indices
+ * that gave one class's answers to every probe sent so far reduce alike,
+ * so one call of R rows carries as many distinct probes as the class has
+ * rows (row rows[j] holds probe j; the other row indices repeat the first
+ * probe of the call), where the rowview sends each probe alone at every
+ * index.  A probe the rowview already sent is answered from its memo.
+ * Not for a grid (its cells share a and b by row and column). */
+typedef struct packview {
+    rowview *v;          /* the memo (answers at v->R, read at v->ri), and the kernel */
+    const size_t *rows;  /* the class's row indices at R, [nrows], ascending */
+    size_t nrows, R;     /* R: the rows of a call (v->R, or fewer where the class's path shows there) */
+    double *a, *b, *y;   /* [R n], [R n], [R] */
+    size_t n;
+} packview;
+
+/* Every product a[i] b[i] exact in the input format: a row that a kernel
+ * with one b a call takes as (a b, 1) (rv_call). */
+static int exact_products(nx_fmt in, const double *a, const double *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        double p = a[i] * b[i];
+        if (!nx_is_member(in, p) || fma(a[i], b[i], -p) != 0)
+            return 0;
+    }
+    return 1;
+}
+
+static nx_status packview_eval(rv_kernel *kk, size_t rows, size_t n, const double *a, const double *b, double *y,
+                               int *out_fmt, nx_err *err)
+{
+    packview *pv = kk->impl;
+    rowview *v = pv->v;
+    size_t R = pv->R;
+    if (n > pv->n) {
+        double *na = realloc(pv->a, R * n * sizeof *na);
+        if (na)
+            pv->a = na;
+        double *nb = na ? realloc(pv->b, R * n * sizeof *nb) : NULL;
+        if (!na || !nb)
+            return nx_err_set(err, NX_ENOMEM, "out of memory");
+        pv->b = nb;
+        pv->n = n;
+    }
+    if (!pv->y && !(pv->y = malloc(R * sizeof *pv->y)))
+        return nx_err_set(err, NX_ENOMEM, "out of memory");
+    size_t *todo = malloc((rows ? rows : 1) * sizeof *todo), nt = 0;
+    if (!todo)
+        return nx_err_set(err, NX_ENOMEM, "out of memory");
+    for (size_t r = 0; r < rows; r++) {
+        const double *ar = a + r * n, *br = b + r * n;
+        uint64_t h = row_hash(ar, br, n, 0xcbf29ce484222325ULL, 0x100000001b3ULL);
+        uint64_t h2 = row_hash(ar, br, n, 0x9e3779b97f4a7c15ULL, 0xff51afd7ed558ccdULL | 1);
+        size_t p = v->tcap ? (size_t)h & (v->tcap - 1) : 0, hit = 0;
+        while (v->tcap && v->tab[p]) {
+            rv_memo *e = &v->m[v->tab[p] - 1];
+            if (e->h == h && e->h2 == h2) {
+                hit = v->tab[p];
+                break;
+            }
+            p = (p + 1) & (v->tcap - 1);
+        }
+        if (hit)
+            y[r] = v->m[hit - 1].y[v->ri];
+        else
+            todo[nt++] = r;
+    }
+    /* calls of up to nrows probes; a kernel with one b a call takes in one
+     * call only probes of the first one's b, or, where the first one's
+     * products are exact, any whose products are (sent as (a b, 1)) */
+    nx_status st = NX_OK;
+    size_t *pick = malloc((pv->nrows ? pv->nrows : 1) * sizeof *pick);
+    unsigned char *ex = calloc(rows ? rows : 1, 1); /* [row]: its products exact */
+    if (!pick || !ex) {
+        free(pick);
+        free(ex);
+        free(todo);
+        return nx_err_set(err, NX_ENOMEM, "out of memory");
+    }
+    for (size_t t = 0; t < nt && v->k->shared_b; t++)
+        ex[todo[t]] = (unsigned char)exact_products(v->k->in_fmt, a + todo[t] * n, b + todo[t] * n, n);
+    while (nt && !st) {
+        size_t m = 0, keep = 0;
+        const double *b0 = b + todo[0] * n;
+        int free0 = ex[todo[0]];
+        for (size_t t = 0; t < nt; t++)
+            if (m < pv->nrows && (!v->k->shared_b || (free0 && ex[todo[t]]) ||
+                                  (!free0 && !ex[todo[t]] && !memcmp(b + todo[t] * n, b0, n * sizeof *b))))
+                pick[m++] = todo[t];
+            else
+                todo[keep++] = todo[t];
+        nt = keep;
+        /* exact products go as (a b, 1), as rv_call would send them */
+        for (size_t j = 0; j < m; j++) {
+            double *ra = pv->a + pv->rows[j] * n, *rb = pv->b + pv->rows[j] * n;
+            const double *sa = a + pick[j] * n, *sb = b + pick[j] * n;
+            if (free0)
+                for (size_t i = 0; i < n; i++)
+                    ra[i] = sa[i] * sb[i], rb[i] = 1;
+            else {
+                memcpy(ra, sa, n * sizeof *a);
+                memcpy(rb, sb, n * sizeof *b);
+            }
+        }
+        const double *fa = pv->a + pv->rows[0] * n, *fb = pv->b + pv->rows[0] * n;
+        for (size_t q = 0, j = 0; q < R; q++) {
+            if (j < m && pv->rows[j] == q) { /* rows[] ascends */
+                j++;
+                continue;
+            }
+            memcpy(pv->a + q * n, fa, n * sizeof *a);
+            memcpy(pv->b + q * n, fb, n * sizeof *b);
+        }
+        if (!(st = rv_call(v->k, R, n, pv->a, pv->b, pv->y, err)))
+            for (size_t j = 0; j < m; j++)
+                y[pick[j]] = pv->y[pv->rows[j]];
+    }
+    free(pick);
+    free(ex);
+    free(todo);
+    *out_fmt = v->k->out_fmt;
+    return st;
+}
+
 /* One mixed row (exact in every input format) at every index of a batch
  * of R rows: 1 when the answers differ. */
 static nx_status rows_differ_check(rv_kernel *k, size_t n, size_t R, int *differ, nx_err *err)
@@ -1119,6 +1242,62 @@ char *rv_row_selector(const int *cls, size_t R, int c)
     return NULL;
 }
 
+/* Rows that part the row indices by order before any is revealed: RV_PART
+ * mixed rows (exact in every input format, b = 1 so that a fused and a
+ * separate step agree and the arithmetic apart stays with its order),
+ * each sent at every index through the rowview (kept in its memo).  Two
+ * orders of a few hundred terms round alike on about one such row in four
+ * (see rows_differ_check); on all sixteen, about once in 4^16. */
+#define RV_PART 16
+static void part_rows(nx_fmt in, size_t n, double *a, double *b)
+{
+    const nx_format_info *fi = nx_format(in);
+    int pm = fi->p - 1 < 30 ? fi->p - 1 : 30;
+    for (unsigned v = 0; v < RV_PART; v++)
+        for (size_t i = 0; i < n; i++) {
+            unsigned w = v + 8;
+            double m = 1 + ldexp((double)((i * 2654435761u + 12345u + w * 977u) & ((1u << pm) - 1)), -pm);
+            a[v * n + i] = ldexp(m, (int)((i * (13 + 4 * w) + 7 * w) % 25) - 12) * ((i + w) % 3 == 1 ? -1 : 1);
+            b[v * n + i] = 1;
+        }
+}
+
+/* Smaller batches a class may be probed at: a class of few rows of R (the
+ * remainder rows of a tile, a few leading rows) costs R rows a call for as
+ * many probes as it has rows; at a batch of R' rows where some rows answer
+ * the part rows as the class did at R (the same path: the same answers to
+ * all sixteen), a call costs R' rows.  Tried where a class holds under an
+ * eighth of R; a batch size the kernel takes another path at (OpenBLAS
+ * sgemv N at 3 rows) answers otherwise and is not used. */
+static const size_t small_R[] = {1, 2, 3, 5, 7, 9, 11, 13, 15, 17, 19, 23, 31, 33, 63};
+#define RV_NSMALL (sizeof small_R / sizeof *small_R)
+
+typedef struct part_at {
+    double *y; /* [RV_PART][R'] the part rows' answers at each index; NULL: not sent yet */
+    int failed;
+} part_at;
+
+/* The part rows at R' (each at every index of R' rows), into pa->y. */
+static nx_status part_send(rv_kernel *k, size_t Rs, size_t n, const double *pa_, const double *pb_, part_at *pa,
+                           nx_err *err)
+{
+    double *a = malloc(Rs * n * sizeof *a), *b = malloc(Rs * n * sizeof *b);
+    pa->y = malloc(RV_PART * Rs * sizeof *pa->y);
+    nx_status st = NX_OK;
+    if (!a || !b || !pa->y)
+        st = nx_err_set(err, NX_ENOMEM, "out of memory");
+    for (size_t p = 0; p < RV_PART && !st; p++) {
+        for (size_t q = 0; q < Rs; q++) {
+            memcpy(a + q * n, pa_ + p * n, n * sizeof *a);
+            memcpy(b + q * n, pb_ + p * n, n * sizeof *b);
+        }
+        st = rv_call(k, Rs, n, a, b, pa->y + p * Rs, err);
+    }
+    free(a);
+    free(b);
+    return st;
+}
+
 static nx_status order_by_row(rv_kernel *k, const rv_opts *o, size_t R, rv_result *res, nx_err *err)
 {
     size_t n = o->n;
@@ -1136,11 +1315,26 @@ static nx_status order_by_row(rv_kernel *k, const rv_opts *o, size_t R, rv_resul
     size_t ncls = 0;
     size_t calls0 = k->calls, probes0 = k->probes;
     nx_status st = NX_OK;
+    size_t npart = 0;                              /* the part rows' memo entries (the first) */
+    double *pa_ = NULL, *pb_ = NULL, pyy[RV_PART]; /* the part rows */
+    part_at at[RV_NSMALL];                         /* their answers at the smaller batches */
+    memset(at, 0, sizeof at);
     v.a = malloc(R * n * sizeof *v.a);
     v.b = malloc(R * n * sizeof *v.b);
     if (!cls || !cnt || !rep || !br || !cr || !v.a || !v.b) {
         st = nx_err_set(err, NX_ENOMEM, "out of memory");
         goto out;
+    }
+    if (!grid && R > 1) {
+        int of;
+        if (!(pa_ = malloc(RV_PART * n * sizeof *pa_)) || !(pb_ = malloc(RV_PART * n * sizeof *pb_))) {
+            st = nx_err_set(err, NX_ENOMEM, "out of memory");
+            goto out;
+        }
+        part_rows(k->in_fmt, n, pa_, pb_);
+        if ((st = vk.eval(&vk, RV_PART, n, pa_, pb_, pyy, &of, err)))
+            goto out;
+        npart = v.count; /* the memo's first entries */
     }
     for (size_t ri = 0; ri < R; ri++) {
         /* the reveal is a function of the answers: a row index that gave
@@ -1161,7 +1355,86 @@ static nx_status order_by_row(rv_kernel *k, const rv_opts *o, size_t R, rv_resul
         }
         v.ri = ri;
         rv_result t = {0};
-        st = order_once(&vk, o, &t, err);
+        /* the rows that answer as ri did to every probe so far (part_rows'
+         * rows and every probe sent at every index): a class of two rows
+         * or more is revealed packed, its rows each holding a probe of
+         * their own; where that reveals no tree, once more a probe at a
+         * time, at every index */
+        size_t *srow = NULL, ns = 0;
+        if (!grid && R > 1 && (srow = malloc(R * sizeof *srow))) {
+            for (size_t r = ri; r < R; r++) {
+                size_t i = 0;
+                while (i < v.count && !memcmp(&v.m[i].y[r], &v.m[i].y[ri], sizeof(double)))
+                    i++;
+                if (i == v.count)
+                    srow[ns++] = r;
+            }
+        }
+        st = NX_EUNSUPPORTED;
+        /* a smaller batch where the class's path shows on more rows for its
+         * size (small_R) */
+        size_t bestR = R, *brow = srow, nb = ns, cand[2][64];
+        int cb = 0;
+        if (ns && npart == RV_PART && ns * 8 < R && !k->exact_rows) {
+            nx_status fatal = NX_OK;
+            for (size_t q = 0; q < RV_NSMALL && small_R[q] < R && !fatal; q++) {
+                size_t Rs = small_R[q], m = 0;
+                if (at[q].failed)
+                    continue;
+                if (!at[q].y) {
+                    nx_status s2 = part_send(k, Rs, n, pa_, pb_, &at[q], err);
+                    if (s2 == NX_ENOMEM || (s2 && k->killed)) {
+                        fatal = s2;
+                        break;
+                    }
+                    if (s2) { /* the kernel declines R' rows: not used */
+                        memset(err, 0, sizeof *err);
+                        at[q].failed = 1;
+                        continue;
+                    }
+                }
+                for (size_t r = 0; r < Rs; r++) {
+                    size_t p = 0;
+                    while (p < RV_PART && !memcmp(&at[q].y[p * Rs + r], &v.m[p].y[ri], sizeof(double)))
+                        p++;
+                    if (p == RV_PART)
+                        cand[cb][m++] = r;
+                }
+                if (m && Rs * nb < bestR * m) { /* fewer rows a probe */
+                    bestR = Rs;
+                    brow = cand[cb];
+                    nb = m;
+                    cb ^= 1;
+                }
+            }
+            if (fatal) {
+                st = fatal;
+                free(srow);
+                goto out;
+            }
+        }
+        if (bestR < R || ns >= 2) {
+            packview pv = {.v = &v, .rows = brow, .nrows = nb, .R = bestR};
+            rv_kernel pk = {.eval = packview_eval, .impl = &pv, .in_fmt = k->in_fmt, .out_fmt = k->out_fmt};
+            st = order_once(&pk, o, &t, err);
+            free(pv.a);
+            free(pv.b);
+            free(pv.y);
+            if (st && st != NX_ENOMEM && !k->killed) {
+                if (o->verbose)
+                    fprintf(stderr, "reveal: row %zu's class of %zu rows, packed: %s; again a probe at a time\n", ri,
+                            ns, err->msg);
+                rv_result_free(&t);
+                memset(&t, 0, sizeof t);
+                memset(err, 0, sizeof *err);
+                st = NX_EUNSUPPORTED;
+            } else if (!st && o->verbose)
+                fprintf(stderr, "reveal: row %zu's class revealed packed, a probe on each of its %zu rows of %zu a call\n",
+                        ri, nb, bestR);
+        }
+        free(srow);
+        if (st == NX_EUNSUPPORTED)
+            st = order_once(&vk, o, &t, err);
         if (st) {
             rv_result_free(&t);
             if (st == NX_EUNSUPPORTED) {
@@ -1321,6 +1594,10 @@ static nx_status order_by_row(rv_kernel *k, const rv_opts *o, size_t R, rv_resul
         if (!res->class_tree[c] || (c && !res->class_select[c]))
             st = nx_err_set(err, NX_ENOMEM, "out of memory");
 out:
+    free(pa_);
+    free(pb_);
+    for (size_t q = 0; q < RV_NSMALL; q++)
+        free(at[q].y);
     res->order_calls = k->calls - calls0;
     res->order_probes = k->probes - probes0;
     for (size_t c = 0; c < ncls; c++) {
