@@ -654,6 +654,14 @@ printf '%s\n' "$out" | grep -q '^size class: the order is reverse(seq) below n =
 printf '%s\n' "$out" | grep -q '^lengths: at n = 47 (the size class.s edge) the point reproduced 1000 of 1000 ' || fail "lengths 7,100: no 47 line: $out"
 want=$(pt fp32 rne true "reverse(seq)" fp32 | sed 's/ }$/, rows = [{ select = "n >= 48", tree = "seq" }] }/')
 [ "$(printf '%s\n' "$out" | tail -n 1)" = "$want" ] || fail "lengths 7,100: last line: $(printf '%s\n' "$out" | tail -n 1)"
+# a size class whose two sides differ in arithmetic too: a running sum in
+# reverse without FMA below 64 terms, 4 FMA lanes from 64 on.  The class is
+# the other side's whole point (its fma with its tree); before, only a tree
+# could be joined and reveal said the lengths disagree (exit 1).
+out=$("$P" reveal --simulate '{ fma = false, tree = "reverse(seq)", rows = [{ select = "n >= 64", fma = true, tree = "body(4, stride(4, seq, pairwise), seq)" }] }' --n 31,1531 2>"$T/err"); rc=$?
+[ $rc -eq 0 ] || fail "lengths 31,1531, two arithmetics: exit $rc, want 0 $(cat "$T/err") $(printf '%s\n' "$out" | grep -E '^(lengths|not)')"
+want='{ acc = "fp32", rounding = "rne", fma = false, product = "exact", tree = "reverse(seq)", out = "fp32", out_rounding = "rne", saturate = false, rows = [{ select = "n >= 64", acc = "fp32", rounding = "rne", fma = true, product = "exact", tree = "body(4, stride(4, seq, pairwise), seq)", out = "fp32", out_rounding = "rne", saturate = false }] }'
+[ "$(printf '%s\n' "$out" | tail -n 1)" = "$want" ] || fail "lengths 31,1531, two arithmetics: last line: $(printf '%s\n' "$out" | tail -n 1), want $want"
 # no single switch explains odd lengths taking the other path: at 7 and 100
 # the points differ, the probes there disagree with any one edge, and
 # reveal says so (exit 1) instead of joining them

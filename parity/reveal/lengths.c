@@ -39,6 +39,8 @@ static void sayf(const rv_say *s, const char *fmt, ...)
     free(buf);
 }
 
+static char *join_class(const char *point, const char *path, const char *sel, nx_err *err);
+
 static size_t confirm_rows_of(const rv_opts *o)
 {
     return o->confirm_rows ? o->confirm_rows : 1000;
@@ -60,15 +62,17 @@ static char *with_size_class(const char *point, const char *sel, const char *tre
 
 /* One switch of length between lo (order tlo) and hi (order thi), found by
  * rv_size_switch; base (a point text) takes a class `n >= T` with thi when
- * base_lo, else `n < T` with tlo.  The joined point is confirmed at T - 1,
+ * base_lo, else `n < T` with tlo (other, where not NULL: the other side's
+ * whole point, its arithmetic differing from base's, joined as classes
+ * under that selector).  The joined point is confirmed at T - 1,
  * T and T + 1 (both sides of the edge, and one past it: a class that is no
  * switch of length, n % 8 == 3, fails there) and at the lengths at[]
  * outside the edge (said as `what`).  *verdict: -1 no single switch
  * explains the two orders, RV_LEN_HOLDS with *out the joined point,
  * RV_LEN_REFUSED it was tried and failed (said). */
 static nx_status join_switch(rv_kernel *k, const rv_opts *o, const char *base, int base_lo, size_t lo,
-                             const char *tlo, size_t hi, const char *thi, const size_t *at, size_t nat,
-                             const char *what, const rv_say *say, int *verdict, char **out, nx_err *err)
+                             const char *tlo, size_t hi, const char *thi, const char *other, const size_t *at,
+                             size_t nat, const char *what, const rv_say *say, int *verdict, char **out, nx_err *err)
 {
     *verdict = -1;
     size_t T = 0, reveals = 0, calls0 = k->calls, probes0 = k->probes;
@@ -77,7 +81,12 @@ static nx_status join_switch(rv_kernel *k, const rv_opts *o, const char *base, i
         return st;
     char sel[64];
     snprintf(sel, sizeof sel, base_lo ? "n >= %zu" : "n < %zu", T);
-    char *pt = with_size_class(base, sel, base_lo ? thi : tlo);
+    /* the other side's tree alone where the arithmetic is the same, else
+     * its whole point */
+    nx_err je = {0};
+    char *pt = other ? join_class(base, other, sel, &je) : with_size_class(base, sel, base_lo ? thi : tlo);
+    if (!pt && other && je.code != NX_ENOMEM)
+        return NX_OK; /* not joined: the confirmation says the rest */
     if (!pt)
         return nx_err_set(err, NX_ENOMEM, "out of memory");
     sayf(say,
@@ -124,8 +133,8 @@ nx_status rv_one_length(rv_kernel *k, const rv_opts *o, rv_result *res, const rv
         int up = res->induce_n > res->n, v;
         char *pt = NULL;
         st = join_switch(k, o, res->point, up, up ? res->n : res->induce_n, up ? at_n : other,
-                         up ? res->induce_n : res->n, up ? other : at_n, &res->induce_n, 1, "probed for the order",
-                         say, &v, &pt, err);
+                         up ? res->induce_n : res->n, up ? other : at_n, NULL, &res->induce_n, 1,
+                         "probed for the order", say, &v, &pt, err);
         if (st)
             return st;
         if (v >= 0) {
@@ -168,9 +177,10 @@ static int split_point(const char *pt, char *tree, size_t tcap, char *rest, size
 }
 
 /* The probed lengths' points differ: where, sorted by length, they are one
- * point up to some length and another from the next (the same arithmetic,
- * another tree), the first length's point takes a size class for the other
- * side (join_switch, confirmed at every probed length too).  *verdict as
+ * point up to some length and another from the next (another tree, and
+ * the same arithmetic or not), the first length's point takes a size class
+ * for the other side (join_switch, confirmed at every probed length too).
+ * *verdict as
  * join_switch's. */
 static nx_status join_lengths(rv_kernel *k, const rv_opts *o, const size_t *lens, size_t nlens, char *const *points,
                               const rv_say *say, int *verdict, char **out, nx_err *err)
@@ -204,11 +214,14 @@ static nx_status join_lengths(rv_kernel *k, const rv_opts *o, const size_t *lens
         if (!sw && strcmp(r, rlo))
             return NX_OK;
     }
-    if (!sw || strcmp(rlo, rhi) || strstr(tlo, "expr(") || strstr(thi, "expr("))
+    if (!sw || strstr(tlo, "expr(") || strstr(thi, "expr("))
         return NX_OK;
     size_t lo = lens[idx[sw - 1]], hi = lens[idx[sw]];
-    /* the first length's point is the base */
-    return join_switch(k, o, points[0], lens[0] <= lo, lo, tlo, hi, thi, lens, nlens, "probed", say, verdict, out,
+    /* the first length's point is the base; where the two sides' arithmetic
+     * differs too, the class is the other side's whole point */
+    int base_lo = lens[0] <= lo;
+    const char *other = strcmp(rlo, rhi) ? points[base_lo ? idx[sw] : idx[0]] : NULL;
+    return join_switch(k, o, points[0], base_lo, lo, tlo, hi, thi, other, lens, nlens, "probed", say, verdict, out,
                        err);
 }
 
@@ -307,6 +320,16 @@ char *rv_join_one_row(const char *point, const char *one_row, nx_err *err)
 
 char *rv_join_rows(const char *point, const char *one_row, size_t R, nx_err *err)
 {
+    char sel[32];
+    snprintf(sel, sizeof sel, "R == %zu", R);
+    return join_class(point, one_row, sel, err);
+}
+
+/* point with the whole of path (its arithmetic, its tree, its own classes
+ * each under `SEL && (...)`) as classes selected by sel, ahead of point's
+ * own classes (malloc'd canonical text; NULL with *err set). */
+static char *join_class(const char *point, const char *one_row, const char *sel, nx_err *err)
+{
     nx_point m, o;
     if (pt_from_text(point, "point", &m, err))
         return NULL;
@@ -318,7 +341,7 @@ char *rv_join_rows(const char *point, const char *one_row, size_t R, nx_err *err
     size_t nc = o.nclasses + 1 + m.nclasses, k = 0;
     nx_rowclass *cl = NULL;
     if (m.grid_m || o.grid_m) {
-        nx_err_set(err, NX_EUNSUPPORTED, "a point with a grid takes no class of R = %zu here", R);
+        nx_err_set(err, NX_EUNSUPPORTED, "a point with a grid takes no class `%s` here", sel);
         goto done;
     }
     if (!(cl = calloc(nc, sizeof *cl)))
@@ -329,9 +352,9 @@ char *rv_join_rows(const char *point, const char *one_row, size_t R, nx_err *err
     for (size_t i = 0; i <= o.nclasses; i++, k++) {
         nx_sbuf sb = {0};
         if (i < o.nclasses)
-            nx_sbuf_printf(&sb, "R == %zu && (%s)", R, o.classes[i].select);
+            nx_sbuf_printf(&sb, "%s && (%s)", sel, o.classes[i].select);
         else
-            nx_sbuf_printf(&sb, "R == %zu", R);
+            nx_sbuf_printf(&sb, "%s", sel);
         if (!(cl[k].select = nx_sbuf_take(&sb)))
             goto oom;
         if (nx_select_parse(cl[k].select, "select", &cl[k].sel, err))
