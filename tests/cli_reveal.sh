@@ -462,6 +462,19 @@ out=$("$P" reveal --simulate "{ fma = true, tree = \"$PEEL\", rows = [{ select =
 printf '%s\n' "$out" | grep -q '^induction: probed again at n = 395 at every row index ([0-9]* rows in [0-9]* calls): the same row classes' ||
   fail "row classes whose selectors differ by length: $out $(cat "$T/err")"
 fi
+# OpenBLAS sgemv T's shape at n = 1001: the main rows' tail without FMA
+# (an arithmetic per part), the 2-output rows, and the last row of an odd
+# batch without FMA anywhere.  The closest single-arithmetic point missed
+# scattered main rows as well as the last one, no selector named them, and
+# reveal said no point reproduces the kernel (exit 1; so OpenBLAS itself at
+# n = 3001 and 4093).  The rows apart are now those that answer a random
+# row, sent at every index, otherwise than most of their class.
+if big; then
+out=$("$P" reveal --simulate "{ fma = true, tree = \"body(4, lanes(8, [peel(4, 8), loop(8)], pairwise), seq[fma=false])\", rows = [{ select = \"r >= R - R % 4 && r < R - R % 2\", fma = false, tree = \"body(4, stride(4, seq, pairwise), seq)\" }, { select = \"r >= R - R % 2\", fma = false, tree = \"$PEEL\" }] }" --n 1001 2>"$T/err"); rc=$?
+[ $rc -eq 0 ] || fail "arithmetic apart at n = 1001: exit $rc, want 0: $(printf '%s\n' "$out" | grep -E '^(arithmetic|not)') $(cat "$T/err")"
+printf '%s\n' "$out" | grep -qF 'row class: select = "r >= R - R % 2", order: body(4, lanes(8, [peel(4, 8), loop(8)], pairwise), seq), the arithmetic apart' ||
+  fail "arithmetic apart at n = 1001: no class: $out"
+fi
 # Classes revealed packed (docs/reveal.md "Row classes"): OpenBLAS sgemv
 # N's shape, 12 leading rows, 240 main rows, 3 trailing rows at R = 255.
 # A probe at a time, every probe at every index, the three orders took

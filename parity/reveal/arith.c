@@ -567,7 +567,52 @@ static nx_status tree_space(const char *tree, const rv_kernel *k, fit_space *sp,
  * a residue; rows whose order the probes could not tell apart, whose
  * arithmetic differs, as a remainder kernel's).  It is added to res (same
  * tree as class 0); 1 when added. */
-static int split_class0(const rv_kernel *k, rv_result *res, const fit_space *sp, const fit_result *fr,
+/* The rows of class 0 whose answers to one random row, sent at every
+ * index of a batch, are not the class's most common answer, marked in
+ * cls (RV_APART_ROWS rows, one call each): rows of one path answer one
+ * row alike, so only rows whose arithmetic differs are marked, where the
+ * closest point of the space (one arithmetic for the whole tree) may miss
+ * scattered rows too.  The count marked; 0 on any failure. */
+#define RV_APART_ROWS 4
+static size_t apart_rows(rv_kernel *k, const rv_result *res, size_t n, uint64_t seed, int *cls)
+{
+    size_t R = res->probe_rows, marked = 0;
+    double *a = malloc(R * n * sizeof *a), *b = malloc(R * n * sizeof *b), *y = malloc(R * sizeof *y);
+    if (!a || !b || !y)
+        goto out;
+    for (int t = 0; t < RV_APART_ROWS; t++) {
+        rand_rows(k->in_fmt, 1, n, seed + 0x61706172ULL * (uint64_t)(t + 1), a, b);
+        for (size_t r = 1; r < R; r++) {
+            memcpy(a + r * n, a, n * sizeof *a);
+            memcpy(b + r * n, b, n * sizeof *b);
+        }
+        nx_err e = {0};
+        if (rv_call(k, R, n, a, b, y, &e)) {
+            marked = 0;
+            goto out;
+        }
+        size_t best = R, bestc = 0;
+        for (size_t r = 0; r < R; r++) {
+            if (res->row_class[r] != 0)
+                continue;
+            size_t c = 0;
+            for (size_t q = 0; q < R; q++)
+                c += res->row_class[q] == 0 && same_bits(y[q], y[r]);
+            if (c > bestc)
+                bestc = c, best = r;
+        }
+        for (size_t r = 0; r < R && best < R; r++)
+            if (res->row_class[r] == 0 && !same_bits(y[r], y[best]) && !cls[r])
+                cls[r] = 1, marked++;
+    }
+out:
+    free(a);
+    free(b);
+    free(y);
+    return marked;
+}
+
+static int split_class0(rv_kernel *k, rv_result *res, const fit_space *sp, const fit_result *fr,
                         class_rows *const *cr, const size_t *lens, size_t nl)
 {
     size_t R = res->probe_rows, marked = 0, in0 = 0;
@@ -603,7 +648,23 @@ static int split_class0(const rv_kernel *k, rv_result *res, const fit_space *sp,
     int added = 0;
     if (!cls || !text)
         goto out;
-    for (size_t l = 0; l < nl; l++) {
+    /* first the rows that answer a random row otherwise than the class's
+     * most; where none do, those the closest point misses */
+    int apart = 0;
+    if ((marked = apart_rows(k, res, lens[0], 0x73706c6974ULL + lens[0], cls)) && 2 * marked <= in0) {
+        char *s0 = k->grid_m && k->grid_n ? NULL : rv_row_selector(cls, R, 1);
+        if (s0) {
+            free(s0);
+            apart = 1;
+        } else {
+            memset(cls, 0, R * sizeof *cls);
+            marked = 0;
+        }
+    } else {
+        memset(cls, 0, R * sizeof *cls);
+        marked = 0;
+    }
+    for (size_t l = 0; l < nl && !apart; l++) {
         const class_rows *c = &cr[l][0];
         free(z);
         nx_err e = {0};
