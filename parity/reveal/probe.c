@@ -586,13 +586,20 @@ static nx_status file_new(const char *cmd, nx_fmt in, rv_kernel **out, nx_err *e
     k->destroy = file_destroy;
     k->max_elems = (size_t)1 << 24;
     k->timeout_s = RV_TIMEOUT_DEFAULT_S;
+    /* $TMPDIR where set; else /dev/shm, a memory file system where there
+     * is one (a kernel with row classes takes tens of thousands of calls,
+     * each a file written and read once: on a disk's file system their
+     * creation and truncation cost more than the probes), else /tmp */
     const char *tmp = getenv("TMPDIR");
+    struct stat shm;
+    if (!tmp || !*tmp)
+        tmp = !stat("/dev/shm", &shm) && S_ISDIR(shm.st_mode) && !access("/dev/shm", W_OK | X_OK) ? "/dev/shm" : "/tmp";
     nx_sbuf b = {0};
-    nx_sbuf_printf(&b, "%s/parity-reveal.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    nx_sbuf_printf(&b, "%s/parity-reveal.XXXXXX", tmp);
     im->dir = nx_sbuf_take(&b);
     if (!im->dir || !mkdtemp(im->dir)) {
-        nx_status st = im->dir ? nx_err_set(err, NX_EIO, "cannot create a temporary directory in %s: %s",
-                                            tmp && *tmp ? tmp : "/tmp", strerror(errno))
+        nx_status st = im->dir ? nx_err_set(err, NX_EIO, "cannot create a temporary directory in %s: %s", tmp,
+                                            strerror(errno))
                                : nx_err_set(err, NX_ENOMEM, "out of memory");
         free(im->dir);
         im->dir = NULL;
