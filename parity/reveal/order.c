@@ -879,25 +879,31 @@ static int memo_grow(rowview *v)
     return 0;
 }
 
+/* The memo entry of a probe row (index + 1; 0: none), its two hashes into
+ * *h, *h2: 128 bits of hash stand for the row (the rows themselves, 2 n
+ * doubles per probe, would not fit at large n). */
+static size_t memo_find(const rowview *v, const double *ar, const double *br, size_t n, uint64_t *h, uint64_t *h2)
+{
+    *h = row_hash(ar, br, n, 0xcbf29ce484222325ULL, 0x100000001b3ULL);
+    *h2 = row_hash(ar, br, n, 0x9e3779b97f4a7c15ULL, 0xff51afd7ed558ccdULL | 1);
+    size_t p = v->tcap ? (size_t)*h & (v->tcap - 1) : 0;
+    while (v->tcap && v->tab[p]) {
+        const rv_memo *e = &v->m[v->tab[p] - 1];
+        if (e->h == *h && e->h2 == *h2)
+            return v->tab[p];
+        p = (p + 1) & (v->tcap - 1);
+    }
+    return 0;
+}
+
 static nx_status rowview_eval(rv_kernel *kk, size_t rows, size_t n, const double *a, const double *b, double *y,
                               int *out_fmt, nx_err *err)
 {
     rowview *v = kk->impl;
     for (size_t r = 0; r < rows; r++) {
         const double *ar = a + r * n, *br = b + r * n;
-        /* 128 bits of hash stand for the row (the rows themselves, 2 n
-         * doubles per probe, would not fit at large n) */
-        uint64_t h = row_hash(ar, br, n, 0xcbf29ce484222325ULL, 0x100000001b3ULL);
-        uint64_t h2 = row_hash(ar, br, n, 0x9e3779b97f4a7c15ULL, 0xff51afd7ed558ccdULL | 1);
-        size_t p = v->tcap ? (size_t)h & (v->tcap - 1) : 0, hit = 0;
-        while (v->tcap && v->tab[p]) {
-            rv_memo *e = &v->m[v->tab[p] - 1];
-            if (e->h == h && e->h2 == h2) {
-                hit = v->tab[p];
-                break;
-            }
-            p = (p + 1) & (v->tcap - 1);
-        }
+        uint64_t h, h2;
+        size_t hit = memo_find(v, ar, br, n, &h, &h2), p;
         if (!hit) {
             if (2 * (v->count + 1) > v->tcap && memo_grow(v))
                 return nx_err_set(err, NX_ENOMEM, "out of memory");
@@ -1000,18 +1006,8 @@ static nx_status packview_eval(rv_kernel *kk, size_t rows, size_t n, const doubl
     if (!todo)
         return nx_err_set(err, NX_ENOMEM, "out of memory");
     for (size_t r = 0; r < rows; r++) {
-        const double *ar = a + r * n, *br = b + r * n;
-        uint64_t h = row_hash(ar, br, n, 0xcbf29ce484222325ULL, 0x100000001b3ULL);
-        uint64_t h2 = row_hash(ar, br, n, 0x9e3779b97f4a7c15ULL, 0xff51afd7ed558ccdULL | 1);
-        size_t p = v->tcap ? (size_t)h & (v->tcap - 1) : 0, hit = 0;
-        while (v->tcap && v->tab[p]) {
-            rv_memo *e = &v->m[v->tab[p] - 1];
-            if (e->h == h && e->h2 == h2) {
-                hit = v->tab[p];
-                break;
-            }
-            p = (p + 1) & (v->tcap - 1);
-        }
+        uint64_t h, h2;
+        size_t hit = memo_find(v, a + r * n, b + r * n, n, &h, &h2);
         if (hit)
             y[r] = v->m[hit - 1].y[v->ri];
         else
