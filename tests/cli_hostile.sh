@@ -487,6 +487,19 @@ hp=$(cat "$T/hung.pid" 2> /dev/null)
 [ -n "$hp" ] && [ -r "/proc/$hp/stat" ] && [ "$(awk '{ print $3 }' "/proc/$hp/stat")" != Z ] \
   && fail "reveal, a hung --exec kernel: its child still runs"
 [ -n "$hp" ] || fail "reveal, a hung --exec kernel: the kernel did not start"
+# SIGTERM while a call is under way: the probe files and their folder go
+# (in /dev/shm, reveal's default, they would hold memory until a restart)
+mkdir -p "$T/sigtmp"
+( cd "$T" && exec env TMPDIR="$T/sigtmp" "$PARITY" reveal --exec "sh -c 'echo \$\$ > sig.pid; exec sleep 300' # {in} {out}" \
+    --n 8 --timeout 60 > /dev/null 2>&1 ) &
+rp=$!
+i=0
+while [ ! -s "$T/sig.pid" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+[ -n "$(ls "$T/sigtmp")" ] || fail "reveal, SIGTERM mid-call: no probe folder while the call runs"
+kill -TERM $rp
+wait $rp 2> /dev/null
+kill "$(cat "$T/sig.pid" 2> /dev/null)" 2> /dev/null
+[ -z "$(ls -A "$T/sigtmp")" ] || fail "reveal, SIGTERM mid-call: left $(ls -A "$T/sigtmp" "$T/sigtmp"/* 2> /dev/null | tr '\n' ' ')"
 # a kernel that hangs only at the length reveal probes for induction (15
 # for n = 8): a kernel failure there too (exit 3, the length named), not a
 # length the kernel declines

@@ -870,10 +870,16 @@ static volatile sig_atomic_t handlers_installed;
 
 static void on_signal(int sig)
 {
+    /* files first, then the folders they were in (st_cleanup_track) */
     for (int i = 0; i < ST_TMP_SLOTS; i++) {
         char *p = tmp_slots[i];
         if (p)
             unlink(p); /* async-signal-safe */
+    }
+    for (int i = 0; i < ST_TMP_SLOTS; i++) {
+        char *p = tmp_slots[i];
+        if (p)
+            rmdir(p); /* async-signal-safe; fails on a file, already gone */
     }
     signal(sig, SIG_DFL);
     raise(sig);
@@ -915,6 +921,16 @@ static void tmp_unregister(char *tmp)
     for (int i = 0; i < ST_TMP_SLOTS; i++)
         if (__sync_bool_compare_and_swap(&tmp_slots[i], tmp, NULL))
             return;
+}
+
+void st_cleanup_track(char *path)
+{
+    tmp_register(path);
+}
+
+void st_cleanup_untrack(char *path)
+{
+    tmp_unregister(path);
 }
 
 /* The directory part of path ("." when none) and where its last component
@@ -1106,7 +1122,7 @@ static nx_status write_file(const char *path, const st_file *f, int durable, nx_
     int fd;
     if (durable)
         fd = st_tmp_create(path, &tmp, err);
-    else if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0)
+    else if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0)
         nx_err_set(err, NX_EIO, "%s: %s", path, strerror(errno));
     if (fd < 0) {
         free(json);

@@ -151,12 +151,20 @@ void st_tmp_discard(char **tmp);
  * {"dtype", "shape", "data_offsets"}; data offsets are contiguous in that
  * order; the header is padded with spaces to a multiple of 8 bytes. */
 nx_status st_write_atomic(const char *path, const st_file *f, nx_err *err);
-/* The same bytes written straight to path (created 0600 or truncated), no
- * temporary, no fsync: for a file nobody keeps, in a private directory
+/* The same bytes written straight to path (created 0600 or truncated; a
+ * link at path is refused), no temporary, no fsync: for a file nobody keeps, in a private directory
  * (parity reveal's probe files, one per kernel call, read by the kernel
  * and removed; a crash loses nothing of the user's).  On failure path may
  * hold part of the file. */
 nx_status st_write_scratch(const char *path, const st_file *f, nx_err *err);
+/* path (a file, or an empty folder: files are removed first) is removed
+ * if SIGINT, SIGTERM, SIGHUP or SIGQUIT ends the process, as the
+ * temporaries of the atomic writers are (where the program has set no
+ * handler of its own); path must stay valid until st_cleanup_untrack.
+ * At most 32 paths are tracked at once, temporaries included; past that a
+ * path is not removed on a signal. */
+void st_cleanup_track(char *path);
+void st_cleanup_untrack(char *path);
 
 /* The one writer of text outputs (reports, JSON, TOML records).
  * st_text_stage: writes text (len bytes) to a new temporary beside path

@@ -559,6 +559,11 @@ static void file_destroy(rv_kernel *k)
         unlink(im->in);
     if (im->out)
         unlink(im->out);
+    if (im->in && im->out) {
+        st_cleanup_untrack(im->in);
+        st_cleanup_untrack(im->out);
+        st_cleanup_untrack(im->dir);
+    }
     /* the folder is ours: whatever the kernel left in it goes too (an
      * {out} it made a directory, files beside the probes) */
     if (im->dir && rmdir(im->dir) != 0)
@@ -614,6 +619,11 @@ static nx_status file_new(const char *cmd, nx_fmt in, rv_kernel **out, nx_err *e
         rv_kernel_free(k);
         return nx_err_set(err, NX_ENOMEM, "out of memory");
     }
+    /* removed if a signal ends reveal (in /dev/shm they would hold memory
+     * until the machine restarts) */
+    st_cleanup_track(im->in);
+    st_cleanup_track(im->out);
+    st_cleanup_track(im->dir);
     *out = k;
     return NX_OK;
 }
