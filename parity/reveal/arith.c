@@ -574,11 +574,18 @@ static nx_status tree_space(const char *tree, const rv_kernel *k, fit_space *sp,
  * closest point of the space (one arithmetic for the whole tree) may miss
  * scattered rows too.  The count marked; 0 on any failure. */
 #define RV_APART_ROWS 4
+static int cmp_bits(const void *x, const void *y)
+{
+    uint64_t p = *(const uint64_t *)x, q = *(const uint64_t *)y;
+    return (p > q) - (p < q);
+}
+
 static size_t apart_rows(rv_kernel *k, const rv_result *res, size_t n, uint64_t seed, int *cls)
 {
     size_t R = res->probe_rows, marked = 0;
     double *a = malloc(R * n * sizeof *a), *b = malloc(R * n * sizeof *b), *y = malloc(R * sizeof *y);
-    if (!a || !b || !y)
+    uint64_t *bits = malloc(R * sizeof *bits);
+    if (!a || !b || !y || !bits)
         goto out;
     for (int t = 0; t < RV_APART_ROWS; t++) {
         rand_rows(k->in_fmt, 1, n, seed + 0x61706172ULL * (uint64_t)(t + 1), a, b);
@@ -591,24 +598,31 @@ static size_t apart_rows(rv_kernel *k, const rv_result *res, size_t n, uint64_t 
             marked = 0;
             goto out;
         }
-        size_t best = R, bestc = 0;
-        for (size_t r = 0; r < R; r++) {
-            if (res->row_class[r] != 0)
-                continue;
-            size_t c = 0;
-            for (size_t q = 0; q < R; q++)
-                c += res->row_class[q] == 0 && same_bits(y[q], y[r]);
-            if (c > bestc)
-                bestc = c, best = r;
+        /* the class's most common answer: its bit patterns sorted, the
+         * longest run (R log R, where --rows may be 2^20) */
+        size_t m = 0, run = 0, bestrun = 0;
+        uint64_t most = 0;
+        for (size_t r = 0; r < R; r++)
+            if (res->row_class[r] == 0)
+                memcpy(&bits[m++], &y[r], sizeof *bits);
+        qsort(bits, m, sizeof *bits, cmp_bits);
+        for (size_t i = 0; i < m; i++) {
+            run = i && bits[i] == bits[i - 1] ? run + 1 : 1;
+            if (run > bestrun)
+                bestrun = run, most = bits[i];
         }
-        for (size_t r = 0; r < R && best < R; r++)
-            if (res->row_class[r] == 0 && !same_bits(y[r], y[best]) && !cls[r])
+        for (size_t r = 0; r < R && m; r++) {
+            uint64_t x;
+            memcpy(&x, &y[r], sizeof x);
+            if (res->row_class[r] == 0 && x != most && !cls[r])
                 cls[r] = 1, marked++;
+        }
     }
 out:
     free(a);
     free(b);
     free(y);
+    free(bits);
     return marked;
 }
 

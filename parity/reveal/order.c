@@ -972,18 +972,6 @@ typedef struct packview {
     size_t n;
 } packview;
 
-/* Every product a[i] b[i] exact in the input format: a row that a kernel
- * with one b a call takes as (a b, 1) (rv_call). */
-static int exact_products(nx_fmt in, const double *a, const double *b, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        double p = a[i] * b[i];
-        if (!nx_is_member(in, p) || fma(a[i], b[i], -p) != 0)
-            return 0;
-    }
-    return 1;
-}
-
 static nx_status packview_eval(rv_kernel *kk, size_t rows, size_t n, const double *a, const double *b, double *y,
                                int *out_fmt, nx_err *err)
 {
@@ -1026,7 +1014,7 @@ static nx_status packview_eval(rv_kernel *kk, size_t rows, size_t n, const doubl
         return nx_err_set(err, NX_ENOMEM, "out of memory");
     }
     for (size_t t = 0; t < nt && v->k->shared_b; t++)
-        ex[todo[t]] = (unsigned char)exact_products(v->k->in_fmt, a + todo[t] * n, b + todo[t] * n, n);
+        ex[todo[t]] = rv_inexact_product(v->k->in_fmt, a + todo[t] * n, b + todo[t] * n, n) == n;
     while (nt && !st) {
         size_t m = 0, keep = 0;
         const double *b0 = b + todo[0] * n;
@@ -1070,6 +1058,20 @@ static nx_status packview_eval(rv_kernel *kk, size_t rows, size_t n, const doubl
     return st;
 }
 
+/* Mixed row v of n terms, exact in every input format (mantissas of up to
+ * 30 bits, exponents -12 ... 12, both signs), into a; b 1 + (i + v) % 5 /
+ * 8 where varied_b, else 1 (a fused and a separate step then agree). */
+static void mixed_row(nx_fmt in, size_t n, unsigned v, int varied_b, double *a, double *b)
+{
+    const nx_format_info *fi = nx_format(in);
+    int pm = fi->p - 1 < 30 ? fi->p - 1 : 30;
+    for (size_t i = 0; i < n; i++) {
+        double m = 1 + ldexp((double)((i * 2654435761u + 12345u + v * 977u) & ((1u << pm) - 1)), -pm);
+        a[i] = ldexp(m, (int)((i * (13 + 4 * v) + 7 * v) % 25) - 12) * ((i + v) % 3 == 1 ? -1 : 1);
+        b[i] = varied_b ? 1 + (double)((i + v) % 5) / 8 : 1;
+    }
+}
+
 /* One mixed row (exact in every input format) at every index of a batch
  * of R rows: 1 when the answers differ. */
 static nx_status rows_differ_check(rv_kernel *k, size_t n, size_t R, int *differ, nx_err *err)
@@ -1081,19 +1083,16 @@ static nx_status rows_differ_check(rv_kernel *k, size_t n, size_t R, int *differ
         st = nx_err_set(err, NX_ENOMEM, "out of memory");
         goto out;
     }
-    const nx_format_info *fi = nx_format(k->in_fmt);
-    int pm = fi->p - 1 < 30 ? fi->p - 1 : 30;
     /* eight rows: two orders of a few hundred terms may round to the same
      * fp32 sum on one row (4 lanes against 8 lanes with a peel of 4: the
      * same on all of three rows at 2 lengths of 55 from 40 to 418, n = 199
      * one of them; on all of eight at none) */
     for (unsigned v = 0; v < 8 && !*differ; v++) {
-        for (size_t r = 0; r < R; r++)
-            for (size_t i = 0; i < n; i++) {
-                double m = 1 + ldexp((double)((i * 2654435761u + 12345u + v * 977u) & ((1u << pm) - 1)), -pm);
-                a[r * n + i] = ldexp(m, (int)((i * (13 + 4 * v) + 7 * v) % 25) - 12) * ((i + v) % 3 == 1 ? -1 : 1);
-                b[r * n + i] = k->shared_b ? 1 : 1 + (double)((i + v) % 5) / 8;
-            }
+        mixed_row(k->in_fmt, n, v, !k->shared_b, a, b);
+        for (size_t r = 1; r < R; r++) {
+            memcpy(a + r * n, a, n * sizeof *a);
+            memcpy(b + r * n, b, n * sizeof *b);
+        }
         if ((st = rv_call(k, R, n, a, b, y, err)))
             goto out;
         for (size_t r = 1; r < R; r++)
@@ -1247,15 +1246,8 @@ char *rv_row_selector(const int *cls, size_t R, int c)
 #define RV_PART 16
 static void part_rows(nx_fmt in, size_t n, double *a, double *b)
 {
-    const nx_format_info *fi = nx_format(in);
-    int pm = fi->p - 1 < 30 ? fi->p - 1 : 30;
     for (unsigned v = 0; v < RV_PART; v++)
-        for (size_t i = 0; i < n; i++) {
-            unsigned w = v + 8;
-            double m = 1 + ldexp((double)((i * 2654435761u + 12345u + w * 977u) & ((1u << pm) - 1)), -pm);
-            a[v * n + i] = ldexp(m, (int)((i * (13 + 4 * w) + 7 * w) % 25) - 12) * ((i + w) % 3 == 1 ? -1 : 1);
-            b[v * n + i] = 1;
-        }
+        mixed_row(in, n, v + 8, 0, a + v * n, b + v * n);
 }
 
 /* Smaller batches a class may be probed at: a class of few rows of R (the

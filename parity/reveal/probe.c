@@ -39,6 +39,16 @@ void rv_kernel_free(rv_kernel *k)
  * term when a·b is exact in the input format (the order's probes: powers
  * of two); the arithmetic's rows are drawn with one b (arith.c).  *ca and
  * *cb are then the rows to send (malloc'd), else NULL. */
+size_t rv_inexact_product(nx_fmt in, const double *a, const double *b, size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        double p = a[i] * b[i];
+        if (!nx_is_member(in, p) || fma(a[i], b[i], -p) != 0)
+            return i;
+    }
+    return count;
+}
+
 static nx_status share_b(const rv_kernel *k, size_t rows, size_t n, const double *a, const double *b, double **ca,
                          double **cb, nx_err *err)
 {
@@ -53,18 +63,17 @@ static nx_status share_b(const rv_kernel *k, size_t rows, size_t n, const double
         *ca = NULL;
         return nx_err_set(err, NX_ENOMEM, "out of memory");
     }
-    for (size_t i = 0; i < rows * n; i++) {
-        double p = a[i] * b[i];
-        if (!nx_is_member(k->in_fmt, p) || fma(a[i], b[i], -p) != 0) {
-            free(*ca);
-            free(*cb);
-            *ca = *cb = NULL;
-            return nx_err_set(err, NX_EINVAL,
-                              "--shared-b: row %zu's b differs from row 0's and its product at term %zu is not "
-                              "exact in %s",
-                              i / n, i % n, nx_format(k->in_fmt)->name);
-        }
-        (*ca)[i] = p;
+    size_t i = rv_inexact_product(k->in_fmt, a, b, rows * n);
+    if (i < rows * n) {
+        free(*ca);
+        free(*cb);
+        *ca = *cb = NULL;
+        return nx_err_set(err, NX_EINVAL,
+                          "--shared-b: row %zu's b differs from row 0's and its product at term %zu is not exact in %s",
+                          i / n, i % n, nx_format(k->in_fmt)->name);
+    }
+    for (i = 0; i < rows * n; i++) {
+        (*ca)[i] = a[i] * b[i];
         (*cb)[i] = 1;
     }
     return NX_OK;

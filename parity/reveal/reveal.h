@@ -85,6 +85,11 @@ nx_status rv_kernel_dlopen(const char *spec, nx_fmt in, rv_kernel **out, nx_err 
 nx_status rv_kernel_point(const char *toml, nx_fmt in, rv_kernel **out, nx_err *err);
 void rv_kernel_free(rv_kernel *k);
 
+/* The first of count products a[i] b[i] that is not exact in the input
+ * format (count where all are): a kernel with one b a call (shared_b)
+ * takes a row whose b is not the call's as (a b, 1), the same terms only
+ * where the products are exact. */
+size_t rv_inexact_product(nx_fmt in, const double *a, const double *b, size_t count);
 /* Calls k on rows (splitting at max_elems and max_rows), counting calls
  * and probes. */
 nx_status rv_call(rv_kernel *k, size_t rows, size_t n, const double *a, const double *b, double *y, nx_err *err);
