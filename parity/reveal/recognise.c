@@ -14,6 +14,7 @@
 
 #include "nx_program.h"
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -225,9 +226,12 @@ static uint64_t cand_hash(const char *text, size_t n)
     return r;
 }
 
-/* Candidate hashes already computed, by (text, n): the search runs again
- * for other names (rv_recognise_names) over mostly the same candidates,
- * and an expansion is the costly step. */
+/* Candidate hashes already computed, by (text, n), for the whole process:
+ * an expansion is the costly step, a candidate's hash at n never changes,
+ * and reveal names trees over mostly the same candidates again and again
+ * (every class, every length, the one-, two- and three-row paths).  The
+ * table is emptied when it reaches HC_MAX entries, so it stays under about
+ * 40 MB; it is guarded for the library's callers on several threads. */
 typedef struct hc_ent {
     uint64_t key;
     size_t n;
@@ -235,10 +239,12 @@ typedef struct hc_ent {
     uint64_t val;
 } hc_ent;
 
-typedef struct hcache {
+static struct {
     hc_ent *e;
     size_t cap, count;
-} hcache;
+} hc;
+static pthread_mutex_t hc_lock = PTHREAD_MUTEX_INITIALIZER;
+#define HC_MAX ((size_t)1 << 18)
 
 static uint64_t text_key(const char *t)
 {
@@ -248,47 +254,75 @@ static uint64_t text_key(const char *t)
     return h;
 }
 
-static void hcache_free(hcache *c)
+/* The slot of (k, n, text) in the table (locked, with room): the entry
+ * itself, or the empty slot it would take. */
+static hc_ent *hc_slot(uint64_t k, const char *text, size_t n)
 {
-    for (size_t i = 0; i < c->cap; i++)
-        free(c->e[i].text);
-    free(c->e);
-    memset(c, 0, sizeof *c);
+    size_t j = k & (hc.cap - 1);
+    for (; hc.e[j].text; j = (j + 1) & (hc.cap - 1))
+        if (hc.e[j].key == k && hc.e[j].n == n && !strcmp(hc.e[j].text, text))
+            break;
+    return &hc.e[j];
 }
 
-/* cand_hash(text, n), through the cache when there is one (a cache that
- * cannot grow is passed over). */
-static uint64_t cached_hash(hcache *c, const char *text, size_t n)
+/* Room for one more entry (locked): 0 when the table cannot grow. */
+static int hc_room(void)
 {
-    if (!c)
-        return cand_hash(text, n);
-    uint64_t k = text_key(text) ^ mix(n);
-    if (c->count * 2 >= c->cap) {
-        size_t nc = c->cap ? 2 * c->cap : 1024;
-        hc_ent *ne = calloc(nc, sizeof *ne);
-        if (!ne)
-            return cand_hash(text, n);
-        for (size_t i = 0; i < c->cap; i++)
-            if (c->e[i].text) {
-                size_t j = c->e[i].key & (nc - 1);
-                while (ne[j].text)
-                    j = (j + 1) & (nc - 1);
-                ne[j] = c->e[i];
-            }
-        free(c->e);
-        c->e = ne;
-        c->cap = nc;
+    if (hc.count >= HC_MAX) {
+        for (size_t i = 0; i < hc.cap; i++)
+            free(hc.e[i].text);
+        memset(hc.e, 0, hc.cap * sizeof *hc.e);
+        hc.count = 0;
     }
-    size_t j = k & (c->cap - 1);
-    for (; c->e[j].text; j = (j + 1) & (c->cap - 1))
-        if (c->e[j].key == k && c->e[j].n == n && !strcmp(c->e[j].text, text))
-            return c->e[j].val;
+    if (hc.cap && hc.count * 2 < hc.cap)
+        return 1;
+    size_t nc = hc.cap ? 2 * hc.cap : 4096;
+    hc_ent *ne = calloc(nc, sizeof *ne);
+    if (!ne)
+        return 0;
+    for (size_t i = 0; i < hc.cap; i++)
+        if (hc.e[i].text) {
+            size_t j = hc.e[i].key & (nc - 1);
+            while (ne[j].text)
+                j = (j + 1) & (nc - 1);
+            ne[j] = hc.e[i];
+        }
+    free(hc.e);
+    hc.e = ne;
+    hc.cap = nc;
+    return 1;
+}
+
+/* cand_hash(text, n), through the table (an entry that cannot be stored
+ * is computed again next time). */
+static uint64_t cached_hash(const char *text, size_t n)
+{
+    uint64_t k = text_key(text) ^ mix(n);
+    pthread_mutex_lock(&hc_lock);
+    if (hc.cap) {
+        hc_ent *e = hc_slot(k, text, n);
+        if (e->text) {
+            uint64_t v = e->val;
+            pthread_mutex_unlock(&hc_lock);
+            return v;
+        }
+    }
+    pthread_mutex_unlock(&hc_lock);
     uint64_t v = cand_hash(text, n);
     char *t = strdup(text);
-    if (t) {
-        c->e[j] = (hc_ent){k, n, t, v};
-        c->count++;
+    if (!t)
+        return v;
+    pthread_mutex_lock(&hc_lock);
+    if (hc_room()) {
+        hc_ent *e = hc_slot(k, text, n);
+        if (!e->text) {
+            *e = (hc_ent){k, n, t, v};
+            hc.count++;
+            t = NULL;
+        }
     }
+    pthread_mutex_unlock(&hc_lock);
+    free(t);
     return v;
 }
 
@@ -302,7 +336,6 @@ typedef struct search {
     size_t tried;
     char *const *excl; /* names already found: passed over */
     size_t nexcl;
-    hcache *cache;     /* NULL: none */
 } search;
 
 static int try1(search *s, const char *text)
@@ -314,7 +347,7 @@ static int try1(search *s, const char *text)
             return 0;
     s->tried++;
     for (size_t i = 0; i < s->m; i++)
-        if (cached_hash(s->cache, text, s->n[i]) != s->want[i])
+        if (cached_hash(text, s->n[i]) != s->want[i])
             return 0;
     s->found = strdup(text);
     return 1;
@@ -927,7 +960,7 @@ int rv_tree_is(const rv_tree *t, const char *text, size_t n)
 {
     if (!t->count || t->root < 0)
         return 0;
-    uint64_t h = cand_hash(text, n);
+    uint64_t h = cached_hash(text, n);
     return h && h == tree_hash(t, t->root);
 }
 
@@ -942,32 +975,30 @@ char *rv_recognise_hinted(const rv_tree *t, size_t n, char *const *hints, size_t
 }
 
 static char *recognise(const rv_tree *const *trees, const size_t *ns, size_t m, char *const *hints, size_t nhints,
-                       char *const *excl, size_t nexcl, hcache *cache);
+                       char *const *excl, size_t nexcl);
 
 char *rv_recognise_lengths(const rv_tree *const *trees, const size_t *ns, size_t m, char *const *hints,
                            size_t nhints)
 {
-    return recognise(trees, ns, m, hints, nhints, NULL, 0, NULL);
+    return recognise(trees, ns, m, hints, nhints, NULL, 0);
 }
 
 size_t rv_recognise_names(const rv_tree *const *trees, const size_t *ns, size_t m, char *const *hints, size_t nhints,
                           char **out, size_t max)
 {
     size_t k = 0;
-    hcache cache = {0};
     while (k < max && k < RV_ALT_MAX + 1) {
-        char *x = recognise(trees, ns, m, hints, nhints, out, k, &cache);
+        char *x = recognise(trees, ns, m, hints, nhints, out, k);
         if (!x)
             break;
         out[k++] = x;
     }
-    hcache_free(&cache);
     return k;
 }
 
 uint64_t rv_text_hash(const char *text, size_t n)
 {
-    return cand_hash(text, n);
+    return cached_hash(text, n);
 }
 
 /* The trees with no parameter the recogniser tries first, and the
@@ -1099,7 +1130,7 @@ static void levels_free(levels *L)
 }
 
 /* The levels of t's spine into *L (L->n = 0: t is no spine of blocks). */
-static void carried_levels(const rv_tree *t, size_t n, search *s, levels *L)
+static void carried_levels(const rv_tree *t, size_t n, levels *L)
 {
     memset(L, 0, sizeof *L);
     if (in_block || n < 3 || !t->count)
@@ -1178,12 +1209,12 @@ static void carried_levels(const rv_tree *t, size_t n, search *s, levels *L)
         for (size_t w = 2; w < bl && !X[l] && want; w *= 2)
             for (size_t c = 0; c < NCOMB && !X[l]; c++) {
                 snprintf(lt, sizeof lt, "stride(%zu, seq, %s)", w, comb_trees[c]);
-                if (cached_hash(s->cache, lt, bl) == want)
+                if (cached_hash(lt, bl) == want)
                     X[l] = strdup(lt);
             }
         in_block = 1;
         if (!X[l])
-            X[l] = recognise(&st, &bl, 1, NULL, 0, NULL, 0, s->cache);
+            X[l] = recognise(&st, &bl, 1, NULL, 0, NULL, 0);
         in_block = 0;
         rv_tree_free(&sub);
         ok = X[l] != NULL;
@@ -1236,7 +1267,7 @@ static void carried_form(const rv_tree *const *trees, const size_t *ns, size_t m
 {
     levels L[RV_INDUCE_MAX], U = {0};
     for (size_t i = 0; i < m; i++) {
-        carried_levels(trees[i], ns[i], s, &L[i]);
+        carried_levels(trees[i], ns[i], &L[i]);
         if (L[i].n >= 2 && !s->found)
             carried_try(s, &L[i]);
     }
@@ -1311,7 +1342,7 @@ static void parts_try(const rv_tree *t, search *s, const int *part, size_t k, si
                 ok = 0;
                 break;
             }
-            ok = cached_hash(s->cache, base_trees[c], sizes[x]) == tree_hash(&sub, sub.root);
+            ok = cached_hash(base_trees[c], sizes[x]) == tree_hash(&sub, sub.root);
             rv_tree_free(&sub);
         }
         if (ok)
@@ -1391,11 +1422,11 @@ out:
 }
 
 static char *recognise(const rv_tree *const *trees, const size_t *ns, size_t m, char *const *hints, size_t nhints,
-                       char *const *excl, size_t nexcl, hcache *cache)
+                       char *const *excl, size_t nexcl)
 {
     if (m < 1 || m > RV_INDUCE_MAX)
         return NULL;
-    search s = {.m = m, .excl = excl, .nexcl = nexcl, .cache = cache};
+    search s = {.m = m, .excl = excl, .nexcl = nexcl};
     size_t n = 0; /* the values below are drawn up to the largest length */
     for (size_t i = 0; i < m; i++) {
         if (!trees[i]->count || trees[i]->root < 0)
