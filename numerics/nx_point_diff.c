@@ -25,6 +25,7 @@ static const char *tree_kind_name(nx_tree_kind k)
     case NX_T_ORDER: return "order";
     case NX_T_EXPR: return "expr";
     case NX_T_LANES: return "lanes";
+    case NX_T_HEAD: return "head";
     }
     return "?";
 }
@@ -87,6 +88,7 @@ static void tree_diff(nx_sbuf *b, size_t *nd, const nx_tree *x, const nx_tree *y
                         : x->kind == NX_T_TILE   ? "size"
                         : x->kind == NX_T_CHAIN  ? "group"
                         : x->kind == NX_T_BODY   ? "multiple"
+                        : x->kind == NX_T_HEAD   ? "modulus"
                         : x->kind == NX_T_LANES  ? "width"
                                                  : NULL;
     if (cname && x->count != y->count) {
@@ -105,7 +107,7 @@ static void tree_diff(nx_sbuf *b, size_t *nd, const nx_tree *x, const nx_tree *y
         tree_diff(b, nd, x->t, y->t, sub);
     }
     if (x->u && y->u) {
-        snprintf(sub, sizeof sub, "%s%s%s tail:", path, *path ? " " : "", k);
+        snprintf(sub, sizeof sub, "%s%s%s %s:", path, *path ? " " : "", k, x->kind == NX_T_HEAD ? "head" : "tail");
         tree_diff(b, nd, x->u, y->u, sub);
     }
     if (x->c && y->c) {

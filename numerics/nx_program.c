@@ -135,7 +135,7 @@ static int takes_start(const nx_tree *t)
         return 1;
     case NX_T_SPLIT: case NX_T_TILE: case NX_T_STRIDE: case NX_T_LANES:
         return t->carry || t->c->kind == NX_T_SEQ;
-    case NX_T_BODY:
+    case NX_T_BODY: case NX_T_HEAD:
         return t->carry || !t->c || t->c->kind == NX_T_SEQ;
     default:
         return 0;
@@ -478,6 +478,28 @@ static int32_t compile_node(cx *c, const nx_tree *t, const int32_t *src, size_t 
         static const nx_tree seq_c = {.kind = NX_T_SEQ, .fmt = -1, .fma = -1, .product = -2, .rounding = -1,
                                       .store = -1};
         return compile(c, t->c ? t->c : &seq_c, parts, np, S, s0);
+    }
+    case NX_T_HEAD: {
+        /* eighth edition: the first n mod L terms by U, the rest by T */
+        size_t L = (size_t)t->count, h = n % L;
+        if (t->carry) {
+            /* U from the start value, if any; T continues from its value */
+            int32_t v = s0;
+            if (h > 0)
+                v = compile(c, t->u, src, h, S, v);
+            if (h < n)
+                return compile(c, t->t, src + h, n - h, S, v);
+            return v == NO_START ? compile(c, t->t, src, 0, S, NO_START) : v;
+        }
+        int32_t parts[2];
+        size_t np = 0;
+        if (h > 0)
+            parts[np++] = compile(c, t->u, src, h, S, NO_START);
+        if (h < n)
+            parts[np++] = compile(c, t->t, src + h, n - h, S, NO_START);
+        static const nx_tree seq_h = {.kind = NX_T_SEQ, .fmt = -1, .fma = -1, .product = -2, .rounding = -1,
+                                      .store = -1};
+        return compile(c, t->c ? t->c : &seq_h, parts, np, S, s0);
     }
     case NX_T_SPLIT: case NX_T_TILE: {
         size_t nparts, slen = 0, *lens = NULL;

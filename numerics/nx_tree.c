@@ -427,7 +427,8 @@ static nx_tree *composite(parser *ps, nx_tree_kind k, const char *kw)
             check_perm(ps, at, t, &t->k, "the bracketing");
     } else {
         const char *what = k == NX_T_SPLIT ? "the split count" : k == NX_T_TILE ? "the tile size"
-                           : k == NX_T_BODY ? "the body multiple" : "the lane count";
+                           : k == NX_T_BODY ? "the body multiple" : k == NX_T_HEAD ? "the head modulus"
+                           : "the lane count";
         skip_ws(ps);
         if (k == NX_T_TILE && *ps->p == '[')
             int_list(ps, t, 0, "a tile size");
@@ -437,13 +438,20 @@ static nx_tree *composite(parser *ps, nx_tree_kind k, const char *kw)
         snprintf(after, sizeof after, "after %s", t->list ? "the list of sizes" : what);
         if (ps->failed || !expect(ps, ',', after))
             goto out;
-        t->t = tree(ps);
+        if (k == NX_T_HEAD)
+            t->u = tree(ps); /* the head comes first in the text, as in the sum */
+        else
+            t->t = tree(ps);
         if (ps->failed || !expect(ps, ',', k == NX_T_SPLIT ? "after the tree of the slices" :
                                   k == NX_T_TILE ? "after the tree of the tiles" :
-                                  k == NX_T_BODY ? "after the tree of the body" : "after the tree of the lanes"))
+                                  k == NX_T_BODY ? "after the tree of the body" :
+                                  k == NX_T_HEAD ? "after the tree of the head" : "after the tree of the lanes"))
             goto out;
-        if (k == NX_T_BODY) {
-            t->u = tree(ps);
+        if (k == NX_T_BODY || k == NX_T_HEAD) {
+            if (k == NX_T_HEAD)
+                t->t = tree(ps);
+            else
+                t->u = tree(ps);
             skip_ws(ps);
             if (!ps->failed && *ps->p == ',') {
                 ps->p++;
@@ -557,7 +565,7 @@ static nx_tree *tree_at(parser *ps)
     char b[8];
     if (n == 0) {
         fail(ps, ps->p, "expected a tree (seq, pairwise, halving, atomic, chain, reverse, split, tile, stride, "
-             "body, order, expr, lanes), found %s", found(ps, b, sizeof b));
+             "body, head, order, expr, lanes), found %s", found(ps, b, sizeof b));
         return NULL;
     }
     static const struct { const char *kw; nx_tree_kind k; int args; } kws[] = {
@@ -565,7 +573,7 @@ static nx_tree *tree_at(parser *ps)
         {"atomic", NX_T_ATOMIC, 0}, {"chain", NX_T_CHAIN, 1}, {"reverse", NX_T_REVERSE, 1},
         {"split", NX_T_SPLIT, 1}, {"tile", NX_T_TILE, 1}, {"stride", NX_T_STRIDE, 1},
         {"body", NX_T_BODY, 1}, {"order", NX_T_ORDER, 1}, {"expr", NX_T_EXPR, 1},
-        {"lanes", NX_T_LANES, 1},
+        {"lanes", NX_T_LANES, 1}, {"head", NX_T_HEAD, 1},
     };
     nx_tree *t = NULL;
     for (size_t i = 0; i < sizeof kws / sizeof kws[0]; i++) {
@@ -577,10 +585,11 @@ static nx_tree *tree_at(parser *ps)
     }
     if (!t && !ps->failed) {
         if (n == 5 && strncmp(start, "carry", 5) == 0)
-            fail(ps, start, "'carry' is allowed only as the last argument of body(...) or as tile's combinator");
+            fail(ps, start, "'carry' is allowed only as the last argument of body(...) or head(...) or as tile's "
+                 "combinator");
         else
             fail(ps, start, "unknown tree '%.*s' (expected seq, pairwise, halving, atomic, chain, reverse, split, "
-                 "tile, stride, body, order, expr, lanes)", (int)n, start);
+                 "tile, stride, body, head, order, expr, lanes)", (int)n, start);
         return NULL;
     }
     if (ps->failed)
@@ -735,7 +744,7 @@ static void print_list(nx_sbuf *b, const nx_tree *t)
 static void print_rec(nx_sbuf *b, const nx_tree *t)
 {
     static const char *const names[] = {"seq", "pairwise", "halving", "atomic", "chain", "reverse",
-                                        "split", "tile", "stride", "body", "order", "expr", "lanes"};
+                                        "split", "tile", "stride", "body", "order", "expr", "lanes", "head"};
     switch (t->kind) {
     case NX_T_SEQ: case NX_T_PAIRWISE: case NX_T_HALVING: case NX_T_ATOMIC:
         nx_sbuf_printf(b, "%s", names[t->kind]);
@@ -767,11 +776,11 @@ static void print_rec(nx_sbuf *b, const nx_tree *t)
         print_rec(b, t->c);
         nx_sbuf_printf(b, ")");
         break;
-    case NX_T_BODY:
-        nx_sbuf_printf(b, "body(%ld, ", t->count);
-        print_rec(b, t->t);
+    case NX_T_BODY: case NX_T_HEAD:
+        nx_sbuf_printf(b, "%s(%ld, ", names[t->kind], t->count);
+        print_rec(b, t->kind == NX_T_HEAD ? t->u : t->t);
         nx_sbuf_printf(b, ", ");
-        print_rec(b, t->u);
+        print_rec(b, t->kind == NX_T_HEAD ? t->t : t->u);
         if (t->carry) {
             nx_sbuf_printf(b, ", carry");
         } else if (t->c && !(t->c->kind == NX_T_SEQ && t->c->fmt < 0 && t->c->fma < 0 && t->c->product == -2 &&

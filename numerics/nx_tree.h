@@ -13,7 +13,9 @@ typedef enum nx_tree_kind {
     /* third edition (§4.1) */
     NX_T_BODY, NX_T_ORDER, NX_T_EXPR,
     /* a vector accumulator whose lanes outlive one loop (§4.2) */
-    NX_T_LANES
+    NX_T_LANES,
+    /* eighth edition: the remainder first, then the multiple (§4.2) */
+    NX_T_HEAD
 } nx_tree_kind;
 
 /* An `expr` bracketing in postfix: an index (>= 0) pushes leaf(t_i),
@@ -46,12 +48,15 @@ typedef struct nx_tree {
     int rounding;         /* -1, or `[rounding=...]` (an nx_mode) */
     int store;            /* -1, or `[store=FMT]` (seventh edition, an nx_fmt): the subtree's result
                            * rounded to FMT in its mode before it goes anywhere; not inherited */
-    long count;           /* split S, tile T0 (0 with a size list), stride L, chain N, body L, lanes W */
+    long count;           /* split S, tile T0 (0 with a size list), stride L, chain N, body/head L, lanes W */
     long opt;             /* split align A, stride block V, tile halve A (1 = default; tile: 0 = none) */
-    struct nx_tree *t;    /* reverse/split/tile/stride/order: the tree of the parts; body: of the body */
-    struct nx_tree *c;    /* split/tile/stride/body/lanes: the combinator (body, tile: NULL with carry) */
-    struct nx_tree *u;    /* body: the tree of the tail */
-    int carry;            /* body: the tail continues from the body's value;
+    struct nx_tree *t;    /* reverse/split/tile/stride/order: the tree of the parts; body/head: of the
+                           * multiple of L (the body) */
+    struct nx_tree *c;    /* split/tile/stride/body/head/lanes: the combinator (body, head, tile: NULL
+                           * with carry) */
+    struct nx_tree *u;    /* body: the tree of the tail; head: of the head (the first n mod L terms) */
+    int carry;            /* body: the tail continues from the body's value; head: the body
+                           * continues from the head's;
                            * tile (fifth edition): each tile from the running value */
     long *list;           /* tile: the sizes; order: the permutation; expr: the postfix program;
                            * lanes: the stages (NX_LANES_*) */

@@ -118,7 +118,7 @@ static int atomic_only_combining(const nx_tree *t, int as_comb)
         return 1;
     if (t->kind == NX_T_ATOMIC)
         return as_comb;
-    return atomic_only_combining(t->t, 0) && atomic_only_combining(t->c, 1);
+    return atomic_only_combining(t->t, 0) && atomic_only_combining(t->u, 0) && atomic_only_combining(t->c, 1);
 }
 
 static nx_status bprog_new(bjob *j, const fam_reduction *r, size_t n, int dot, bprog *bp, nx_err *err)

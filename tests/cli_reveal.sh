@@ -122,6 +122,11 @@ order "chain(8)" --simulate '{ tree = "chain(8)", atom = "sm80.mma.bf16" }' --n 
 order "chain(16)" --simulate '{ tree = "chain(16)", atom = "sm90.wgmma.f16" }' --n 64 --dtype F16
 order "split(2, chain(8), seq)" --simulate '{ tree = "split(2, chain(8), seq)", atom = "sm80.mma.f16" }' --n 64 --dtype F16
 order "body(8, stride(8, seq, halving), seq)" --simulate '{ tree = "body(8, stride(8, seq, halving), seq)" }' --n 203
+# the clean-up loop first (docs/numerics.md's eighth edition): the head's
+# size, n mod L, changes with n; added to the lanes, or a running sum the
+# rest continues (each was an expr at one length before)
+order "head(5, seq, tile(5, pairwise, seq), carry)" --simulate '{ tree = "head(5, seq, tile(5, pairwise, seq), carry)" }' --n 203
+order "head(8, seq, stride(8, seq, seq), carry)" --simulate '{ tree = "head(8, seq, stride(8, seq, seq), carry)" }' --n 203
 big && order "tile(320, seq, seq, halve=8)" --simulate '{ tree = "tile(320, seq, seq, halve=8)" }' --n 1000
 order "order([1, 0], seq)" --simulate '{ tree = "order([1, 0], seq)" }' --n 99
 # an fp32-accumulating kernel with a bf16 output: counts exact to 8 bits only
@@ -167,6 +172,16 @@ out=$("$P" reveal --dlopen "$LIB:dot4_fma" --n 100,103 2>"$T/err"); rc=$?
 [ $rc -eq 0 ] && [ "$(printf '%s\n' "$out" | tail -n 1)" = "$(pt fp32 rne true "body(4, stride(4, seq, expr(((0 + 3) + (1 + 2)))), seq, carry)" fp32)" ] \
   || fail "dot4_fma at n = 100,103: exit $rc: $out $(cat "$T/err")"
 point "$(pt fp32 rne true "body(4, stride(4, seq, expr(((0 + 3) + (1 + 2)))), seq, carry)" fp32)" --dlopen "$LIB:dot4_fma" --n 103
+# dot4_head: a clean-up loop over the first n mod 4 terms, run before 4
+# fused lanes.  At n = 100 there is no head and the lanes alone show;
+# induction probes 107 (a head of 3) and names the head, whose point holds
+# at 101 and 47 (before the eighth edition: exit 1, "not confirmed")
+out=$("$P" reveal --dlopen "$LIB:dot4_head" --n 100 2>"$T/err"); rc=$?
+[ $rc -eq 0 ] || fail "dot4_head at n = 100: exit $rc, want 0 $(cat "$T/err")"
+printf '%s\n' "$out" | grep -q "^induction: probed again at n = 107 ([0-9]* rows in [0-9]* calls): stride(4, seq, pairwise) has the bracketing of n = 100 but not of n = 107; head(4, seq, stride(4, seq, pairwise)) has both$" \
+  || fail "dot4_head at n = 100: induction line: $out"
+[ "$(printf '%s\n' "$out" | tail -n 1)" = "$(pt fp32 rne true "head(4, seq, stride(4, seq, pairwise))" fp32)" ] \
+  || fail "dot4_head at n = 100: last line: $(printf '%s\n' "$out" | tail -n 1)"
 # per-part arithmetic (docs/reveal.md "Per-part arithmetic"): fused float
 # lanes, their combine in double, the tail's float products added in
 # double (dot8.c's dot8_mixed); no point with one setting for the tree or

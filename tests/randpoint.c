@@ -143,7 +143,7 @@ static void gen_lanes(char *buf, size_t cap, int depth, int has_atom)
 }
 
 /* The third edition's forms (docs/numerics.md §4.1); from edition 4 also
- * lanes (two draws in seven). */
+ * lanes (two draws in seven); from edition 8 head as often as body. */
 static void gen_tree3(char *buf, size_t cap, int depth, int has_atom)
 {
     char t[512], u[512], c[512], b[300];
@@ -152,15 +152,19 @@ static void gen_tree3(char *buf, size_t cap, int depth, int has_atom)
     case 0:
         gen_tree(t, sizeof t, depth + 1, has_atom);
         gen_tree(u, sizeof u, depth + 1, has_atom);
+    {
+        /* eighth edition: the remainder first, head(L, U, T, ...) */
+        const char *kw = rp_edition >= 8 && rp_below(2) ? "head" : "body";
         switch (rp_below(3)) {
-        case 0: snprintf(buf, cap, "body(%d, %s, %s)", 1 + rp_below(8), t, u); break;
-        case 1: snprintf(buf, cap, "body(%d, %s, %s, carry)", 1 + rp_below(8), t, u); break;
+        case 0: snprintf(buf, cap, "%s(%d, %s, %s)", kw, 1 + rp_below(8), t, u); break;
+        case 1: snprintf(buf, cap, "%s(%d, %s, %s, carry)", kw, 1 + rp_below(8), t, u); break;
         default:
             gen_tree(c, sizeof c, depth + 1, has_atom);
-            snprintf(buf, cap, "body(%d, %s, %s, %s)", 1 + rp_below(8), t, u, c);
+            snprintf(buf, cap, "%s(%d, %s, %s, %s)", kw, 1 + rp_below(8), t, u, c);
             break;
         }
         break;
+    }
     case 1: {
         gen_tree(t, sizeof t, depth + 1, has_atom);
         gen_tree(c, sizeof c, depth + 1, has_atom);

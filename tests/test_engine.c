@@ -86,6 +86,22 @@ static void test_paths(void **state)
     const double v[6] = {0x1p24, 1, 1, 1, 1, 1};
     CHECK("{ tree = \"body(4, seq, seq, carry)\" }", v, NULL, 6, NX_FP32, 0x1p24);
     CHECK("{ tree = \"body(4, seq, seq)\" }", v, NULL, 6, NX_FP32, 0x1.000002p24);
+    /* eighth edition, the remainder first: 6 mod 4 = 2, the head is 2^24, 1
+     * (2^24 + 1 ties to 2^24).  head(4, seq, seq): the rest, four 1s, is 4
+     * on its own, 2^24 + 4 exact.  With carry the rest continues from 2^24
+     * and each + 1 ties back: 2^24.  A body would have 2^24 + 2 (above). */
+    CHECK("{ tree = \"head(4, seq, seq)\" }", v, NULL, 6, NX_FP32, 0x1.000004p24);
+    CHECK("{ tree = \"head(4, seq, seq, carry)\" }", v, NULL, 6, NX_FP32, 0x1p24);
+    CHECK("{ tree = \"head(4, seq, seq, pairwise)\" }", v, NULL, 6, NX_FP32, 0x1.000004p24);
+    /* n = 4: no head, the rest is seq over 2^24, 1, 1, 1: 2^24; n = 3 < L:
+     * all head, pairwise: (2^24 + 1) + 1 → 2^24 */
+    CHECK("{ tree = \"head(4, pairwise, seq)\" }", v, NULL, 4, NX_FP32, 0x1p24);
+    CHECK("{ tree = \"head(4, pairwise, seq)\" }", v, NULL, 3, NX_FP32, 0x1p24);
+    /* the head by pairwise over 1, 1 and 2^24 last, at n = 5 = 4 + 1:
+     * the head is t0 alone; over 1, 1, 1, 1, 2^24 the rest 1 + 1 + 1 +
+     * 2^24 = 2^24 + 3 ties to 2^24 + 4, + 1 (head) → 2^24 + 4 (tie to even) */
+    const double hv[5] = {1, 1, 1, 1, 0x1p24};
+    CHECK("{ tree = \"head(4, seq, seq)\" }", hv, NULL, 5, NX_FP32, 0x1.000004p24);
     /* order([1, 0], seq) over 1, 2^24, 1, 2^24: 2^24 + 1 → 2^24, + 2^24 = 2^25,
      * + 1 → 2^25; seq: 1 + 2^24 → 2^24, + 1 → 2^24, + 2^24 = 2^25, + 1 → 2^25.
      * Over 2^24, 1, 1, 1: order gives 1 + 2^24 → 2^24, + 1 → 2^24, + 1 → 2^24;
@@ -438,6 +454,27 @@ static void test_start_trees(void **state)
     CHECK_C("{ tree = \"tile(1, seq, seq)\" }", h2, NULL, 2, NX_FP32, NX_FP32, 1.0, 1.0);
     /* a combinator that is not seq: round(T + c), T = P0 + P1 = 2^-23 */
     CHECK_C("{ tree = \"split(2, seq, pairwise)\" }", h2, NULL, 2, NX_FP32, NX_FP32, 1.0, 0x1.000002p0);
+    /* eighth edition, head from c: over 2^24, 1, 1, 1, 1, 1 (head 2^24, 1).
+     * carry: the head from c = 1, (1 + 2^24) ties to 2^24, + 1 ties back,
+     * and the rest keeps 2^24.  Without carry the seq combinator from c:
+     * 1 + 2^24 → 2^24, then + 4 (the rest on its own): 2^24 + 4. */
+    const double hv[6] = {0x1p24, 1, 1, 1, 1, 1};
+    CHECK_C("{ tree = \"head(4, seq, seq, carry)\" }", hv, NULL, 6, NX_FP32, NX_FP32, 1.0, 0x1p24);
+    CHECK_C("{ tree = \"head(4, seq, seq)\" }", hv, NULL, 6, NX_FP32, NX_FP32, 1.0, 0x1.000004p24);
+    /* an empty head (n = 4): carry takes the rest from c: seq from 1 over
+     * 2^24, 1, 1, 1: 1 + 2^24 → 2^24, the 1s tie back: 2^24.  Over four
+     * 2^-24 from c = 1 the rest's seq from c keeps 1; without carry the
+     * rest is 2^-22 on its own and 1 + 2^-22 is exact. */
+    /* the head itself starts from c (it is not reduced from scratch and c
+     * added): over 2^-24, 2^-24, 0, 0, 0, 0, seq from 1 keeps 1 twice and
+     * the rest adds zeros: 1.  From scratch the head would be 2^-23, and
+     * 1 + 2^-23 is exact: that is the combinator's result without carry. */
+    const double hz[6] = {0x1p-24, 0x1p-24, 0, 0, 0, 0};
+    CHECK_C("{ tree = \"head(4, seq, seq, carry)\" }", hz, NULL, 6, NX_FP32, NX_FP32, 1.0, 1.0);
+    CHECK_C("{ tree = \"head(4, seq, seq)\" }", hz, NULL, 6, NX_FP32, NX_FP32, 1.0, 0x1.000002p0);
+    CHECK_C("{ tree = \"head(4, seq, seq, carry)\" }", hv, NULL, 4, NX_FP32, NX_FP32, 1.0, 0x1p24);
+    CHECK_C("{ tree = \"head(4, seq, seq, carry)\" }", h4, NULL, 4, NX_FP32, NX_FP32, 1.0, 1.0);
+    CHECK_C("{ tree = \"head(4, seq, seq)\" }", h4, NULL, 4, NX_FP32, NX_FP32, 1.0, 0x1.000004p0);
     /* reverse(seq) over 1, 2^-24 from c = 2^-24: c + 2^-24 = 2^-23, + 1 =
      * 1 + 2^-23.  (seq from c: 1, 1; round(reverse(seq) + c): 1, 1.) */
     const double r2[2] = {1.0, 0x1p-24};

@@ -282,11 +282,12 @@ static void test_random_points(void **state)
 
 /* The same with the third edition's forms and subtree settings
  * (docs/numerics.md §4.1, §4.2), lanes included (rp_edition 4), tiles
- * carried (rp_edition 5) and stored results (rp_edition 7), in the trees. */
+ * carried (rp_edition 5), stored results (rp_edition 7) and heads
+ * (rp_edition 8), in the trees. */
 static void test_random_points_edition4(void **state)
 {
     (void)state;
-    rp_edition = 7;
+    rp_edition = 8;
     random_points(env_long("PARITY_CASES", 20000), tu_seed(20261204));
     rp_edition = 2;
 }

@@ -119,13 +119,14 @@ static void test_random_points(void **state)
 
 /* The third edition's forms and subtree settings (docs/numerics.md §4.2),
  * lanes included (rp_edition 4), tiles carried (rp_edition 5) and stored
- * results (rp_edition 7, the seventh edition's `store`), in the trees,
+ * results (rp_edition 7, the seventh edition's `store`) and heads
+ * (rp_edition 8, the eighth edition), in the trees,
  * against the MPFR engine and, with half the terms from the rare
  * paths, the fast engine. */
 static void test_random_points_edition4(void **state)
 {
     (void)state;
-    rp_edition = 7;
+    rp_edition = 8;
     run_cases(env_long("PARITY_CASES", 20000), (uint64_t)env_long("PARITY_SEED", 20261206));
     rp_rare = 1;
     run_cases_on(env_long("PARITY_CASES", 20000), (uint64_t)env_long("PARITY_SEED", 20261207), 1);

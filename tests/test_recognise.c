@@ -191,6 +191,12 @@ static void test_induction_names_the_loop(void **state)
     reveal_names("split(4, pairwise, seq)", 32);
     reveal_names("body(32, stride(32, seq, pairwise), seq)", 64);
     reveal_names("body(4, stride(4, seq, halving), tile(2, seq, seq), carry)", 100);
+    /* eighth edition: the clean-up loop first.  At n = 100 the heads of 4
+     * and 5 are empty; the induction length 107 shows them (3 and 2
+     * terms); a rest added to the head, and one continuing from it */
+    reveal_names("head(4, seq, stride(4, seq, pairwise))", 100);
+    reveal_names("head(5, pairwise, tile(5, seq, seq), carry)", 100);
+    reveal_names("head(8, seq, stride(8, seq, halving), carry)", 203);
     /* the induction length: 7 mod 8 where n mod 8 < 4, else 3 mod 8, past
      * n; below n at the largest n */
     assert_int_equal(rv_induction_length(32), 39);

@@ -32,8 +32,8 @@ static void test_parse_errors(void **state)
     expect_parse_error("split(4 seq", "tree:1:9: expected ',' after the split count, found 's'");
     expect_parse_error("split(4, seq", "tree:1:13: expected ',' after the tree of the slices, found the end of the tree");
     expect_parse_error("split(4, seq, seq", "tree:1:18: expected ')' to close 'split(', found the end of the tree");
-    expect_parse_error("sequential", "tree:1:1: unknown tree 'sequential' (expected seq, pairwise, halving, atomic, chain, reverse, split, tile, stride, body, order, expr, lanes)");
-    expect_parse_error("", "tree:1:1: expected a tree (seq, pairwise, halving, atomic, chain, reverse, split, tile, stride, body, order, expr, lanes), found the end of the tree");
+    expect_parse_error("sequential", "tree:1:1: unknown tree 'sequential' (expected seq, pairwise, halving, atomic, chain, reverse, split, tile, stride, body, head, order, expr, lanes)");
+    expect_parse_error("", "tree:1:1: expected a tree (seq, pairwise, halving, atomic, chain, reverse, split, tile, stride, body, head, order, expr, lanes), found the end of the tree");
     expect_parse_error("seq@bf17", "tree:1:5: unknown format 'bf17' after '@'");
     expect_parse_error("seq@", "tree:1:5: expected a format name after '@', found the end of the tree");
     expect_parse_error("seq seq", "tree:1:5: unexpected 's' after the end of the tree");
@@ -44,14 +44,19 @@ static void test_parse_errors(void **state)
                        "tree:1:32: expected an integer (the block size), found ')'");
     expect_parse_error("tile(99999999999, seq, seq)", "tree:1:6: the tile size is too large (at most 1073741824)");
     expect_parse_error("reverse seq", "tree:1:9: expected '(' after 'reverse', found 's'");
-    expect_parse_error("split(2,\n seq,\n sq)", "tree:3:2: unknown tree 'sq' (expected seq, pairwise, halving, atomic, chain, reverse, split, tile, stride, body, order, expr, lanes)");
+    expect_parse_error("split(2,\n seq,\n sq)", "tree:3:2: unknown tree 'sq' (expected seq, pairwise, halving, atomic, chain, reverse, split, tile, stride, body, head, order, expr, lanes)");
     /* third edition (docs/numerics.md §4.1) */
     expect_parse_error("body(0, seq, seq)", "tree:1:6: the body multiple must be at least 1");
+    /* eighth edition */
+    expect_parse_error("head(0, seq, seq)", "tree:1:6: the head modulus must be at least 1");
+    expect_parse_error("head(4, seq)", "tree:1:12: expected ',' after the tree of the head, found ')'");
+    expect_parse_error("head(4, carry, seq)", "tree:1:9: 'carry' is allowed only as the last argument of body(...) or head(...) or as tile's combinator");
+    expect_parse_error("head(4, seq, seq, carry, seq)", "tree:1:24: expected ')' to close 'head(', found ','");
     expect_parse_error("body(4, seq, seq, carry, seq)", "tree:1:24: expected ')' to close 'body(', found ','");
-    expect_parse_error("split(2, seq, carry)", "tree:1:15: 'carry' is allowed only as the last argument of body(...) or as tile's combinator");
+    expect_parse_error("split(2, seq, carry)", "tree:1:15: 'carry' is allowed only as the last argument of body(...) or head(...) or as tile's combinator");
     /* fifth edition: carry is tile's combinator, nowhere else in tile */
-    expect_parse_error("tile(4, carry, seq)", "tree:1:9: 'carry' is allowed only as the last argument of body(...) or as tile's combinator");
-    expect_parse_error("stride(4, seq, carry)", "tree:1:16: 'carry' is allowed only as the last argument of body(...) or as tile's combinator");
+    expect_parse_error("tile(4, carry, seq)", "tree:1:9: 'carry' is allowed only as the last argument of body(...) or head(...) or as tile's combinator");
+    expect_parse_error("stride(4, seq, carry)", "tree:1:16: 'carry' is allowed only as the last argument of body(...) or head(...) or as tile's combinator");
     expect_parse_error("tile([2, 4], seq, carry, halve=2)", "tree:1:24: expected ')' to close 'tile(', found ','");
     expect_parse_error("tile([4, 0], seq, seq)", "tree:1:10: a tile size must be at least 1");
     expect_parse_error("tile([4, 2], seq, seq, halve=2)", "tree:1:22: expected ')' to close 'tile(', found ','");
@@ -164,6 +169,11 @@ static void test_canonical(void **state)
     expect_canonical("body( 4 ,seq,pairwise , seq )", "body(4, seq, pairwise)");
     expect_canonical("body(4, seq, pairwise, seq@bf16)", "body(4, seq, pairwise, seq@bf16)");
     expect_canonical("body(4,seq,seq,carry)", "body(4, seq, seq, carry)");
+    /* eighth edition: the head's tree first, as written */
+    expect_canonical("head( 4 ,pairwise,seq , seq )", "head(4, pairwise, seq)");
+    expect_canonical("head(4, pairwise, seq, seq@bf16)", "head(4, pairwise, seq, seq@bf16)");
+    expect_canonical("head(4,seq,stride(4,seq,pairwise),carry)", "head(4, seq, stride(4, seq, pairwise), carry)");
+    expect_canonical("head(5, seq[fma=false], seq)[store=bf16]", "head(5, seq[fma=false], seq)[store=bf16]");
     expect_canonical("tile(8,tile([2,4,2],pairwise,seq),carry)", "tile(8, tile([2, 4, 2], pairwise, seq), carry)");
     expect_canonical("tile(4, seq, carry, halve=2)", "tile(4, seq, carry, halve=2)");
     expect_canonical("lanes(64,[loop(64),fold(8,[(0+1),(2+3),(4+5),(6+7)]),loop( 32 ),fold(8,[(((0+1)+2)+3)]),"
@@ -291,6 +301,18 @@ static void test_expansions(void **state)
     expect_expansion("order([2, 3, 0, 1], tile(4, tile([2, 2], pairwise, seq), carry))", 8,
                      "(((+0+(t2+t3))+(t0+t1))+(t6+t7))+(t4+t5)");
     expect_expansion("body(2, pairwise, seq, carry)", 4, "(t0+t1)+(t2+t3)");
+    /* eighth edition: the first n mod L terms by U, then the rest by T.
+     * n = 7, L = 4: head t0-t2 by seq, rest t3-t6 by 4 lanes, pairwise */
+    expect_expansion("head(4, seq, stride(4, seq, pairwise))", 7,
+                     "(+0+(((+0+t0)+t1)+t2))+(((+0+t3)+(+0+t4))+((+0+t5)+(+0+t6)))");
+    expect_expansion("head(4, pairwise, seq)", 6, "(+0+(t0+t1))+((((+0+t2)+t3)+t4)+t5)");
+    expect_expansion("head(4, pairwise, seq, carry)", 6, "((((t0+t1)+t2)+t3)+t4)+t5");
+    /* no head (n a multiple of L), no rest (n < L) */
+    expect_expansion("head(4, pairwise, seq, carry)", 4, "(((+0+t0)+t1)+t2)+t3");
+    expect_expansion("head(4, pairwise, seq)", 3, "+0+((t0+t1)+t2)");
+    expect_expansion("head(4, pairwise, seq, carry)", 3, "(t0+t1)+t2");
+    /* a head inside tiles: each tile of 6 has a head of 2 */
+    expect_expansion("tile(6, head(4, pairwise, seq, carry), seq)", 7, "(+0+(((((t0+t1)+t2)+t3)+t4)+t5))+t6");
     expect_expansion("body(8, pairwise, pairwise, carry)", 3, "(t0+t1)+t2");
     expect_expansion("body(8, pairwise, pairwise)", 3, "+0+((t0+t1)+t2)");
     /* halve=1, n = 13, P = 4: 4, 4 (9 >= 8), then 5 > 4: ceil(5/2) = 3 and 2 */

@@ -4,7 +4,8 @@
  * multiply and add (build with -ffp-contract=off), combined as a shared-
  * memory halving: ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)).  Its
  * point is { tree = "stride(8, seq, halving)", fma = false }.  More kernels
- * below (a bf16 epilogue; 4 fused lanes with an irregular combine and a tail).
+ * below (a bf16 epilogue; 4 fused lanes with an irregular combine and a tail;
+ * the same lanes after a clean-up loop run first).
  *
  *   cc -O2 -ffp-contract=off -I parity/reveal -DDOT8_MAIN examples/reveal/dot8.c -o dot8 -lm
  *   parity reveal --exec './dot8 {in} {out}' --n 256      # one process per batch
@@ -148,6 +149,36 @@ int dot8_cast(parity_probe *p)
         for (; i < p->n; i++)
             s = fmaf(x[i], w[i], s);
         y[r] = s;
+    }
+    p->y_dtype = "F32";
+    return 0;
+}
+
+/* The clean-up loop first (docs/numerics.md's eighth edition): the first
+ * n mod 4 products fused into one float, then 4 fused lanes over the rest,
+ * combined pairwise and added to it.  Its point is { tree = "head(4, seq,
+ * stride(4, seq, pairwise))", fma = true }; at a length that is a
+ * multiple of 4 there is no head, and the lanes alone show. */
+int dot4_head(parity_probe *p)
+{
+    if (strcmp(p->dtype, "F32") != 0)
+        return 1;
+    const float *a = p->a, *b = p->b;
+    float *y = p->y;
+    for (size_t r = 0; r < p->rows; r++) {
+        const float *x = a + r * p->n, *w = b + r * p->n;
+        size_t h = p->n % 4, i = 0;
+        float s = 0;
+        for (; i < h; i++)
+            s = fmaf(x[i], w[i], s);
+        float l0 = 0, l1 = 0, l2 = 0, l3 = 0;
+        for (; i + 4 <= p->n; i += 4) {
+            l0 = fmaf(x[i], w[i], l0);
+            l1 = fmaf(x[i + 1], w[i + 1], l1);
+            l2 = fmaf(x[i + 2], w[i + 2], l2);
+            l3 = fmaf(x[i + 3], w[i + 3], l3);
+        }
+        y[r] = s + ((l0 + l1) + (l2 + l3));
     }
     p->y_dtype = "F32";
     return 0;

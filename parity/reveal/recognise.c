@@ -1421,6 +1421,86 @@ out:
     free(part);
 }
 
+/* The trees a head's rest is tried with when it continues from the head
+ * (`carry`), L the head's modulus: the loops of real kernels that run a
+ * clean-up loop first, a running sum, blocks of L (tile(L, X, seq)) or L
+ * lanes (stride(L, seq, C)). */
+static const char *const head_rests[] = {"seq", "pairwise", "reverse(seq)", "tile(%zu, seq, seq)",
+                                         "tile(%zu, pairwise, seq)", "tile(%zu, halving, seq)",
+                                         "tile(%zu, reverse(seq), seq)", "stride(%zu, seq, seq)",
+                                         "stride(%zu, seq, pairwise)", "stride(%zu, seq, halving)"};
+#define HEAD_MAX 64 /* the widest clean-up loop read */
+static _Thread_local int in_head; /* naming a head's rest: no head inside */
+
+/* head(L, U, T[, carry]) (eighth edition): a clean-up loop over the first
+ * n mod L terms, run before the loop over the rest.  Read from the first
+ * length's tree: a node spanning [0, h) whose sibling starts at h is a
+ * head of h terms, U the base tree with its bracketing.  Where the two are
+ * the root's children, T is the name of the root's other child (the rest
+ * from scratch); else the rest continues from the head and T is one of
+ * head_rests.  L is each modulus up to HEAD_MAX that leaves h; every
+ * candidate is held at every length, so a wrong L or T is dropped there. */
+static void head_form(const rv_tree *t, size_t n, search *s)
+{
+    if (in_head || in_block || n < 3 || !t->count)
+        return;
+    int *lo = malloc(t->count * sizeof *lo), *hi = malloc(t->count * sizeof *hi);
+    if (!lo || !hi || spans(t, lo, hi) || lo[t->root] != 0)
+        goto out;
+    for (size_t p = 0; p < t->count && !s->found; p++) {
+        const rv_node *nd = &t->node[p];
+        if (nd->leaf >= 0 || nd->nch != 2)
+            continue;
+        int a = nd->ch[0], b = nd->ch[1];
+        int x = lo[a] == 0 ? a : lo[b] == 0 ? b : -1, y = x == a ? b : a;
+        if (x < 0)
+            continue;
+        size_t h = (size_t)hi[x] + 1;
+        if (h >= n || h >= HEAD_MAX || lo[y] != (int)h || hi[x] - lo[x] + 1 != t->node[x].size)
+            continue;
+        const char *U = NULL;
+        rv_tree sub;
+        if (!subtree(t, x, 0, &sub)) {
+            uint64_t want = tree_hash(&sub, sub.root);
+            for (size_t c = 0; c < NBASE && !U; c++)
+                if (cached_hash(base_trees[c], h) == want)
+                    U = base_trees[c];
+            rv_tree_free(&sub);
+        }
+        if (!U)
+            continue;
+        char *T = NULL; /* the rest from scratch: the root's other child named */
+        if ((int)p == t->root && hi[y] == (int)n - 1 && t->node[y].size == (int)(n - h) && !subtree(t, y, (int)h, &sub)) {
+            size_t rn = n - h;
+            in_head = 1;
+            T = recognise(&(const rv_tree *){&sub}, &rn, 1, NULL, 0, NULL, 0);
+            in_head = 0;
+            rv_tree_free(&sub);
+        }
+        char buf[512];
+        for (size_t L = h + 1; L <= HEAD_MAX && !s->found; L++) {
+            if ((n - h) % L)
+                continue;
+            if (T && strlen(T) < 400) {
+                snprintf(buf, sizeof buf, "head(%zu, %s, %s)", L, U, T);
+                if (try1(s, buf))
+                    break;
+            }
+            for (size_t r = 0; r < sizeof head_rests / sizeof *head_rests; r++) {
+                char rest[64];
+                snprintf(rest, sizeof rest, head_rests[r], L);
+                snprintf(buf, sizeof buf, "head(%zu, %s, %s, carry)", L, U, rest);
+                if (try1(s, buf))
+                    break;
+            }
+        }
+        free(T);
+    }
+out:
+    free(lo);
+    free(hi);
+}
+
 static char *recognise(const rv_tree *const *trees, const size_t *ns, size_t m, char *const *hints, size_t nhints,
                        char *const *excl, size_t nexcl)
 {
@@ -1561,6 +1641,9 @@ static char *recognise(const rv_tree *const *trees, const size_t *ns, size_t m, 
         carried_form(trees, ns, m, &s);
     for (size_t i = 0; i < m && !s.found; i++)
         parts_form(trees[i], ns[i], &s);
+    if (!s.found)
+        for (size_t i = 0; i < m && !s.found; i++)
+            head_form(trees[i], ns[i], &s);
     if (s.found)
         return s.found;
     /* a binary tree the families above do not name: its bracketing, which

@@ -464,7 +464,8 @@ enum {
     T_TILELIST, /* tile([b0, ...], T, C) */
     T_ORDER,    /* order([p0, ...], T) */
     T_EXPR,     /* expr(B) */
-    T_LANES     /* lanes(W, [stage, ...], C) */
+    T_LANES,    /* lanes(W, [stage, ...], C) */
+    T_HEAD      /* head(L, U, T[, C | carry]) (eighth edition) */
 };
 
 /* a bracketing of expr(B): a leaf index, or (l + r) */
@@ -487,10 +488,10 @@ typedef struct lstage {
 
 typedef struct tnode {
     int kind;
-    long n;            /* chain N, split S, tile P, stride L, body L */
+    long n;            /* chain N, split S, tile P, stride L, body L, head L */
     long opt;          /* split align A, stride block V (default 1); tile halve A (0 = none) */
-    struct tnode *t;   /* inner tree (reverse, split, tile, stride, body's T, order) */
-    struct tnode *u;   /* body's U */
+    struct tnode *t;   /* inner tree (reverse, split, tile, stride, body's T, order); head's T */
+    struct tnode *u;   /* body's U (the tail); head's U (the head) */
     struct tnode *c;   /* combinator (split, tile, stride, body; NULL in a body: seq) */
     int carry;         /* body(..., carry); tile(..., T, carry) */
     long *list;        /* tile sizes, order permutation */
@@ -757,6 +758,28 @@ static int parse_body(parser *P, tnode *n, int depth)
     if (!(n->t = parse_tree(P, depth + 1)) || !expect(P, ','))
         return 0;
     if (!(n->u = parse_tree(P, depth + 1)))
+        return 0;
+    skip_ws(P);
+    if (P->s[P->pos] == ',') {
+        P->pos++;
+        if (peek_word(P, "carry")) {
+            P->pos += strlen("carry");
+            n->carry = 1;
+        } else if (!(n->c = parse_tree(P, depth + 1)))
+            return 0;
+    }
+    return expect(P, ')');
+}
+
+/* head '(' L ',' U ',' T [',' (C | 'carry')] ')': U is written first, as it
+ * reduces the first terms */
+static int parse_head(parser *P, tnode *n, int depth)
+{
+    if (!expect(P, '(') || !read_int(P, &n->n) || !expect(P, ','))
+        return 0;
+    if (!(n->u = parse_tree(P, depth + 1)) || !expect(P, ','))
+        return 0;
+    if (!(n->t = parse_tree(P, depth + 1)))
         return 0;
     skip_ws(P);
     if (P->s[P->pos] == ',') {
@@ -1169,6 +1192,9 @@ static tnode *parse_tree(parser *P, int depth)
     } else if (strcmp(name, "body") == 0) {
         n->kind = T_BODY;
         ok = parse_body(P, n, depth);
+    } else if (strcmp(name, "head") == 0) {
+        n->kind = T_HEAD;
+        ok = parse_head(P, n, depth);
     } else if (strcmp(name, "order") == 0) {
         n->kind = T_ORDER;
         ok = parse_order(P, n, depth);
@@ -1180,7 +1206,7 @@ static tnode *parse_tree(parser *P, int depth)
         ok = parse_lanes(P, n, depth);
     } else if (strcmp(name, "carry") == 0) {
         P->pos = at;
-        perr(P, "'carry' is allowed only as the last argument of body");
+        perr(P, "'carry' is allowed only as the last argument of body or head");
         ok = 0;
     } else {
         P->pos = at;
@@ -1964,6 +1990,48 @@ static int eval_node(ctx *C, const tnode *node, const cur *outer, const term *co
             rc = eval(C, node->t, S, ts, m, NULL, &part[k++]);
         if (!rc && n > m)
             rc = eval(C, node->u, S, ts + m, n - m, NULL, &part[k++]);
+        if (!rc)
+            rc = combine_from(C, node->c, S, part, k, s0, out);
+        ov_clear(&part[0]);
+        ov_clear(&part[1]);
+        return rc;
+    }
+    case T_HEAD: {
+        /* h = n mod L: the head ts[0..h) by U, then the rest ts[h..n) by T */
+        size_t L = (size_t)node->n, h = n % L;
+        if (node->carry) {
+            /* U reduces the head from s0 (from scratch without one); T
+             * reduces the rest from U's value (s0 when the head is empty; from
+             * scratch when there is neither); an empty rest gives that value */
+            oval v;
+            ov_init(&v);
+            int have_v = 0;
+            if (h > 0) {
+                rc = eval(C, node->u, S, ts, h, s0, &v);
+                have_v = 1;
+            } else if (s0) {
+                ov_set(&v, s0);
+                have_v = 1;
+            }
+            if (!rc) {
+                if (h == n && have_v)
+                    ov_set(out, &v);
+                else
+                    rc = eval(C, node->t, S, ts + h, n - h, have_v ? &v : NULL, out);
+            }
+            ov_clear(&v);
+            return rc;
+        }
+        /* C (default seq) over the values of the parts that are not empty,
+         * the head first */
+        oval part[2];
+        size_t k = 0;
+        ov_init(&part[0]);
+        ov_init(&part[1]);
+        if (h > 0)
+            rc = eval(C, node->u, S, ts, h, NULL, &part[k++]);
+        if (!rc && n > h)
+            rc = eval(C, node->t, S, ts + h, n - h, NULL, &part[k++]);
         if (!rc)
             rc = combine_from(C, node->c, S, part, k, s0, out);
         ov_clear(&part[0]);
