@@ -234,6 +234,13 @@ static void default_trees(strlist *l, int fma, int dot)
         }
         sl_free(&bodies);
     }
+    /* eighth edition: the clean-up loop first, n mod L terms by a running
+     * sum before L lanes, added to them or carried into their combine */
+    for (int a = 1; a < 6; a++)
+        for (int c = 0; c < 3; c++) {
+            sl_add(l, "head(%d, seq, stride(%d, seq, %s))", p2[a], p2[a], comb[c]);
+            sl_add(l, "head(%d, seq, stride(%d, seq, %s), carry)", p2[a], p2[a], comb[c]);
+        }
 }
 
 static nx_status add_trees(fit_space *s, const fit_ctx *ctx, const setting *st, size_t nst, const char *const *trees,
