@@ -378,6 +378,20 @@ static void test_hash(void **state)
     assert_string_not_equal(h3, h4);
     point_hash("{ acc = \"fp64\", tree = \"split(2, seq, seq)\" }", 64, 1, h3);
     assert_string_not_equal(h3, h4);
+    /* eighth edition: a head carried into a running sum is that running
+     * sum (the same program at every n); added on its own it is not, and a
+     * head of 4 is a body at a multiple of 4 (no head, no tail) */
+    point_hash("{ tree = \"seq\" }", 67, 1, h3);
+    point_hash("{ tree = \"head(4, seq, seq, carry)\" }", 67, 1, h4);
+    assert_string_equal(h3, h4);
+    point_hash("{ tree = \"head(4, seq, seq)\" }", 67, 1, h4);
+    assert_string_not_equal(h3, h4);
+    point_hash("{ tree = \"head(4, pairwise, stride(4, seq, seq))\" }", 64, 1, h3);
+    point_hash("{ tree = \"body(4, stride(4, seq, seq), pairwise)\" }", 64, 1, h4);
+    assert_string_equal(h3, h4);
+    point_hash("{ tree = \"head(4, pairwise, stride(4, seq, seq))\" }", 67, 1, h3);
+    point_hash("{ tree = \"body(4, stride(4, seq, seq), pairwise)\" }", 67, 1, h4);
+    assert_string_not_equal(h3, h4);
     /* align that changes nothing at this n (64/4 = 16 is a multiple of 8) gives the same expansion */
     point_hash("{ tree = \"split(4,seq,seq,align=8)\" }", 64, 1, h2);
     assert_string_equal(h1, h2);
