@@ -348,6 +348,23 @@ static int32_t compile_lanes(cx *c, const nx_tree *t, const int32_t *src, size_t
     return r;
 }
 
+/* body's and head's parts without carry: the first a terms by X, the rest
+ * by Y, each from scratch; t's combinator (default seq) reduces the values
+ * of the parts that are not empty, the first first, from s0. */
+static int32_t compile_two(cx *c, const nx_tree *t, const nx_tree *X, const nx_tree *Y, const int32_t *src,
+                           size_t a, size_t n, cs S, int32_t s0)
+{
+    int32_t parts[2];
+    size_t np = 0;
+    if (a > 0)
+        parts[np++] = compile(c, X, src, a, S, NO_START);
+    if (a < n)
+        parts[np++] = compile(c, Y, src + a, n - a, S, NO_START);
+    static const nx_tree seq_c = {.kind = NX_T_SEQ, .fmt = -1, .fma = -1, .product = -2, .rounding = -1,
+                                  .store = -1};
+    return compile(c, t->c ? t->c : &seq_c, parts, np, S, s0);
+}
+
 static int32_t compile_node(cx *c, const nx_tree *t, const int32_t *src, size_t n, cs S, int32_t s0);
 
 /* The settings in force inside t: S with t's own (`@FMT`, `[...]`). */
@@ -469,15 +486,7 @@ static int32_t compile_node(cx *c, const nx_tree *t, const int32_t *src, size_t 
                 return compile(c, t->u, src + m, n - m, S, v);
             return v == NO_START ? compile(c, t->t, src, 0, S, NO_START) : v;
         }
-        int32_t parts[2];
-        size_t np = 0;
-        if (m > 0)
-            parts[np++] = compile(c, t->t, src, m, S, NO_START);
-        if (m < n)
-            parts[np++] = compile(c, t->u, src + m, n - m, S, NO_START);
-        static const nx_tree seq_c = {.kind = NX_T_SEQ, .fmt = -1, .fma = -1, .product = -2, .rounding = -1,
-                                      .store = -1};
-        return compile(c, t->c ? t->c : &seq_c, parts, np, S, s0);
+        return compile_two(c, t, t->t, t->u, src, m, n, S, s0);
     }
     case NX_T_HEAD: {
         /* eighth edition: the first n mod L terms by U, the rest by T */
@@ -491,15 +500,7 @@ static int32_t compile_node(cx *c, const nx_tree *t, const int32_t *src, size_t 
                 return compile(c, t->t, src + h, n - h, S, v);
             return v == NO_START ? compile(c, t->t, src, 0, S, NO_START) : v;
         }
-        int32_t parts[2];
-        size_t np = 0;
-        if (h > 0)
-            parts[np++] = compile(c, t->u, src, h, S, NO_START);
-        if (h < n)
-            parts[np++] = compile(c, t->t, src + h, n - h, S, NO_START);
-        static const nx_tree seq_h = {.kind = NX_T_SEQ, .fmt = -1, .fma = -1, .product = -2, .rounding = -1,
-                                      .store = -1};
-        return compile(c, t->c ? t->c : &seq_h, parts, np, S, s0);
+        return compile_two(c, t, t->u, t->t, src, h, n, S, s0);
     }
     case NX_T_SPLIT: case NX_T_TILE: {
         size_t nparts, slen = 0, *lens = NULL;

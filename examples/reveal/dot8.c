@@ -61,6 +61,18 @@ int dot8_bf16(parity_probe *p)
     return 0;
 }
 
+/* Four fmaf lanes over x[i] * w[i] from i while four terms remain, each
+ * lane from +0: l[j] takes the terms i + j, i + 4 + j, ...  Returns where
+ * the terms left start. */
+static size_t lanes4_fma(const float *x, const float *w, size_t i, size_t n, float l[4])
+{
+    l[0] = l[1] = l[2] = l[3] = 0;
+    for (; i + 4 <= n; i += 4)
+        for (int j = 0; j < 4; j++)
+            l[j] = fmaf(x[i + j], w[i + j], l[j]);
+    return i;
+}
+
 /* A 4-lane loop with fused multiply-adds, the lanes combined as
  * (l0 + l3) + (l1 + l2), and a scalar tail that continues from the
  * combined value: { tree = "body(4, stride(4, seq, expr(((0 + 3) + (1 + 2)))),
@@ -73,15 +85,9 @@ int dot4_fma(parity_probe *p)
     float *y = p->y;
     for (size_t r = 0; r < p->rows; r++) {
         const float *x = a + r * p->n, *w = b + r * p->n;
-        float l0 = 0, l1 = 0, l2 = 0, l3 = 0;
-        size_t i = 0;
-        for (; i + 4 <= p->n; i += 4) {
-            l0 = fmaf(x[i], w[i], l0);
-            l1 = fmaf(x[i + 1], w[i + 1], l1);
-            l2 = fmaf(x[i + 2], w[i + 2], l2);
-            l3 = fmaf(x[i + 3], w[i + 3], l3);
-        }
-        float s = (l0 + l3) + (l1 + l2);
+        float l[4];
+        size_t i = lanes4_fma(x, w, 0, p->n, l);
+        float s = (l[0] + l[3]) + (l[1] + l[2]);
         for (; i < p->n; i++)
             s = fmaf(x[i], w[i], s);
         y[r] = s;
@@ -171,14 +177,9 @@ int dot4_head(parity_probe *p)
         float s = 0;
         for (; i < h; i++)
             s = fmaf(x[i], w[i], s);
-        float l0 = 0, l1 = 0, l2 = 0, l3 = 0;
-        for (; i + 4 <= p->n; i += 4) {
-            l0 = fmaf(x[i], w[i], l0);
-            l1 = fmaf(x[i + 1], w[i + 1], l1);
-            l2 = fmaf(x[i + 2], w[i + 2], l2);
-            l3 = fmaf(x[i + 3], w[i + 3], l3);
-        }
-        y[r] = s + ((l0 + l1) + (l2 + l3));
+        float l[4];
+        lanes4_fma(x, w, i, p->n, l);
+        y[r] = s + ((l[0] + l[1]) + (l[2] + l[3]));
     }
     p->y_dtype = "F32";
     return 0;

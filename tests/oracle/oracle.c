@@ -1726,6 +1726,28 @@ static int eval_lanes(ctx *C, const tnode *node, const cur *S, const term *const
  * (the parts are always from scratch); body(..., carry) starts with
  * round(s0 + T's value) and continues the tail from it; @FMT and [...]
  * only change the settings; every other tree T gives round(T + s0). */
+/* body and head without carry: the first a terms by X, the rest by Y,
+ * each from scratch; the node's combinator (default seq) over the values
+ * of the parts that are not empty, the first first, from s0 */
+static int two_parts(ctx *C, const tnode *node, const tnode *X, const tnode *Y, const cur *S,
+                     const term *const *ts, size_t a, size_t n, const oval *s0, oval *out)
+{
+    oval part[2];
+    size_t k = 0;
+    int rc = 0;
+    ov_init(&part[0]);
+    ov_init(&part[1]);
+    if (a > 0)
+        rc = eval(C, X, S, ts, a, NULL, &part[k++]);
+    if (!rc && n > a)
+        rc = eval(C, Y, S, ts + a, n - a, NULL, &part[k++]);
+    if (!rc)
+        rc = combine_from(C, node->c, S, part, k, s0, out);
+    ov_clear(&part[0]);
+    ov_clear(&part[1]);
+    return rc;
+}
+
 static int eval_node(ctx *C, const tnode *node, const cur *outer, const term *const *ts, size_t n,
                      const oval *s0, oval *out);
 
@@ -1981,20 +2003,7 @@ static int eval_node(ctx *C, const tnode *node, const cur *outer, const term *co
             ov_clear(&v);
             return rc;
         }
-        /* C (default seq) over the values of the parts that are not empty */
-        oval part[2];
-        size_t k = 0;
-        ov_init(&part[0]);
-        ov_init(&part[1]);
-        if (m > 0)
-            rc = eval(C, node->t, S, ts, m, NULL, &part[k++]);
-        if (!rc && n > m)
-            rc = eval(C, node->u, S, ts + m, n - m, NULL, &part[k++]);
-        if (!rc)
-            rc = combine_from(C, node->c, S, part, k, s0, out);
-        ov_clear(&part[0]);
-        ov_clear(&part[1]);
-        return rc;
+        return two_parts(C, node, node->t, node->u, S, ts, m, n, s0, out);
     }
     case T_HEAD: {
         /* h = n mod L: the head ts[0..h) by U, then the rest ts[h..n) by T */
@@ -2022,21 +2031,7 @@ static int eval_node(ctx *C, const tnode *node, const cur *outer, const term *co
             ov_clear(&v);
             return rc;
         }
-        /* C (default seq) over the values of the parts that are not empty,
-         * the head first */
-        oval part[2];
-        size_t k = 0;
-        ov_init(&part[0]);
-        ov_init(&part[1]);
-        if (h > 0)
-            rc = eval(C, node->u, S, ts, h, NULL, &part[k++]);
-        if (!rc && n > h)
-            rc = eval(C, node->t, S, ts + h, n - h, NULL, &part[k++]);
-        if (!rc)
-            rc = combine_from(C, node->c, S, part, k, s0, out);
-        ov_clear(&part[0]);
-        ov_clear(&part[1]);
-        return rc;
+        return two_parts(C, node, node->u, node->t, S, ts, h, n, s0, out); /* the head first */
     }
     case T_EXPR: {
         if (n > node->k)
