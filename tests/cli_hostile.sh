@@ -297,6 +297,8 @@ has err "--numerics:1:3: nested deeper than 128 levels" "TOML nesting 129"
 # integers in a tree: at most 2^30
 run 2 "split count 2^30 + 1" tree show 'split(1073741825, seq, seq)' --n 4
 has err "the split count is too large (at most 1073741824)" "split count 2^30 + 1"
+run 2 "head modulus 2^30 + 1" tree show 'head(1073741825, seq, seq)' --n 4
+has err "tree:1:6: the head modulus is too large (at most 1073741824)" "head modulus 2^30 + 1"
 # operations of an expanded point: at most 2^23 (--max-ops), refused before
 # allocating when the parts alone are that many (it took 4 GiB, exit 3)
 $LIMIT "$PARITY" tree show 'stride(1073741824, seq, seq)' --n 4 > "$T/out" 2> "$T/err"
