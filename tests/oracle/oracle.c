@@ -750,36 +750,16 @@ static int parse_tile(parser *P, tnode *n, int depth)
     return expect(P, ')');
 }
 
-/* body '(' INT ',' tree ',' tree [ ',' ( tree | 'carry' ) ] ')' */
-static int parse_body(parser *P, tnode *n, int depth)
+/* body '(' L ',' T ',' U [',' (C | 'carry')] ')' and head '(' L ',' U ','
+ * T [...] ')': the two trees into *first and *second as written (a head's
+ * U, the head, is written first, as it reduces the first terms) */
+static int parse_two(parser *P, tnode *n, int depth, tnode **first, tnode **second)
 {
     if (!expect(P, '(') || !read_int(P, &n->n) || !expect(P, ','))
         return 0;
-    if (!(n->t = parse_tree(P, depth + 1)) || !expect(P, ','))
+    if (!(*first = parse_tree(P, depth + 1)) || !expect(P, ','))
         return 0;
-    if (!(n->u = parse_tree(P, depth + 1)))
-        return 0;
-    skip_ws(P);
-    if (P->s[P->pos] == ',') {
-        P->pos++;
-        if (peek_word(P, "carry")) {
-            P->pos += strlen("carry");
-            n->carry = 1;
-        } else if (!(n->c = parse_tree(P, depth + 1)))
-            return 0;
-    }
-    return expect(P, ')');
-}
-
-/* head '(' L ',' U ',' T [',' (C | 'carry')] ')': U is written first, as it
- * reduces the first terms */
-static int parse_head(parser *P, tnode *n, int depth)
-{
-    if (!expect(P, '(') || !read_int(P, &n->n) || !expect(P, ','))
-        return 0;
-    if (!(n->u = parse_tree(P, depth + 1)) || !expect(P, ','))
-        return 0;
-    if (!(n->t = parse_tree(P, depth + 1)))
+    if (!(*second = parse_tree(P, depth + 1)))
         return 0;
     skip_ws(P);
     if (P->s[P->pos] == ',') {
@@ -1191,10 +1171,10 @@ static tnode *parse_tree(parser *P, int depth)
         ok = parse_three(P, n, "block", depth);
     } else if (strcmp(name, "body") == 0) {
         n->kind = T_BODY;
-        ok = parse_body(P, n, depth);
+        ok = parse_two(P, n, depth, &n->t, &n->u);
     } else if (strcmp(name, "head") == 0) {
         n->kind = T_HEAD;
-        ok = parse_head(P, n, depth);
+        ok = parse_two(P, n, depth, &n->u, &n->t);
     } else if (strcmp(name, "order") == 0) {
         n->kind = T_ORDER;
         ok = parse_order(P, n, depth);
