@@ -229,9 +229,11 @@ static uint64_t cand_hash(const char *text, size_t n)
 /* Candidate hashes already computed, by (text, n), for the whole process:
  * an expansion is the costly step, a candidate's hash at n never changes,
  * and reveal names trees over mostly the same candidates again and again
- * (every class, every length, the one-, two- and three-row paths).  The
- * table is emptied when it reaches HC_MAX entries, so it stays under about
- * 40 MB; it is guarded for the library's callers on several threads. */
+ * (every class, every length, the one-, two- and three-row paths).  A
+ * text longer than HC_TEXT_MAX (an order or lanes read off one tree, long
+ * at large n and tried once) is not kept; the table is emptied when it
+ * reaches HC_MAX entries or HC_MAX_BYTES of text, so it stays under about
+ * 40 MB.  It is guarded for the library's callers on several threads. */
 typedef struct hc_ent {
     uint64_t key;
     size_t n;
@@ -241,10 +243,12 @@ typedef struct hc_ent {
 
 static struct {
     hc_ent *e;
-    size_t cap, count;
+    size_t cap, count, bytes;
 } hc;
 static pthread_mutex_t hc_lock = PTHREAD_MUTEX_INITIALIZER;
 #define HC_MAX ((size_t)1 << 18)
+#define HC_MAX_BYTES ((size_t)24 << 20)
+#define HC_TEXT_MAX 512
 
 static uint64_t text_key(const char *t)
 {
@@ -268,11 +272,11 @@ static hc_ent *hc_slot(uint64_t k, const char *text, size_t n)
 /* Room for one more entry (locked): 0 when the table cannot grow. */
 static int hc_room(void)
 {
-    if (hc.count >= HC_MAX) {
+    if (hc.count >= HC_MAX || hc.bytes >= HC_MAX_BYTES) {
         for (size_t i = 0; i < hc.cap; i++)
             free(hc.e[i].text);
         memset(hc.e, 0, hc.cap * sizeof *hc.e);
-        hc.count = 0;
+        hc.count = hc.bytes = 0;
     }
     if (hc.cap && hc.count * 2 < hc.cap)
         return 1;
@@ -309,7 +313,8 @@ static uint64_t cached_hash(const char *text, size_t n)
     }
     pthread_mutex_unlock(&hc_lock);
     uint64_t v = cand_hash(text, n);
-    char *t = strdup(text);
+    size_t len = strlen(text);
+    char *t = len <= HC_TEXT_MAX ? strdup(text) : NULL;
     if (!t)
         return v;
     pthread_mutex_lock(&hc_lock);
@@ -318,6 +323,7 @@ static uint64_t cached_hash(const char *text, size_t n)
         if (!e->text) {
             *e = (hc_ent){k, n, t, v};
             hc.count++;
+            hc.bytes += len + 1;
             t = NULL;
         }
     }
