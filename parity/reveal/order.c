@@ -1031,8 +1031,7 @@ static nx_status packview_eval(rv_kernel *kk, size_t rows, size_t n, const doubl
             double *ra = pv->a + pv->rows[j] * n, *rb = pv->b + pv->rows[j] * n;
             const double *sa = a + pick[j] * n, *sb = b + pick[j] * n;
             if (free0)
-                for (size_t i = 0; i < n; i++)
-                    ra[i] = sa[i] * sb[i], rb[i] = 1;
+                rv_as_products(sa, sb, n, ra, rb);
             else {
                 memcpy(ra, sa, n * sizeof *a);
                 memcpy(rb, sb, n * sizeof *b);

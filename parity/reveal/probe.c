@@ -49,6 +49,14 @@ size_t rv_inexact_product(nx_fmt in, const double *a, const double *b, size_t co
     return count;
 }
 
+void rv_as_products(const double *a, const double *b, size_t count, double *ca, double *cb)
+{
+    for (size_t i = 0; i < count; i++) {
+        ca[i] = a[i] * b[i];
+        cb[i] = 1;
+    }
+}
+
 static nx_status share_b(const rv_kernel *k, size_t rows, size_t n, const double *a, const double *b, double **ca,
                          double **cb, nx_err *err)
 {
@@ -72,10 +80,7 @@ static nx_status share_b(const rv_kernel *k, size_t rows, size_t n, const double
                           "--shared-b: row %zu's b differs from row 0's and its product at term %zu is not exact in %s",
                           i / n, i % n, nx_format(k->in_fmt)->name);
     }
-    for (i = 0; i < rows * n; i++) {
-        (*ca)[i] = a[i] * b[i];
-        (*cb)[i] = 1;
-    }
+    rv_as_products(a, b, rows * n, *ca, *cb);
     return NX_OK;
 }
 

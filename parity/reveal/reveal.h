@@ -90,6 +90,9 @@ void rv_kernel_free(rv_kernel *k);
  * takes a row whose b is not the call's as (a b, 1), the same terms only
  * where the products are exact. */
 size_t rv_inexact_product(nx_fmt in, const double *a, const double *b, size_t count);
+/* The products a[i] b[i] (exact: rv_inexact_product said so) as terms
+ * against ones: ca[i] = a[i] b[i], cb[i] = 1, for a kernel of one b a call. */
+void rv_as_products(const double *a, const double *b, size_t count, double *ca, double *cb);
 /* Calls k on rows (splitting at max_elems and max_rows), counting calls
  * and probes. */
 nx_status rv_call(rv_kernel *k, size_t rows, size_t n, const double *a, const double *b, double *y, nx_err *err);
