@@ -109,7 +109,7 @@ static void dev(const fam_spec *s, const st_file *in, dev_mode mode, int threads
     st_init(out);
     dev_opts o = {mode, threads, kernel};
     nx_err e = {0};
-    if (dev_cpu_backend()->run(s, in, out, &o, &e) != NX_OK)
+    if (dev_run(dev_cpu_backend(), s, in, out, &o, &e) != NX_OK)
         fail_msg("cpu run %s.%s (kernel %s, %s, %d threads): %s", s->family, s->point, kernel ? kernel : "default",
                  mode == DEV_EAGER ? "eager" : "graphed", threads, e.msg);
 }
@@ -204,7 +204,7 @@ static void test_every_point_bit_exact(void **state)
             fail_msg("no small shape for family %s (a new family: add one here)", fam);
         fam_spec s;
         resolve(ids[i], shape, &s);
-        assert_true(dev_cpu_backend()->supports(&s, NULL));
+        assert_true(dev_supports(dev_cpu_backend(), &s, NULL));
         if (!is_negative_control(&s) && !is_approx(&s)) {
             check_point(&s, NX_DIST_NORMAL, 0, SEED + i);
             check_point(&s, NX_DIST_ADVERSARIAL, 1, SEED + 100 + i);
@@ -386,7 +386,7 @@ static void test_legacy_equals_new(void **state)
         resolve(cases[i][0], cases[i][1], &s);
         char legacy[96], ctx[160];
         snprintf(legacy, sizeof legacy, "%s_legacy", s.kernel);
-        assert_true(dev_cpu_backend()->supports(&s, legacy));
+        assert_true(dev_supports(dev_cpu_backend(), &s, legacy));
         for (int d = 0; d < 2; d++) {
             st_file in, a, b;
             gen(&s, d ? NX_DIST_ADVERSARIAL : NX_DIST_NORMAL, d, SEED + 700 + i, &in);
@@ -574,8 +574,8 @@ static void approx_within_tolerance(const char *approx, const char *cr_id, const
     resolve(approx, shape, &s);
     resolve(cr_id, shape, &cr);
     assert_true(s.tol.has_ulp);
-    assert_false(dev_cpu_backend()->supports(&cr, approx_k));
-    assert_false(dev_cpu_backend()->supports(&s, cr_k));
+    assert_false(dev_supports(dev_cpu_backend(), &cr, approx_k));
+    assert_false(dev_supports(dev_cpu_backend(), &s, cr_k));
     for (int o = 0; o < 2; o++) {
         if (o)
             assert_int_equal(fam_spec_set_param(&s, "out", "fp32", NULL), NX_OK);
@@ -771,7 +771,7 @@ static void expect_run_error(const fam_spec *s, const st_file *in, const char *k
     st_init(&out);
     dev_opts o = {DEV_EAGER, 0, kernel};
     nx_err e = {0};
-    nx_status st = dev_cpu_backend()->run(s, in, &out, &o, &e);
+    nx_status st = dev_run(dev_cpu_backend(), s, in, &out, &o, &e);
     st_free(&out);
     if (st != code || !strstr(e.msg, needle1) || (needle2 && !strstr(e.msg, needle2)))
         fail_msg("expected %s mentioning '%s'%s%s, got %s: %s", nx_status_name(code), needle1, needle2 ? " and " : "",
@@ -827,14 +827,14 @@ static void test_refuses_other_points(void **state)
     resolve("gemm.splitk", "M=2,N=3,K=16", &s);
     st_file in;
     gen(&s, NX_DIST_NORMAL, 0, SEED, &in);
-    assert_true(b->supports(&s, NULL));
-    assert_false(b->supports(&s, "cpu_gemm_seq"));
+    assert_true(dev_supports(b, &s, NULL));
+    assert_false(dev_supports(b, &s, "cpu_gemm_seq"));
     expect_run_error(&s, &in, "cpu_gemm_seq", NX_EUNSUPPORTED, "realises k = seq", "split(4, stride(8, seq, pairwise), seq)");
     expect_run_error(&s, &in, "cpu_rmsnorm", NX_EINVAL, "belongs to family 'rmsnorm'", NULL);
     expect_run_error(&s, &in, "no_such_kernel", NX_EUNSUPPORTED, "no kernel 'no_such_kernel'", NULL);
     /* the kernel reads split_k = 3, but the tree says 4 */
     assert_int_equal(fam_spec_set_param(&s, "split_k", "3", NULL), NX_OK);
-    assert_false(b->supports(&s, NULL));
+    assert_false(dev_supports(b, &s, NULL));
     expect_run_error(&s, &in, NULL, NX_EUNSUPPORTED, "split(3, stride(8, seq, pairwise), seq)",
                      "declares split(4, stride(8, seq, pairwise), seq)");
     st_free(&in);
@@ -854,7 +854,7 @@ static void test_refuses_other_points(void **state)
         e->ulp = 2;
     }
     expect_run_error(&s, NULL, NULL, NX_EUNSUPPORTED, "computes rsqrt correctly rounded", "rsqrt.approx.f32");
-    assert_false(b->supports(&s, NULL));
+    assert_false(dev_supports(b, &s, NULL));
     fam_spec_free(&s);
 }
 
@@ -863,10 +863,10 @@ static void test_describe(void **state)
     (void)state;
     const dev_backend *b = dev_cpu_backend();
     char why[64] = "x", json[4096];
-    assert_int_equal(b->available(why, sizeof why), 1);
+    assert_int_equal(dev_available(b, why, sizeof why), 1);
     assert_string_equal(b->name, "cpu");
     nx_err e = {0};
-    assert_int_equal(b->describe(json, sizeof json, &e), NX_OK);
+    assert_int_equal(dev_describe(b, json, sizeof json, &e), NX_OK);
     json_error_t je;
     json_t *o = json_loads(json, 0, &je);
     assert_non_null(o);
@@ -877,7 +877,7 @@ static void test_describe(void **state)
     assert_true(json_integer_value(json_object_get(o, "threads")) >= 1);
     assert_int_equal(json_array_size(json_object_get(o, "kernels")), cpu_nkernels);
     json_decref(o);
-    assert_int_equal(b->describe(json, 8, &e), NX_EINVAL);
+    assert_int_equal(dev_describe(b, json, 8, &e), NX_EINVAL);
 }
 
 /* --- formats and functions against independent oracles --------------------------------------- */

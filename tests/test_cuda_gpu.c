@@ -152,7 +152,7 @@ static void run_or_die(const dev_backend *b, const fam_spec *s, const st_file *i
     dev_opts o = {m, 0, NULL};
     nx_err e = {0};
     st_init(out);
-    if (b->run(s, in, out, &o, &e))
+    if (dev_run(b, s, in, out, &o, &e))
         die(s->point, &e);
 }
 
@@ -378,7 +378,7 @@ int main(void)
 {
     const dev_backend *b = dev_cuda_backend();
     char why[256];
-    if (!b->available(why, sizeof why)) {
+    if (!dev_available(b, why, sizeof why)) {
         printf("skipped: %s\n", why);
         return 77;
     }
@@ -530,7 +530,7 @@ int main(void)
     }
 
     for (size_t i = 0; i < n; i++) {
-        if (!b->supports(&cs[i].spec, NULL)) {
+        if (!dev_supports(b, &cs[i].spec, NULL)) {
             cu_plan p;
             nx_err e = {0};
             cu_plan_make(&cs[i].spec, NULL, cls, &p, &e);

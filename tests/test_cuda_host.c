@@ -781,16 +781,16 @@ static void test_skip_without_gpu(void **state)
     assert_non_null(b);
     assert_string_equal(b->name, "cuda");
     char why[256] = "";
-    if (b->available(why, sizeof why)) {
+    if (dev_available(b, why, sizeof why)) {
         print_message("a GPU is present (%s): the no-GPU checks are skipped\n", why);
         skip();
     }
     assert_true(strstr(why, "no GPU") || strstr(why, "built without CUDA"));
     char json[1024];
     nx_err e = {0};
-    assert_int_equal(b->describe(json, sizeof json, &e), NX_OK);
+    assert_int_equal(dev_describe(b, json, sizeof json, &e), NX_OK);
     assert_non_null(strstr(json, "\"available\": false"));
-    assert_int_equal(b->describe(json, 8, &e), NX_EINVAL); /* too small: an error, no overflow */
+    assert_int_equal(dev_describe(b, json, 8, &e), NX_EINVAL); /* too small: an error, no overflow */
     /* run fails cleanly, saying it is a skip */
     fam_spec s;
     attn_spec(&s);
@@ -798,16 +798,16 @@ static void test_skip_without_gpu(void **state)
     st_init(&in);
     st_init(&out);
     dev_opts o = {DEV_EAGER, 0, NULL};
-    assert_int_equal(b->run(&s, &in, &out, &o, &e), NX_EUNSUPPORTED);
+    assert_int_equal(dev_run(b, &s, &in, &out, &o, &e), NX_EUNSUPPORTED);
     assert_non_null(strstr(e.msg, "skipped:"));
     assert_int_equal(out.ntensors, 0);
     o.mode = DEV_GRAPHED;
-    assert_int_equal(b->run(&s, &in, &out, &o, &e), NX_EUNSUPPORTED);
-    assert_int_equal(b->run(NULL, NULL, NULL, NULL, NULL), NX_EUNSUPPORTED);
+    assert_int_equal(dev_run(b, &s, &in, &out, &o, &e), NX_EUNSUPPORTED);
+    assert_int_equal(dev_run(b, NULL, NULL, NULL, NULL, NULL), NX_EUNSUPPORTED);
 #ifdef PARITY_CUDA_BUILT
-    assert_int_equal(b->supports(&s, NULL), 1); /* the kernels exist, a GPU does not */
+    assert_int_equal(dev_supports(b, &s, NULL), 1); /* the kernels exist, a GPU does not */
 #else
-    assert_int_equal(b->supports(&s, NULL), 0);
+    assert_int_equal(dev_supports(b, &s, NULL), 0);
 #endif
     dev_cuda_trace t = {0};
     assert_int_equal(dev_cuda_write_trace("/tmp/never.safetensors", &s, &out, &o, &t, &e), NX_EUNSUPPORTED);

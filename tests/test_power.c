@@ -85,37 +85,41 @@ static nx_status to_truth(const fam_spec *s, fam_spec *o, nx_err *err)
     return st;
 }
 
-static int planted_available(char *why, size_t len)
+static int planted_available(const dev_backend *self, char *why, size_t len)
 {
-    return dev_cpu_backend()->available(why, len);
+    (void)self;
+    return dev_available(dev_cpu_backend(), why, len);
 }
 
-static nx_status planted_describe(char *json, size_t len, nx_err *err)
+static nx_status planted_describe(const dev_backend *self, char *json, size_t len, nx_err *err)
 {
-    return dev_cpu_backend()->describe(json, len, err);
+    (void)self;
+    return dev_describe(dev_cpu_backend(), json, len, err);
 }
 
-static int planted_supports(const fam_spec *spec, const char *kernel)
+static int planted_supports(const dev_backend *self, const fam_spec *spec, const char *kernel)
 {
+    (void)self;
     if (TRUTH.legacy_only)
-        return dev_cpu_backend()->supports(spec, kernel);
+        return dev_supports(dev_cpu_backend(), spec, kernel);
     fam_spec t;
     if (to_truth(spec, &t, NULL) != NX_OK)
         return 0;
-    int ok = dev_cpu_backend()->supports(&t, kernel);
+    int ok = dev_supports(dev_cpu_backend(), &t, kernel);
     fam_spec_free(&t);
     return ok;
 }
 
-static nx_status planted_run(const fam_spec *spec, const st_file *in, st_file *out, const dev_opts *opts, nx_err *err)
+static nx_status planted_run(const dev_backend *self, const fam_spec *spec, const st_file *in, st_file *out, const dev_opts *opts, nx_err *err)
 {
+    (void)self;
     if (TRUTH.legacy_only && !(opts && opts->kernel && strstr(opts->kernel, "_legacy")))
-        return dev_cpu_backend()->run(spec, in, out, opts, err);
+        return dev_run(dev_cpu_backend(), spec, in, out, opts, err);
     fam_spec t;
     nx_status st = to_truth(spec, &t, err);
     if (st)
         return st;
-    st = dev_cpu_backend()->run(&t, in, out, opts, err);
+    st = dev_run(dev_cpu_backend(), &t, in, out, opts, err);
     fam_spec_free(&t);
     return st;
 }

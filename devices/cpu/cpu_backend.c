@@ -230,8 +230,9 @@ static nx_status check_inputs(const fam_spec *s, const st_file *in, nx_err *err)
 
 /* --- the backend ------------------------------------------------------------------- */
 
-static int cpu_available(char *why, size_t whylen)
+static int cpu_available(const dev_backend *self, char *why, size_t whylen)
 {
+    (void)self;
     if (why && whylen)
         why[0] = 0;
     return 1;
@@ -262,8 +263,9 @@ static void cpu_model(char *buf, size_t cap)
     fclose(f);
 }
 
-static nx_status cpu_describe(char *json, size_t len, nx_err *err)
+static nx_status cpu_describe(const dev_backend *self, char *json, size_t len, nx_err *err)
 {
+    (void)self;
     char host[256] = "unknown", model[256];
     if (gethostname(host, sizeof host) != 0)
         snprintf(host, sizeof host, "unknown");
@@ -299,15 +301,17 @@ static nx_status cpu_describe(char *json, size_t len, nx_err *err)
     return st;
 }
 
-static int cpu_supports(const fam_spec *spec, const char *kernel)
+static int cpu_supports(const dev_backend *self, const fam_spec *spec, const char *kernel)
 {
+    (void)self;
     const cpu_kernel *k;
     return pick(spec, kernel, &k, NULL) == NX_OK;
 }
 
-static nx_status cpu_run_point(const fam_spec *spec, const st_file *in, st_file *out, const dev_opts *opts,
+static nx_status cpu_run_point(const dev_backend *self, const fam_spec *spec, const st_file *in, st_file *out, const dev_opts *opts,
                                nx_err *err)
 {
+    (void)self;
     dev_opts def = {DEV_EAGER, 0, NULL};
     if (!opts)
         opts = &def;
@@ -338,8 +342,9 @@ static nx_status cpu_run_point(const fam_spec *spec, const st_file *in, st_file 
     return st;
 }
 
-static nx_status cpu_check_params(const fam_spec *spec, const char *kernel, nx_err *err)
+static nx_status cpu_check_params(const dev_backend *self, const fam_spec *spec, const char *kernel, nx_err *err)
 {
+    (void)self;
     const cpu_kernel *k = spec && spec->family ? kernel_by_id(kernel ? kernel : spec->kernel ? spec->kernel : "") : NULL;
     if (!k || strcmp(k->family, spec->family) != 0)
         return NX_OK;
@@ -347,7 +352,7 @@ static nx_status cpu_check_params(const fam_spec *spec, const char *kernel, nx_e
 }
 
 static const dev_backend cpu_backend = {"cpu", cpu_available, cpu_describe, cpu_supports, cpu_run_point,
-                                        cpu_check_params, 1};
+                                        cpu_check_params, 1, NULL, NULL};
 
 const dev_backend *dev_cpu_backend(void)
 {

@@ -59,8 +59,9 @@ void dev_cuda_info_get(dev_cuda_info *info)
     info->memory_bytes = (long long)p.totalGlobalMem;
 }
 
-static int cuda_available(char *why, size_t whylen)
+static int cuda_available(const dev_backend *self, char *why, size_t whylen)
 {
+    (void)self;
     dev_cuda_info info;
     dev_cuda_info_get(&info);
     if (!info.available && why && whylen)
@@ -87,8 +88,9 @@ static void json_str(char *dst, size_t cap, const char *s)
     dst[k] = 0;
 }
 
-static nx_status cuda_describe(char *json, size_t len, nx_err *err)
+static nx_status cuda_describe(const dev_backend *self, char *json, size_t len, nx_err *err)
 {
+    (void)self;
     dev_cuda_info info;
     dev_cuda_info_get(&info);
     char sku[512], reason[512], hn[256] = "", host[512];
@@ -133,8 +135,9 @@ static nx_status wgmma_check(const cu_plan *p, int on_device, nx_err *err)
 #endif
 }
 
-static int cuda_supports(const fam_spec *spec, const char *kernel)
+static int cuda_supports(const dev_backend *self, const fam_spec *spec, const char *kernel)
 {
+    (void)self;
     cu_plan p;
     nx_status st = cu_plan_make(spec, kernel, spec ? spec->class_name : NULL, &p, NULL);
     if (!st)
@@ -260,8 +263,9 @@ static size_t outputs_of(const cu_plan *p, out_desc *o)
     return 0;
 }
 
-static nx_status cuda_run(const fam_spec *spec, const st_file *in, st_file *out, const dev_opts *opts, nx_err *err)
+static nx_status cuda_run(const dev_backend *self, const fam_spec *spec, const st_file *in, st_file *out, const dev_opts *opts, nx_err *err)
 {
+    (void)self;
     dev_cuda_info info;
     dev_cuda_info_get(&info);
     if (!info.available)
@@ -400,7 +404,7 @@ done:
     return st;
 }
 
-static const dev_backend cuda_backend = {"cuda", cuda_available, cuda_describe, cuda_supports, cuda_run, NULL, 0};
+static const dev_backend cuda_backend = {"cuda", cuda_available, cuda_describe, cuda_supports, cuda_run, NULL, 0, NULL, NULL};
 
 const dev_backend *dev_cuda_backend(void)
 {

@@ -16,30 +16,34 @@ void dev_cuda_info_get(dev_cuda_info *info)
     snprintf(info->nvcc, sizeof info->nvcc, "none");
 }
 
-static int stub_available(char *why, size_t whylen)
+static int stub_available(const dev_backend *self, char *why, size_t whylen)
 {
+    (void)self;
     if (why && whylen)
         snprintf(why, whylen, "%s", STUB_REASON);
     return 0;
 }
 
-static nx_status stub_describe(char *json, size_t len, nx_err *err)
+static nx_status stub_describe(const dev_backend *self, char *json, size_t len, nx_err *err)
 {
+    (void)self;
     int n = snprintf(json, len, "{\"backend\": \"cuda\", \"available\": false, \"reason\": \"%s\"}", STUB_REASON);
     if (n < 0 || (size_t)n >= len)
         return nx_err_set(err, NX_EINVAL, "cuda: describe needs %d bytes, got %zu", n + 1, len);
     return NX_OK;
 }
 
-static int stub_supports(const fam_spec *spec, const char *kernel)
+static int stub_supports(const dev_backend *self, const fam_spec *spec, const char *kernel)
 {
+    (void)self;
     (void)spec;
     (void)kernel;
     return 0;
 }
 
-static nx_status stub_run(const fam_spec *spec, const st_file *in, st_file *out, const dev_opts *opts, nx_err *err)
+static nx_status stub_run(const dev_backend *self, const fam_spec *spec, const st_file *in, st_file *out, const dev_opts *opts, nx_err *err)
 {
+    (void)self;
     (void)spec;
     (void)in;
     (void)out;
@@ -47,7 +51,7 @@ static nx_status stub_run(const fam_spec *spec, const st_file *in, st_file *out,
     return nx_err_set(err, NX_EUNSUPPORTED, "skipped: %s", STUB_REASON);
 }
 
-static const dev_backend stub_backend = {"cuda", stub_available, stub_describe, stub_supports, stub_run, NULL, 0};
+static const dev_backend stub_backend = {"cuda", stub_available, stub_describe, stub_supports, stub_run, NULL, 0, NULL, NULL};
 
 const dev_backend *dev_cuda_backend(void)
 {

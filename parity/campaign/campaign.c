@@ -426,7 +426,7 @@ static nx_status run_backend(const camp_opts *o, const fam_spec *spec, const st_
     dev_opts d = {mode, o->threads, kernel};
     double t0 = now();
     st_init(out);
-    nx_status st = o->backend->run(spec, in, out, &d, err);
+    nx_status st = dev_run(o->backend, spec, in, out, &d, err);
     res->t_run += now() - t0;
     return st;
 }
@@ -463,7 +463,7 @@ static nx_status save_trace(const camp_opts *o, const fam_spec *spec, const camp
         return NX_OK;
     char path[1024], dev[1024] = "{}";
     nx_err derr;
-    if (o->backend->describe(dev, sizeof dev, &derr) != NX_OK)
+    if (dev_describe(o->backend, dev, sizeof dev, &derr) != NX_OK)
         snprintf(dev, sizeof dev, "{}");
     scalar_members(dev, sizeof dev);
     snprintf(path, sizeof path, "%s/%s.%s.%s.safetensors", o->traces, res->class_name, res->id, tag);
@@ -640,7 +640,7 @@ static nx_status cross_class(const reg_registry *reg, const fam_spec *spec, cons
         trows = t.rows;
         tn = t.nrows;
     } else {
-        if (!o->against_backend || !o->against_backend->supports(&ds, ds.kernel)) {
+        if (!o->against_backend || !dev_supports(o->against_backend, &ds, ds.kernel)) {
             set_check(res, CK_PARITY, "skipped: class %s: the %s backend has no kernel '%s'", cls,
                       o->against_backend ? o->against_backend->name : "(no)", ds.kernel ? ds.kernel : "(none)");
             goto out;
@@ -655,7 +655,7 @@ static nx_status cross_class(const reg_registry *reg, const fam_spec *spec, cons
             const st_file *use = &din;
             dev_opts d = {DEV_GRAPHED, o->threads, NULL};
             double t0 = now();
-            if ((st = get_inputs(&ds, o, &din, &use, err)) || (st = o->against_backend->run(&ds, use, &dout, &d, err)))
+            if ((st = get_inputs(&ds, o, &din, &use, err)) || (st = dev_run(o->against_backend, &ds, use, &dout, &d, err)))
                 goto out;
             res->t_run += now() - t0;
         }
@@ -795,19 +795,19 @@ nx_status camp_run_point(const reg_registry *reg, const char *class_name, const 
         snprintf(res->legacy, sizeof res->legacy, "%s", leg);
     else if (spec.kernel) {
         snprintf(res->legacy, sizeof res->legacy, "%s_legacy", spec.kernel);
-        if (!o->backend->supports(&spec, res->legacy))
+        if (!dev_supports(o->backend, &spec, res->legacy))
             res->legacy[0] = 0;
     }
     for (int c = 0; c < CK_COUNT; c++)
         res->checks[c].negative = c <= CK_ROWS && vd_in_list(fam_param_get(&spec, "negative_control"), check_names[c]);
     /* a kernel that exists but refuses the point's params is the point's
      * input error, named, never a skip */
-    if (o->backend->check_params && (st = o->backend->check_params(&spec, spec.kernel, err))) {
+    if ((st = dev_check_params(o->backend, &spec, spec.kernel, err))) {
         nx_err_prefix(err, "%s: the %s backend's kernel '%s' refuses the point's params", id, o->backend->name,
                       spec.kernel ? spec.kernel : "(none)");
         goto out;
     }
-    if (!o->backend->supports(&spec, spec.kernel)) {
+    if (!dev_supports(o->backend, &spec, spec.kernel)) {
         for (int c = 0; c < CK_COUNT; c++) {
             res->checks[c].verdict = CV_SKIP;
             set_check(res, c, "skipped: the %s backend has no kernel '%s'", o->backend->name,
@@ -864,7 +864,7 @@ nx_status camp_run_point(const reg_registry *reg, const char *class_name, const 
     if (!*res->legacy) {
         res->checks[CK_NEW_LEGACY].verdict = CV_SKIP;
         set_check(res, CK_NEW_LEGACY, "skipped: the point names no legacy kernel");
-    } else if (!o->backend->supports(&spec, res->legacy)) {
+    } else if (!dev_supports(o->backend, &spec, res->legacy)) {
         res->checks[CK_NEW_LEGACY].verdict = CV_SKIP;
         set_check(res, CK_NEW_LEGACY, "skipped: the %s backend has no kernel '%s'", o->backend->name, res->legacy);
     } else {

@@ -418,7 +418,7 @@ static nx_status run_case(pw_ctx *x, pw_case *c, st_file *dev, size_t *nmis, cha
 {
     dev_opts d = {DEV_GRAPHED, x->o->threads, x->kernel};
     ref_opts ro = {x->o->threads, (nx_engine_kind)x->o->engine};
-    nx_status st = x->be->run(&c->spec, &c->in, dev, &d, err);
+    nx_status st = dev_run(x->be, &c->spec, &c->in, dev, &d, err);
     if (!st)
         st = ref_run_opts(&c->spec, &c->in, &c->ref, &ro, err);
     if (st)
@@ -883,7 +883,7 @@ static nx_status build_cases(pw_ctx *x, const fam_spec *spec, nx_err *err)
     while (fd && nvar < FAM_MAX_VARIANTS && variants[nvar].shape)
         nvar++;
     for (size_t v = 0; v < nvar && !st && elems <= OWN_SHAPE_MAX_ELEMS; v++) {
-        pw_case *c;
+        pw_case *c = NULL;
         if ((st = add_case(x, &c, err)) || (st = pw_spec_copy(spec, &c->spec, err)))
             break;
         x->ncases++;
@@ -899,7 +899,7 @@ static nx_status build_cases(pw_ctx *x, const fam_spec *spec, nx_err *err)
     for (size_t v = 0; v < nvar && !st; v++) {
         for (int fp32 = 0; fp32 < 2 && !st; fp32++)
             for (int di = 0; di < 3 - fp32 && !st; di++) {
-                pw_case *c;
+                pw_case *c = NULL;
                 if ((st = add_case(x, &c, err)) || (st = pw_spec_copy(spec, &c->spec, err)))
                     break;
                 x->ncases++;
@@ -923,7 +923,7 @@ static nx_status build_cases(pw_ctx *x, const fam_spec *spec, nx_err *err)
     for (size_t v = 0; v < nvar && !st; v++) {
         if (!*variants[v].fp16)
             continue;
-        pw_case *c;
+        pw_case *c = NULL;
         if ((st = add_case(x, &c, err)) || (st = pw_spec_copy(spec, &c->spec, err)))
             break;
         x->ncases++;
@@ -963,7 +963,7 @@ static nx_status build_cases(pw_ctx *x, const fam_spec *spec, nx_err *err)
                 return nx_err_set(err, NX_ENOMEM, "out of memory");
             }
             size_t np = probe_pairs(n, x->o->seed, pi, pj, cap);
-            pw_case *c;
+            pw_case *c = NULL;
             char rows[32], len[48];
             snprintf(rows, sizeof rows, "%s=%zu", pb->rows, np);
             snprintf(len, sizeof len, "%s=%zu", pb->len, n);
@@ -1001,7 +1001,7 @@ static nx_status build_cases(pw_ctx *x, const fam_spec *spec, nx_err *err)
             int q = nx_format(nx_point_out(&spec->reds[r].point))->p;
             tp = tp == 0 || q < tp ? q : tp;
         }
-        pw_case *c;
+        pw_case *c = NULL;
         char rows[32];
         snprintf(rows, sizeof rows, "%s=16", pb->rows);
         if (st || tp <= 0 || tp > 20 || lens[0] < 1 || (st = add_case(x, &c, err)) || (st = pw_spec_copy(spec, &c->spec, err)))
@@ -1192,7 +1192,7 @@ static nx_status special_cases(pw_ctx *x, const fam_spec *spec, const fam_desc *
         for (int tiny = 0; tiny < 2 && !st; tiny++) {
             if (d[k].kind != REF_FLOAT || d[k].fmt < 0 || !nx_format((nx_fmt)d[k].fmt)->is_signed)
                 continue;
-            pw_case *c;
+            pw_case *c = NULL;
             if ((st = case_of(x, &base, 5, &c, err)))
                 break;
             snprintf(c->label, sizeof c->label,
@@ -1212,7 +1212,7 @@ static nx_status special_cases(pw_ctx *x, const fam_spec *spec, const fam_desc *
     for (int f32 = 0; f32 < 2 && !st; f32++) {
         if (f32 && (!v0 || !*v0->fp32 || !dout || nx_fmt_from_name(dout) < 0))
             continue;
-        pw_case *c;
+        pw_case *c = NULL;
         if ((st = case_of(x, &base, 5, &c, err)))
             break;
         if (f32 && ((st = set_params(&c->spec, v0->fp32, err)) || (st = fam_spec_set_param(&c->spec, "out", dout, err))))
@@ -1235,7 +1235,7 @@ static nx_status special_cases(pw_ctx *x, const fam_spec *spec, const fam_desc *
     for (int f16 = 0; f16 < 2 && !st; f16++) {
         if (f16 && (!v0 || !*v0->fp16))
             continue;
-        pw_case *c;
+        pw_case *c = NULL;
         if ((st = case_of(x, spec, 6, &c, err)))
             break;
         c->probe = 1;
@@ -1287,13 +1287,13 @@ static void diagnose(pw_ctx *x, size_t fc, const st_file *fdev, const nb_list *l
     use[nu++] = fc;
     for (size_t i = 0; i < x->ncases && nu < 16; i++)
         if (i != fc && (x->cases[i].probe || x->cases[i].prio == 1 || x->cases[i].prio == 3) &&
-            x->be->supports(&x->cases[i].spec, x->cases[i].spec.kernel))
+            dev_supports(x->be, &x->cases[i].spec, x->cases[i].spec.kernel))
             use[nu++] = i;
     st_file devs[16];
     int ran[16] = {0};
     for (size_t u = 0; u < nu; u++) {
         st_init(&devs[u]);
-        ran[u] = u == 0 || x->be->run(&x->cases[use[u]].spec, &x->cases[use[u]].in, &devs[u], &dop, NULL) == NX_OK;
+        ran[u] = u == 0 || dev_run(x->be, &x->cases[use[u]].spec, &x->cases[use[u]].in, &devs[u], &dop, NULL) == NX_OK;
     }
     /* the declared point's own count over the same inputs: a neighbour is
      * named only when it comes closer (one proved equivalent never does) */
@@ -1432,7 +1432,7 @@ nx_status pw_check_point(const dev_backend *be, const fam_spec *spec, const pw_o
                 spec->elems[i].approx ? spec->elems[i].approx : "?");
             return NX_OK;
         }
-    if (!be->supports(spec, spec->kernel)) {
+    if (!dev_supports(be, spec, spec->kernel)) {
         say(res, "%s: skipped: the %s backend has no kernel '%s'", id, be->name, spec->kernel ? spec->kernel : "(none)");
         return NX_OK;
     }
@@ -1446,7 +1446,7 @@ nx_status pw_check_point(const dev_backend *be, const fam_spec *spec, const pw_o
         snprintf(legacy, sizeof legacy, "%s", lk);
     else if (spec->kernel)
         snprintf(legacy, sizeof legacy, "%s_legacy", spec->kernel);
-    if (*legacy && !be->supports(spec, legacy))
+    if (*legacy && !dev_supports(be, spec, legacy))
         legacy[0] = 0;
     nb_list l = {0};
     nx_status st = build_cases(&x, spec, err);
@@ -1456,7 +1456,7 @@ nx_status pw_check_point(const dev_backend *be, const fam_spec *spec, const pw_o
     res->verdict = PW_PASS;
     for (size_t i = 0; i < x.ncases && !st; i++) {
         pw_case *c = &x.cases[i];
-        if (!be->supports(&c->spec, c->spec.kernel)) {
+        if (!dev_supports(be, &c->spec, c->spec.kernel)) {
             unsupported++;
             continue;
         }
@@ -1465,11 +1465,11 @@ nx_status pw_check_point(const dev_backend *be, const fam_spec *spec, const pw_o
         size_t nmis = 0;
         char first[200];
         st = run_case(&x, c, &dev, &nmis, first, sizeof first, err);
-        if (!st && !nmis && *legacy && be->supports(&c->spec, legacy)) {
+        if (!st && !nmis && *legacy && dev_supports(be, &c->spec, legacy)) {
             st_free(&dev);
             st_init(&dev);
             dev_opts d = {DEV_GRAPHED, o->threads, legacy};
-            if (!(st = be->run(&c->spec, &c->in, &dev, &d, err))) {
+            if (!(st = dev_run(be, &c->spec, &c->in, &dev, &d, err))) {
                 res->runs++;
                 nmis = mismatches(&dev, &c->ref, first, sizeof first);
                 if (nmis)
@@ -1482,12 +1482,12 @@ nx_status pw_check_point(const dev_backend *be, const fam_spec *spec, const pw_o
         if (!st && !nmis && be->threaded && o->threads_also > 0 && o->threads_also != o->threads) {
             for (int lg = 0; lg < (*legacy ? 2 : 1) && !st && !nmis; lg++) {
                 const char *kid = lg ? legacy : NULL;
-                if (kid && !be->supports(&c->spec, kid))
+                if (kid && !dev_supports(be, &c->spec, kid))
                     continue;
                 st_free(&dev);
                 st_init(&dev);
                 dev_opts d = {DEV_GRAPHED, o->threads_also, kid};
-                if (!(st = be->run(&c->spec, &c->in, &dev, &d, err))) {
+                if (!(st = dev_run(be, &c->spec, &c->in, &dev, &d, err))) {
                     res->runs++;
                     if ((nmis = mismatches(&dev, &c->ref, first, sizeof first))) {
                         x.kernel = kid;

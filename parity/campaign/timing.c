@@ -58,7 +58,7 @@ static nx_status sample(const dev_backend *be, const fam_spec *s, const st_file 
         st_file out;
         st_init(&out);
         double t0 = now_s();
-        nx_status st = be->run(s, in, &out, d, err);
+        nx_status st = dev_run(be, s, in, &out, d, err);
         double t = now_s() - t0;
         st_free(&out);
         if (st)

@@ -140,7 +140,7 @@ int cmd_bench(int argc, char **argv)
         reg_free(r);
         return EXIT_INPUT;
     }
-    if (!be->available(why, sizeof why)) {
+    if (!dev_available(be, why, sizeof why)) {
         cli_error("bench", "--class %s: the %s backend cannot run here: %s", cls, be->name, why);
         reg_free(r);
         return EXIT_INPUT;

@@ -306,7 +306,7 @@ int cmd_campaign(int argc, char **argv)
         if (!against_tr) {
             char w2[256] = "";
             o.against_backend = camp_class_backend(reg, against);
-            if (!o.against_backend || !o.against_backend->available(w2, sizeof w2)) {
+            if (!o.against_backend || !dev_available(o.against_backend, w2, sizeof w2)) {
                 cli_error("campaign", "--against %s: its backend cannot run here (%s); give its traces with "
                           "--against-traces DIR", against, o.against_backend ? w2 : "no backend in this build");
                 rc = EXIT_INPUT;
@@ -319,7 +319,7 @@ int cmd_campaign(int argc, char **argv)
         rc = EXIT_INPUT;
         goto done;
     }
-    if (!o.backend->available(why, sizeof why)) {
+    if (!dev_available(o.backend, why, sizeof why)) {
         printf("parity campaign: class %s: skipped: %s (backend %s)\n", cls, why, o.backend->name);
         if (json || junit) {
             report_meta m = {cls, o.backend->name, NULL, preset, o.seed, dist_s, nx_engine_name((nx_engine_kind)o.engine),
@@ -429,7 +429,7 @@ int cmd_campaign(int argc, char **argv)
         n++;
     }
     char dev[1024] = "{}";
-    if (o.backend->describe(dev, sizeof dev, &err) != NX_OK)
+    if (dev_describe(o.backend, dev, sizeof dev, &err) != NX_OK)
         snprintf(dev, sizeof dev, "{}");
     report_meta m = {cls, o.backend->name, dev, preset, o.seed, dist_s, nx_engine_name((nx_engine_kind)o.engine),
                      o.repeats, o.threads, wall() - t0, against};

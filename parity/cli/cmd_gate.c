@@ -297,7 +297,7 @@ int cmd_gate(int argc, char **argv)
             continue;
         }
         char why[256] = "";
-        if (!o.backend->available(why, sizeof why)) {
+        if (!dev_available(o.backend, why, sizeof why)) {
             if (cls) {
                 cli_error("gate", "class %s: its backend %s cannot run here (%s)", c, o.backend->name, why);
                 rc = EXIT_INPUT;

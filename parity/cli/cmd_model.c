@@ -203,7 +203,7 @@ int cmd_model(int argc, char **argv)
     for (int k = 0; k < 2; k++) {
         const dev_backend *be = sides[k] ? camp_class_backend(r, sides[k]) : NULL;
         char why[256] = "";
-        if (be && !be->available(why, sizeof why)) {
+        if (be && !dev_available(be, why, sizeof why)) {
             printf("parity model: class %s: skipped: %s (backend %s)\n", sides[k], why, be->name);
             reg_free(r);
             return EXIT_PASS;

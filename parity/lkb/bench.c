@@ -241,7 +241,7 @@ nx_status lkb_bench(const reg_registry *r, const char *cls, const char *point, l
     if ((st = reg_resolve(r, cls, point, shape, &spec, err)))
         goto done;
     const dev_backend *be_ = o->backend;
-    if (!spec.kernel || !be_->supports(&spec, spec.kernel)) {
+    if (!spec.kernel || !dev_supports(be_, &spec, spec.kernel)) {
         st = nx_err_set(err, NX_EINVAL, "%s at class %s: the %s backend has no kernel '%s'", point, cls, be_->name,
                         spec.kernel ? spec.kernel : "(none named)");
         goto done;
@@ -253,7 +253,7 @@ nx_status lkb_bench(const reg_registry *r, const char *cls, const char *point, l
     if (o->baseline_class) {
         if ((st = reg_resolve(r, o->baseline_class, point, shape, &bspec, err)))
             goto done;
-        if (!bspec.kernel || !be_->supports(&bspec, bspec.kernel)) {
+        if (!bspec.kernel || !dev_supports(be_, &bspec, bspec.kernel)) {
             st = nx_err_set(err, NX_EINVAL, "--baseline-class %s: the %s backend has no kernel of %s there",
                             o->baseline_class, be_->name, point);
             goto done;
@@ -267,7 +267,7 @@ nx_status lkb_bench(const reg_registry *r, const char *cls, const char *point, l
             snprintf(legacy, sizeof legacy, "%s", leg);
         else
             snprintf(legacy, sizeof legacy, "%s_legacy", spec.kernel);
-        if (be_->supports(&spec, legacy)) {
+        if (dev_supports(be_, &spec, legacy)) {
             bsp = &spec;
             bkernel = legacy;
             snprintf(baseline, sizeof baseline, "legacy kernel %s", legacy);
@@ -288,10 +288,10 @@ nx_status lkb_bench(const reg_registry *r, const char *cls, const char *point, l
     dev_opts dk = {DEV_GRAPHED, o->threads, spec.kernel}, db = {DEV_GRAPHED, o->threads, bkernel};
     for (int w = 0; w < o->warmup && !st; w++) {
         st_free(&out);
-        st = be_->run(&spec, &in, &out, &dk, err);
+        st = dev_run(be_, &spec, &in, &out, &dk, err);
         if (!st && bsp) {
             st_free(&out);
-            st = be_->run(bsp, &in, &out, &db, err);
+            st = dev_run(be_, bsp, &in, &out, &db, err);
         }
     }
     int energy_ok = m.kind != 0;
@@ -303,7 +303,7 @@ nx_status lkb_bench(const reg_registry *r, const char *cls, const char *point, l
             st_free(&out);
             int e0 = energy_ok ? meter_read(&m, r0) : -1;
             double t0 = now_s();
-            st = be_->run(side ? bsp : &spec, &in, &out, side ? &db : &dk, err);
+            st = dev_run(be_, side ? bsp : &spec, &in, &out, side ? &db : &dk, err);
             double t1 = now_s();
             int e1 = energy_ok ? meter_read(&m, r1) : -1;
             if (e0 || e1)

@@ -443,7 +443,7 @@ static nx_status run_family(md_ctx *c, int role, const md_buf *dbufs, const md_b
         dev_opts d = {DEV_GRAPHED, c->o->threads, NULL};
         st_init(&out);
         double t0 = now();
-        st = c->be->run(ds, &in, &out, &d, err);
+        st = dev_run(c->be, ds, &in, &out, &d, err);
         c->res->t_device += now() - t0;
         c->res->dev_calls++;
         for (size_t k = 0; k < nouts && !st; k++)
@@ -461,7 +461,7 @@ static nx_status run_family(md_ctx *c, int role, const md_buf *dbufs, const md_b
     double t0 = now();
     if (c->be2) {
         dev_opts d = {DEV_GRAPHED, c->o->threads, NULL};
-        st = c->be2->run(&c->cspec[role], &in, &out, &d, err);
+        st = dev_run(c->be2, &c->cspec[role], &in, &out, &d, err);
     } else {
         ref_opts ro = {c->o->threads, (nx_engine_kind)c->o->engine};
         st = ref_run_opts(&c->cspec[role], &in, &out, &ro, err);
@@ -886,7 +886,7 @@ nx_status md_run(const reg_registry *r, const char *cls, const md_opts *o, md_re
     if (!(c.be = camp_class_backend(r, cls)))
         return nx_err_set(err, NX_EINVAL, "class '%s' has no backend (its chain reaches neither cpu nor an sm class)",
                           cls);
-    if (!c.be->available(why, sizeof why))
+    if (!dev_available(c.be, why, sizeof why))
         return nx_err_set(err, NX_EUNSUPPORTED, "class '%s': backend %s is not available here: %s", cls, c.be->name,
                           why);
     /* the lowering at C1, as `parity lkb` makes it */
@@ -933,7 +933,7 @@ nx_status md_run(const reg_registry *r, const char *cls, const md_opts *o, md_re
                             "class)", o->against);
             goto out;
         }
-        if (!c.be2->available(why, sizeof why)) {
+        if (!dev_available(c.be2, why, sizeof why)) {
             st = nx_err_set(err, NX_EUNSUPPORTED, "--against '%s': backend %s is not available here: %s", o->against,
                             c.be2->name, why);
             goto out;
@@ -986,10 +986,10 @@ nx_status md_run(const reg_registry *r, const char *cls, const md_opts *o, md_re
                             op->id, cls, op->point, ccls, cpoint);
             break;
         }
-        if (!c.be->supports(&c.dspec[role], NULL) || (c.be2 && !c.be2->supports(&c.cspec[role], NULL))) {
+        if (!dev_supports(c.be, &c.dspec[role], NULL) || (c.be2 && !dev_supports(c.be2, &c.cspec[role], NULL))) {
             st = nx_err_set(err, NX_EUNSUPPORTED, "op '%s': backend %s has no kernel for %s",
-                            op->id, c.be->supports(&c.dspec[role], NULL) ? c.be2->name : c.be->name,
-                            c.be->supports(&c.dspec[role], NULL) ? cpoint : op->point);
+                            op->id, dev_supports(c.be, &c.dspec[role], NULL) ? c.be2->name : c.be->name,
+                            dev_supports(c.be, &c.dspec[role], NULL) ? cpoint : op->point);
             break;
         }
     }
