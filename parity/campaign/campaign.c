@@ -3,6 +3,7 @@
  * the legacy kernel, batch variants), the reference (refimpl over
  * numerics/), and the Tier 1 / Tier 2 verdicts. */
 #include "campaign.h"
+#include "ext_backend.h"
 #include "famdesc.h"
 #include "refimpl.h"
 #include "rows.h"
@@ -32,6 +33,15 @@ const char *camp_check_name(int ck)
 
 const dev_backend *camp_class_backend(const reg_registry *reg, const char *cls)
 {
+    reg_backend rb;
+    if (reg_class_backend(reg, cls, &rb)) {
+        if (rb.builtin)
+            return strcmp(rb.builtin, "cpu") == 0 ? dev_cpu_backend() : dev_cuda_backend();
+        ext_spec es = {rb.serve ? EXT_SERVE : EXT_DLOPEN, rb.serve ? rb.serve : rb.dlopen, rb.dir, rb.cls,
+                       rb.timeout_s, rb.in_process};
+        const dev_backend *b = NULL;
+        return ext_open(&es, &b, NULL) == NX_OK ? b : NULL;
+    }
     const char *c = cls;
     for (size_t depth = 0; c && depth <= reg_class_count(reg); depth++) {
         if (strcmp(c, "cpu") == 0)

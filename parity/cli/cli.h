@@ -137,5 +137,7 @@ int cmd_bench(int argc, char **argv);
 /* `parity model`: a model's decode step against the exact reference
  * (cmd_model.c, parity/model/). */
 int cmd_model(int argc, char **argv);
+/* `parity backend info|host`: out-of-tree backends (cmd_backend.c, devices/ext). */
+int cmd_backend(int argc, char **argv);
 
 #endif

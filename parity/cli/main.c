@@ -1,6 +1,9 @@
 /* main.c: the `parity` command: dispatch to one file per subcommand. */
 #include "cli.h"
 #include "parity_gitrev.h"
+#include "ext_backend.h"
+
+#include <stdlib.h>
 
 #include <stdio.h>
 #include <string.h>
@@ -36,6 +39,8 @@ static const char usage[] =
     "  lkb        LKB coverage of a model's step, the evidence envelope, the LKB\n"
     "             residual and its single-class bucket, TTPV, for a class\n"
     "  bench      time a family point's kernel against its baseline; a measurement record\n"
+    "  backend    a class's out-of-tree backend: who it is, whether it runs here\n"
+    "             (docs/backends.md)\n"
     "  model      a model's decode step on a class, each op lowered to a family point,\n"
     "             against the exact reference: logits, first differing op, transcripts\n"
     "\n"
@@ -51,6 +56,8 @@ static const char usage[] =
     "  --max-work N   rows x operations of the expanded point: the evaluations of\n"
     "                 one reduction (default 4G = 2^32)\n"
     "  Exceeding one is bad input (exit 2) naming the file, tensor, shape and limit.\n"
+    "  --backend-timeout S  seconds an out-of-tree backend may take over one\n"
+    "                 request (overrides its class's timeout; docs/backends.md)\n"
     "\n"
     "exit status:\n"
     "  0  success (every check passed)\n"
@@ -58,13 +65,46 @@ static const char usage[] =
     "  2  usage error or bad input: a malformed point, tree, file or shape\n"
     "  3  internal error: engines disagreed, or out of memory\n";
 
+/* --backend-timeout S, wherever it stands: taken out of argv. */
+static int backend_timeout_arg(int *argc, char **argv)
+{
+    for (int i = 1; i < *argc; i++) {
+        const char *v = NULL;
+        int take = 0;
+        if (!strcmp(argv[i], "--backend-timeout")) {
+            if (i + 1 >= *argc) {
+                fprintf(stderr, "parity: --backend-timeout needs a value (seconds)\n");
+                return 1;
+            }
+            v = argv[i + 1];
+            take = 2;
+        } else if (!strncmp(argv[i], "--backend-timeout=", 18)) {
+            v = argv[i] + 18;
+            take = 1;
+        } else
+            continue;
+        char *end;
+        double s = strtod(v, &end);
+        if (end == v || *end || !(s > 0 && s <= 86400)) {
+            fprintf(stderr, "parity: --backend-timeout '%s': seconds in (0, 86400] expected\n", v);
+            return 1;
+        }
+        ext_set_timeout(s);
+        for (int k = i; k + take < *argc + 1; k++)
+            argv[k] = argv[k + take];
+        *argc -= take;
+        i--;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
         fputs(usage, stderr);
         return EXIT_INPUT;
     }
-    if (cli_limits_args(&argc, argv))
+    if (cli_limits_args(&argc, argv) || backend_timeout_arg(&argc, argv))
         return EXIT_INPUT;
     if (argc < 2) {
         fputs(usage, stderr);
@@ -119,6 +159,8 @@ int main(int argc, char **argv)
         return cmd_lkb(argc - 1, argv + 1);
     if (!strcmp(cmd, "model"))
         return cmd_model(argc - 1, argv + 1);
+    if (!strcmp(cmd, "backend"))
+        return cmd_backend(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench"))
         return cmd_bench(argc - 1, argv + 1);
     fprintf(stderr, "parity: unknown command '%s'\n\n%s", cmd, usage);

@@ -19,7 +19,11 @@
 const reg_keyspec reg_ks_dev_root[] = {{"device", KS_ATAB}, {NULL, 0}};
 const reg_keyspec reg_ks_device[] = {{"sku", KS_STR}, {"class", KS_STR}, {"name", KS_STR}, {NULL, 0}};
 const reg_keyspec reg_ks_hw_root[] = {{"class", KS_STR},      {"parent", KS_STR}, {"description", KS_STR},
-                                    {"defaults", KS_TABLE}, {"atoms", KS_ASTR}, {"rates", KS_TABLE}, {NULL, 0}};
+                                    {"defaults", KS_TABLE}, {"atoms", KS_ASTR}, {"rates", KS_TABLE},
+                                    {"backend", KS_STR | KS_TABLE}, {NULL, 0}};
+/* HARDWARE.toml's backend = { serve = "CMD" } or { dlopen = "LIB" } (docs/backends.md) */
+static const reg_keyspec ks_backend[] = {{"serve", KS_STR}, {"dlopen", KS_STR}, {"timeout", KS_NUM},
+                                         {"in_process", KS_BOOL}, {NULL, 0}};
 /* [rates] and [[bundle]] are the LKB report's (docs/lkb.md; their keys are checked by reg_lkb_lint) */
 const reg_keyspec reg_ks_kf_root[] = {{"family", KS_ATAB}, {"bundle", KS_ATAB}, {NULL, 0}};
 const reg_keyspec reg_ks_family[] = {
@@ -267,12 +271,46 @@ static nx_status check_kf(const tc_node *root, nx_err *err)
     return NX_OK;
 }
 
+/* backend: "cpu" or "cuda", or a table with one of serve and dlopen (a
+ * non-empty string), timeout in (0, 86400] and in_process (dlopen only). */
+static nx_status check_backend(const tc_node *b, nx_err *err)
+{
+    if (b->kind == TC_STRING) {
+        if (strcmp(b->str, "cpu") && strcmp(b->str, "cuda"))
+            return tc_errf(err, NX_EINVAL, b,
+                           "backend = \"%s\": a built-in backend is \"cpu\" or \"cuda\"; an out-of-tree one is "
+                           "{ serve = \"CMD\" } or { dlopen = \"LIB.so\" } (docs/backends.md)", b->str);
+        return NX_OK;
+    }
+    nx_status st = check_table(b, ks_backend, err);
+    if (st)
+        return st;
+    const tc_node *sv = tc_get(b, "serve"), *dl = tc_get(b, "dlopen"), *t = tc_get(b, "timeout"),
+                  *ip = tc_get(b, "in_process");
+    if (!sv == !dl)
+        return tc_errf(err, NX_EINVAL, b, "backend: exactly one of serve and dlopen (found %s)",
+                       sv ? "both" : "neither");
+    const tc_node *w = sv ? sv : dl;
+    if (!*w->str)
+        return tc_errf(err, NX_EINVAL, w, "backend.%s is empty", w->key);
+    if (t) {
+        double v = t->kind == TC_INT ? (double)t->i : t->f;
+        if (!(v > 0 && v <= 86400))
+            return tc_errf(err, NX_EINVAL, t, "backend.timeout = %g: seconds in (0, 86400]", v);
+    }
+    if (ip && !dl)
+        return tc_errf(err, NX_EINVAL, ip, "backend.in_process is for a dlopen backend");
+    return NX_OK;
+}
+
 static nx_status check_hw(const tc_node *root, nx_err *err)
 {
     nx_status st = check_table(root, reg_ks_hw_root, err);
-    const tc_node *d = tc_get(root, "defaults");
+    const tc_node *d = tc_get(root, "defaults"), *b = tc_get(root, "backend");
     if (!st && d)
         st = check_scalars(d, err);
+    if (!st && b)
+        st = check_backend(b, err);
     return st;
 }
 
@@ -469,6 +507,37 @@ const char *reg_class_parent(const reg_registry *r, const char *class_name)
     if (c < 0 || !r->cls[c].parent_node)
         return NULL;
     return r->cls[c].parent_node->str;
+}
+
+int reg_class_backend(const reg_registry *r, const char *class_name, reg_backend *out)
+{
+    memset(out, 0, sizeof *out);
+    int c = reg_class_find(r, class_name);
+    for (size_t depth = 0; c >= 0 && depth <= r->ncls; depth++) {
+        const tc_node *b = r->cls[c].hw ? tc_get(r->cls[c].hw, "backend") : NULL;
+        if (b) {
+            out->cls = r->cls[c].name;
+            snprintf(out->dir, sizeof out->dir, "%s", r->cls[c].hw_path);
+            char *slash = strrchr(out->dir, '/');
+            if (slash)
+                *slash = 0;
+            else
+                snprintf(out->dir, sizeof out->dir, ".");
+            if (b->kind == TC_STRING) {
+                out->builtin = b->str;
+                return 1;
+            }
+            const tc_node *n;
+            out->serve = (n = tc_get(b, "serve")) ? n->str : NULL;
+            out->dlopen = (n = tc_get(b, "dlopen")) ? n->str : NULL;
+            if ((n = tc_get(b, "timeout")))
+                out->timeout_s = n->kind == TC_INT ? (double)n->i : n->f;
+            out->in_process = (n = tc_get(b, "in_process")) ? n->b : 0;
+            return 1;
+        }
+        c = r->cls[c].parent;
+    }
+    return 0;
 }
 
 /* ---- views ------------------------------------------------------------ */

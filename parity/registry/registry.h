@@ -41,6 +41,19 @@ nx_status reg_list_points(const reg_registry *r, const char *class_name, char **
 /* The parent named in the class's HARDWARE.toml, or NULL. */
 const char *reg_class_parent(const reg_registry *r, const char *class_name);
 
+/* The backend a class's HARDWARE.toml names, or its nearest ancestor's
+ * (docs/backends.md): 1 and *out, or 0 when none on the chain does. */
+typedef struct reg_backend {
+    const char *builtin;      /* backend = "cpu" / "cuda", else NULL */
+    const char *serve;        /* backend = { serve = "CMD" } */
+    const char *dlopen;       /* backend = { dlopen = "LIB" } */
+    double timeout_s;         /* 0: the default */
+    int in_process;
+    const char *cls;          /* the class whose file names it */
+    char dir[1024];           /* that class's folder */
+} reg_backend;
+int reg_class_backend(const reg_registry *r, const char *class_name, reg_backend *out);
+
 /* Distinct classes, family ids and FAMILY.POINT ids over every class. */
 void reg_counts(const reg_registry *r, size_t *classes, size_t *families, size_t *points);
 
