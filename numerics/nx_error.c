@@ -51,6 +51,7 @@ const char *nx_status_name(nx_status s)
     case NX_ENOMEM: return "out of memory";
     case NX_EUNSUPPORTED: return "unsupported";
     case NX_EINTERNAL: return "internal error";
+    case NX_EDEVICE: return "device error";
     }
     return "unknown error";
 }

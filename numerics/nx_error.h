@@ -19,7 +19,9 @@ typedef enum nx_status {
     NX_EIO = 2,       /* the operating system refused a read or a write */
     NX_ENOMEM = 3,    /* an allocation failed */
     NX_EUNSUPPORTED = 4, /* well-formed but not supported (e.g. a dtype) */
-    NX_EINTERNAL = 5  /* an engine disagreed with itself: a bug, reported loudly */
+    NX_EINTERNAL = 5, /* an engine disagreed with itself: a bug, reported loudly */
+    NX_EDEVICE = 6    /* a device backend failed: it hung, died, broke its protocol,
+                         its kernel failed, or its output is not the family's */
 } nx_status;
 
 #define NX_ERR_MSG_MAX 1024

@@ -268,15 +268,15 @@ static nx_status dl_describe(const dev_backend *self, char *json, size_t len, nx
     lib_impl *li = LI(self);
     const parity_backend *pb = ensure(li);
     if (!pb)
-        return nx_err_set(err, NX_EIO, "%s: %s", li->label, li->why);
+        return nx_err_set(err, NX_EDEVICE, "%s: %s", li->label, li->why);
     char buf[8192] = "{}";
     if (pb->describe && pb->describe(buf, sizeof buf) != 0)
-        return nx_err_set(err, NX_EIO, "%s: describe failed", li->label);
+        return nx_err_set(err, NX_EDEVICE, "%s: describe failed", li->label);
     buf[sizeof buf - 1] = 0;
     json_t *o = json_loads(buf, 0, NULL);
     if (!json_is_object(o)) {
         json_decref(o);
-        return nx_err_set(err, NX_EIO, "%s: describe: not a JSON object", li->label);
+        return nx_err_set(err, NX_EDEVICE, "%s: describe: not a JSON object", li->label);
     }
     if (!json_object_get(o, "backend"))
         json_object_set_new(o, "backend", json_string(self->name));
@@ -321,7 +321,7 @@ static nx_status dl_check_params(const dev_backend *self, const fam_spec *spec, 
     lib_impl *li = LI(self);
     const parity_backend *pb = ensure(li);
     if (!pb)
-        return nx_err_set(err, NX_EIO, "%s: %s", li->label, li->why);
+        return nx_err_set(err, NX_EDEVICE, "%s: %s", li->label, li->why);
     if (!pb->check_params)
         return NX_OK;
     lib_point lp;
@@ -343,7 +343,7 @@ static nx_status dl_run(const dev_backend *self, const fam_spec *spec, const st_
     lib_impl *li = LI(self);
     const parity_backend *pb = ensure(li);
     if (!pb)
-        return nx_err_set(err, NX_EIO, "%s: %s", li->label, li->why);
+        return nx_err_set(err, NX_EDEVICE, "%s: %s", li->label, li->why);
     lib_point lp;
     nx_status st = point_of_spec(spec, &lp, err);
     if (st)
@@ -351,7 +351,7 @@ static nx_status dl_run(const dev_backend *self, const fam_spec *spec, const st_
     char why[600];
     const char *k = opts && opts->kernel ? opts->kernel : spec->kernel;
     if (lib_call(pb, &lp.p, k, opts && opts->mode == DEV_GRAPHED, opts ? opts->threads : 0, in, out, why, sizeof why))
-        st = nx_err_set(err, NX_EIO, "%s: %s.%s: kernel %s: %s", li->label, fam_spec_family(spec),
+        st = nx_err_set(err, NX_EDEVICE, "%s: %s.%s: kernel %s: %s", li->label, fam_spec_family(spec),
                         fam_spec_point(spec), k ? k : "?", why);
     point_free(&lp);
     return st;
@@ -458,7 +458,9 @@ int ext_host_main(const char *lib)
             json_decref(req);
             break;
         }
-        if (!strcmp(op, "hello")) {
+        if (!strcmp(op, "hello") && !pb) {
+            answer(id, 0, why, NULL); /* a library that does not load: the backend is broken */
+        } else if (!strcmp(op, "hello")) {
             answer(id, 1, NULL,
                    json_pack("{s:i, s:s, s:b}", "abi", EXT_PROTOCOL, "name", pb && pb->name ? pb->name : "dlopen",
                              "threaded", pb ? pb->threaded != 0 : 0));

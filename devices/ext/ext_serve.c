@@ -117,7 +117,7 @@ static nx_status fail(serve_impl *im, nx_err *err, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return nx_err_set(err, NX_EIO, "%s: %s", im->label, msg);
+    return nx_err_set(err, NX_EDEVICE, "%s: %s", im->label, msg);
 }
 
 static nx_status start(serve_impl *im, nx_err *err)
@@ -272,10 +272,11 @@ static nx_status request(serve_impl *im, const char *op, json_t *req, json_t **a
                 return fail(im, err, "answered %s with a line that is not a JSON object ('%s'); killed", op, ex);
             }
             if (!json_is_integer(jid) || json_integer_value(jid) != id) {
+                int had = json_is_integer(jid);
                 json_decref(a);
                 stop(im, 0, NULL, 0);
                 return fail(im, err, "answered %s (request id %ld) with %s ('%s'); killed", op, id,
-                            json_is_integer(jid) ? "another id" : "no integer \"id\"", ex);
+                            had ? "another id" : "no integer \"id\"", ex);
             }
             if (!json_is_boolean(ok)) {
                 json_decref(a);
@@ -467,7 +468,7 @@ static nx_status sv_run(const dev_backend *self, const fam_spec *spec, const st_
 {
     serve_impl *im = IM(self);
     if (im->pending[0]) {
-        nx_status st = nx_err_set(err, NX_EIO, "%s", im->pending);
+        nx_status st = nx_err_set(err, NX_EDEVICE, "%s", im->pending);
         im->pending[0] = 0;
         return st;
     }
@@ -494,6 +495,9 @@ static nx_status sv_run(const dev_backend *self, const fam_spec *spec, const st_
     unlink(pin);
     if (st) {
         unlink(pout);
+        if (err)
+            err->code = NX_EDEVICE; /* ok: false from run: the kernel failed */
+        st = NX_EDEVICE;
         nx_err_prefix(err, "%s.%s: kernel %s", fam_spec_family(spec), fam_spec_point(spec), kernel ? kernel : "?");
         return st;
     }
@@ -503,10 +507,10 @@ static nx_status sv_run(const dev_backend *self, const fam_spec *spec, const st_
     st = st_read(pout, &got, &e2);
     unlink(pout);
     if (st)
-        return nx_err_set(err, NX_EIO, "%s: %s.%s: kernel %s answered ok, but its output file is not usable: %s",
+        return nx_err_set(err, NX_EDEVICE, "%s: %s.%s: kernel %s answered ok, but its output file is not usable: %s",
                           im->label, fam_spec_family(spec), fam_spec_point(spec), kernel ? kernel : "?", e2.msg);
     if (got.ntensors == 0)
-        st = nx_err_set(err, NX_EIO, "%s: %s.%s: kernel %s: its output file holds no tensor (expected y)", im->label,
+        st = nx_err_set(err, NX_EDEVICE, "%s: %s.%s: kernel %s: its output file holds no tensor (expected y)", im->label,
                         fam_spec_family(spec), fam_spec_point(spec), kernel ? kernel : "?");
     for (size_t i = 0; !st && i < got.ntensors; i++) {
         const st_tensor *t = &got.tensors[i];

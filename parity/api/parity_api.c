@@ -54,7 +54,7 @@ API void parity_free(void *p)
 /* nx_status to the CLI's exit status (cli_fail's mapping). */
 static int fail(parity_error *e, const nx_err *x)
 {
-    int code = x->code == NX_ENOMEM || x->code == NX_EINTERNAL ? PARITY_EINTERNAL : PARITY_EINPUT;
+    int code = x->code == NX_ENOMEM || x->code == NX_EINTERNAL || x->code == NX_EDEVICE ? PARITY_EINTERNAL : PARITY_EINPUT;
     if (e) {
         e->code = code;
         snprintf(e->msg, sizeof e->msg, "%s", x->msg);

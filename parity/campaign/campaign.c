@@ -911,6 +911,9 @@ tier2:
 out:
     if (st) {
         res->error = 1;
+        /* a backend that hung, died, broke its protocol, failed its kernel or
+         * wrote another output than the family's (devices/ext, tier2.c) */
+        res->backend_error = st == NX_EDEVICE;
         snprintf(res->errmsg, sizeof res->errmsg, "%s", err ? err->msg : "error");
     }
     st_free(&in);

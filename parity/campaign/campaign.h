@@ -73,6 +73,8 @@ typedef struct camp_result {
     char power_detail[1536];
     double t_power;
     int error;             /* an input error (not a verdict): message in errmsg */
+    int backend_error;     /* ... raised by an out-of-tree backend's run: it hung, died,
+                              broke the protocol or its kernel failed (exit 3) */
     char errmsg[NX_ERR_MSG_MAX];
 } camp_result;
 

@@ -67,6 +67,16 @@ static int64_t rows_of(const st_tensor *t)
 }
 
 /* got holds want's rows: the same dtype, rank and row shape. */
+/* "BF16 [4, 24]" */
+static void shape_text(const st_tensor *t, char *out, size_t cap)
+{
+    size_t k = (size_t)snprintf(out, cap, "%s [", st_dtype_name(t->dtype));
+    for (int d = 0; d < t->ndim && k + 24 < cap; d++)
+        k += (size_t)snprintf(out + k, cap - k, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
+    if (k + 2 < cap)
+        snprintf(out + k, cap - k, "]");
+}
+
 static int same_rows(const st_tensor *g, const st_tensor *w)
 {
     if (!g || g->dtype != w->dtype || g->ndim != w->ndim)
@@ -131,10 +141,21 @@ nx_status t2_judge(const t2_case *c, t2_result *res, nx_err *err)
     if (!w)
         return nx_err_set(err, NX_EINTERNAL, "%s: the reference produced no output", c->name);
     const st_tensor *g = st_find(c->got, w->name);
-    if (!same_rows(g, w))
-        return nx_err_set(err, NX_EINVAL,
-                          "%s: the device output '%s' is missing or has another dtype or size than the reference's",
-                          c->name, w->name);
+    if (!same_rows(g, w)) {
+        /* what the device wrote, said beside what the family's output is */
+        char wrote[256] = "", want[128];
+        shape_text(w, want, sizeof want);
+        if (!g) {
+            size_t k = 0;
+            for (size_t i = 0; i < c->got->ntensors && k + 40 < sizeof wrote; i++)
+                k += (size_t)snprintf(wrote + k, sizeof wrote - k, "%s'%.32s'", i ? ", " : "", c->got->tensors[i].name);
+        } else
+            shape_text(g, wrote, sizeof wrote);
+        return nx_err_set(err, NX_EDEVICE,
+                          "%s: the device output '%s' is missing or has another dtype or size than the reference's "
+                          "(the device wrote %s%s; the reference's is %s)",
+                          c->name, w->name, g ? "" : "the tensors ", *wrote ? wrote : "nothing", "", want);
+    }
     int f = rows_fmt_of_dtype(w->dtype);
     if (f < 0)
         return nx_err_set(err, NX_EUNSUPPORTED, "%s: output '%s' has dtype %s, not a number format", c->name, w->name,

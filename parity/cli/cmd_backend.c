@@ -5,6 +5,7 @@
 #include "campaign.h"
 #include "ext_backend.h"
 #include "registry.h"
+#include "famdesc.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -97,7 +98,9 @@ static int info(int argc, char **argv)
     if (avail && point) {
         fam_spec spec;
         memset(&spec, 0, sizeof spec);
-        if (reg_resolve(reg, cls, point, "small", &spec, &err) != NX_OK) {
+        char fam[128];
+        snprintf(fam, sizeof fam, "%.*s", (int)strcspn(point, "."), point);
+        if (reg_resolve(reg, cls, point, fam_preset_shape("small", fam), &spec, &err) != NX_OK) {
             rc = cli_fail("backend", &err);
         } else {
             char legacy[300];

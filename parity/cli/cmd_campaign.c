@@ -3,6 +3,7 @@
  * at Tier 1 and Tier 2 against the exact reference. */
 #define _DEFAULT_SOURCE 1 /* realpath */
 #include "cli.h"
+#include "ext_backend.h"
 #include "famdesc.h"
 #include "cli_html.h"
 #include "campaign.h"
@@ -131,8 +132,12 @@ static const char campaign_usage[] =
     "and a declared cross-class difference, are passes); 1 a parity check failed\n"
     "(a Tier 1 or Tier 2 check, or bit parity with --against where it is\n"
     "expected); 2 usage or input error (a bad registry, class, option or\n"
-    "--against trace, a ledger that cannot be opened or written); a backend\n"
-    "that cannot run here (no GPU) is a skip, said as such, with exit 0.\n";
+    "--against trace, a ledger that cannot be opened or written); 3 an\n"
+    "out-of-tree backend (docs/backends.md) failed at a point (it hung past\n"
+    "--backend-timeout, died, broke the protocol or its kernel failed), or\n"
+    "could not be started: that point is an error, every other point is run;\n"
+    "a backend that cannot run here (no GPU, no OpenCL platform) is a skip,\n"
+    "said as such, with exit 0.\n";
 
 /* No list: every item; else the comma-separated list's membership test. */
 static int in_list(const char *list, const char *item)
@@ -319,6 +324,13 @@ int cmd_campaign(int argc, char **argv)
         rc = EXIT_INPUT;
         goto done;
     }
+    if (!dev_available(o.backend, why, sizeof why) && ext_broken(o.backend, why, sizeof why)) {
+        /* a backend that cannot start or speak the protocol is an error, not
+         * a device that is absent */
+        cli_error("campaign", "class %s: the backend could not be started: %s", cls, why);
+        rc = EXIT_INTERNAL;
+        goto done;
+    }
     if (!dev_available(o.backend, why, sizeof why)) {
         printf("parity campaign: class %s: skipped: %s (backend %s)\n", cls, why, o.backend->name);
         if (json || junit) {
@@ -402,7 +414,7 @@ int cmd_campaign(int argc, char **argv)
     if (html)
         o.diff_budget = &diff_budget;
     double t0 = wall();
-    int input_error = 0;
+    int input_error = 0, backend_error = 0;
     for (size_t i = 0; i < nids; i++) {
         char fam[128];
         if (!in_list(fams, family_of(ids[i], fam, sizeof fam)) || (in_shard && !in_shard[i]))
@@ -423,9 +435,11 @@ int cmd_campaign(int argc, char **argv)
         }
         if (res[n].error)
             input_error = 1;
+        backend_error |= res[n].backend_error;
         if (!quiet)
-            fprintf(stderr, " %s (%.2f s)\n", res[n].error ? "input error" : camp_result_failed(&res[n]) ? "FAIL" : "ok",
-                    wall() - ts);
+            fprintf(stderr, " %s (%.2f s)\n",
+                    res[n].backend_error ? "backend error" : res[n].error ? "input error"
+                    : camp_result_failed(&res[n]) ? "FAIL" : "ok", wall() - ts);
         n++;
     }
     char dev[1024] = "{}";
@@ -437,7 +451,7 @@ int cmd_campaign(int argc, char **argv)
     /* bad input is an input error, never a parity verdict; a campaign that
      * ends in one (exit 2) replaces no --json or --junit of an earlier run */
     if (rc == EXIT_PASS && input_error)
-        rc = EXIT_INPUT;
+        rc = backend_error ? EXIT_INTERNAL : EXIT_INPUT;
     if (fams && n == 0) {
         cli_error("campaign", "--families: no point of class %s belongs to '%s'", cls, fams);
         rc = EXIT_INPUT;

@@ -285,6 +285,10 @@ static nx_status check_backend(const tc_node *b, nx_err *err)
     nx_status st = check_table(b, ks_backend, err);
     if (st)
         return st;
+    for (size_t i = 0; i < b->nitems; i++)
+        if (!reg_ks_has(ks_backend, b->items[i]->key))
+            return tc_errf(err, NX_EINVAL, b->items[i],
+                           "backend: unknown key '%s' (serve, dlopen, timeout, in_process)", b->items[i]->key);
     const tc_node *sv = tc_get(b, "serve"), *dl = tc_get(b, "dlopen"), *t = tc_get(b, "timeout"),
                   *ip = tc_get(b, "in_process");
     if (!sv == !dl)

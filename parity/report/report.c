@@ -40,7 +40,7 @@ void report_table(FILE *f, const camp_result *r, size_t n, const report_meta *m)
         fprintf(f, "cross-class parity against class %s\n", m->against);
     fprintf(f, "%-40s %-8s %-8s %-8s %-8s %-9s %s%-8s %9s %8s\n", "family.point", "determ", "eag/gra", "new/leg",
             "rows", "tier2", m->against ? "parity    " : "", "max ulp", "run s", "ref s");
-    size_t pass = 0, fail = 0, skip = 0, err = 0;
+    size_t pass = 0, fail = 0, skip = 0, err = 0, berr = 0;
     double tg = 0, tr = 0, tf = 0, tc = 0;
     for (size_t i = 0; i < n; i++) {
         const camp_result *x = &r[i];
@@ -50,7 +50,10 @@ void report_table(FILE *f, const camp_result *r, size_t n, const report_meta *m)
         tc += x->t_cmp;
         if (x->error) {
             fprintf(f, "%-40s ERROR: %s\n", x->id, x->errmsg);
-            err++;
+            if (x->backend_error)
+                berr++;
+            else
+                err++;
             continue;
         }
         char ulp[24] = "-";
@@ -123,7 +126,10 @@ void report_table(FILE *f, const camp_result *r, size_t n, const report_meta *m)
                     x->power_verdict == 1 ? "FAIL" : "ok", x->power_dist, x->power_equiv, x->power_unseen,
                     x->power_unseen ? " (a warning): " : "", x->power_unseen ? x->power_unseen_names : "");
     }
-    fprintf(f, "\n%zu point(s): %zu passed, %zu failed, %zu skipped, %zu input error(s)\n", n, pass, fail, skip, err);
+    fprintf(f, "\n%zu point(s): %zu passed, %zu failed, %zu skipped, %zu input error(s)", n, pass, fail, skip, err);
+    if (berr)
+        fprintf(f, ", %zu backend error(s)", berr);
+    fputc('\n', f);
     if (phead)
         fprintf(f, "time: generate %.2f s, run %.2f s, reference %.2f s, compare %.2f s, power %.2f s (wall %.2f s)\n",
                 tg, tr, tf, tc, tp, m->seconds);
@@ -162,6 +168,8 @@ nx_status report_json(const char *path, const camp_result *r, size_t n, const re
         if (x->error) {
             errors++;
             json_object_set_new(p, "error", json_string(x->errmsg));
+            if (x->backend_error) /* the backend failed, not the input (docs/backends.md) */
+                json_object_set_new(p, "backend_error", json_true());
             json_array_append_new(pts, p);
             continue;
         }
