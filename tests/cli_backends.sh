@@ -52,6 +52,41 @@ EXT_GEMM_PLANT=nofma "$PARITY" campaign --class ext-gemm --kernels "$R" --no-led
 EXT_GEMM_PLANT=legacy "$PARITY" campaign --class ext-gemm --kernels "$R" --no-ledger 2>&1 |
   grep -q 'gemm.seq new_legacy: FAIL' || fail "plant legacy: new vs legacy did not fail"
 
+# a kernel whose runs differ: a determinism failure (red) unless the backend
+# declares it nondeterministic on purpose, which the report then says
+EXT_GEMM_PLANT=flaky "$PARITY" campaign --class ext-gemm --kernels "$R" --no-ledger > "$T/out" 2>&1
+rc=$?
+[ $rc -eq 1 ] || { fail "flaky kernel: exit $rc, want 1"; cat "$T/out"; }
+grep -q '^gemm.seq .*FAIL' "$T/out" || { fail "flaky kernel: gemm.seq did not fail"; cat "$T/out"; }
+EXT_GEMM_PLANT=flaky EXT_GEMM_NONDET=1 "$PARITY" campaign --class ext-gemm --kernels "$R" --no-ledger \
+  --json "$T/nd.json" > "$T/out" 2>&1
+rc=$?
+[ $rc -eq 0 ] || { fail "declared nondeterministic: exit $rc, want 0"; cat "$T/out"; }
+grep -q "declares kernel 'ext_gemm_seq' nondeterministic on purpose (the repeated runs" "$T/nd.json" ||
+  { fail "declared nondeterministic: not said"; cat "$T/out"; }
+
+# the ledger, ttbp and the gate work on the class unchanged: a failing day,
+# then a passing one two days later, is a TTBP of 2 days
+L=$T/ledger.sqlite
+PARITY_LEDGER_CLOCK=2026-12-01T00:00:00Z EXT_GEMM_PLANT=reverse "$PARITY" campaign --class ext-gemm --kernels "$R" \
+  --ledger "$L" > /dev/null 2>&1
+PARITY_LEDGER_CLOCK=2026-12-03T00:00:00Z "$PARITY" campaign --class ext-gemm --kernels "$R" --ledger "$L" > /dev/null 2>&1
+"$PARITY" ttbp --class ext-gemm --ledger "$L" > "$T/out" 2>&1
+grep -q 'all 1 point(s) reached bit parity by run 2 at 2026-12-03T00:00:00Z: TTBP 2d 00:00:00' "$T/out" ||
+  { fail "ttbp of ext-gemm"; cat "$T/out"; }
+cp -r "$R" "$T/after"
+sed -i 's/one fused multiply-add chain over K per output/one fma chain per output (reworded)/' \
+  "$T/after/ext-gemm/common/KERNEL_FAMILIES.toml"
+"$PARITY" gate --before "$R" --after "$T/after" --class ext-gemm > "$T/out" 2>&1 || { fail "gate on ext-gemm: exit $?"; cat "$T/out"; }
+grep -q 'gate: PASS' "$T/out" || fail "gate on ext-gemm: no PASS"
+# after: the same library with a bug planted, served through `parity backend host`
+sed -i "s|^backend = .*|backend = { serve = \"EXT_GEMM_PLANT=reverse exec $PARITY backend host $LIB\" }|" \
+  "$T/after/ext-gemm/HARDWARE.toml"
+"$PARITY" gate --before "$R" --after "$T/after" --class ext-gemm > "$T/out" 2>&1
+rc=$?
+[ $rc -eq 1 ] || { fail "gate on ext-gemm with the planted bug: exit $rc, want 1"; cat "$T/out"; }
+grep -q '^gemm.seq .*FAIL' "$T/out" || { fail "gate: gemm.seq not failed"; cat "$T/out"; }
+
 # in process: the same verdicts
 cp -r "$R/ext-gemm" "$R/ext-gemm-inproc"
 sed -i -e 's/class = "ext-gemm"/class = "ext-gemm-inproc"/' -e "s|dlopen = \"$LIB\"|dlopen = \"$LIB\", in_process = true|" \

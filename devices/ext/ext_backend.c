@@ -47,8 +47,11 @@ char *ext_lib_path(const char *target, const char *dir)
     if (strchr(target, '/')) {
         if (target[0] == '/' || !dir)
             return strdup(target);
-        snprintf(buf, sizeof buf, "%s/%s", dir, target);
-        return strdup(buf);
+        size_t len = strlen(dir) + strlen(target) + 2;
+        char *p = malloc(len);
+        if (p)
+            snprintf(p, len, "%s/%s", dir, target);
+        return p;
     }
     ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
     if (n > 0) {
@@ -107,11 +110,11 @@ nx_status ext_open(const ext_spec *s, const dev_backend **out, nx_err *err)
     if (!e->target || !e->dir) {
         st = nx_err_set(err, NX_ENOMEM, "out of memory");
     } else if (s->kind == EXT_SERVE) {
-        snprintf(label, sizeof label, "class %s: backend serve '%s'", s->cls ? s->cls : "?", s->target);
+        snprintf(label, sizeof label, "class %.64s: backend serve '%.400s'", s->cls ? s->cls : "?", s->target);
         st = ext_serve_new(s->target, dir, label, s->timeout_s, &e->be, err);
     } else {
         char *lib = ext_lib_path(s->target, dir);
-        snprintf(label, sizeof label, "class %s: backend dlopen '%s'", s->cls ? s->cls : "?", s->target);
+        snprintf(label, sizeof label, "class %.64s: backend dlopen '%.400s'", s->cls ? s->cls : "?", s->target);
         if (!lib) {
             st = nx_err_set(err, NX_ENOMEM, "out of memory");
         } else if (inproc) {
@@ -119,13 +122,20 @@ nx_status ext_open(const ext_spec *s, const dev_backend **out, nx_err *err)
         } else {
             /* the library in a child: this executable hosts it
              * (`parity backend host LIB`) over the served protocol */
-            char exe[PATH_MAX], qe[2 * PATH_MAX + 8], ql[2 * PATH_MAX + 8], cmd[4 * PATH_MAX + 32];
+            char exe[PATH_MAX], qe[2 * PATH_MAX + 8], ql[2 * PATH_MAX + 8];
             ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
             exe[n > 0 ? n : 0] = 0;
             sh_quote(qe, sizeof qe, n > 0 ? exe : "parity");
             sh_quote(ql, sizeof ql, lib);
-            snprintf(cmd, sizeof cmd, "exec %s backend host %s", qe, ql);
-            st = ext_serve_new(cmd, dir, label, s->timeout_s, &e->be, err);
+            size_t len = strlen(qe) + strlen(ql) + 32;
+            char *cmd = malloc(len);
+            if (!cmd) {
+                st = nx_err_set(err, NX_ENOMEM, "out of memory");
+            } else {
+                snprintf(cmd, len, "exec %s backend host %s", qe, ql);
+                st = ext_serve_new(cmd, dir, label, s->timeout_s, &e->be, err);
+                free(cmd);
+            }
         }
         free(lib);
     }
@@ -159,13 +169,22 @@ json_t *ext_point_json(const fam_spec *s)
     json_t *params = json_object(), *reds = json_object();
     for (size_t i = 0; params && i < s->nparams; i++)
         json_object_set_new(params, s->params[i].name, json_string(s->params[i].value ? s->params[i].value : ""));
-    for (size_t i = 0; reds && i < s->nreds; i++)
+    json_t *nums = json_object();
+    for (size_t i = 0; reds && i < s->nreds; i++) {
         json_object_set_new(reds, s->reds[i].name, json_string(s->reds[i].tree_text ? s->reds[i].tree_text : ""));
+        /* the whole point of the reduction (acc, fma, out, rounding, ...):
+         * the campaign's power variants change more than the tree */
+        char *txt = nx_point_print(&s->reds[i].point);
+        if (txt && nums)
+            json_object_set_new(nums, s->reds[i].name, json_string(txt));
+        free(txt);
+    }
     json_t *o = json_object();
-    if (!o || !params || !reds) {
+    if (!o || !params || !reds || !nums) {
         json_decref(o);
         json_decref(params);
         json_decref(reds);
+        json_decref(nums);
         return NULL;
     }
     json_object_set_new(o, "family", json_string(s->family ? s->family : ""));
@@ -175,5 +194,6 @@ json_t *ext_point_json(const fam_spec *s)
     json_object_set_new(o, "hash", json_string(s->hash ? s->hash : ""));
     json_object_set_new(o, "params", params);
     json_object_set_new(o, "reductions", reds);
+    json_object_set_new(o, "numerics", nums);
     return o;
 }

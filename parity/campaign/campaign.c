@@ -838,6 +838,7 @@ nx_status camp_run_point(const reg_registry *reg, const char *class_name, const 
     res->t_gen += now() - t0;
 
     /* Tier 1: determinism over repeated graphed runs; eager vs graphed. */
+    int nondet = 0;
     int repeats = o->repeats < 2 ? 2 : o->repeats;
     vd_diff d = {.same = 1};
     char what[128];
@@ -853,6 +854,21 @@ nx_status camp_run_point(const reg_registry *reg, const char *class_name, const 
     }
     camp_tier1_what(CK_DETERMINISM, NULL, NULL, what, sizeof what);
     judge(res, CK_DETERMINISM, &d, what);
+    /* a backend may declare a kernel nondeterministic on purpose (atomics,
+     * a scheduler's order; docs/backends.md): then runs that differ are
+     * what it said, and the checks that compare runs cannot be judged */
+    nondet = !res->checks[CK_DETERMINISM].negative && dev_nondeterministic(o->backend, &spec, spec.kernel);
+    if (nondet) {
+        res->checks[CK_DETERMINISM].verdict = CV_SKIP;
+        set_check(res, CK_DETERMINISM, "skipped: the %s backend declares kernel '%s' nondeterministic on purpose (%s)",
+                  o->backend->name, spec.kernel ? spec.kernel : "(none)",
+                  d.same ? "the repeated runs agreed this time" : "the repeated runs differed, as declared");
+        for (int c = CK_EAGER_GRAPHED; c <= CK_ROWS; c++) {
+            res->checks[c].verdict = CV_SKIP;
+            set_check(res, c, "skipped: the backend declares the kernel nondeterministic on purpose");
+        }
+        goto tier2;
+    }
     if (res->checks[CK_DETERMINISM].negative) {
         /* a kernel nondeterministic by design: the other Tier 1 checks,
          * which compare runs, cannot be judged on it */
@@ -903,7 +919,7 @@ tier2:
         goto out;
     res->t_ref += now() - t0;
     st = tier2(&spec, inp, &runs[0], &ref, res, o, err);
-    if (!st && o->power && !res->checks[CK_DETERMINISM].negative && !res->checks[CK_EAGER_GRAPHED].negative &&
+    if (!st && o->power && !nondet && !res->checks[CK_DETERMINISM].negative && !res->checks[CK_EAGER_GRAPHED].negative &&
         !res->checks[CK_NEW_LEGACY].negative && !res->checks[CK_ROWS].negative)
         st = power(o, &spec, res, err);
     if (!st && o->against)

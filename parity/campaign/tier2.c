@@ -154,7 +154,7 @@ nx_status t2_judge(const t2_case *c, t2_result *res, nx_err *err)
         return nx_err_set(err, NX_EDEVICE,
                           "%s: the device output '%s' is missing or has another dtype or size than the reference's "
                           "(the device wrote %s%s; the reference's is %s)",
-                          c->name, w->name, g ? "" : "the tensors ", *wrote ? wrote : "nothing", "", want);
+                          c->name, w->name, g ? "" : "the tensors ", *wrote ? wrote : "nothing", want);
     }
     int f = rows_fmt_of_dtype(w->dtype);
     if (f < 0)

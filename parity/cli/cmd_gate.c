@@ -288,7 +288,13 @@ int cmd_gate(int argc, char **argv)
         o.class_name = c;
         o.before = dir_a;
         o.after = dir_b;
-        if (!(o.backend = backend_for(dir_b, c, &err)) && !(o.backend = backend_for(dir_a, c, &err))) {
+        /* each side's own backend: an out-of-tree class's kernels are its
+         * registry's (docs/backends.md); a built-in is the same on both */
+        nx_err eb = {0};
+        o.backend_after = backend_for(dir_b, c, &eb);
+        if (!(o.backend = backend_for(dir_a, c, &err)) && !(o.backend = o.backend_after))
+            err = eb;
+        if (!o.backend) {
             if (cls) {
                 rc = cli_fail("gate", &err);
                 goto done;

@@ -234,6 +234,8 @@ static void compare_point(const gate_opts *o, const reg_registry *ra, const reg_
     camp_run_point(ra, o->class_name, id, shape, &co, &a, &e);
     co.traces = dir_b;
     co.cache = cb;
+    if (o->backend_after)
+        co.backend = o->backend_after;
     camp_run_point(rb, o->class_name, id, shape, &co, &b, &e);
     int fail = 0;
     if (a.error || b.error) {

@@ -7,7 +7,9 @@
  *
  * EXT_GEMM_PLANT plants a port bug for the tests that must see it fail:
  * "reverse" sums K from the end, "nofma" rounds each product, "legacy"
- * breaks only the legacy kernel (the last term dropped). */
+ * breaks only the legacy kernel (the last term dropped), "flaky" sums K
+ * from the end on every second call (a kernel whose runs differ).
+ * EXT_GEMM_NONDET=1 declares the kernels nondeterministic on purpose. */
 #include "parity_backend.h"
 
 #include <math.h>
@@ -116,7 +118,9 @@ static int run(parity_run *r)
         return 1;
     const char *plant = getenv("EXT_GEMM_PLANT");
     int legacy = r->kernel && strstr(r->kernel, "_legacy") != NULL;
-    int reverse = plant && !strcmp(plant, "reverse"), nofma = plant && !strcmp(plant, "nofma");
+    static unsigned calls;
+    calls++;
+    int reverse = plant && (!strcmp(plant, "reverse") || (!strcmp(plant, "flaky") && calls % 2 == 0)), nofma = plant && !strcmp(plant, "nofma");
     long kend = legacy && plant && !strcmp(plant, "legacy") ? K - 1 : K;
     for (long jj = 0; jj < M * N; jj++) {
         /* legacy: column by column; new: row by row (the same bits) */
@@ -144,7 +148,16 @@ static int describe(char *json, size_t len)
     return n < 0 || (size_t)n >= len;
 }
 
-static const parity_backend TABLE = {PARITY_BACKEND_ABI, "ext-gemm", 0, NULL, describe, supports, check_params, NULL, run};
+static int nondeterministic(const parity_point *p, const char *kernel)
+{
+    (void)p;
+    (void)kernel;
+    const char *v = getenv("EXT_GEMM_NONDET");
+    return v && !strcmp(v, "1");
+}
+
+static const parity_backend TABLE = {PARITY_BACKEND_ABI, "ext-gemm", 0, NULL, describe, supports, check_params,
+                                     nondeterministic, run};
 
 const parity_backend *parity_backend_v1(void)
 {
