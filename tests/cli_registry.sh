@@ -24,7 +24,7 @@ has() { grep -q -F -- "$2" "$T/$1" || fail "$3: '$2' not in $1: $(cat "$T/$1")";
 
 # The sample registry lints clean.
 run 0 "lint sample" registry lint "$KERNELS"
-has out "$KERNELS: clean (6 classes, 7 families," "lint sample"
+has out "$KERNELS: clean (8 classes, 7 families," "lint sample"
 run 0 "lint --kernels" registry lint --kernels "$KERNELS"
 
 # A broken registry: exit 2, each finding at its file:line.
