@@ -7,6 +7,7 @@
 #include "refimpl.h"
 #include "rows.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -458,4 +459,119 @@ nx_status tc_cross_class(const reg_registry *reg, const tc_trace *cs, size_t n, 
         free(done[k]);
     free(done);
     return st;
+}
+
+/* A detail with where it came from, cut to the buffer. */
+static void put_detail(char *buf, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, len, fmt, ap);
+    va_end(ap);
+}
+
+/* The main trace of a point: the most rows, then graphed, then run 0. */
+static int better_main(const trace *a, const trace *b)
+{
+    if (a->nrows != b->nrows)
+        return a->nrows > b->nrows;
+    if (a->mode != b->mode)
+        return a->mode == TRACE_GRAPHED;
+    return a->run < b->run;
+}
+
+nx_status tc_points(const tc_trace *cs, size_t n, const tc_pair *pairs, size_t npairs, camp_result **out,
+                    size_t **mainp, size_t *nout, nx_err *err)
+{
+    static const char *const differ[] = {"run index", "mode", "kernel", "batch layout"};
+    *out = NULL;
+    *mainp = NULL;
+    *nout = 0;
+    camp_result *res = calloc(n ? n : 1, sizeof *res);
+    size_t *mains = calloc(n ? n : 1, sizeof *mains);
+    size_t *of = calloc(n ? n : 1, sizeof *of); /* trace i belongs to result of[i] */
+    if (!res || !mains || !of) {
+        free(res);
+        free(mains);
+        free(of);
+        return nx_err_set(err, NX_ENOMEM, "out of memory");
+    }
+    size_t np = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t k = 0;
+        while (k < np && strcmp(res[k].id, cs[i].id) != 0)
+            k++;
+        of[i] = k;
+        if (k == np) {
+            snprintf(res[np].id, sizeof res[np].id, "%s", cs[i].id);
+            mains[np++] = i;
+        } else if (better_main(&cs[i].t, &cs[mains[k]].t)) {
+            mains[k] = i;
+        }
+    }
+    for (size_t k = 0; k < np; k++) {
+        camp_result *r = &res[k];
+        const tc_trace *m = &cs[mains[k]];
+        snprintf(r->class_name, sizeof r->class_name, "%s", m->t.class_name);
+        shape_text(&m->t, r->shape, sizeof r->shape);
+        snprintf(r->hash, sizeof r->hash, "%s", m->spec.hash ? m->spec.hash : "");
+        snprintf(r->kernel, sizeof r->kernel, "%s", m->t.kernel);
+        const char *ctl = fam_param_get(&m->spec, "negative_control");
+        for (int c = 0; c < CK_COUNT; c++) {
+            r->checks[c].verdict = CV_SKIP;
+            r->checks[c].negative = c <= CK_ROWS && ctl && vd_in_list(ctl, camp_check_name(c));
+        }
+        snprintf(r->checks[CK_PARITY].detail, sizeof r->checks[CK_PARITY].detail, "skipped: no --against class");
+        /* Tier 2 over the point's traces */
+        const tc_trace *decide = m;
+        int fail = 0, bits = 1;
+        uint64_t max_ulp = 0;
+        size_t differ_n = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (of[i] != k)
+                continue;
+            const tc_trace *c = &cs[i];
+            if (c->t2.verdict == CV_FAIL && !fail) {
+                fail = 1;
+                decide = c;
+            }
+            bits &= c->r.bit_exact != 0;
+            if (c->r.cmp.max_ulp > max_ulp)
+                max_ulp = c->r.cmp.max_ulp;
+            differ_n += c->r.cmp.bits_differ;
+            if (strcmp(c->t.kernel, r->kernel) != 0 && !r->legacy[0])
+                snprintf(r->legacy, sizeof r->legacy, "%s", c->t.kernel);
+            for (int ck = CK_DETERMINISM; ck <= CK_ROWS && c->t.negative_control; ck++)
+                r->checks[ck].negative |= vd_in_list(c->t.expected_fail, camp_check_name(ck));
+        }
+        r->checks[CK_TIER2].verdict = fail ? CV_FAIL : CV_PASS;
+        r->checks[CK_TIER2].negative = m->t.negative_control;
+        put_detail(r->checks[CK_TIER2].detail, sizeof r->checks[CK_TIER2].detail, "%s (%s)", decide->t2.detail,
+                 decide->t.path);
+        r->t2 = decide->r.cmp;
+        r->t2.max_ulp = max_ulp;
+        r->t2.bits_differ = differ_n;
+        r->bit_exact = bits && !fail;
+        /* Tier 1 from the pairs of the point's traces */
+        for (size_t q = 0; q < npairs; q++) {
+            const tc_pair *p = &pairs[q];
+            if (of[p->a] != k || p->check < CK_DETERMINISM || p->check > CK_ROWS)
+                continue;
+            camp_check *ck = &r->checks[p->check];
+            ck->negative |= p->negative;
+            if (ck->verdict == CV_FAIL || (ck->verdict == CV_PASS && p->pass))
+                continue;
+            ck->verdict = p->pass ? CV_PASS : CV_FAIL;
+            put_detail(ck->detail, sizeof ck->detail, "%s (%s vs %s)", p->detail, cs[p->a].t.path, cs[p->b].t.path);
+        }
+        for (int c = CK_DETERMINISM; c <= CK_ROWS; c++)
+            if (r->checks[c].verdict == CV_SKIP)
+                snprintf(r->checks[c].detail, sizeof r->checks[c].detail,
+                         "skipped: no two traces of the point differ only in %s", differ[c - CK_DETERMINISM]);
+    }
+    free(of);
+    *out = res;
+    *mainp = mains;
+    *nout = np;
+    return NX_OK;
 }

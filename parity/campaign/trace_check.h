@@ -70,6 +70,20 @@ typedef struct tc_cross {
 nx_status tc_cross_class(const reg_registry *reg, const tc_trace *cs, size_t n, tc_cross **out, size_t *nout,
                          nx_err *err);
 
+/* The checked traces as a campaign's point results, one per FAMILY.POINT
+ * (in the order the points first appear), for the ledger (`parity check
+ * --ledger`): Tier 2 fails when any trace of the point fails it, and is
+ * bit-exact when every trace is (its basis the deciding trace's: the first
+ * failing, else the point's main trace, the one with the most rows, graphed
+ * and run 0 first); each Tier 1 check fails when a pair of the point fails
+ * it, passes when one passed, else is skipped; a check is negative where
+ * the point's param negative_control or a trace's expected_fail names it.
+ * The shape, hash and kernel are the main trace's (its point resolved for
+ * its class and shape); legacy is another kernel among the traces.  main[k]
+ * is the index of result k's main trace.  *out and *main are malloc'd. */
+nx_status tc_points(const tc_trace *cs, size_t n, const tc_pair *pairs, size_t npairs, camp_result **out,
+                    size_t **main, size_t *nout, nx_err *err);
+
 /* A kernel's output saved as .npy, checked as a trace whose metadata come
  * from options (`parity check --npy`). */
 typedef struct tc_npy_opts {

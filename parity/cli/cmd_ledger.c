@@ -20,7 +20,8 @@ static const char ledger_usage[] =
     "incomplete runs are not merged, and are counted.\n"
     "\n"
     "runs: one line per run: id, start, class, model, shapes, shard, points,\n"
-    "failed, exit status, complete or not (default ledger out/ledger.sqlite).\n"
+    "failed, exit status, source (campaign, or check: traces recorded by\n"
+    "`parity check --ledger`), complete or not (default ledger out/ledger.sqlite).\n"
     "\n"
     "exit status: 0 done; 2 usage or input error (a missing or foreign ledger,\n"
     "a newer schema).\n";
@@ -100,8 +101,8 @@ static int runs(int argc, char **argv)
     sqlite3_stmt *s = NULL;
     if (sqlite3_prepare_v2(db,
                            "SELECT id, started_utc, class, ifnull(model, '-'), shapes, ifnull(shard, '-'),"
-                           " ifnull(points, 0), ifnull(points_failed, 0), ifnull(exit_status, -1), complete"
-                           " FROM run WHERE ?1 IS NULL OR class = ?1 ORDER BY started_s, id",
+                           " ifnull(points, 0), ifnull(points_failed, 0), ifnull(exit_status, -1), complete,"
+                           " ifnull(source, 'campaign') FROM run WHERE ?1 IS NULL OR class = ?1 ORDER BY started_s, id",
                            -1, &s, NULL) != SQLITE_OK) {
         cli_error("ledger runs", "ledger %s: %s", path, sqlite3_errmsg(db));
         sqlite3_close(db);
@@ -109,18 +110,18 @@ static int runs(int argc, char **argv)
     }
     if (cls)
         sqlite3_bind_text(s, 1, cls, -1, SQLITE_STATIC);
-    printf("%5s %-20s %-12s %-16s %-9s %-7s %6s %6s %4s %s\n", "run", "started", "class", "model", "shapes", "shard",
-           "points", "failed", "exit", "state");
+    printf("%5s %-20s %-12s %-16s %-9s %-7s %6s %6s %4s %-8s %s\n", "run", "started", "class", "model", "shapes",
+           "shard", "points", "failed", "exit", "source", "state");
     while (sqlite3_step(s) == SQLITE_ROW) {
         int complete = sqlite3_column_int(s, 9);
         char ex[8] = "-";
         if (complete)
             snprintf(ex, sizeof ex, "%d", sqlite3_column_int(s, 8));
-        printf("%5lld %-20s %-12s %-16s %-9s %-7s %6d %6d %4s %s\n", (long long)sqlite3_column_int64(s, 0),
+        printf("%5lld %-20s %-12s %-16s %-9s %-7s %6d %6d %4s %-8s %s\n", (long long)sqlite3_column_int64(s, 0),
                (const char *)sqlite3_column_text(s, 1), (const char *)sqlite3_column_text(s, 2),
                (const char *)sqlite3_column_text(s, 3), (const char *)sqlite3_column_text(s, 4),
                (const char *)sqlite3_column_text(s, 5), sqlite3_column_int(s, 6), sqlite3_column_int(s, 7), ex,
-               complete ? "complete" : "incomplete");
+               (const char *)sqlite3_column_text(s, 10), complete ? "complete" : "incomplete");
     }
     sqlite3_finalize(s);
     sqlite3_close(db);

@@ -89,6 +89,10 @@ static const char *const migrations[LEDGER_SCHEMA_VERSION] = {
     /* 2 -> 3: the residual's entries of a run (JSON), from which the exit
      * line tells a promotion from a numerics change */
     "ALTER TABLE run ADD COLUMN residual_entries TEXT;",
+    /* 3 -> 4: what made the run (NULL: a campaign; "check": traces checked
+     * by `parity check --ledger`) and the device description of its runs */
+    "ALTER TABLE run ADD COLUMN source TEXT;"
+    "ALTER TABLE run ADD COLUMN device TEXT;",
 };
 
 struct ledger {
@@ -569,11 +573,20 @@ static void bind_tri(sqlite3_stmt *s, int i, int v)
 
 nx_status ledger_start(const char *path, const ledger_run_info *info, ledger **out, nx_err *err)
 {
+    return ledger_start_from(path, info, NULL, out, err);
+}
+
+nx_status ledger_start_from(const char *path, const ledger_run_info *info, const ledger_run_from *from, ledger **out,
+                            nx_err *err)
+{
     *out = NULL;
+    const ledger_run_from none = {0}, *fr = from ? from : &none;
     int64_t now;
     nx_status st = ledger_now(&now, err);
     if (st)
         return st;
+    if (fr->started_s > 0)
+        now = fr->started_s;
     ledger *lg = calloc(1, sizeof *lg);
     if (!lg || !(lg->path = strdup(path))) {
         free(lg);
@@ -615,8 +628,8 @@ nx_status ledger_start(const char *path, const ledger_run_info *info, ledger **o
     const char *sql =
         "INSERT INTO run(uuid, started_utc, started_s, class, model, shapes, seed, dist, engine, backend, repeats,"
         " threads, harness_version, registry_dir, registry_commit, registry_dirty, kernels_dir, kernels_commit,"
-        " kernels_dirty, host, pid, traces_dir, against, shard)"
-        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+        " kernels_dirty, host, pid, traces_dir, against, shard, source, device)"
+        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
     if (sqlite3_prepare_v2(lg->db, sql, -1, &s, NULL) != SQLITE_OK) {
         st = ledger_sql_error(lg->db, path, "preparing the run", err);
         goto fail;
@@ -646,8 +659,15 @@ nx_status ledger_start(const char *path, const ledger_run_info *info, ledger **o
     bind_text(s, i++, info->traces_dir);
     bind_text(s, i++, info->against);
     bind_text(s, i++, info->shard);
+    bind_text(s, i++, fr->source);
+    bind_text(s, i++, fr->device);
     /* a single INSERT is its own transaction: committed now, so the run is
-     * in the file (incomplete) whatever happens to this process later */
+     * in the file (incomplete) whatever happens to this process later;
+     * atomic: the transaction stays open until ledger_finish commits it */
+    if (fr->atomic && (st = exec(lg->db, path, "BEGIN IMMEDIATE", err))) {
+        sqlite3_finalize(s);
+        goto fail;
+    }
     int rc = sqlite3_step(s);
     sqlite3_finalize(s);
     if (rc != SQLITE_DONE) {
@@ -1049,7 +1069,8 @@ nx_status ledger_finish(ledger *lg, int exit_status, char **exit_lines_out, nx_e
     ledger_now(&now, NULL);
     char ts[32];
     ledger_format_utc(now, ts, sizeof ts);
-    nx_status st = exec(lg->db, lg->path, "BEGIN IMMEDIATE", err);
+    /* an atomic run's transaction is open since ledger_start */
+    nx_status st = sqlite3_get_autocommit(lg->db) ? exec(lg->db, lg->path, "BEGIN IMMEDIATE", err) : NX_OK;
     if (st)
         goto out;
     if ((st = promotions(lg, &exit_lines, err)))
@@ -1112,10 +1133,26 @@ out:
     return st;
 }
 
+nx_status ledger_trace(ledger *lg, const char *point_id, const char *path, nx_err *err)
+{
+    if (!lg)
+        return NX_OK;
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(lg->db, "INSERT OR IGNORE INTO temp.stage_trace(run_id, point_id, path) VALUES (?,?,?)", -1,
+                           &s, NULL) != SQLITE_OK)
+        return ledger_sql_error(lg->db, lg->path, "staging a trace", err);
+    sqlite3_bind_int64(s, 1, lg->run_id);
+    bind_text(s, 2, point_id);
+    bind_text(s, 3, path);
+    return step_done(s) ? NX_OK : ledger_sql_error(lg->db, lg->path, "staging a trace", err);
+}
+
 void ledger_close(ledger *lg)
 {
     if (!lg)
         return;
+    if (lg->db && !sqlite3_get_autocommit(lg->db)) /* an atomic run not finished: nothing of it is kept */
+        sqlite3_exec(lg->db, "ROLLBACK", NULL, NULL, NULL);
     free(lg->lkb.residual_json);
     sqlite3_close(lg->db);
     free(lg->path);

@@ -19,7 +19,7 @@
 #include "registry.h"
 
 /* The schema version this build writes (PRAGMA user_version). */
-#define LEDGER_SCHEMA_VERSION 3
+#define LEDGER_SCHEMA_VERSION 4
 /* The busy timeout of every connection, milliseconds. */
 #define LEDGER_BUSY_MS 60000
 
@@ -39,9 +39,25 @@ typedef struct ledger_run_info {
     const char *shard;        /* "i/N", or NULL */
 } ledger_run_info;
 
+/* A run that is no campaign (ledger_start_from). */
+typedef struct ledger_run_from {
+    /* What made the run: "check" for traces checked by `parity check
+     * --ledger` (a campaign's is NULL, read as "campaign"). */
+    const char *source;
+    const char *device;       /* the device description (JSON), or NULL */
+    int64_t started_s;        /* the start (ledger_now's seconds), or 0: now */
+    /* 1: the run is inserted in the same transaction as its points
+     * (ledger_finish), so nothing reaches the file unless the run is
+     * finished; 0: inserted incomplete and committed at once. */
+    int atomic;
+} ledger_run_from;
+
 /* Opens (creating it and its parent directory when missing) and migrates
  * the ledger at path, and inserts the run, marked incomplete. */
 nx_status ledger_start(const char *path, const ledger_run_info *info, ledger **out, nx_err *err);
+/* ledger_start for a run that is no campaign; from NULL: ledger_start. */
+nx_status ledger_start_from(const char *path, const ledger_run_info *info, const ledger_run_from *from, ledger **out,
+                            nx_err *err);
 /* Stages one point's result (reg resolves the point's declared tolerance;
  * NULL: not recorded). */
 nx_status ledger_point(ledger *lg, const reg_registry *reg, const camp_result *res, nx_err *err);
@@ -73,7 +89,11 @@ typedef struct ledger_lkb {
     char *residual_json;
 } ledger_lkb;
 void ledger_set_lkb(ledger *lg, const ledger_lkb *f);
-/* Closes without completing (the run stays incomplete). */
+/* Stages one trace file of a point (the traces `parity check --ledger`
+ * checked; a campaign's are found in its traces_dir by ledger_point). */
+nx_status ledger_trace(ledger *lg, const char *point_id, const char *path, nx_err *err);
+/* Closes without completing (the run stays incomplete; with atomic, the
+ * run is rolled back and nothing of it is in the file). */
 void ledger_close(ledger *lg);
 int64_t ledger_run_id(const ledger *lg);
 
