@@ -178,8 +178,15 @@ nx_status tc_check_trace(const reg_registry *reg, const char *ref_point, const c
     t2_case tc = {.name = t->path, .dev = &c->spec, .ref = rs, .differs = why, .negative = t->negative_control,
                   .in = &in, .got = &t->file, .want = &c->ref, .rows = t->rows,
                   .ref_rows = c->ref_by_batch ? NULL : t->rows, .threads = 0, .diff_budget = &budget};
-    if ((st = t2_judge(&tc, &c->r, err)))
+    if ((st = t2_judge(&tc, &c->r, err))) {
+        /* a trace whose output is not the family's is bad input here */
+        if (st == NX_EDEVICE) {
+            st = NX_EINVAL;
+            if (err)
+                err->code = NX_EINVAL;
+        }
         goto out;
+    }
     c->t2.verdict = c->r.pass ? CV_PASS : CV_FAIL;
     snprintf(c->t2.detail, sizeof c->t2.detail, "%s", c->r.detail);
 out:
