@@ -187,6 +187,35 @@ else
   echo "skipped the hostile served backend: no $PY"
 fi
 
+# ---- docs/backends.md's bring-up: a numpy kernel through the Python kit -----
+if [ -x "$PY" ] && "$PY" -c 'import numpy' 2> /dev/null; then
+  cp -r "$B/kernels/mynpu" "$R/"
+  sed -i "s|/usr/bin/python3 mynpu_backend.py|PARITY_PYTHON=$B/../../python $PY $B/mynpu_backend.py|" \
+    "$R/mynpu/HARDWARE.toml"
+  "$PARITY" registry lint --kernels "$R" > "$T/out" 2>&1 || { fail "mynpu: lint"; cat "$T/out"; }
+  "$PARITY" backend info --class mynpu --kernels "$R" --point gemm.seq > "$T/out" 2>&1
+  grep -q 'available: yes' "$T/out" && grep -q '"sku":"mynpu-sim"' "$T/out" &&
+    grep -q 'gemm.seq: kernel npu_gemm_seq: yes' "$T/out" || { fail "mynpu: backend info"; cat "$T/out"; }
+  "$PARITY" campaign --class mynpu --kernels "$R" --no-ledger > "$T/out" 2>&1
+  rc=$?
+  [ $rc -eq 0 ] || { fail "mynpu campaign: exit $rc, want 0"; cat "$T/out"; }
+  grep -q '^gemm.seq  *ok  *ok  *skip  *ok  *bits' "$T/out" || { fail "mynpu: gemm.seq"; cat "$T/out"; }
+  grep -q 'gemm.seq  *ok: [0-9]* distinguished, 0 equivalent, 0 not distinguished' "$T/out" || fail "mynpu: power"
+  "$PARITY" campaign --class mynpu --kernels "$R" --no-ledger --against cpu > "$T/out" 2>&1
+  grep -q 'bit parity between mynpu and cpu at gemm.seq: not expected: the points differ: .*fma' "$T/out" ||
+    { fail "mynpu --against cpu: the declared difference"; cat "$T/out"; }
+  # the same kernel declared with fma = true (what it does not do): red
+  sed -i 's/^fma = false$/fma = true/' "$R/mynpu/common/KERNEL_FAMILIES.toml"
+  "$PARITY" campaign --class mynpu --kernels "$R" --no-ledger > "$T/out" 2>&1
+  rc=$?
+  [ $rc -eq 1 ] || { fail "mynpu declared fma = true: exit $rc, want 1"; cat "$T/out"; }
+  grep -q "the kernel's bits match the neighbour k: fma = false, not the declared point" "$T/out" ||
+    { fail "mynpu declared fma = true: fma = false not named"; cat "$T/out"; }
+  rm -rf "$R/mynpu"
+else
+  echo "skipped the bring-up of docs/backends.md: no numpy for $PY"
+fi
+
 # ---- the backend key, malformed: refused naming the file and line ------------
 bad_key() { # VALUE MESSAGE
   mkdir -p "$R/badkey"

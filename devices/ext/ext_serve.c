@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -126,7 +127,7 @@ static nx_status start(serve_impl *im, nx_err *err)
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
         return fail(im, err, "socketpair: %s", strerror(errno));
     fflush(NULL);
-    pid_t pid = fork();
+    pid_t parent = getpid(), pid = fork();
     if (pid < 0) {
         close(sv[0]);
         close(sv[1]);
@@ -134,6 +135,11 @@ static nx_status start(serve_impl *im, nx_err *err)
     }
     if (pid == 0) {
         setpgid(0, 0);
+        /* its own process group keeps the terminal's signals from it: it
+         * dies with parity instead, killed or crashed as parity may be */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) /* parity died before the line above */
+            _exit(127);
         dup2(sv[1], 0);
         dup2(sv[1], 1);
         if (chdir(im->dir) != 0) {
@@ -460,6 +466,7 @@ static nx_status make_tmpdir(serve_impl *im, nx_err *err)
         return nx_err_set(err, NX_EIO, "%s: cannot make a folder for the tensor files under %s: %s", im->label, base,
                           strerror(e));
     }
+    st_cleanup_track(im->tmpdir); /* removed with its files if a signal ends parity */
     return NX_OK;
 }
 
@@ -575,6 +582,7 @@ void ext_serve_close(dev_backend *b)
         stop(im, g < 5 ? g : 5, NULL, 0);
     }
     if (im->tmpdir[0]) {
+        st_cleanup_untrack(im->tmpdir);
         rmdir(im->tmpdir); /* each run removed its files */
         im->tmpdir[0] = 0;
     }
