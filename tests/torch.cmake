@@ -9,3 +9,8 @@ set_tests_properties(torch_campaign PROPERTIES LABELS torch SKIP_RETURN_CODE 77 
 # campaign fails naming the point (red), and passes without the bug (green).
 add_test(NAME torch_planted COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/torch_planted.sh $<TARGET_FILE:parity>)
 set_tests_properties(torch_planted PROPERTIES LABELS torch SKIP_RETURN_CODE 77 TIMEOUT 300)
+# The K blocks of torch's bf16 mm (gemm.mm_bf16) held by the exact reference
+# through libparity.so: the declared tile at K = 200, 2048, 4096, not at
+# K = 768, where supports() refuses (docs/torch-cpu.md).
+add_test(NAME torch_kblocks COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/torch_kblocks.sh $<TARGET_FILE:parity_api>)
+set_tests_properties(torch_kblocks PROPERTIES LABELS torch SKIP_RETURN_CODE 77 TIMEOUT 300)

@@ -12,6 +12,7 @@ found, are in common/KERNEL_FAMILIES.toml and docs/torch-cpu.md.
 
 import importlib.util
 import os
+import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -37,6 +38,24 @@ except Exception as e:  # noqa: BLE001 - said by `available`
     _TORCH_ERR = "%s cannot import torch: %s" % (sys.executable, e)
 
 DEFAULT_THREADS = max(1, os.cpu_count() or 1)
+
+
+def _cpu_flags():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for ln in f:
+                if ln.startswith("flags"):
+                    return set(ln.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+# torch 1.13 hands a bf16 mm to oneDNN where mkldnn_bf16_device_check()
+# holds (AVX-512 BW, VL, DQ); the point gemm.mm_bf16 declares is oneDNN's
+# kernel with VDPBF16PS (AVX-512 BF16).  Elsewhere the same call is another
+# kernel (ATen's own gemm, or oneDNN's bf16 emulation): not this point.
+_ONEDNN_BF16 = {"avx512bw", "avx512vl", "avx512dq", "avx512_bf16"} <= _cpu_flags()
 _DT = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "fp64": "float64"}
 
 
@@ -74,6 +93,41 @@ def params_key(point):
     return tuple(sorted(point.params.items()))
 
 
+# ------------------------------------------------------------------ the point's formats
+#
+# A request's point carries each reduction's whole numerics point
+# (point.numerics[name]: acc, fma, tree, out, out_rounding, saturate, ...).
+# The campaign's power variants keep the trees and change formats: the
+# params `in` and `out` and a reduction's own `out`.  A kernel honours a
+# reduction's `out` where its family rounds that result (docs/families.md)
+# by rounding there with torch's .to() (round to nearest even, overflow to
+# inf, never saturating), and answers `supports` false for a variant its
+# torch operator does not run at the declared point.  It never fakes one:
+# torch's numerics depend on the dtype (torch.mm on bf16 tensors is
+# oneDNN's bf16 matmul, on fp32 tensors the BLAS's sgemm), so a variant
+# that would need another dtype of the same op is another kernel.
+
+_TORCH_FMTS = ("bf16", "fp16", "fp32")
+
+
+def red_out(point, red, default):
+    """The format reduction `red`'s result is rounded to."""
+    return point.out(red, default)
+
+
+def rounds_as_torch(point, red):
+    """Whether reduction `red`'s result rounding is the one torch's .to()
+    does (rne, not saturating)."""
+    nx = point.numerics.get(red, {})
+    return nx.get("out_rounding", "rne") == "rne" and not nx.get("saturate", False)
+
+
+def fp32_result(point, *reds):
+    """Each of `reds` declared with an fp32 result, rounded as torch rounds:
+    the reductions whose result the kernel keeps in fp32."""
+    return all(red_out(point, r, "fp32") == "fp32" and rounds_as_torch(point, r) for r in reds)
+
+
 # ------------------------------------------------------------------ gemm
 
 def gemm_epilogue(point, inputs, acc):
@@ -94,13 +148,51 @@ def _gemm(point, inputs, mode, threads, op, native):
     threads_of(threads)
     a, b = arg(inputs, "a"), arg(inputs, "b")
     out = point.get("out", "bf16")
-    if not native:
-        a, b = a.float(), b.float()   # exact: every bf16/fp16 value is an fp32 value
+    if native:
+        # torch.mm on the bf16 tensors: oneDNN's matmul writes y in bf16
+        # itself (supports_native: only in = out = bf16, no epilogue)
+        if a.dtype != torch.bfloat16 or b.dtype != torch.bfloat16 or out != "bf16":
+            raise ValueError("%s runs bf16 a, b and y only (the point's in, out: %s, %s)"
+                             % (point.kernel, point.get("in"), out))
+        return {"y": graph(mode, (op, native), OPS[op], a, b)}
+    a, b = a.float(), b.float()   # exact: every bf16/fp16 value is an fp32 value
     y = graph(mode, (op, native), OPS[op], a, b)
-    if native and y.dtype == tdtype(out) and point.get("alpha", "1") in ("1", "1.0") and \
-            point.get("beta", "0") in ("0", "0.0") and not point.flag("bias"):
-        return {"y": y}
     return {"y": gemm_epilogue(point, inputs, y).to(tdtype(out))}
+
+
+def _unit(text, one):
+    try:
+        return float(text) == one
+    except ValueError:
+        return False
+
+
+def supports_mm(point):
+    """torch.mm on fp32 operands: bf16, fp16 and fp32 inputs widen exactly,
+    the sum is the BLAS's whatever the input format, and y is rounded once
+    from the fp32 epilogue to any torch format.  The family's `k` result is
+    fp32 (docs/families.md), y rounded as torch's .to() rounds."""
+    return point.get("in", "bf16") in _TORCH_FMTS and point.get("out", "bf16") in _TORCH_FMTS and \
+        fp32_result(point, "k")
+
+
+def supports_native(point):
+    """torch.mm on bf16 tensors is another operator than on fp32 ones:
+    ATen hands it to oneDNN's bf16 matmul (brgemm, vdpbf16ps on AVX-512
+    BF16), which takes bf16 a and b and writes bf16 y.  fp32 inputs would
+    go to the BLAS's sgemm (gemm.mm's point, not this one); fp32 or fp16
+    outputs, or an alpha, beta or bias applied after it, would round the
+    bf16 y again.  oneDNN blocks K by 1024 (the declared tile) beyond 1024
+    terms but by 512 at 512 < K <= 1024: another point, which a registry
+    point cannot hold beside this one yet (no size classes).  On a host
+    without AVX-512 BF16 the call is another kernel.  Those variants are
+    not this kernel: false."""
+    k = point.int("K", 0)
+    return _ONEDNN_BF16 and torch is not None and torch.backends.mkldnn.is_available() and \
+        point.get("in", "bf16") == "bf16" and point.get("out", "bf16") == "bf16" and \
+        not 512 < k <= 1024 and \
+        fp32_result(point, "k") and rounds_as_torch(point, "k") and \
+        _unit(point.get("alpha", "1"), 1.0) and _unit(point.get("beta", "0"), 0.0) and not point.flag("bias")
 
 
 OPS = {
@@ -110,22 +202,22 @@ OPS = {
 }
 
 
-@backend.kernel("gemm", "torch_gemm_mm")
+@backend.kernel("gemm", "torch_gemm_mm", supports=supports_mm)
 def gemm_mm(point, inputs, mode, threads):
     return _gemm(point, inputs, mode, threads, "mm", native=False)
 
 
-@backend.kernel("gemm", "torch_gemm_mm_legacy")
+@backend.kernel("gemm", "torch_gemm_mm_legacy", supports=supports_mm)
 def gemm_mm_legacy(point, inputs, mode, threads):
     return _gemm(point, inputs, mode, threads, "linear", native=False)
 
 
-@backend.kernel("gemm", "torch_gemm_native")
+@backend.kernel("gemm", "torch_gemm_native", supports=supports_native)
 def gemm_native(point, inputs, mode, threads):
     return _gemm(point, inputs, mode, threads, "mm", native=True)
 
 
-@backend.kernel("gemm", "torch_gemm_native_legacy")
+@backend.kernel("gemm", "torch_gemm_native_legacy", supports=supports_native)
 def gemm_native_legacy(point, inputs, mode, threads):
     return _gemm(point, inputs, mode, threads, "matmul", native=True)
 
@@ -155,12 +247,18 @@ def _rmsnorm(point, inputs, mode, threads, residual):
     return outs
 
 
-@backend.kernel("rmsnorm", "torch_rmsnorm")
+def supports_rmsnorm(point):
+    """ss is x.pow(2).mean's fp32 sum: sumsq's result fp32; y any torch format."""
+    return point.get("in", "bf16") in _TORCH_FMTS and point.get("out", point.get("in", "bf16")) in _TORCH_FMTS \
+        and fp32_result(point, "sumsq")
+
+
+@backend.kernel("rmsnorm", "torch_rmsnorm", supports=supports_rmsnorm)
 def rmsnorm(point, inputs, mode, threads):
     return _rmsnorm(point, inputs, mode, threads, residual=point.flag("residual"))
 
 
-@backend.kernel("rmsnorm", "torch_fused_add_rmsnorm")
+@backend.kernel("rmsnorm", "torch_fused_add_rmsnorm", supports=supports_rmsnorm)
 def fused_add_rmsnorm(point, inputs, mode, threads):
     return _rmsnorm(point, inputs, mode, threads, residual=True)
 
@@ -181,12 +279,18 @@ SOFTMAX = {
 }
 
 
-@backend.kernel("softmax", "torch_softmax")
+def supports_softmax(point):
+    """torch.softmax's fp32 kernel: its sum's result fp32; y any torch format."""
+    return point.get("in", "bf16") in _TORCH_FMTS and point.get("out", point.get("in", "bf16")) in _TORCH_FMTS \
+        and fp32_result(point, "sum")
+
+
+@backend.kernel("softmax", "torch_softmax", supports=supports_softmax)
 def softmax(point, inputs, mode, threads):
     return _softmax(point, inputs, mode, threads, "softmax")
 
 
-@backend.kernel("softmax", "torch_softmax_legacy")
+@backend.kernel("softmax", "torch_softmax_legacy", supports=supports_softmax)
 def softmax_legacy(point, inputs, mode, threads):
     return _softmax(point, inputs, mode, threads, "functional")
 
@@ -199,7 +303,11 @@ def _silu_mul(x):
     return F.silu(g) * u
 
 
-@backend.kernel("silu_and_mul", "torch_silu_and_mul")
+def supports_silu(point):
+    return point.get("in", "bf16") in _TORCH_FMTS and point.get("out", point.get("in", "bf16")) in _TORCH_FMTS
+
+
+@backend.kernel("silu_and_mul", "torch_silu_and_mul", supports=supports_silu)
 def silu_and_mul(point, inputs, mode, threads):
     threads_of(threads)
     x = arg(inputs, "x")
@@ -220,7 +328,14 @@ def _gemv_core(x, w):
     return torch.stack([torch.mv(w, x[i]) for i in range(x.shape[0])])
 
 
-@backend.kernel("gemv_w4a16", "torch_gemv_w4a16_dequant")
+def supports_gemv(point):
+    """per element only (the weights dequantised first); y is torch.mv's
+    fp32 result rounded once to the `k` point's out."""
+    return point.get("scale_apply", "per_element") == "per_element" and \
+        red_out(point, "k", "fp16") in _TORCH_FMTS and rounds_as_torch(point, "k")
+
+
+@backend.kernel("gemv_w4a16", "torch_gemv_w4a16_dequant", supports=supports_gemv)
 def gemv_w4a16(point, inputs, mode, threads):
     threads_of(threads)
     if point.get("scale_apply", "per_element") != "per_element":
@@ -240,17 +355,18 @@ def gemv_w4a16(point, inputs, mode, threads):
     sf = s.float().repeat_interleave(group, 1)
     w = ((q - zf).float() * sf).half()   # exact (4 bits times 11), then one rne to fp16
     y = graph(mode, ("gemv",), _gemv_core, x.float(), w.float())
-    return {"y": y.half()}
+    # y in the `k` point's format (families.md): torch.mv's fp32 result, one .to()
+    return {"y": y.to(tdtype(red_out(point, "k", "fp16")))}
 
 
 # ------------------------------------------------------------------ moe_grouped_gemm
 
-def _moe_expert_bf16(x, w):
-    return torch.mm(x, w.t()).bfloat16().float()
-
-
-def _moe_expert_f32(x, w):
-    return torch.mm(x, w.t())
+def _moe_expert(fmt):
+    """torch.mm in fp32 (the BLAS), h rounded to the `k` point's out."""
+    if fmt == "fp32":
+        return lambda x, w: torch.mm(x, w.t())
+    dt = tdtype(fmt)
+    return lambda x, w: torch.mm(x, w.t()).to(dt).float()
 
 
 def _moe_combine(tw, *hs):
@@ -260,13 +376,20 @@ def _moe_combine(tw, *hs):
     return y
 
 
-@backend.kernel("moe_grouped_gemm", "torch_moe_grouped")
+def supports_moe(point):
+    """x and w of a torch format (widened exactly to fp32, the BLAS's
+    sgemm); h and y each rounded once with .to() to their points' out."""
+    return point.get("in", "bf16") in _TORCH_FMTS and all(
+        red_out(point, r, "bf16") in _TORCH_FMTS and rounds_as_torch(point, r) for r in ("k", "combine"))
+
+
+@backend.kernel("moe_grouped_gemm", "torch_moe_grouped", supports=supports_moe)
 def moe_grouped(point, inputs, mode, threads):
     threads_of(threads)
     x, w = arg(inputs, "x"), arg(inputs, "w")
-    # h and y in the activations' format, as a torch model computes them
-    dt = x.dtype
-    expert = _moe_expert_f32 if dt == torch.float32 else _moe_expert_bf16
+    # h_j in the `k` point's out, y in the `combine` point's (families.md)
+    hfmt, yfmt = red_out(point, "k", "bf16"), red_out(point, "combine", "bf16")
+    expert = _moe_expert(hfmt)
     x, w = x.float(), w.float()
     ids, tw = arg(inputs, "topk_ids").long(), arg(inputs, "topk_weights").float()
     t, topk = ids.shape
@@ -274,13 +397,14 @@ def moe_grouped(point, inputs, mode, threads):
     hs = [torch.zeros(t, n) for _ in range(topk)]
     for e in torch.unique(ids).tolist():
         tok, slot = (ids == e).nonzero(as_tuple=True)
-        h = graph(mode, ("moe_k", dt), expert, x[tok].contiguous(), w[e])
+        h = graph(mode, ("moe_k", hfmt), expert, x[tok].contiguous(), w[e])
         for j in range(topk):
             sel = slot == j
             if bool(sel.any()):
                 hs[j][tok[sel]] = h[sel]
     y = graph(mode, ("moe_combine",), _moe_combine, tw, *hs)
-    return {"y": y.to(dt)}
+    return {"y": y.to(tdtype(yfmt))}
+
 
 
 # ------------------------------------------------------------------ paged_decode_attention
@@ -295,7 +419,14 @@ def _attn_core(q, k, v, scale):
     return o / l
 
 
-@backend.kernel("paged_decode_attention", "torch_paged_attention")
+def supports_attention(point):
+    """split = 0 only (no combine); qk, the sum and o stay fp32 torch
+    tensors; y any torch format."""
+    return point.int("split", 0) == 0 and point.get("in", "bf16") in _TORCH_FMTS and \
+        point.get("out", point.get("in", "bf16")) in _TORCH_FMTS and fp32_result(point, "qk", "softmax_sum", "pv")
+
+
+@backend.kernel("paged_decode_attention", "torch_paged_attention", supports=supports_attention)
 def paged_attention(point, inputs, mode, threads):
     threads_of(threads)
     if point.int("split", 0) != 0:
@@ -341,7 +472,8 @@ def describe():
     return {"sku": "torch-cpu", "torch": torch.__version__, "aten_cpu_capability": cap or "",
             "aten_cpu_capability_env": os.environ.get("ATEN_CPU_CAPABILITY", ""),
             "blas": blas[0] if blas else "", "threads_default": DEFAULT_THREADS,
-            "mkldnn": bool(torch.backends.mkldnn.is_available())}
+            "mkldnn": bool(torch.backends.mkldnn.is_available()), "onednn_bf16_mm": _ONEDNN_BF16,
+            "onednn": (re.findall(r"MKL-DNN (v[0-9.]+)", cfg) or [""])[0]}
 
 
 if __name__ == "__main__":

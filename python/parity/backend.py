@@ -27,6 +27,7 @@ import inspect
 import json
 import mmap
 import os
+import re
 import sys
 import traceback
 
@@ -34,7 +35,7 @@ import numpy as np
 
 __all__ = ["kernel", "serve", "Point", "Inputs", "Bits", "read_safetensors", "write_safetensors",
            "bf16_to_f32", "f16_to_f32", "to_f32", "round_bf16", "round_f16", "to_format", "from_torch",
-           "as_torch", "PROTOCOL"]
+           "as_torch", "parse_point", "PROTOCOL"]
 
 PROTOCOL = 1
 _MAX_LINE = 1 << 20
@@ -325,13 +326,141 @@ def write_safetensors(path, tensors, metadata=None):
 
 # ------------------------------------------------------------------ registration
 
+# ------------------------------------------------------------------ numerics points
+
+_ESC = {'"': '"', "\\": "\\", "b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r"}
+_NUM = re.compile(r"[+-]?(?:inf|nan|(?:0x[0-9a-fA-F_]+|[0-9][0-9_]*)(?:\.[0-9_]+)?(?:[eE][+-]?[0-9_]+)?)")
+_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+class _Toml:
+    """A TOML value in the inline form a numerics point is printed in
+    (docs/registry.md): an inline table, arrays, basic strings, booleans,
+    integers and floats.  No dependency on tomllib (Python 3.11)."""
+
+    def __init__(self, text):
+        self.s, self.i = text, 0
+
+    def fail(self, what):
+        raise ValueError("%s at column %d of %r" % (what, self.i + 1, self.s))
+
+    def ws(self):
+        while self.i < len(self.s) and self.s[self.i] in " \t\r\n":
+            self.i += 1
+
+    def eat(self, c):
+        self.ws()
+        if self.s.startswith(c, self.i):
+            self.i += len(c)
+            return True
+        return False
+
+    def string(self):
+        out = []
+        self.i += 1
+        while self.i < len(self.s):
+            c = self.s[self.i]
+            self.i += 1
+            if c == '"':
+                return "".join(out)
+            if c == "\\":
+                e = self.s[self.i:self.i + 1]
+                self.i += 1
+                if e in _ESC:
+                    out.append(_ESC[e])
+                elif e in ("u", "U"):
+                    w = 4 if e == "u" else 8
+                    h = self.s[self.i:self.i + w]
+                    if len(h) != w or not all(x in "0123456789abcdefABCDEF" for x in h):
+                        self.fail("a bad \\%s escape" % e)
+                    out.append(chr(int(h, 16)))
+                    self.i += w
+                else:
+                    self.fail("an unknown escape")
+            else:
+                out.append(c)
+        self.fail("an unterminated string")
+
+    def value(self):
+        self.ws()
+        c = self.s[self.i:self.i + 1]
+        if c == '"':
+            return self.string()
+        if c == "{":
+            self.i += 1
+            t = {}
+            if self.eat("}"):
+                return t
+            while True:
+                self.ws()
+                if self.s[self.i:self.i + 1] == '"':
+                    k = self.string()
+                else:
+                    m = _KEY.match(self.s, self.i)
+                    if not m:
+                        self.fail("a key expected")
+                    k, self.i = m.group(0), m.end()
+                if k in t:
+                    self.fail("key %r given twice" % k)
+                if not self.eat("="):
+                    self.fail("'=' expected")
+                t[k] = self.value()
+                if self.eat("}"):
+                    return t
+                if not self.eat(","):
+                    self.fail("',' or '}' expected")
+        if c == "[":
+            self.i += 1
+            a = []
+            while True:
+                if self.eat("]"):
+                    return a
+                a.append(self.value())
+                if self.eat("]"):
+                    return a
+                if not self.eat(","):
+                    self.fail("',' or ']' expected")
+        for word, v in (("true", True), ("false", False)):
+            if self.s.startswith(word, self.i):
+                self.i += len(word)
+                return v
+        m = _NUM.match(self.s, self.i)
+        if not m:
+            self.fail("a value expected")
+        self.i = m.end()
+        t = m.group(0).replace("_", "")
+        if t.lstrip("+-") in ("inf", "nan"):
+            return float(t)
+        if "0x" in t:
+            return int(t, 16)
+        return float(t) if any(x in t for x in ".eE") else int(t)
+
+
+def parse_point(text):
+    """A numerics point's canonical text (`{ acc = "fp32", ..., tree = "seq",
+    out = "fp32", ... }`) -> a dict; ValueError where it is not one."""
+    if not isinstance(text, str):
+        raise ValueError("a numerics point must be text, got %s" % type(text).__name__)
+    p = _Toml(text)
+    p.ws()
+    if p.s[p.i:p.i + 1] != "{":
+        p.fail("'{' expected")
+    v = p.value()
+    p.ws()
+    if p.i != len(p.s):
+        p.fail("text after the point")
+    return v
+
+
 class Point:
     """The resolved family point of a request (docs/backends.md): family,
     point, cls (the class), kernel (the point's kernel id), hash, params
-    (name -> text: the point's params, then the shape) and reductions
-    (name -> the declared tree, filled)."""
+    (name -> text: the point's params, then the shape), reductions
+    (name -> the declared tree, filled) and numerics (name -> the
+    reduction's whole point as a dict: acc, fma, product, tree, out,
+    out_rounding, saturate, ...; power's variants change `out`)."""
 
-    __slots__ = ("family", "point", "cls", "kernel", "hash", "params", "reductions", "raw")
+    __slots__ = ("family", "point", "cls", "kernel", "hash", "params", "reductions", "numerics", "raw")
 
     def __init__(self, obj):
         if not isinstance(obj, dict):
@@ -350,6 +479,15 @@ class Point:
             raise ValueError("point: params and reductions must be JSON objects")
         self.params = {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in params.items()}
         self.reductions = {str(k): str(v) for k, v in reds.items()}
+        nums = obj.get("numerics") or {}
+        if not isinstance(nums, dict):
+            raise ValueError("point: numerics must be a JSON object")
+        self.numerics = {}
+        for k, v in nums.items():
+            try:
+                self.numerics[str(k)] = parse_point(v)
+            except ValueError as e:
+                raise ValueError("point: numerics of %s: %s" % (k, e))
 
     @property
     def id(self):
@@ -366,6 +504,11 @@ class Point:
 
     def get(self, name, default=None):
         return self.params.get(name, default)
+
+    def out(self, reduction, default=None):
+        """The format a reduction's result is rounded to (its point's
+        `out`); default where the request carries no numerics for it."""
+        return self.numerics.get(reduction, {}).get("out", default)
 
     def flag(self, name, default=False):
         v = self.params.get(name)

@@ -143,6 +143,13 @@ SERVER = textwrap.dedent("""
     def sm(point, inputs):
         return {{"y": np.zeros(1, dtype=np.float32)}}
 
+    # y in the format of the point's reduction k (its numerics' out), as a
+    # gemv's y is; no kernel for a result format it cannot write
+    @backend.kernel("gemv_w4a16", "kit_gemv", supports=lambda p: p.out("k") in ("fp16", "fp32"))
+    def gemv(point, inputs):
+        a, b = inputs.f32("a"), inputs.f32("b")
+        return {{"y": backend.to_format(a.astype(np.float64) @ b.T.astype(np.float64), point.numerics["k"]["out"])}}
+
     backend.serve(name="kit-test", threaded=False, describe={{"sku": "test"}})
 """)
 
@@ -173,9 +180,15 @@ def _req(p, rid, op, **kw):
     return _ask(p, json.dumps(kw))
 
 
-def _point(family="gemm", point="seq", kernel="kit_gemm", **params):
+def _nx(out="fp32", tree="seq"):
+    """A reduction's canonical numerics text, as parity sends it."""
+    return ('{ acc = "fp32", rounding = "rne", fma = false, product = "exact", tree = "%s", out = "%s", '
+            'out_rounding = "rne", saturate = false }' % (tree, out))
+
+
+def _point(family="gemm", point="seq", kernel="kit_gemm", numerics=None, **params):
     return {"family": family, "point": point, "class": "kit-test", "kernel": kernel, "hash": "00",
-            "params": params, "reductions": {"k": "seq"}}
+            "params": params, "reductions": {"k": "seq"}, "numerics": {"k": numerics or _nx()}}
 
 
 def test_hello_available_describe(server):
@@ -256,3 +269,66 @@ def test_kernel_exception_is_an_answer(server, tmp_path):
              threads=1, **{"in": pin, "out": pout})
     assert r == {"id": 2, "ok": True}                                               # the next run runs
     assert backend.read_safetensors(pout).dtype("y") == "F32"
+
+
+# ------------------------------------------------------------------ numerics points
+
+CANONICAL = [
+    _nx("bf16", "order([1, 0], seq)"),
+    '{ acc = "fp32", rounding = "rne", in = "bf16", in_rounding = "rz", fma = true, product = "exact", '
+    'tree = "split(4, chain(8), seq, align=16)", atom = { frac_bits = 24, term_round = "rz", round = "rne", '
+    'acc = "fp32", align = "max" }, out = "fp16", out_rounding = "rne", saturate = true, grid = [4, 24], '
+    'rows = [{ select = "i >= M - M % 4 || R == 1", acc = "fp32", tree = "seq", out = "fp16" }] }',
+    '{ s = "a \\"quoted\\" \\\\ \\u00e9", n = -12, f = 1.5e-3, h = 0x1F, e = {}, l = [] }',
+]
+
+
+@pytest.mark.parametrize("text", CANONICAL)
+def test_parse_point_as_toml_reads_it(text):
+    p = backend.parse_point(text)
+    assert isinstance(p, dict)
+    try:
+        import tomllib
+    except ImportError:        # Python < 3.11: the parser stands alone
+        return
+    assert p == tomllib.loads("p = " + text)["p"]
+
+
+def test_parse_point_fields():
+    p = backend.parse_point(CANONICAL[1])
+    assert p["out"] == "fp16" and p["saturate"] is True and p["fma"] is True
+    assert p["atom"]["frac_bits"] == 24 and p["grid"] == [4, 24]
+    assert p["rows"][0]["select"] == "i >= M - M % 4 || R == 1"
+    assert p["tree"] == "split(4, chain(8), seq, align=16)"
+
+
+@pytest.mark.parametrize("bad", ['{ a = 1', '{ a = 1 } x', 'a = 1', '{ a = 1, a = 2 }', '{ a = "x }',
+                                 '{ a = }', '{ a = "\\q" }', '', '{ a = [1, }'])
+def test_parse_point_refuses_what_is_not_a_point(bad):
+    with pytest.raises(ValueError):
+        backend.parse_point(bad)
+
+
+def test_point_numerics_and_out():
+    pt = backend.Point(_point(numerics=_nx("bf16", "order([1, 0], seq)")))
+    assert pt.numerics["k"]["out"] == "bf16" and pt.numerics["k"]["tree"] == "order([1, 0], seq)"
+    assert pt.out("k") == "bf16" and pt.out("combine") is None and pt.out("combine", "fp32") == "fp32"
+    old = _point()
+    del old["numerics"]                     # a request without numerics: none known
+    assert backend.Point(old).numerics == {} and backend.Point(old).out("k", "fp16") == "fp16"
+    with pytest.raises(ValueError, match="numerics of k"):
+        backend.Point(_point(numerics="{ out = "))
+
+
+def test_supports_and_run_follow_the_reductions_out(server, tmp_path):
+    pin, pout = _gemm_input(tmp_path)
+    g = dict(family="gemv_w4a16", point="per_element", kernel="kit_gemv", M="3", N="5", K="8")
+    for rid, out, dt in ((1, "fp32", "F32"), (2, "fp16", "F16")):
+        assert _req(server, rid, "supports", point=_point(numerics=_nx(out), **g), kernel=None)["supports"] is True
+        r = _req(server, 10 + rid, "run", point=_point(numerics=_nx(out), **g), kernel=None, mode="eager",
+                 threads=1, **{"in": pin, "out": pout})
+        assert r == {"id": 10 + rid, "ok": True}
+        assert backend.read_safetensors(pout).dtype("y") == dt
+    assert _req(server, 3, "supports", point=_point(numerics=_nx("bf16"), **g), kernel=None)["supports"] is False
+    r = _req(server, 4, "supports", point=_point(numerics="{ out = ", **g), kernel=None)
+    assert r["ok"] is False and "numerics of k" in r["error"]
