@@ -67,6 +67,14 @@ grep -q 'bits may differ' "$T/cmp" || fail "registry compare: no 'bits may diffe
 "$PARITY" registry compare opencl:gemm.splitk cpu:gemm.splitk --kernels "$KERNELS" > "$T/cmp2" 2>&1 \
   || fail "registry compare opencl:gemm.splitk cpu:gemm.splitk: exit $?, want 0"
 grep -q 'bit parity expected' "$T/cmp2" || fail "registry compare splitk: $(tail -1 "$T/cmp2")"
+# a declared difference in a campaign: opencl's split-K (4 slices) against
+# cpu-split8's (8 slices), the same point id, the points differing by declaration
+"$PARITY" campaign --class opencl --kernels "$KERNELS" --families gemm --no-ledger --against cpu-split8 > "$T/s8" 2>&1
+rc=$?
+[ $rc -eq 0 ] || { fail "--against cpu-split8: exit $rc, want 0 (a declared difference is no failure)"; cat "$T/s8"; }
+grep -qF 'gemm.splitk parity: ok (declared difference): bit parity between opencl and cpu-split8 at gemm.splitk: not expected: the points differ: ' "$T/s8" &&
+  grep -qF 'split count: 4 vs 8' "$T/s8" || { fail "--against cpu-split8: the declared difference not named"; cat "$T/s8"; }
+grep -qF 'bit parity between opencl and cpu-split8 at gemm.seq: yes' "$T/s8" || fail "--against cpu-split8: gemm.seq"
 
 # 3. the plants: red, naming the point and what the kernel realises instead
 PARITY_OPENCL_PLANT=contract camp contract
