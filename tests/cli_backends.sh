@@ -160,6 +160,7 @@ TOML
   check_mode segv 3 'the backend was killed by signal 11'
   check_mode garbage 3 "answered run with a line that is not a JSON object ('this is not JSON')"
   check_mode wrong_id 3 'answered run (request id [0-9]*) with another id'
+  check_mode nul 3 'answered run with a line that is not a JSON object'
   check_mode no_ok 3 'answered run without a boolean "ok"'
   check_mode huge 3 'answered run with a line over 1048576 bytes'
   check_mode error 3 'run: the device ran out of its scratch memory'

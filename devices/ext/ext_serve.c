@@ -187,9 +187,10 @@ static int send_all(int fd, const char *buf, size_t n, double deadline)
 /* One line into *line (malloc'd, NUL-terminated, without its \n).
  * 0: a line; -1: EOF or an error; -2: the deadline; -3: longer than
  * EXT_LINE_MAX. */
-static int read_line(serve_impl *im, char **line, double deadline)
+static int read_line(serve_impl *im, char **line, size_t *len, double deadline)
 {
     *line = NULL;
+    *len = 0;
     for (;;) {
         char *nl = im->rlen ? memchr(im->rbuf, '\n', im->rlen) : NULL;
         if (nl) {
@@ -202,6 +203,7 @@ static int read_line(serve_impl *im, char **line, double deadline)
             memmove(im->rbuf, nl + 1, im->rlen - k - 1);
             im->rlen -= k + 1;
             *line = l;
+            *len = k;
             return 0;
         }
         if (im->rlen >= EXT_LINE_MAX)
@@ -262,11 +264,13 @@ static nx_status request(serve_impl *im, const char *op, json_t *req, json_t **a
     int w = send_all(im->fd, txt, n + 1, deadline);
     free(txt);
     char how[128], *line = NULL;
+    size_t len = 0;
     if (w == 0) {
-        int r = read_line(im, &line, deadline);
+        int r = read_line(im, &line, &len, deadline);
         if (r == 0) {
             json_error_t je;
-            json_t *a = json_loads(line, 0, &je);
+            /* by length: a NUL byte inside the line is not the line's end */
+            json_t *a = json_loadb(line, len, 0, &je);
             char ex[100];
             excerpt(line, ex, sizeof ex);
             free(line);

@@ -70,6 +70,10 @@ for line in sys.stdin:
         say("this is not JSON")
     elif mode == "wrong_id":
         say({"id": rid + 7, "ok": True})
+    elif mode == "nul":
+        # a valid answer, then a NUL byte and more on the same line
+        out.write(json.dumps({"id": rid, "ok": True}) + "\0 and more\n")
+        out.flush()
     elif mode == "no_ok":
         say({"id": rid})
     elif mode == "huge":
