@@ -460,8 +460,9 @@ if [ -n "$KERNELS" ]; then
     || fail "campaign for a ledger: exit $?"
   sqlite3 "$T/rl/v1.sqlite" "PRAGMA journal_mode=DELETE; DROP TABLE measurement;
     $(for c in residual_count residual_loc residual_copy_points residual_single_class coverage_c1 coverage_c16 \
-      coverage_c128 coverage_c1_measured coverage_c16_measured coverage_c128_measured residual_entries source device; do
-      printf 'ALTER TABLE run DROP COLUMN %s; ' $c; done)
+      coverage_c128 coverage_c1_measured coverage_c16_measured coverage_c128_measured residual_entries source device \
+      chain reference class_files; do
+      printf 'ALTER TABLE run DROP COLUMN %s; ' $c; done) ALTER TABLE point DROP COLUMN out_digest; ALTER TABLE point DROP COLUMN in_digest;
     DELETE FROM schema_migration WHERE version >= 2; PRAGMA user_version = 1;" > /dev/null \
     || fail "making a schema 1 ledger"
   cp "$T/rl/v1.sqlite" "$T/rl/v1.orig"

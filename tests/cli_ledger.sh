@@ -23,8 +23,8 @@ rc=$?
 L=$T/out/ledger.sqlite
 [ -f "$L" ] || fail "no default ledger out/ledger.sqlite"
 [ "$(q "$L" 'PRAGMA journal_mode')" = wal ] || fail "ledger not in WAL mode"
-[ "$(q "$L" 'PRAGMA user_version')" = 4 ] || fail "schema version is not 4"
-[ "$(q "$L" 'SELECT max(version) FROM schema_migration')" = 4 ] || fail "migration not logged"
+[ "$(q "$L" 'PRAGMA user_version')" = 5 ] || fail "schema version is not 5"
+[ "$(q "$L" 'SELECT max(version) FROM schema_migration')" = 5 ] || fail "migration not logged"
 row=$(q "$L" "SELECT complete, exit_status, class, model, shapes, seed, started_utc, harness_version FROM run")
 case "$row" in
   "1|0|cpu|ck-7b|small|7|2026-03-01T10:00:0"?"Z|parity "*) ;;

@@ -303,13 +303,13 @@ L=$T/t0.sqlite
 # (the runs a ledger of the current schema holds, its version said: lkb --ledger refuses other databases)
 q "$L" "CREATE TABLE run(class TEXT, complete INTEGER, started_s INTEGER, started_utc TEXT);
         INSERT INTO run VALUES ('x', 1, 1767139200, '2025-12-31T00:00:00Z'), ('x', 0, 1, '1970-01-01T00:00:01Z');
-        PRAGMA user_version = 4"
+        PRAGMA user_version = 5"
 "$P" lkb --class x --kernels "$R" --ledger "$L" --json "$T/t0.json" > /dev/null 2>&1 || fail "lkb with a ledger"
 [ "$(jq_ "$T/t0.json" '$.ttpv[0].speed_s')" = 194400 ] || fail "TTPV since the first campaign: $(jq_ "$T/t0.json" '$.ttpv[0].speed_s'), want 194400"
 # a winning record before the class's first campaign: TTPV 0, said so, never negative
 L2=$T/late.sqlite
 q "$L2" "CREATE TABLE run(class TEXT, complete INTEGER, started_s INTEGER, started_utc TEXT);
-        INSERT INTO run VALUES ('x', 1, 1767571200, '2026-01-05T00:00:00Z'); PRAGMA user_version = 4"
+        INSERT INTO run VALUES ('x', 1, 1767571200, '2026-01-05T00:00:00Z'); PRAGMA user_version = 5"
 "$P" lkb --class x --kernels "$R" --ledger "$L2" --json "$T/late.json" > "$T/late.out" 2>&1 || fail "lkb with a later ledger"
 [ "$(jq_ "$T/late.json" '$.ttpv[0].speed_s')" = 0 ] || fail "TTPV before t0: $(jq_ "$T/late.json" '$.ttpv[0].speed_s'), want 0"
 [ "$(jq_ "$T/late.json" '$.ttpv[0].speed_before_t0')" = 1 ] || fail "TTPV before t0 not flagged"
@@ -506,6 +506,8 @@ q "$O" "ALTER TABLE run DROP COLUMN residual_count; ALTER TABLE run DROP COLUMN 
         ALTER TABLE run DROP COLUMN coverage_c128; ALTER TABLE run DROP COLUMN coverage_c1_measured;
         ALTER TABLE run DROP COLUMN coverage_c16_measured; ALTER TABLE run DROP COLUMN coverage_c128_measured;
         ALTER TABLE run DROP COLUMN residual_entries; ALTER TABLE run DROP COLUMN source; ALTER TABLE run DROP COLUMN device;
+        ALTER TABLE run DROP COLUMN chain; ALTER TABLE run DROP COLUMN reference; ALTER TABLE run DROP COLUMN class_files;
+        ALTER TABLE point DROP COLUMN out_digest; ALTER TABLE point DROP COLUMN in_digest;
         DROP TABLE measurement; DELETE FROM schema_migration WHERE version >= 2; PRAGMA user_version = 1" \
   || fail "making a schema 1 ledger"
 # A reader reads it (migrated in a copy in memory) and leaves it at schema 1;
@@ -515,7 +517,7 @@ grep -c complete "$T/o.out" | grep -qx 2 || fail "ledger runs on an old ledger: 
 [ "$(q "$O" 'PRAGMA user_version')" = 1 ] || fail "ledger runs migrated the old ledger (a reader writes nothing)"
 "$P" campaign --class cpu --kernels "$KERNELS" --families rmsnorm --ledger "$O" -q > "$T/o2.out" 2>&1 \
   || fail "a campaign on an old ledger: $(cat "$T/o2.out")"
-[ "$(q "$O" 'PRAGMA user_version')" = 4 ] || fail "the old ledger is not migrated by a campaign"
+[ "$(q "$O" 'PRAGMA user_version')" = 5 ] || fail "the old ledger is not migrated by a campaign"
 [ "$(q "$O" 'SELECT count(*), count(residual_count) FROM run')" = "3|1" ] || fail "old runs: $(q "$O" 'SELECT count(*), count(residual_count) FROM run')"
 
 # ---- energy from RAPL, on a stand-in for /sys/class/powercap -------------

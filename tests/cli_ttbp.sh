@@ -82,8 +82,10 @@ grep -q 'not at parity since' "$T/a.out" || fail "an open regression is not said
 # a model with a step counts its hot points: llama3-8b's ops on cpu lower
 # to gemm.seq (gate_up, ...) and gemm.splitk among the gemm points
 camp 2026-01-11T00:00:00Z "$T/good.toml" --model llama3-8b || fail "run 6"
-"$PARITY" ttbp --class cpu --model llama3-8b --kernels "$T/reg" --ledger "$L" --json "$T/h.json" > "$T/h.out" 2>&1 \
-  || fail "ttbp --model llama3-8b: $(cat "$T/h.out")"
+# (no `parity model` run is recorded: model.llama3-8b counts, not run, exit 1)
+"$PARITY" ttbp --class cpu --model llama3-8b --any-shapes --kernels "$T/reg" --ledger "$L" --json "$T/h.json" > "$T/h.out" 2>&1
+[ $? -eq 1 ] || fail "ttbp --model llama3-8b without a model run: want 1: $(cat "$T/h.out")"
+grep -Eq '^model.llama3-8b +not yet +- +- +not run ' "$T/h.out" || fail "model.llama3-8b is not 'not run'"
 grep -q "^points that count: the hot points of llama3-8b's step on class cpu" "$T/h.out" || fail "hot points not said: $(cat "$T/h.out")"
 hot=$(jq_ "$T/h.json" '$.points[#-1].id')
 [ -n "$hot" ] || fail "no hot point counted"
@@ -113,14 +115,14 @@ PY
 cp "$T/zgood.toml" "$ZM"
 zc 2026-02-02T00:00:00Z cpu || fail "zero-day: run 2: $(cat "$T/zc.out")"
 zc 2026-02-03T00:00:00Z cpu2 || fail "zero-day: cpu2"
-"$PARITY" ttbp --model llama3-8b --zero-day --kernels "$T/zr" --ledger "$Z" --json "$T/z.json" > "$T/z.out" 2>&1
+"$PARITY" ttbp --model llama3-8b --zero-day --any-shapes --all-points --kernels "$T/zr" --ledger "$Z" --json "$T/z.json" > "$T/z.out" 2>&1
 [ $? -eq 1 ] || fail "zero-day: not ready everywhere, want exit 1: $(cat "$T/z.out")"
 grep -q '^  cpu2 *ready: bit parity by run 3 at 2026-02-03T00:00:00Z (TTBP 00:00:00' "$T/z.out" || fail "cpu2 zero-day: $(cat "$T/z.out")"
-grep -q '^  cpu *not zero-day: bit parity by run 2 at 2026-02-02T00:00:00Z (TTBP 1d 00:00:00), after class work: run 2: a point the first campaign did not have: gemm.extra$' "$T/z.out" \
+grep -q '^  cpu *not zero-day: bit parity by run 2 at 2026-02-02T00:00:00Z (TTBP 1d 00:00:00), after class work: run 2: class files changed since run 1: cpu/common/KERNEL_FAMILIES.toml changed; a point the first campaign did not have: gemm.extra$' "$T/z.out" \
   || fail "cpu zero-day: $(cat "$T/z.out")"
 grep -q '^zero-day ready on 1 of 2 class(es)$' "$T/z.out" || fail "zero-day summary"
 [ "$(jq_ "$T/z.json" '$.ready_everywhere')" = 0 ] || fail "zero-day json"
-"$PARITY" ttbp --model llama3-8b --zero-day --class cpu2 --kernels "$T/zr" --ledger "$Z" > /dev/null 2>&1 || fail "zero-day on cpu2 alone: want 0"
+"$PARITY" ttbp --model llama3-8b --zero-day --any-shapes --all-points --class cpu2 --kernels "$T/zr" --ledger "$Z" > /dev/null 2>&1 || fail "zero-day on cpu2 alone: want 0"
 "$PARITY" ttbp --zero-day --ledger "$Z" > /dev/null 2>&1; [ $? -eq 2 ] || fail "--zero-day without --model: want 2"
 
 # Two campaigns within one second (CI jobs, shards): the broken one first,
@@ -137,9 +139,11 @@ done
 grep -Eq '^gemm.splitk +2026-03-01T00:00:00Z +2 00:00:00 ' "$T/s.out" || fail "same second: table: $(grep '^gemm.splitk' "$T/s.out")"
 grep -q '^overall: all 2 point(s) reached bit parity by run 2 at 2026-03-01T00:00:00Z' "$T/s.out" \
   || fail "same second: overall: $(grep overall "$T/s.out")"
-"$PARITY" ttbp --model llama3-8b --zero-day --class cpu --all-points --ledger "$S" > "$T/sz.out" 2>&1
+"$PARITY" ttbp --model llama3-8b --zero-day --any-shapes --class cpu --all-points --ledger "$S" > "$T/sz.out" 2>&1
 grep -q 'bit parity by run 2 at 2026-03-01T00:00:00Z' "$T/sz.out" || fail "same second: zero-day: $(cat "$T/sz.out")"
-grep -q 'after class work' "$T/sz.out" && fail "same second: zero-day blames class work: $(cat "$T/sz.out")"
+# the manifest was edited between the two runs: class work, the file named
+grep -q 'after class work: run 2: class files changed since run 1: cpu/common/KERNEL_FAMILIES.toml changed$' "$T/sz.out" \
+  || fail "same second: zero-day does not name the edited file: $(cat "$T/sz.out")"
 
 # usage and input errors
 "$PARITY" ttbp --help | grep -q '^usage: parity ttbp' || fail "--help"

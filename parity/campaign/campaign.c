@@ -12,6 +12,7 @@
 #include "tier2.h"
 #include "tolerance.h"
 #include "nx_sbuf.h"
+#include "nx_sha256.h"
 
 #include <jansson.h>
 
@@ -774,6 +775,30 @@ static nx_status exercise_controls(const reg_registry *reg, const char *class_na
     return st;
 }
 
+/* SHA-256 (hex) of the tensors of f that are outputs (all = 0: an "in."
+ * tensor is an input, left out) or of every tensor (all = 1): each one's
+ * name, dtype, shape and bytes. */
+static void digest_tensors(const st_file *f, int all, char out[65])
+{
+    nx_sha256 h;
+    nx_sha256_init(&h);
+    for (size_t i = 0; i < f->ntensors; i++) {
+        const st_tensor *t = &f->tensors[i];
+        if (!all && trace_tensor_is_input(t))
+            continue;
+        int32_t dt = (int32_t)t->dtype, nd = t->ndim;
+        nx_sha256_update(&h, t->name, strlen(t->name) + 1);
+        nx_sha256_update(&h, &dt, sizeof dt);
+        nx_sha256_update(&h, &nd, sizeof nd);
+        nx_sha256_update(&h, t->shape, (size_t)nd * sizeof t->shape[0]);
+        nx_sha256_update(&h, t->data, (size_t)t->nbytes);
+    }
+    uint8_t dg[32];
+    nx_sha256_final(&h, dg);
+    for (int i = 0; i < 32; i++)
+        snprintf(out + 2 * i, 3, "%02x", dg[i]);
+}
+
 nx_status camp_run_point(const reg_registry *reg, const char *class_name, const char *id, const char *shape,
                          const camp_opts *o, camp_result *res, nx_err *err)
 {
@@ -846,6 +871,8 @@ nx_status camp_run_point(const reg_registry *reg, const char *class_name, const 
         goto out;
     if ((st = save_trace(o, &spec, res, &runs[0], "graphed-0", DEV_GRAPHED, 0, NULL, full_batch, err)))
         goto out;
+    digest_tensors(&runs[0], 0, res->out_digest);
+    digest_tensors(inp, 1, res->in_digest);
     for (int k = 1; k < repeats && d.same; k++) {
         st_free(&runs[1]);
         if ((st = run_backend(o, &spec, inp, DEV_GRAPHED, NULL, &runs[1], res, err)))

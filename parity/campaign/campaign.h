@@ -47,6 +47,10 @@ typedef struct camp_result {
     char legacy[96];       /* "" when the point has no legacy kernel */
     char shape[256];
     char hash[65];
+    /* SHA-256 (hex) of the graphed run 0's outputs and of the inputs it ran
+     * on (each tensor's name, dtype, shape and bytes; "" when it did not
+     * run): what the ledger compares across classes (docs/ledger.md) */
+    char out_digest[65], in_digest[65];
     camp_check checks[CK_COUNT];
     int bit_exact;         /* Tier 2: no bit of the main output differs from the reference */
     char against[32];      /* the class of the CK_PARITY check, "" without --against */

@@ -9,6 +9,7 @@
 #include "campaign.h"
 #include "ledger.h"
 #include "lkb.h"
+#include "model_shapes.h"
 #include "shard.h"
 #include "refimpl.h"
 #include "report.h"
@@ -214,10 +215,13 @@ int cmd_campaign(int argc, char **argv)
         cli_error("campaign", "needs --class C (see --help)");
         return EXIT_INPUT;
     }
-    if (!fam_preset_known(preset)) {
-        cli_error("campaign", "--shapes: unknown preset '%s' (expected small or 8b-layer)", preset);
+    const char *mmodel = !strncmp(preset, "model:", 6) ? preset + 6 : NULL;
+    if (!mmodel && !fam_preset_known(preset)) {
+        cli_error("campaign", "--shapes: unknown preset '%s' (expected small, 8b-layer or model:M)", preset);
         return EXIT_INPUT;
     }
+    if (mmodel && !model)
+        model = mmodel; /* a campaign at a model's shapes is that model's */
     /* One output-path policy: no report over another, over the ledger it
      * appends to, or inside the registry it reads; --traces never over the
      * reference traces of --against-traces. */
@@ -268,6 +272,19 @@ int cmd_campaign(int argc, char **argv)
         reg_free(reg);
         return cli_fail("campaign", &err);
     }
+    /* --shapes model:M: each point M's step lowers to on the class, at
+     * every shape its ops have at C = 1, 16, 128 (capped where the
+     * reference's cost forbids, said) */
+    cli_mshape *ms = NULL;
+    size_t nms = 0;
+    if (mmodel && cli_model_shapes(reg, cls, mmodel, &ms, &nms, &err) != NX_OK) {
+        nx_err_prefix(&err, "--shapes %s", preset);
+        for (size_t i = 0; i < nids; i++)
+            free(ids[i]);
+        free(ids);
+        reg_free(reg);
+        return cli_fail("campaign", &err);
+    }
     o.backend = camp_class_backend(reg, cls);
     char why[256] = "";
     int rc = EXIT_PASS;
@@ -280,7 +297,7 @@ int cmd_campaign(int argc, char **argv)
         }
         for (size_t i = 0; i < nids; i++)
             in_shard[i] = (unsigned char)in_list(fams, family_of(ids[i], fam, sizeof fam));
-        if (shard_select(ids, nids, preset, si, sn, in_shard, &err) != NX_OK) {
+        if (shard_select(ids, nids, mmodel ? "8b-layer" : preset, si, sn, in_shard, &err) != NX_OK) {
             rc = cli_fail("campaign", &err);
             goto done;
         }
@@ -355,7 +372,13 @@ int cmd_campaign(int argc, char **argv)
         char fam[128];
         int f = in_list(fams, family_of(ids[i], fam, sizeof fam));
         in_fams += f;
-        todo += f && (!in_shard || in_shard[i]);
+        size_t runs = 1;
+        if (mmodel) {
+            runs = 0;
+            for (size_t k = 0; k < nms; k++)
+                runs += !strcmp(ms[k].point, ids[i]);
+        }
+        todo += f && (!in_shard || in_shard[i]) ? runs : 0;
     }
     if (fams && todo == 0) {
         if (in_fams)
@@ -391,7 +414,13 @@ int cmd_campaign(int argc, char **argv)
         }
         o.traces = traces;
     }
-    camp_result *res = calloc(nids ? nids : 1, sizeof *res);
+    if (mmodel) {
+        printf("shapes of model %s on class %s: %zu (point, shape) pair(s) from its step at C = 1, 16, 128\n", mmodel,
+               cls, nms);
+        for (size_t k = 0; k < nms; k++)
+            printf("  %-28s %-36s %s\n", ms[k].point, ms[k].shape, ms[k].said);
+    }
+    camp_result *res = calloc(nids + nms + 1, sizeof *res);
     if (!res) {
         cli_error("campaign", "out of memory");
         rc = EXIT_INTERNAL;
@@ -401,7 +430,8 @@ int cmd_campaign(int argc, char **argv)
     ledger *lg = NULL;
     if (!no_ledger) {
         ledger_run_info li = {cls, model, preset, o.seed, dist_s, nx_engine_name((nx_engine_kind)o.engine),
-                              o.backend->name, o.repeats, o.threads, kdir, kernel_src, traces, against, shard_s};
+                              o.backend->name, o.repeats, o.threads, kdir, kernel_src, traces, against, shard_s,
+                              reg};
         if (ledger_start(ledger_path, &li, &lg, &err) != NX_OK) {
             if (traces) /* a ledger that cannot be opened is bad input */
                 unmake_traces(traces, made_traces, made_lock);
@@ -415,11 +445,19 @@ int cmd_campaign(int argc, char **argv)
         o.diff_budget = &diff_budget;
     double t0 = wall();
     int input_error = 0, backend_error = 0;
-    for (size_t i = 0; i < nids; i++) {
+    for (size_t i = 0, k = 0; i < nids; k = 0, i++)
+    for (;;) {
         char fam[128];
         if (!in_list(fams, family_of(ids[i], fam, sizeof fam)) || (in_shard && !in_shard[i]))
-            continue;
-        const char *shape = fam_preset_shape(preset, fam);
+            break;
+        const char *shape = mmodel ? NULL : fam_preset_shape(preset, fam);
+        if (mmodel) { /* the next of this point's model shapes */
+            while (k < nms && strcmp(ms[k].point, ids[i]) != 0)
+                k++;
+            if (k >= nms)
+                break;
+            shape = ms[k++].shape;
+        }
         if (!quiet) {
             fprintf(stderr, "[%zu/%zu] %s %s ...", n + 1, todo, ids[i], shape ? shape : "");
             fflush(stderr);
@@ -441,6 +479,8 @@ int cmd_campaign(int argc, char **argv)
                     res[n].backend_error ? "backend error" : res[n].error ? "input error"
                     : camp_result_failed(&res[n]) ? "FAIL" : "ok", wall() - ts);
         n++;
+        if (!mmodel)
+            break;
     }
     char dev[1024] = "{}";
     if (dev_describe(o.backend, dev, sizeof dev, &err) != NX_OK)
@@ -486,6 +526,7 @@ int cmd_campaign(int argc, char **argv)
         camp_result_free(&res[i]);
     free(res);
 done:
+    free(ms);
     free(in_shard);
     camp_cache_free(&cache);
     for (size_t i = 0; i < nids; i++)

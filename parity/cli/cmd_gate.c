@@ -5,10 +5,14 @@
 #include "cli.h"
 #include "famdesc.h"
 #include "gate.h"
+#include "ledger.h"
+#include "lkb.h"
+#include "model_shapes.h"
 #include "refimpl.h"
 #include "report.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +25,7 @@ static const char gate_usage[] =
     "                   [--repeats N] [--threads N] [--traces DIR] [--json FILE]\n"
     "                   [--no-bench] [--slack R] [--false-alarm P] [--pairs N]\n"
     "                   [--quiet] [--allow-lint-errors]\n"
-    "                   [--registry-path P]\n"
+    "                   [--registry-path P] [--bench-shapes model:M|preset]\n"
     "\n"
     "The promotion rule as a command.  A and B are two registry directories (the\n"
     "registry before a change and after it), or two git revisions of the\n"
@@ -67,6 +71,11 @@ static const char gate_usage[] =
     "  --false-alarm P  the gate's false-alarm rate, shared by its points\n"
     "                   (default 0.01)\n"
     "  --pairs N        interleaved timing pairs per point, 11 ... 1001 (default 31)\n"
+    "  --bench-shapes S where each point's kernels are timed: model:M, the shape\n"
+    "                   M's step gives the point at C = 1 (capped as campaign\n"
+    "                   --shapes model:M caps it), else the preset's; preset: the\n"
+    "                   --shapes preset's (default model:llama3-8b when the\n"
+    "                   registry has its step, else preset)\n"
     "  --quiet          no progress lines\n"
     "  --allow-lint-errors  gate registries that `parity registry lint` refuses\n"
     "                   (without it: exit 2 naming the first error; nothing written)\n"
@@ -116,6 +125,111 @@ static void progress(void *ctx, size_t i, size_t n, const char *id)
     fprintf(stderr, "[%zu/%zu] %s\n", i, n, id);
 }
 
+/* The timing shapes of one class: the model's C = 1 shape of each point. */
+typedef struct bench_ctx {
+    const char *model, *cls;
+    cli_mshape *ms;
+    size_t n;
+    char why[300];  /* why there are none */
+} bench_ctx;
+
+static const char *bench_shape(void *vctx, const char *id, char *why, size_t len)
+{
+    bench_ctx *c = vctx;
+    for (size_t k = 0; k < c->n; k++)
+        if (!strcmp(c->ms[k].point, id)) {
+            snprintf(why, len, "%s", c->ms[k].said);
+            return c->ms[k].shape;
+        }
+    if (*c->why)
+        snprintf(why, len, "%s", c->why);
+    else
+        snprintf(why, len, "no op of %s's step lowers to it on class %s: the preset's shape", c->model, c->cls);
+    return NULL;
+}
+
+/* "Promoted into the LKB: ..." and "LKB residual delta: ..." of the gate:
+ * the class's LKB residual before and after the change (docs/lkb.md).  A
+ * residual entry gone after the change is a promotion when every point it
+ * served passed the gate (outputs byte-identical, gates and hash unchanged)
+ * and it had two users (rule 1). */
+static void promotion_lines(const char *dir_a, const char *dir_b, const char *cls, const gate_report *r, json_t *jo)
+{
+    reg_registry *ra = NULL, *rb = NULL;
+    nx_err e;
+    if (reg_load(dir_a, &ra, &e) != NX_OK || reg_load(dir_b, &rb, &e) != NX_OK) {
+        reg_free(ra);
+        return;
+    }
+    ledger_lkb fa, fb;
+    lkb_ledger_fields(ra, cls, NULL, &fa);
+    lkb_ledger_fields(rb, cls, NULL, &fb);
+    json_t *pa = fa.residual_json ? json_loads(fa.residual_json, 0, NULL) : NULL,
+           *pb = fb.residual_json ? json_loads(fb.residual_json, 0, NULL) : NULL;
+    char line[4096] = "", notp[2048] = "";
+    int n = 0, nn = 0;
+    size_t i;
+    json_t *x;
+    json_array_foreach(pa, i, x) {
+        const char *kind = json_string_value(json_object_get(x, "kind")), *what = json_string_value(json_object_get(x, "what")),
+                   *kernel = json_string_value(json_object_get(x, "kernel")),
+                   *users = json_string_value(json_object_get(x, "users_text"));
+        int nusers = (int)json_integer_value(json_object_get(x, "users")), gone = 1;
+        size_t j;
+        json_t *y;
+        json_array_foreach(pb, j, y) {
+            const char *k2 = json_string_value(json_object_get(y, "kind")), *w2 = json_string_value(json_object_get(y, "what"));
+            if (kind && what && k2 && w2 && !strcmp(kind, k2) && !strcmp(what, w2))
+                gone = 0;
+        }
+        if (!kind || !what || !gone)
+            continue;
+        for (size_t k = 0; k < r->n; k++) {
+            const gate_item *it = &r->items[k];
+            int served = !strcmp(kind, "source") ? kernel && *kernel && !strcmp(it->kernel_before, kernel)
+                                                 : !strcmp(it->id, what);
+            if (!served)
+                continue;
+            size_t l = strlen(line), m = strlen(notp);
+            if (it->kind != GATE_SAME)
+                snprintf(notp + m, sizeof notp - m, "%s%s %s removed, but %s %s", nn++ ? "; " : "", kind, what, it->id,
+                         it->kind == GATE_REMOVED ? "is gone" : "did not pass the gate");
+            else if (nusers < 2)
+                snprintf(notp + m, sizeof notp - m, "%s%s %s removed for %s, which has %d user (%s): rule 1 needs two",
+                         nn++ ? "; " : "", kind, what, it->id, nusers, users && *users ? users : "none derived");
+            else {
+                const char *dot = strchr(it->id, '.');
+                snprintf(line + l, sizeof line - l, "%s%.*s / %s / kernel %s / numerics point %.12s / users %s / "
+                         "residual removed: %s %s", n++ ? ", " : "", dot ? (int)(dot - it->id) : (int)strlen(it->id),
+                         it->id, dot ? dot + 1 : "?", *it->kernel_after ? it->kernel_after : "none", it->hash,
+                         users ? users : "?", kind, what);
+            }
+        }
+    }
+    printf("Promoted into the LKB: %s%s%s%s\n", n ? line : "no promotion", nn ? " (not promotions: " : "", notp,
+           nn ? ")" : "");
+    if (fa.set && fb.set)
+        printf("LKB residual delta: %+lld entries, %+lld lines, %+lld copy points, %+lld single-class (before: %lld "
+               "entries, %lld lines, %lld copy points, %lld single-class; after: %lld, %lld, %lld, %lld)\n",
+               fb.count - fa.count, fb.loc - fa.loc, fb.copy_points - fa.copy_points, fb.single_class - fa.single_class,
+               fa.count, fa.loc, fa.copy_points, fa.single_class, fb.count, fb.loc, fb.copy_points, fb.single_class);
+    else
+        printf("LKB residual delta: not measured (%s)\n", !fa.set ? fa.why : fb.why);
+    json_object_set_new(jo, "promoted", json_string(n ? line : "no promotion"));
+    json_object_set_new(jo, "not_promotions", json_string(notp));
+    if (fa.set && fb.set)
+        json_object_set_new(jo, "residual_delta", json_pack("{s:I,s:I,s:I,s:I}", "entries", (json_int_t)(fb.count - fa.count),
+                                                            "lines", (json_int_t)(fb.loc - fa.loc), "copy_points",
+                                                            (json_int_t)(fb.copy_points - fa.copy_points), "single_class",
+                                                            (json_int_t)(fb.single_class - fa.single_class)));
+    json_decref(pa);
+    json_decref(pb);
+    free(fa.residual_json);
+    free(fb.residual_json);
+    reg_free(ra);
+    reg_free(rb);
+}
+
 static int parse_double(const char *opt, const char *v, double *out)
 {
     char *end;
@@ -158,7 +272,7 @@ int cmd_gate(int argc, char **argv)
 {
     const char *before = NULL, *after = NULL, *cls = NULL, *preset = "small", *fams = NULL, *seed_s = NULL,
                *dist_s = "normal", *eng_s = NULL, *rep_s = NULL, *thr_s = NULL, *traces = NULL, *json = NULL,
-               *rel_s = NULL, *abs_s = NULL, *pairs_s = NULL, *reg_path = "kernels";
+               *rel_s = NULL, *abs_s = NULL, *pairs_s = NULL, *reg_path = "kernels", *bench_s = NULL;
     int bad = 0, quiet = 0, no_bench = 0, allow_lint = 0;
     char lint_before[1600] = "", lint_after[1600] = "";
     for (int i = 1; i < argc && !bad; i++) {
@@ -186,7 +300,8 @@ int cmd_gate(int argc, char **argv)
             cli_opt(argc, argv, &i, "--traces", &traces, &bad) || cli_opt(argc, argv, &i, "--json", &json, &bad) ||
             cli_opt(argc, argv, &i, "--slack", &rel_s, &bad) || cli_opt(argc, argv, &i, "--false-alarm", &abs_s, &bad) ||
             cli_opt(argc, argv, &i, "--pairs", &pairs_s, &bad) ||
-            cli_opt(argc, argv, &i, "--registry-path", &reg_path, &bad))
+            cli_opt(argc, argv, &i, "--registry-path", &reg_path, &bad) ||
+            cli_opt(argc, argv, &i, "--bench-shapes", &bench_s, &bad))
             continue;
         cli_error("gate", "unknown argument '%s' (see --help)", argv[i]);
         return EXIT_INPUT;
@@ -236,6 +351,10 @@ int cmd_gate(int argc, char **argv)
     }
     if (pairs_s && (o.pairs = (int)cli_long("gate", "--pairs", pairs_s, 11, 1001)) < 0)
         return EXIT_INPUT;
+    if (bench_s && strcmp(bench_s, "preset") != 0 && (strncmp(bench_s, "model:", 6) != 0 || !bench_s[6])) {
+        cli_error("gate", "--bench-shapes: '%s' is neither model:M nor preset", bench_s);
+        return EXIT_INPUT;
+    }
     nx_err err = {0};
     char *dir_a = NULL, *tmp_a = NULL, *dir_b = NULL, *tmp_b = NULL;
     int rc = EXIT_PASS;
@@ -314,8 +433,25 @@ int cmd_gate(int argc, char **argv)
             ungated(jskip, &touched[k], cant, &any_fail, &any_unverified);
             continue;
         }
+        /* the timing shapes: the model's hot shape of each point */
+        bench_ctx bc = {0};
+        bc.cls = c;
+        bc.model = bench_s && !strncmp(bench_s, "model:", 6) ? bench_s + 6 : bench_s ? NULL : "llama3-8b";
+        o.bench_shape = NULL;
+        if (bc.model && !no_bench) {
+            reg_registry *br = NULL;
+            nx_err be = {0};
+            if (reg_load(dir_b, &br, &be) != NX_OK || cli_model_shapes(br, c, bc.model, &bc.ms, &bc.n, &be) != NX_OK)
+                snprintf(bc.why, sizeof bc.why, "%.200s: the preset's shape", be.msg);
+            reg_free(br);
+            /* the C = 1 shapes first: the list is in C order */
+            o.bench_shape = bench_shape;
+            o.bench_ctx = &bc;
+        }
         gate_report r;
-        if (gate_run(&o, &r, &err) != NX_OK) {
+        nx_status gst = gate_run(&o, &r, &err);
+        free(bc.ms);
+        if (gst != NX_OK) {
             rc = cli_fail("gate", &err);
             goto done;
         }
@@ -334,18 +470,28 @@ int cmd_gate(int argc, char **argv)
         if (!cls)
             printf("\n");
         char *t = gate_text(&o, &r);
+        /* the gate's own verdict line last: the promotion lines before it */
+        char *gl = t ? strstr(t, "\ngate: ") : NULL;
+        if (gl)
+            *++gl = 0;
         if (t)
             fputs(t, stdout);
-        free(t);
         char *j = gate_json(&o, &r);
         json_t *jo = j ? json_loads(j, 0, NULL) : NULL;
         free(j);
         if (!jo) {
+            free(t);
             gate_free(&r);
             cli_error("gate", "out of memory");
             rc = EXIT_INTERNAL;
             goto done;
         }
+        promotion_lines(dir_a, dir_b, c, &r, jo);
+        if (gl) {
+            *gl = 'g';
+            fputs(gl, stdout);
+        }
+        free(t);
         if (cls) {
             json_object_update(jall, jo);
             json_decref(jo);

@@ -14,17 +14,22 @@
 #include <string.h>
 
 static const char ttbp_usage[] =
-    "usage: parity ttbp --class C [--model M [--kernels DIR] [--all-points]]\n"
-    "                   [--ledger FILE] [--json FILE|-]\n"
+    "usage: parity ttbp --class C [--model M [--kernels DIR] [--all-points] [--any-shapes]]\n"
+    "                   [--reference R] [--ledger FILE] [--json FILE|-]\n"
     "       parity ttbp --model M --zero-day [--class C] [--kernels DIR] [--all-points]\n"
-    "                   [--ledger FILE] [--json FILE|-]\n"
+    "                   [--any-shapes] [--ledger FILE] [--json FILE|-]\n"
     "\n"
     "Time to bit parity, read from the campaign ledger (docs/ledger.md): over\n"
     "the complete campaigns of class C (with --model, only those run with\n"
     "--model M), in order of their start, for every point they recorded:\n"
-    "  - when it first reached parity: no Tier 1 check failed and Tier 2 was\n"
-    "    bit-exact (\"bits\"), or within the point's declared tolerance where the\n"
-    "    device runs another, declared point (\"declared tolerance\", said as such);\n"
+    "  - when it first reached bit parity: no Tier 1 check failed and its bits\n"
+    "    equal its reference class's at the same point, shape and inputs (the\n"
+    "    recorded digests of both runs' outputs, or campaign --against R); a\n"
+    "    class with no parent and no reference is held to the exact reference of\n"
+    "    its own points.  Where the points differ by declaration (another\n"
+    "    numerics hash) and it passes its own Tier 2, it is at declared parity,\n"
+    "    reported apart: TTBP counts bit parity only.  A hash change of a point\n"
+    "    is listed with its run, and parity under the old hash no longer counts;\n"
     "  - its TTBP: that campaign's start minus the start of the first campaign;\n"
     "  - whether it has held since: every later campaign where it was not at\n"
     "    parity is listed with the run that broke it and the run that restored it.\n"
@@ -44,6 +49,10 @@ static const char ttbp_usage[] =
     "  --kernels DIR  the registry whose step and rules give M's hot points\n"
     "                 (default kernels)\n"
     "  --all-points   every recorded point counts, not only M's hot points\n"
+    "  --any-shapes   with --model, records at every shape count (default: only\n"
+    "                 campaigns at --shapes model:M and M's own decode)\n"
+    "  --reference R  hold the class to class R's bits (default: its HARDWARE.toml\n"
+    "                 reference, else per point the nearest ancestor that ran it)\n"
     "  --zero-day     M's zero-day readiness on every class with a campaign of M\n"
     "                 (or on --class C): whether M reached bit parity there with\n"
     "                 no class work since its first campaign (no residual entry\n"
@@ -103,7 +112,7 @@ static nx_status hot_points(const char *kdir, const char *cls, const char *model
 
 /* `--zero-day`: the model's readiness on each class (or on cls). */
 static int zero_day_report(const char *path, const char *cls, const char *model, const char *kdir, int all_points,
-                           const char *json)
+                           const char *json, const ttbp_opts *to)
 {
     const cli_file outs[] = {{"--json", json && strcmp(json, "-") != 0 ? json : NULL}}, ins[] = {{"--ledger", path}};
     if (cli_check_outputs("ttbp", outs, 1, ins, 1) || cli_check_outside("ttbp", outs, 1, "--kernels", kdir))
@@ -140,8 +149,8 @@ static int zero_day_report(const char *path, const char *cls, const char *model,
             rc = cli_fail("ttbp", &err);
             break;
         }
-        nx_status st = ttbp_compute_in(path, classes[k], model, (const char *const *)hot, nhot, *scope ? scope : NULL,
-                                       &r, &err);
+        nx_status st = ttbp_compute_opts(path, classes[k], model, (const char *const *)hot, nhot,
+                                         *scope ? scope : NULL, to, &r, &err);
         for (size_t i = 0; i < nhot; i++)
             free(hot[i]);
         free(hot);
@@ -207,8 +216,9 @@ static int zero_day_report(const char *path, const char *cls, const char *model,
 
 int cmd_ttbp(int argc, char **argv)
 {
-    const char *cls = NULL, *model = NULL, *path = "out/ledger.sqlite", *json = NULL, *kdir = "kernels";
-    int bad = 0, all_points = 0, zero_day = 0;
+    const char *cls = NULL, *model = NULL, *path = "out/ledger.sqlite", *json = NULL, *kdir = "kernels",
+               *reference = NULL;
+    int bad = 0, all_points = 0, zero_day = 0, any_shapes = 0;
     for (int i = 1; i < argc && !bad; i++) {
         if (cli_flag(argv, i, "--zero-day")) {
             zero_day = 1;
@@ -222,6 +232,12 @@ int cmd_ttbp(int argc, char **argv)
             all_points = 1;
             continue;
         }
+        if (cli_flag(argv, i, "--any-shapes")) {
+            any_shapes = 1;
+            continue;
+        }
+        if (cli_opt(argc, argv, &i, "--reference", &reference, &bad))
+            continue;
         if (cli_opt(argc, argv, &i, "--kernels", &kdir, &bad) ||
             cli_opt(argc, argv, &i, "--class", &cls, &bad) || cli_opt(argc, argv, &i, "--model", &model, &bad) ||
             cli_opt(argc, argv, &i, "--ledger", &path, &bad) || cli_opt(argc, argv, &i, "--json", &json, &bad))
@@ -231,12 +247,18 @@ int cmd_ttbp(int argc, char **argv)
     }
     if (bad)
         return EXIT_INPUT;
+    char mshapes[160] = "";
+    if (model)
+        snprintf(mshapes, sizeof mshapes, "model:%s", model);
+    /* with --model M, only records at M's shapes count (--all-points: a
+     * model without a step has none; --any-shapes: every shape) */
+    ttbp_opts to = {reference, model && !any_shapes && !all_points ? mshapes : NULL};
     if (zero_day) {
         if (!model) {
             cli_error("ttbp", "--zero-day needs --model M (see --help)");
             return EXIT_INPUT;
         }
-        return zero_day_report(path, cls, model, kdir, all_points, json);
+        return zero_day_report(path, cls, model, kdir, all_points, json, &to);
     }
     if (!cls) {
         cli_error("ttbp", "needs --class C (see --help)");
@@ -253,7 +275,8 @@ int cmd_ttbp(int argc, char **argv)
         nx_err_prefix(&err, "--model %s (--all-points counts every point without the step)", model);
         return cli_fail("ttbp", &err);
     }
-    nx_status tst = ttbp_compute_in(path, cls, model, (const char *const *)hot, nhot, *scope ? scope : NULL, &r, &err);
+    nx_status tst =
+        ttbp_compute_opts(path, cls, model, (const char *const *)hot, nhot, *scope ? scope : NULL, &to, &r, &err);
     for (size_t i = 0; i < nhot; i++)
         free(hot[i]);
     free(hot);

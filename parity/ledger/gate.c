@@ -173,6 +173,14 @@ static void short_hash(const char *h, char *buf)
 static int time_point(const gate_opts *o, const reg_registry *ra, const reg_registry *rb, const char *id,
                       const char *shape, double alpha, gate_item *it)
 {
+    char why[256] = "";
+    const char *bs = o->bench_shape ? o->bench_shape(o->bench_ctx, id, why, sizeof why) : NULL;
+    if (bs)
+        shape = bs;
+    else if (!*why)
+        snprintf(why, sizeof why, "the %s preset's shape", o->preset);
+    snprintf(it->bench_shape, sizeof it->bench_shape, "%s", shape ? shape : "");
+    snprintf(it->bench_why, sizeof it->bench_why, "%s", why);
     fam_spec sa = {0}, sb = {0};
     st_file ia, ib;
     st_init(&ia);
@@ -199,8 +207,12 @@ static int time_point(const gate_opts *o, const reg_registry *ra, const reg_regi
         it->ratio = tr.ratio;
         it->lo = tr.lo;
         it->hi = tr.hi;
+        it->pairs = tr.pairs;
+        it->reps = tr.reps;
         if ((slower = tr.slower))
-            note(it, "slower: %s", tr.text);
+            note(it, "slower: %s; timed at %s (%s)", tr.text, it->bench_shape, it->bench_why);
+        else
+            note(it, "time: %s; timed at %s (%s)", tr.text, it->bench_shape, it->bench_why);
     }
     st_free(&ia);
     st_free(&ib);
@@ -261,11 +273,22 @@ static void compare_point(const gate_opts *o, const reg_registry *ra, const reg_
         note(it, "gate changed: point hash %s -> %s", ha, hb);
         fail = 1;
     }
+    snprintf(it->hash, sizeof it->hash, "%s", b.hash);
+    snprintf(it->kernel_before, sizeof it->kernel_before, "%s", a.kernel);
+    snprintf(it->kernel_after, sizeof it->kernel_after, "%s", b.kernel);
     for (int c = CK_DETERMINISM; c <= CK_TIER2; c++) {
         const camp_check *x = &a.checks[c], *y = &b.checks[c];
-        if (x->verdict != y->verdict || x->negative != y->negative) {
-            note(it, "gate changed: %s %s: %s -> %s (after: %s)", c == CK_TIER2 ? "tier2" : "tier1",
-                 camp_check_name(c), mark(x), mark(y), y->detail);
+        char what[64];
+        if (c == CK_TIER2)
+            snprintf(what, sizeof what, "tier2");
+        else
+            snprintf(what, sizeof what, "tier1 %s", camp_check_name(c));
+        if (x->verdict == CV_SKIP && y->verdict == CV_PASS && x->negative == y->negative) {
+            /* a check the change made possible: gained, not a change that fails */
+            note(it, "gained: %s: skip -> %s (after: %s)", what, mark(y), y->detail);
+            it->gained++;
+        } else if (x->verdict != y->verdict || x->negative != y->negative) {
+            note(it, "gate changed: %s: %s -> %s (after: %s)", what, mark(x), mark(y), y->detail);
             fail = 1;
         }
     }
@@ -407,6 +430,7 @@ nx_status gate_run(const gate_opts *o, gate_report *r, nx_err *err)
         r->failed += it->kind == GATE_FAIL;
         r->errors += it->kind == GATE_ERROR;
         r->kernel_changed += it->kernel_changed;
+        r->gained += it->gained != 0;
     }
     for (size_t i = 0; i < na; i++) {
         family_of(ia[i], fam, sizeof fam);
@@ -509,7 +533,9 @@ char *gate_text(const gate_opts *o, const gate_report *r)
                    o->after, o->preset, o->seed);
     for (size_t i = 0; i < r->n; i++) {
         const gate_item *it = &r->items[i];
-        const char *what = it->kind == GATE_SAME ? (it->kernel_changed ? "pass (kernel changed)" : "pass")
+        const char *what = it->kind == GATE_SAME ? (it->kernel_changed && it->gained ? "pass (kernel changed, check gained)"
+                                                    : it->kernel_changed ? "pass (kernel changed)"
+                                                    : it->gained ? "pass (check gained)" : "pass")
                            : it->kind == GATE_NEW ? "new (not compared)"
                            : it->kind == GATE_REMOVED ? "REMOVED (an existing point the change dropped)"
                                                        : kind_name(it->kind);
@@ -522,12 +548,12 @@ char *gate_text(const gate_opts *o, const gate_report *r)
         }
     }
     nx_sbuf_printf(&b, "\n%zu point(s) compared: %zu passed, %zu failed, %zu input error(s); %zu new, %zu removed; "
-                       "kernel changed at %zu\n",
+                       "kernel changed at %zu; checks gained at %zu\n",
                    r->compared, r->compared - r->failed - r->errors, r->failed, r->errors, r->added, r->removed,
-                   r->kernel_changed);
+                   r->kernel_changed, r->gained);
     if (o->bench)
         nx_sbuf_printf(&b, "microbenchmarks: each compared point's kernels of both sides timed alternately in this "
-                           "process (%d pairs, 1 thread); slower when the median time ratio's lower confidence bound "
+                           "process (%d pairs, 1 thread, at each point's representative shape, said per point); slower when the median time ratio's lower confidence bound "
                            "exceeds %.2f; false-alarm rate at most %.2g%% for the whole gate (%.2g%% per point)\n",
                    o->pairs > 0 ? o->pairs : TM_PAIRS, 1 + o->slack, 100 * o->alpha,
                    100 * o->alpha / (double)(r->compared ? r->compared : 1));
@@ -554,6 +580,7 @@ char *gate_json(const gate_opts *o, const gate_report *r)
                                                      : it->kind == GATE_NEW ? "new" : it->kind == GATE_REMOVED
                                                      ? "removed" : "error"));
         json_object_set_new(p, "kernel_changed", json_boolean(it->kernel_changed));
+        json_object_set_new(p, "checks_gained", json_integer(it->gained));
         if (it->kind == GATE_SAME || it->kind == GATE_FAIL) {
             json_object_set_new(p, "outputs_compared", json_boolean(it->outputs_compared));
             if (it->timed) {
@@ -562,6 +589,10 @@ char *gate_json(const gate_opts *o, const gate_report *r)
                 json_object_set_new(p, "time_ratio", json_real(it->ratio));
                 json_object_set_new(p, "time_ratio_lo", json_real(it->lo));
                 json_object_set_new(p, "time_ratio_hi", json_real(it->hi));
+                json_object_set_new(p, "time_pairs", json_integer(it->pairs));
+                json_object_set_new(p, "time_runs_per_sample", json_integer(it->reps));
+                json_object_set_new(p, "time_shape", json_string(it->bench_shape));
+                json_object_set_new(p, "time_shape_why", json_string(it->bench_why));
             }
         }
         for (const char *q = it->notes; q && *q;) {

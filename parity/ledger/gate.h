@@ -39,6 +39,11 @@ typedef struct gate_opts {
     /* called on the traces folder (o->traces) once it exists, before
      * anything is written in it: a run-level lock; NULL: none */
     nx_status (*lock_traces)(const char *dir, nx_err *err);
+    /* The shape each point's kernels are timed at (docs/ledger.md "The
+     * timing check"): the model's hot shape of the point, or NULL for the
+     * preset's; *why says which.  NULL: the preset's shape for every point. */
+    const char *(*bench_shape)(void *ctx, const char *id, char *why, size_t len);
+    void *bench_ctx;
 } gate_opts;
 
 #define GATE_SLACK 0.10
@@ -61,12 +66,18 @@ typedef struct gate_item {
     double t_before, t_after;   /* the median seconds per run of each side's kernel (timed) */
     int timed;                  /* 1: t_*, ratio, lo, hi are set */
     double ratio, lo, hi;       /* time after/before: the median ratio and its interval */
+    int pairs, reps;            /* the timing's pairs and runs per sample */
+    char bench_shape[256];      /* the shape timed */
+    char bench_why[256];        /* why that shape */
+    char hash[65];              /* the numerics hash after (before when removed) */
+    char kernel_before[96], kernel_after[96];
+    int gained;                 /* checks that went from skip to a pass */
 } gate_item;
 
 typedef struct gate_report {
     gate_item *items;
     size_t n;
-    size_t compared, failed, added, removed, errors, kernel_changed;
+    size_t compared, failed, added, removed, errors, kernel_changed, gained;
 } gate_report;
 
 /* Runs the gate.  Returns an error for bad input that stops it altogether

@@ -4,6 +4,7 @@
 #include "ledger.h"
 #include "ledger_int.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include "nx_sbuf.h"
+#include "nx_sha256.h"
 
 #ifndef PARITY_VERSION
 #define PARITY_VERSION "unknown"
@@ -93,6 +95,15 @@ static const char *const migrations[LEDGER_SCHEMA_VERSION] = {
      * by `parity check --ledger`) and the device description of its runs */
     "ALTER TABLE run ADD COLUMN source TEXT;"
     "ALTER TABLE run ADD COLUMN device TEXT;",
+    /* 4 -> 5: parity against a target and zero-day from the registry
+     * (docs/ledger.md): a digest of each point's outputs and of its inputs,
+     * the class's chain, its declared reference, a digest of every file of
+     * the classes along the chain */
+    "ALTER TABLE point ADD COLUMN out_digest TEXT;"
+    "ALTER TABLE point ADD COLUMN in_digest TEXT;"
+    "ALTER TABLE run ADD COLUMN chain TEXT;"
+    "ALTER TABLE run ADD COLUMN reference TEXT;"
+    "ALTER TABLE run ADD COLUMN class_files TEXT;",
 };
 
 struct ledger {
@@ -530,6 +541,90 @@ void ledger_tolerance_text(const fam_tolerance *t, char *buf, size_t len)
         snprintf(buf + k, len - k, "%srtol %.17g, atol %.17g", k ? ", " : "", t->rtol, t->atol);
 }
 
+/* --- the class's files ------------------------------------------------------------ */
+
+/* Adds "REL": sha256 of every regular file under dir (hidden names and
+ * __pycache__ left out) to obj; rel is dir's path in the registry. */
+static void digest_dir(const char *dir, const char *rel, json_t *obj, int depth)
+{
+    DIR *d = depth < 8 ? opendir(dir) : NULL;
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.' || !strcmp(e->d_name, "__pycache__"))
+            continue;
+        char path[4096], r2[4096];
+        if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path ||
+            snprintf(r2, sizeof r2, "%s/%s", rel, e->d_name) >= (int)sizeof r2)
+            continue;
+        struct stat sb;
+        if (stat(path, &sb) != 0)
+            continue;
+        if (S_ISDIR(sb.st_mode)) {
+            digest_dir(path, r2, obj, depth + 1);
+            continue;
+        }
+        if (!S_ISREG(sb.st_mode))
+            continue;
+        FILE *f = fopen(path, "rb");
+        if (!f)
+            continue;
+        nx_sha256 h;
+        nx_sha256_init(&h);
+        unsigned char buf[8192];
+        size_t n;
+        while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+            nx_sha256_update(&h, buf, n);
+        fclose(f);
+        uint8_t dg[32];
+        char hex[65];
+        nx_sha256_final(&h, dg);
+        for (int i = 0; i < 32; i++)
+            snprintf(hex + 2 * i, 3, "%02x", dg[i]);
+        json_object_set_new(obj, r2, json_string(hex));
+    }
+    closedir(d);
+}
+
+/* The class's chain (JSON array, the class first), its declared reference
+ * and the digests of the files of every class on the chain (JSON object,
+ * keys sorted); NULLs when the registry is unknown. */
+static void class_record(const ledger_run_info *info, char **chain, char **reference, char **files)
+{
+    *chain = *reference = *files = NULL;
+    reg_registry *own = NULL;
+    const reg_registry *reg = info->reg;
+    nx_err e;
+    if (!reg && (!info->registry_dir || reg_load(info->registry_dir, &own, &e) != NX_OK))
+        return;
+    if (!reg)
+        reg = own;
+    json_t *ch = json_array(), *fl = json_object();
+    const char *c = info->class_name;
+    for (size_t depth = 0; c && depth < 64; depth++) {
+        int seen = 0;
+        size_t i;
+        json_t *x;
+        json_array_foreach(ch, i, x) seen |= !strcmp(json_string_value(x), c);
+        if (seen)
+            break;
+        json_array_append_new(ch, json_string(c));
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s/%s", reg_dir(reg), c);
+        digest_dir(dir, c, fl, 0);
+        c = reg_class_parent(reg, c);
+    }
+    const char *ref = reg_class_reference(reg, info->class_name);
+    if (ref)
+        *reference = strdup(ref);
+    *chain = json_dumps(ch, JSON_COMPACT);
+    *files = json_dumps(fl, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(ch);
+    json_decref(fl);
+    reg_free(own);
+}
+
 /* --- recording a campaign --------------------------------------------------------- */
 
 static void random_uuid(char *buf, size_t len)
@@ -628,12 +723,14 @@ nx_status ledger_start_from(const char *path, const ledger_run_info *info, const
     const char *sql =
         "INSERT INTO run(uuid, started_utc, started_s, class, model, shapes, seed, dist, engine, backend, repeats,"
         " threads, harness_version, registry_dir, registry_commit, registry_dirty, kernels_dir, kernels_commit,"
-        " kernels_dirty, host, pid, traces_dir, against, shard, source, device)"
-        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+        " kernels_dirty, host, pid, traces_dir, against, shard, source, device, chain, reference, class_files)"
+        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
     if (sqlite3_prepare_v2(lg->db, sql, -1, &s, NULL) != SQLITE_OK) {
         st = ledger_sql_error(lg->db, path, "preparing the run", err);
         goto fail;
     }
+    char *chain = NULL, *reference = NULL, *files = NULL;
+    class_record(info, &chain, &reference, &files);
     int i = 1;
     bind_text(s, i++, uuid);
     bind_text(s, i++, ts);
@@ -661,6 +758,12 @@ nx_status ledger_start_from(const char *path, const ledger_run_info *info, const
     bind_text(s, i++, info->shard);
     bind_text(s, i++, fr->source);
     bind_text(s, i++, fr->device);
+    bind_text(s, i++, chain);
+    bind_text(s, i++, reference);
+    bind_text(s, i++, files);
+    free(chain);
+    free(reference);
+    free(files);
     /* a single INSERT is its own transaction: committed now, so the run is
      * in the file (incomplete) whatever happens to this process later;
      * atomic: the transaction stays open until ledger_finish commits it */
@@ -695,6 +798,78 @@ static int step_done(sqlite3_stmt *s)
     return rc == SQLITE_DONE;
 }
 
+/* A point already staged in this run, run again at another shape: its
+ * record holds both (shape "S1; S2", the worse verdicts, the weaker Tier 2
+ * basis, the digests of both runs' digests, the times added).  NX_EIO on
+ * an SQL error. */
+static nx_status merge_point(ledger *lg, const camp_result *res, const char *basis)
+{
+    const char *t1 = ledger_tier1(res), *t2 = res->error ? "error" : verdict_name(res->checks[CK_TIER2].verdict);
+    int t2run = !res->error && res->checks[CK_TIER2].verdict != CV_SKIP;
+    const char *sql =
+        "UPDATE temp.stage_point SET shape = coalesce(shape, '') || '; ' || coalesce(?3, ''),"
+        " error = coalesce(error, ?4),"
+        " tier1 = CASE WHEN 'error' IN (tier1, ?5) THEN 'error' WHEN 'fail' IN (tier1, ?5) THEN 'fail'"
+        "   WHEN 'pass' IN (tier1, ?5) THEN 'pass' ELSE 'skip' END,"
+        " tier2_basis = CASE WHEN tier2 <> 'pass' OR ?6 <> 'pass' THEN NULL"
+        "   WHEN 'default' IN (tier2_basis, ?7) THEN 'default' WHEN 'derived' IN (tier2_basis, ?7) THEN 'derived'"
+        "   WHEN 'declared' IN (tier2_basis, ?7) THEN 'declared' ELSE tier2_basis END,"
+        " tier2 = CASE WHEN 'error' IN (tier2, ?6) THEN 'error' WHEN 'fail' IN (tier2, ?6) THEN 'fail'"
+        "   WHEN 'skip' IN (tier2, ?6) THEN 'skip' ELSE 'pass' END,"
+        " bit_exact = CASE WHEN ?8 IS NULL OR bit_exact IS NULL THEN NULL ELSE min(bit_exact, ?8) END,"
+        " max_ulp = max(coalesce(max_ulp, 0), coalesce(?9, 0)), bits_differ = coalesce(bits_differ, 0) + coalesce(?10, 0),"
+        " t_gen = t_gen + ?11, t_run = t_run + ?12, t_ref = t_ref + ?13, t_cmp = t_cmp + ?14,"
+        " out_digest = CASE WHEN out_digest IS NULL OR ?15 IS NULL THEN NULL ELSE out_digest || '+' || ?15 END,"
+        " in_digest = CASE WHEN in_digest IS NULL OR ?16 IS NULL THEN NULL ELSE in_digest || '+' || ?16 END"
+        " WHERE run_id = ?1 AND id = ?2";
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(lg->db, sql, -1, &s, NULL) != SQLITE_OK)
+        return NX_EIO;
+    sqlite3_bind_int64(s, 1, lg->run_id);
+    bind_text(s, 2, res->id);
+    bind_text(s, 3, res->shape);
+    bind_text(s, 4, res->error ? res->errmsg : NULL);
+    bind_text(s, 5, t1);
+    bind_text(s, 6, t2);
+    bind_text(s, 7, basis);
+    if (t2run) {
+        sqlite3_bind_int(s, 8, res->bit_exact ? 1 : 0);
+        sqlite3_bind_int64(s, 9, res->t2.max_ulp > (uint64_t)INT64_MAX ? INT64_MAX : (sqlite3_int64)res->t2.max_ulp);
+        sqlite3_bind_int64(s, 10, (sqlite3_int64)res->t2.bits_differ);
+    }
+    sqlite3_bind_double(s, 11, res->t_gen);
+    sqlite3_bind_double(s, 12, res->t_run);
+    sqlite3_bind_double(s, 13, res->t_ref);
+    sqlite3_bind_double(s, 14, res->t_cmp);
+    bind_text(s, 15, res->error ? NULL : res->out_digest);
+    bind_text(s, 16, res->error ? NULL : res->in_digest);
+    if (!step_done(s))
+        return NX_EIO;
+    for (int c = 0; c < CK_COUNT && !res->error; c++) {
+        if (c == CK_PARITY && !*res->against)
+            continue;
+        const char *v = verdict_name(res->checks[c].verdict);
+        if (sqlite3_prepare_v2(lg->db,
+                               "UPDATE temp.stage_check SET"
+                               " detail = CASE WHEN ?4 = 'fail' AND verdict <> 'fail' THEN ?6"
+                               "   WHEN ?4 = 'pass' AND verdict = 'skip' THEN ?6 ELSE detail END,"
+                               " verdict = CASE WHEN 'fail' IN (verdict, ?4) THEN 'fail'"
+                               "   WHEN 'pass' IN (verdict, ?4) THEN 'pass' ELSE 'skip' END,"
+                               " negative = max(negative, ?5) WHERE run_id = ?1 AND point_id = ?2 AND name = ?3",
+                               -1, &s, NULL) != SQLITE_OK)
+            return NX_EIO;
+        sqlite3_bind_int64(s, 1, lg->run_id);
+        bind_text(s, 2, res->id);
+        bind_text(s, 3, camp_check_name(c));
+        bind_text(s, 4, v);
+        sqlite3_bind_int(s, 5, res->checks[c].negative ? 1 : 0);
+        bind_text(s, 6, res->checks[c].detail);
+        if (!step_done(s))
+            return NX_EIO;
+    }
+    return NX_OK;
+}
+
 nx_status ledger_point(ledger *lg, const reg_registry *reg, const camp_result *res, nx_err *err)
 {
     if (!lg)
@@ -715,9 +890,28 @@ nx_status ledger_point(ledger *lg, const reg_registry *reg, const camp_result *r
     const char *basis = ledger_tier2_basis(res, tp);
     sqlite3_stmt *s = NULL;
     nx_status st = NX_OK;
+    /* a point run at several shapes in one campaign (--shapes model:M) is
+     * one record holding every shape */
+    int again = 0;
+    if (sqlite3_prepare_v2(lg->db, "SELECT 1 FROM temp.stage_point WHERE run_id = ?1 AND id = ?2", -1, &s, NULL) ==
+        SQLITE_OK) {
+        sqlite3_bind_int64(s, 1, lg->run_id);
+        bind_text(s, 2, res->id);
+        again = sqlite3_step(s) == SQLITE_ROW;
+    }
+    sqlite3_finalize(s);
+    s = NULL;
+    if (again) {
+        if (merge_point(lg, res, basis) != NX_OK) {
+            st = ledger_sql_error(lg->db, lg->path, "staging a point", err);
+            goto out;
+        }
+        goto traces;
+    }
     const char *sql = "INSERT INTO temp.stage_point(run_id, seq, id, family, point, shape, hash, kernel,"
                       " legacy_kernel, error, tier1, tier2, tier2_basis, declared_tolerance, bit_exact, max_ulp,"
-                      " bits_differ, t_gen, t_run, t_ref, t_cmp) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+                      " bits_differ, t_gen, t_run, t_ref, t_cmp, out_digest, in_digest)"
+                      " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
     if (sqlite3_prepare_v2(lg->db, sql, -1, &s, NULL) != SQLITE_OK) {
         st = ledger_sql_error(lg->db, lg->path, "staging a point", err);
         goto out;
@@ -751,6 +945,8 @@ nx_status ledger_point(ledger *lg, const reg_registry *reg, const camp_result *r
     sqlite3_bind_double(s, i++, res->t_run);
     sqlite3_bind_double(s, i++, res->t_ref);
     sqlite3_bind_double(s, i++, res->t_cmp);
+    bind_text(s, i++, res->error ? NULL : res->out_digest);
+    bind_text(s, i++, res->error ? NULL : res->in_digest);
     if (!step_done(s)) {
         st = ledger_sql_error(lg->db, lg->path, "staging a point", err);
         goto out;
@@ -776,6 +972,7 @@ nx_status ledger_point(ledger *lg, const reg_registry *reg, const camp_result *r
             goto out;
         }
     }
+traces:;
     /* the trace files the campaign wrote for this point */
     sqlite3_stmt *q = NULL;
     const char *tdir = NULL;

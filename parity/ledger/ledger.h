@@ -19,7 +19,7 @@
 #include "registry.h"
 
 /* The schema version this build writes (PRAGMA user_version). */
-#define LEDGER_SCHEMA_VERSION 4
+#define LEDGER_SCHEMA_VERSION 5
 /* The busy timeout of every connection, milliseconds. */
 #define LEDGER_BUSY_MS 60000
 
@@ -37,6 +37,11 @@ typedef struct ledger_run_info {
     const char *traces_dir;   /* --traces, or NULL */
     const char *against;      /* --against, or NULL */
     const char *shard;        /* "i/N", or NULL */
+    /* The registry (NULL: loaded from registry_dir): the class's chain, its
+     * declared reference and a digest of every file of the classes along
+     * the chain are recorded with the run (version 5: run.chain,
+     * run.reference, run.class_files), for ttbp and zero-day. */
+    const reg_registry *reg;
 } ledger_run_info;
 
 /* A run that is no campaign (ledger_start_from). */

@@ -92,10 +92,11 @@ nx_status shard_select(char *const *ids, size_t n, const char *preset, int index
     " engine, backend, repeats, threads, harness_version, registry_dir, registry_commit, registry_dirty,"            \
     " kernels_dir, kernels_commit, kernels_dirty, host, pid, traces_dir, against, shard, points, points_failed,"     \
     " exit_lines, residual_count, residual_loc, residual_copy_points, residual_single_class, coverage_c1,"         \
-    " coverage_c16, coverage_c128, coverage_c1_measured, coverage_c16_measured, coverage_c128_measured, source, device"
+    " coverage_c16, coverage_c128, coverage_c1_measured, coverage_c16_measured, coverage_c128_measured, source, device,"  \
+    " chain, reference, class_files"
 #define POINT_COLS                                                                                                    \
     "seq, id, family, point, shape, hash, kernel, legacy_kernel, error, tier1, tier2, tier2_basis,"                  \
-    " declared_tolerance, bit_exact, max_ulp, bits_differ, t_gen, t_run, t_ref, t_cmp"
+    " declared_tolerance, bit_exact, max_ulp, bits_differ, t_gen, t_run, t_ref, t_cmp, out_digest, in_digest"
 #define CHECK_COLS "point_id, name, verdict, negative, detail"
 #define TRACE_COLS "point_id, path"
 

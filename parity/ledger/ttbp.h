@@ -29,17 +29,58 @@ typedef struct ttbp_regression {
     int64_t back_run, back_at; /* the next run at parity again, 0 when none yet */
 } ttbp_regression;
 
+/* A numerics change of a point: a record whose hash differs from the
+ * point's previous record; parity reached under the old hash is dropped. */
+typedef struct ttbp_hash_event {
+    int64_t run, at;
+    char was[65], now[65];
+    int64_t dropped_run;       /* the run at which parity under the old hash had been reached, 0: none */
+} ttbp_hash_event;
+
 typedef struct ttbp_point {
     char id[128];
-    int reached;               /* reached parity in some run */
-    int64_t run, at;           /* the first run at parity, its start */
-    char basis[32];            /* "bits" or "declared tolerance" */
-    int now;                   /* its latest record is at parity */
+    int reached;               /* reached bit parity under its current hash */
+    int64_t run, at;           /* the first run at bit parity (under the current hash), its start */
+    char basis[32];            /* "bits" (or "declared tolerance" when only declared parity was reached) */
+    int decl;                  /* reached declared parity (and not bit parity) under the current hash */
+    int64_t decl_run, decl_at;
+    char decl_why[512];        /* what differs by declaration */
+    int now;                   /* its latest record is at bit parity */
+    int now_level;             /* its latest record: 2 bit parity, 1 declared parity, 0 neither */
     char now_why[512];         /* why not, when !now */
+    char reference[64];        /* the class its bits are held to, "" for the exact reference of its own point */
+    char hash[65];             /* its latest record's numerics hash */
+    int not_run;               /* listed (a hot point, model.M) but no record of it counts */
     int64_t last_run;
     ttbp_regression *regs;
     size_t nregs;
+    ttbp_hash_event *events;
+    size_t nevents;
+    struct ttbp_hash_state *hist; /* the parity reached under each earlier hash */
+    size_t nhist;
 } ttbp_point;
+
+/* What a point reached under one hash (a point whose hash comes back
+ * finds its parity under that hash again). */
+typedef struct ttbp_hash_state {
+    char hash[65];
+    int reached, decl;
+    int64_t run, at, decl_run, decl_at;
+    char decl_why[512];
+} ttbp_hash_state;
+
+/* What ttbp_compute_opts counts (docs/ledger.md). */
+typedef struct ttbp_opts {
+    /* The class whose bits the class is held to: NULL: the class's
+     * HARDWARE.toml `reference` (recorded with its runs), else, for each
+     * point, the nearest ancestor on its chain that ran the point; a class
+     * with no parent and no reference is held to the exact reference of
+     * its own points. */
+    const char *reference;
+    /* Only records of runs at these shapes ("model:M") count (a model's
+     * own point model.M always does); NULL: every shape. */
+    const char *shapes;
+} ttbp_opts;
 
 typedef struct ttbp_report {
     char ledger[1024], class_name[64], model[128];  /* model "" when not given */
@@ -56,6 +97,14 @@ typedef struct ttbp_report {
     size_t controls;           /* negative controls left out */
     size_t not_hot;            /* recorded points left out: not in the list */
     char scope[256];           /* which points count, said: "every point", "the hot points of ..." */
+    char reference[64];        /* --reference or the recorded `reference`, "" when none */
+    char reference_how[160];   /* how the target is chosen, said */
+    char shapes[160];          /* the shapes that count, "" any */
+    size_t other_shapes;       /* records left out: at other shapes */
+    char other_shapes_said[256]; /* which ("small", "8b-layer") */
+    size_t declared;           /* points at declared parity only */
+    int64_t decl_overall_at, decl_overall_run; /* every point at bit or declared parity (valid when reached + declared == npts) */
+    size_t hash_events;
 } ttbp_report;
 
 /* Reads the ledger.  An error (NX_EINVAL) when the class (model) has no
@@ -66,6 +115,10 @@ nx_status ttbp_compute(const char *ledger_path, const char *class_name, const ch
  * saying which they are ("the hot points of llama3-8b's step ..."). */
 nx_status ttbp_compute_in(const char *ledger_path, const char *class_name, const char *model,
                           const char *const *only, size_t n, const char *scope, ttbp_report *out, nx_err *err);
+/* The same with what counts (o NULL: the defaults). */
+nx_status ttbp_compute_opts(const char *ledger_path, const char *class_name, const char *model,
+                            const char *const *only, size_t n, const char *scope, const ttbp_opts *o,
+                            ttbp_report *out, nx_err *err);
 void ttbp_free(ttbp_report *r);
 /* 1 when every point reached parity and its latest record is at parity. */
 int ttbp_ok(const ttbp_report *r);

@@ -36,9 +36,12 @@ nx_status md_record(const char *path, const reg_registry *r, const md_opts *o, c
                           .repeats = 1,
                           .threads = o->threads,
                           .registry_dir = reg_dir(r),
-                          .against = res->against[0] ? res->against : NULL};
+                          .against = res->against[0] ? res->against : NULL,
+                          .reg = r};
     ledger *lg = NULL;
-    nx_status st = ledger_start(path, &li, &lg, err);
+    /* source "model": what ttbp counts for model.M (docs/ledger.md) */
+    ledger_run_from from = {.source = "model"};
+    nx_status st = ledger_start_from(path, &li, &from, &lg, err);
     if (st)
         return st;
     snprintf(c.id, sizeof c.id, "model.%s", res->model);

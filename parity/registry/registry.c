@@ -20,7 +20,7 @@ const reg_keyspec reg_ks_dev_root[] = {{"device", KS_ATAB}, {NULL, 0}};
 const reg_keyspec reg_ks_device[] = {{"sku", KS_STR}, {"class", KS_STR}, {"name", KS_STR}, {NULL, 0}};
 const reg_keyspec reg_ks_hw_root[] = {{"class", KS_STR},      {"parent", KS_STR}, {"description", KS_STR},
                                     {"defaults", KS_TABLE}, {"atoms", KS_ASTR}, {"rates", KS_TABLE},
-                                    {"backend", KS_STR | KS_TABLE}, {NULL, 0}};
+                                    {"backend", KS_STR | KS_TABLE}, {"reference", KS_STR}, {NULL, 0}};
 /* HARDWARE.toml's backend = { serve = "CMD" } or { dlopen = "LIB" } (docs/backends.md) */
 static const reg_keyspec ks_backend[] = {{"serve", KS_STR}, {"dlopen", KS_STR}, {"timeout", KS_NUM},
                                          {"in_process", KS_BOOL}, {NULL, 0}};
@@ -511,6 +511,13 @@ const char *reg_class_parent(const reg_registry *r, const char *class_name)
     if (c < 0 || !r->cls[c].parent_node)
         return NULL;
     return r->cls[c].parent_node->str;
+}
+
+const char *reg_class_reference(const reg_registry *r, const char *class_name)
+{
+    int c = reg_class_find(r, class_name);
+    const tc_node *n = c >= 0 && r->cls[c].hw ? tc_get(r->cls[c].hw, "reference") : NULL;
+    return n ? n->str : NULL;
 }
 
 int reg_class_backend(const reg_registry *r, const char *class_name, reg_backend *out)

@@ -40,6 +40,9 @@ nx_status reg_list_points(const reg_registry *r, const char *class_name, char **
 
 /* The parent named in the class's HARDWARE.toml, or NULL. */
 const char *reg_class_parent(const reg_registry *r, const char *class_name);
+/* The class whose bits the class is held to (HARDWARE.toml `reference`,
+ * docs/ledger.md "Parity against a target"), or NULL when it names none. */
+const char *reg_class_reference(const reg_registry *r, const char *class_name);
 
 /* The backend a class's HARDWARE.toml names, or its nearest ancestor's
  * (docs/backends.md): 1 and *out, or 0 when none on the chain does. */

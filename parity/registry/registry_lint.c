@@ -331,6 +331,11 @@ static void lint_hw(lint *L, size_t ci)
     if (c->parent_node && c->parent < 0)
         add_at(L, 1, c->parent_node, "parent '%s' does not exist (classes: %s)", c->parent_node->str,
                class_list(r, buf, sizeof buf));
+    const tc_node *ref = tc_get(c->hw, "reference");
+    if (ref && ref->kind == TC_STRING && reg_class_find(r, ref->str) < 0)
+        add_at(L, 1, ref, "reference '%s' does not exist (classes: %s)", ref->str, class_list(r, buf, sizeof buf));
+    else if (ref && ref->kind == TC_STRING && strcmp(ref->str, c->name) == 0)
+        add_at(L, 1, ref, "reference = \"%s\": a class is not its own reference (leave the key out)", ref->str);
     if (c->parent_node && c->parent == (int)ci)
         add_at(L, 1, c->parent_node, "parent cycle: class '%s' is its own parent", c->name);
     const tc_node *atoms = tc_get(c->hw, "atoms");

@@ -9,7 +9,11 @@
  * "reverse" sums K from the end, "nofma" rounds each product, "legacy"
  * breaks only the legacy kernel (the last term dropped), "flaky" sums K
  * from the end on every second call (a kernel whose runs differ).
- * EXT_GEMM_NONDET=1 declares the kernels nondeterministic on purpose. */
+ * EXT_GEMM_NONDET=1 declares the kernels nondeterministic on purpose.
+ * Kernel ext_gemm_seq_slow is ext_gemm_seq computed twice where M * N * K
+ * is at least 2^20 (a model's shapes), once below (the small preset): the
+ * same bits, slower only at a real shape, for the gate's timing test (its
+ * legacy twin ext_gemm_seq_slow_legacy is ext_gemm_seq_legacy). */
 #include "parity_backend.h"
 
 #include <math.h>
@@ -65,7 +69,8 @@ static const char *dtype_of(const char *fmt)
 
 static int is_kernel(const char *k)
 {
-    return k && (!strcmp(k, "ext_gemm_seq") || !strcmp(k, "ext_gemm_seq_legacy"));
+    return k && (!strcmp(k, "ext_gemm_seq") || !strcmp(k, "ext_gemm_seq_legacy") || !strcmp(k, "ext_gemm_seq_slow") ||
+                 !strcmp(k, "ext_gemm_seq_slow_legacy"));
 }
 
 static int supports(const parity_point *p, const char *kernel)
@@ -122,6 +127,9 @@ static int run(parity_run *r)
     calls++;
     int reverse = plant && (!strcmp(plant, "reverse") || (!strcmp(plant, "flaky") && calls % 2 == 0)), nofma = plant && !strcmp(plant, "nofma");
     long kend = legacy && plant && !strcmp(plant, "legacy") ? K - 1 : K;
+    const char *kk = r->kernel ? r->kernel : p->kernel;
+    int twice = kk && !strcmp(kk, "ext_gemm_seq_slow") && M * N * K >= (1L << 20);
+    for (int pass = 0; pass <= twice; pass++)
     for (long jj = 0; jj < M * N; jj++) {
         /* legacy: column by column; new: row by row (the same bits) */
         long i = legacy ? jj % M : jj / N, j = legacy ? jj / M : jj % N;

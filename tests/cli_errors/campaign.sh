@@ -39,7 +39,7 @@ option --ledger needs a value                                | $C --ledger
 option --model needs a value                                 | $C --model
 option --kernel-src needs a value                            | $C --kernel-src
 option --shard needs a value                                 | $C --shard
---shapes: unknown preset 'big' (expected small or 8b-layer)  | $C --shapes big --json w/j.json
+--shapes: unknown preset 'big' (expected small, 8b-layer or model:M)  | $C --shapes big --json w/j.json
 --repeats: '1' is not an integer in [2, 1000]                | $C --repeats 1 --json w/j.json
 --repeats: 'x' is not an integer                             | $C --repeats x --traces w/tr
 --repeats: '1001' is not an integer                          | $C --repeats 1001
