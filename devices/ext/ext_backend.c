@@ -21,6 +21,17 @@ static size_t NTABLE;
 static double TIMEOUT_OVERRIDE;
 static int AT_EXIT;
 
+void ext_put(char *dst, size_t len, const char *src)
+{
+    if (!dst || !len)
+        return;
+    size_t n = strlen(src);
+    if (n >= len)
+        n = len - 1;
+    memcpy(dst, src, n);
+    dst[n] = 0;
+}
+
 void ext_set_timeout(double seconds)
 {
     TIMEOUT_OVERRIDE = seconds > 0 ? seconds : 0;

@@ -45,6 +45,9 @@ void ext_close_all(void);
 
 /* ---- shared by the two kinds ------------------------------------------- */
 
+/* src into dst[len], cut to fit (messages: the cut is harmless). */
+void ext_put(char *dst, size_t len, const char *src);
+
 /* The resolved point as docs/backends.md's JSON object. */
 json_t *ext_point_json(const fam_spec *s);
 

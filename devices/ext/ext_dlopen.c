@@ -15,17 +15,6 @@
 
 #include "safetensors.h"
 
-/* src into dst[len], cut to fit (messages: the cut is harmless). */
-static void put(char *dst, size_t len, const char *src)
-{
-    if (!dst || !len)
-        return;
-    size_t n = strlen(src);
-    if (n >= len)
-        n = len - 1;
-    memcpy(dst, src, n);
-    dst[n] = 0;
-}
 
 typedef struct lib_impl {
     void *handle;
@@ -214,11 +203,11 @@ static int lib_call(const parity_backend *pb, const parity_point *p, const char 
     free(ts);
     r.error[sizeof r.error - 1] = 0;
     if (rc != 0) {
-        put(why, len, r.error[0] ? r.error : "the kernel failed (no message)");
+        ext_put(why, len, r.error[0] ? r.error : "the kernel failed (no message)");
         return -1;
     }
     if (s.refused) {
-        put(why, len, s.err.msg);
+        ext_put(why, len, s.err.msg);
         return -1;
     }
     return 0;
@@ -259,7 +248,7 @@ static int dl_available(const dev_backend *self, char *why, size_t len)
     int ok = pb->available(w, sizeof w) != 0;
     w[sizeof w - 1] = 0;
     if (why && len)
-        put(why, len, ok ? "" : w[0] ? w : "the backend says it is not available (no reason given)");
+        ext_put(why, len, ok ? "" : w[0] ? w : "the backend says it is not available (no reason given)");
     return ok;
 }
 
@@ -362,8 +351,8 @@ nx_status ext_dlopen_new(const char *path, const char *label, dev_backend **out,
     lib_impl *li = calloc(1, sizeof *li);
     if (!li)
         return nx_err_set(err, NX_ENOMEM, "out of memory");
-    put(li->path, sizeof li->path, path);
-    put(li->label, sizeof li->label, label);
+    ext_put(li->path, sizeof li->path, path);
+    ext_put(li->label, sizeof li->label, label);
     li->be = (dev_backend){"dlopen", dl_available, dl_describe, dl_supports, dl_run, dl_check_params, 0,
                            dl_nondeterministic, li};
     *out = &li->be;

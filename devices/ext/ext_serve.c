@@ -24,17 +24,6 @@
 
 #include "safetensors.h"
 
-/* src into dst[len], cut to fit (messages: the cut is harmless). */
-static void put(char *dst, size_t len, const char *src)
-{
-    if (!dst || !len)
-        return;
-    size_t n = strlen(src);
-    if (n >= len)
-        n = len - 1;
-    memcpy(dst, src, n);
-    dst[n] = 0;
-}
 
 typedef struct serve_impl {
     char *cmd, *dir, *label;
@@ -338,7 +327,7 @@ static nx_status hello(serve_impl *im, nx_err *err)
                     json_is_integer(abi) ? "another version" : "(no integer \"abi\")", EXT_PROTOCOL);
     }
     if (json_is_string(name) && *json_string_value(name))
-        put(im->name, sizeof im->name, json_string_value(name));
+        ext_put(im->name, sizeof im->name, json_string_value(name));
     im->be.threaded = json_is_true(thr);
     im->hello_done = 1;
     json_decref(a);
@@ -361,16 +350,16 @@ static int sv_available(const dev_backend *self, char *why, size_t len)
     json_decref(req);
     if (st) {
         im->broken = 1;
-        put(im->why, sizeof im->why, e.msg);
+        ext_put(im->why, sizeof im->why, e.msg);
         if (why && len)
-            put(why, len, e.msg);
+            ext_put(why, len, e.msg);
         return 0;
     }
     im->broken = 0;
     int yes = json_is_true(json_object_get(a, "available"));
     if (!yes && why && len) {
         const char *w = json_string_value(json_object_get(a, "why"));
-        put(why, len, w ? w : "the backend says it is not available (no reason given)");
+        ext_put(why, len, w ? w : "the backend says it is not available (no reason given)");
     } else if (why && len)
         why[0] = 0;
     json_decref(a);
@@ -423,7 +412,7 @@ static int ask_supports(serve_impl *im, const fam_spec *spec, const char *kernel
     nx_status st = request(im, "supports", req, &a, &e);
     json_decref(req);
     if (st) {
-        put(im->pending, sizeof im->pending, e.msg);
+        ext_put(im->pending, sizeof im->pending, e.msg);
         *nondet = 0;
         return 1;
     }
@@ -554,7 +543,7 @@ nx_status ext_serve_new(const char *cmd, const char *dir, const char *label, dou
     im->timeout_s = timeout_s;
     im->be = (dev_backend){"serve", sv_available, sv_describe, sv_supports, sv_run, sv_check_params, 0,
                            sv_nondeterministic, im};
-    put(im->name, sizeof im->name, strncmp(cmd, "exec ", 5) == 0 && strstr(cmd, " backend host ") ? "dlopen" : "serve");
+    ext_put(im->name, sizeof im->name, strncmp(cmd, "exec ", 5) == 0 && strstr(cmd, " backend host ") ? "dlopen" : "serve");
     im->be.name = im->name; /* the backend's own name once it said hello */
     *out = &im->be;
     return NX_OK;
@@ -569,7 +558,7 @@ int ext_serve_broken(const dev_backend *b, char *why, size_t len)
 {
     serve_impl *im = IM(b);
     if (im->broken && why && len)
-        put(why, len, im->why);
+        ext_put(why, len, im->why);
     return im->broken;
 }
 
