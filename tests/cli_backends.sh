@@ -184,6 +184,10 @@ TOML
   hostile hang
   "$PARITY" campaign --class hostile --kernels "$R" --no-ledger --backend-timeout 1 > "$T/out" 2>&1
   grep -q 'no answer within 1 s to run' "$T/out" || { fail "--backend-timeout 1 not used"; cat "$T/out"; }
+  "$PARITY" campaign --class hostile --kernels "$R" --no-ledger --timeout=2 > "$T/out" 2>&1
+  grep -q 'no answer within 2 s to run' "$T/out" || { fail "--timeout=2 not used"; cat "$T/out"; }
+  "$PARITY" campaign --class hostile --kernels "$R" --no-ledger --timeout 0 > "$T/out" 2>&1
+  [ $? -eq 2 ] && grep -q "seconds in (0, 86400\] expected" "$T/out" || { fail "--timeout 0 accepted"; cat "$T/out"; }
 else
   echo "skipped the hostile served backend: no $PY"
 fi

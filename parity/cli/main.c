@@ -57,7 +57,8 @@ static const char usage[] =
     "                 one reduction (default 4G = 2^32)\n"
     "  Exceeding one is bad input (exit 2) naming the file, tensor, shape and limit.\n"
     "  --backend-timeout S  seconds an out-of-tree backend may take over one\n"
-    "                 request (overrides its class's timeout; docs/backends.md)\n"
+    "                 request (overrides its class's timeout; docs/backends.md);\n"
+    "                 --timeout S says the same to every command but reveal\n"
     "\n"
     "exit status:\n"
     "  0  success (every check passed)\n"
@@ -65,21 +66,27 @@ static const char usage[] =
     "  2  usage error or bad input: a malformed point, tree, file or shape\n"
     "  3  internal error: engines disagreed, or out of memory\n";
 
-/* --backend-timeout S, wherever it stands: taken out of argv. */
+/* --backend-timeout S, wherever it stands: taken out of argv; so is
+ * --timeout S for every command but reveal (whose --timeout is its own
+ * kernel's, docs/reveal.md). */
 static int backend_timeout_arg(int *argc, char **argv)
 {
+    int alias = *argc > 1 && strcmp(argv[1], "reveal") != 0;
     for (int i = 1; i < *argc; i++) {
         const char *v = NULL;
         int take = 0;
-        if (!strcmp(argv[i], "--backend-timeout")) {
+        if (!strcmp(argv[i], "--backend-timeout") || (alias && !strcmp(argv[i], "--timeout"))) {
             if (i + 1 >= *argc) {
-                fprintf(stderr, "parity: --backend-timeout needs a value (seconds)\n");
+                fprintf(stderr, "parity: %s needs a value (seconds)\n", argv[i]);
                 return 1;
             }
             v = argv[i + 1];
             take = 2;
         } else if (!strncmp(argv[i], "--backend-timeout=", 18)) {
             v = argv[i] + 18;
+            take = 1;
+        } else if (alias && !strncmp(argv[i], "--timeout=", 10)) {
+            v = argv[i] + 10;
             take = 1;
         } else
             continue;
