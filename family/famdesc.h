@@ -47,6 +47,26 @@ typedef struct fam_neighbour {
     const char *param, *values;
 } fam_neighbour;
 
+/* The input-space model (docs/power.md, "The input-space model"): a shape
+ * at the boundaries where a real kernel changes path, and what it reaches.
+ * `fills` holds tensors at values, a list "a:b:c" cycling over the
+ * elements ("context_lens=1:15:16"); `only` a param the point must set to a
+ * nonzero value for the shape to apply ("split"), or NULL. */
+#define FAM_MAX_SPACE 8
+typedef struct fam_space {
+    const char *what, *shape, *fills, *only;
+} fam_space;
+
+/* A shape where the output equals the values of one input tensor, so that
+ * the output conversion sees every edge of the output format: rows of
+ * `tensor` hold the edge values; `fills` the other tensors; gate > 0: the
+ * tensor's rows are [gate | up], the gate half held at `gate`, the up half
+ * the values divided by it (silu(g) = g exactly there). */
+typedef struct fam_store {
+    const char *shape, *tensor, *fills;
+    double gate;
+} fam_store;
+
 typedef struct fam_desc {
     const char *family;
     const char *batch_dim;             /* "M", "B", "T" */
@@ -66,6 +86,15 @@ typedef struct fam_desc {
     const char *final_red;             /* the reduction whose out_rounding rounds the output */
     int final_is_sum;                  /* 1: the output is that reduction's result itself */
     fam_neighbour neighbours[FAM_MAX_REDS];
+    /* The input-space model beyond the variants: */
+    fam_space space[FAM_MAX_SPACE];   /* boundary shapes (fp32 where the family takes it, normal inputs) */
+    const char *special_shape;         /* the per-tensor special-value cases' shape (NULL: the first variant's) */
+    const char *zero_rows;             /* "b=0,...": every third row of the tensor held at the value (zero
+                                          weights) among inputs with inf and NaN, one case per tensor */
+    const char *exp_tensor;            /* a tensor whose values go through exp, spread over [m - 110, m] */
+    const char *dup_ids;               /* an id tensor whose rows get a repeated id (top-k) */
+    fam_store store;                   /* tensor NULL: no shape makes the output one tensor's values */
+    const char *gaps;                  /* what the model names that this family's cases cannot reach */
 } fam_desc;
 
 /* The descriptor of family, or NULL for a family this table does not know. */

@@ -3,7 +3,7 @@
  * end of each point's Tier 2.  scripts/mutate --kernels runs it next to
  * `parity campaign` until the campaign calls the checks itself.
  *
- *   power_campaign KERNELS_DIR CLASS PRESET [-v] [--seed S] [--threads T]
+ *   power_campaign KERNELS_DIR CLASS PRESET [-v] [--seed S] [--threads T] [--threads-more 2,4,8]
  *
  * Prints one line per point ("ok", "FAIL", "skip" and the detail), with -v
  * every neighbour; exit 1 when a point fails, 2 on bad arguments or an
@@ -22,7 +22,7 @@
 int main(int argc, char **argv)
 {
     if (argc < 4) {
-        fprintf(stderr, "usage: power_campaign KERNELS_DIR CLASS PRESET [-v] [--seed S] [--threads T]\n");
+        fprintf(stderr, "usage: power_campaign KERNELS_DIR CLASS PRESET [-v] [--seed S] [--threads T] [--threads-more 2,4,8]\n");
         return 2;
     }
     int verbose = 0;
@@ -35,6 +35,19 @@ int main(int argc, char **argv)
             o.seed = strtoull(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
             o.threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--threads-more") && i + 1 < argc) { /* "4,8"; "0": none */
+            const char *p = argv[++i];
+            for (int q = 0; q < PW_MAX_THREADS_MORE; q++) {
+                o.threads_more[q] = (int)strtol(p, (char **)&p, 10);
+                if (*p == ',')
+                    p++;
+                else {
+                    if (q + 1 < PW_MAX_THREADS_MORE)
+                        o.threads_more[q + 1] = 0;
+                    break;
+                }
+            }
+        }
         else {
             fprintf(stderr, "power_campaign: unknown argument '%s'\n", argv[i]);
             return 2;
@@ -82,6 +95,8 @@ int main(int argc, char **argv)
             dist += r.ndist;
             equiv += r.nequiv;
             unseen += r.nunseen;
+            if (verbose && r.space[0])
+                printf("        input space: %s\n", r.space);
             if (verbose && r.nneigh) {
                 char *t = pw_neighbours_text(&r);
                 for (char *p = t, *q; p && *p; p = q) {

@@ -201,6 +201,14 @@ static void test_sample_points_pass(void **state)
                 fail_msg("%s: %zu neighbouring points not distinguished: %s", ids[i], r.nunseen, r.detail);
             if (s.nreds && !r.ndist)
                 fail_msg("%s: no neighbour distinguished: %s", ids[i], r.detail);
+            /* the input-space model: boundary shapes and special values ran,
+             * and the account says so, with the thread counts */
+            if (!strstr(r.space, "shapes:") || !strstr(r.space, "special values") || !strstr(r.detail, "input space:"))
+                fail_msg("%s: no input-space account: %s | %s", ids[i], r.space, r.detail);
+            if (!strstr(r.detail, "threads 1, 3, 2, 4, 8"))
+                fail_msg("%s: the thread counts are not said: %s", ids[i], r.detail);
+            if (strstr(r.space, "not taken by the kernel"))
+                fail_msg("%s: a case of the model the kernel does not take: %s", ids[i], r.space);
             passed++;
             probed += r.probe_rows > 0;
         }

@@ -322,8 +322,11 @@ static nx_status cpu_run_point(const dev_backend *self, const fam_spec *spec, co
     if (st || (st = check_inputs(spec, in, err)))
         return st;
     cpu_run r = {spec, in, out, 1, k};
+    /* graphed: every thread OpenMP gives, and at least a team of two, so
+     * that eager (one thread) and graphed differ in their thread count
+     * wherever the campaign runs (OMP_NUM_THREADS=1 included) */
     if (opts->mode == DEV_GRAPHED)
-        r.threads = opts->threads > 0 ? opts->threads : omp_get_max_threads();
+        r.threads = opts->threads > 0 ? opts->threads : omp_get_max_threads() > 1 ? omp_get_max_threads() : 2;
     st = k->run(&r, err);
     if (st)
         nx_err_prefix(err, "cpu: kernel %s", k->id);

@@ -10,6 +10,7 @@
 #include "famdesc.h"
 
 #include "nx_program.h"
+#include "nx_round_fast.h"
 #include "rows.h"
 #include "nx_sbuf.h"
 #include "refimpl.h"
@@ -50,6 +51,10 @@ void pw_opts_default(pw_opts *o)
     o->seed = 1;
     o->threads = 1; /* the power runs are small: threads only wait on each other */
     o->threads_also = 3;
+    o->threads_more[0] = 2;
+    o->threads_more[1] = 4;
+    o->threads_more[2] = 8;
+    o->threads_more[3] = 0;
     o->engine = (int)ref_engine_default();
     o->neighbours = 1;
 }
@@ -177,7 +182,10 @@ typedef struct pw_case {
     fam_spec spec;    /* the variant the kernel ran */
     st_file in, ref;  /* its inputs and the reference's outputs */
     int probe;        /* order probe rows */
-    int prio;         /* the order the neighbours try the cases in: fp32 and normal first, probes last */
+    int prio;         /* the order the neighbours try the cases in: fp32 and normal first, probes last;
+                         7: the input-space model's cases, which the neighbours do not use */
+    int allthreads;   /* 2: also run at every count of pw_opts.threads_more */
+    int model;        /* a case of the input-space model (space_cases) */
 } pw_case;
 
 static void case_free(pw_case *c)
@@ -855,6 +863,7 @@ __attribute__((format(printf, 2, 3))) static void say(pw_result *r, const char *
  * fp32, each under normal and adversarial inputs; then the order probes at
  * the declared and the awkward length. */
 static nx_status special_cases(pw_ctx *x, const fam_spec *spec, const fam_desc *fd, nx_err *err);
+static nx_status space_cases(pw_ctx *x, const fam_spec *spec, const fam_desc *fd, nx_err *err);
 
 static nx_status build_cases(pw_ctx *x, const fam_spec *spec, nx_err *err)
 {
@@ -913,6 +922,9 @@ static nx_status build_cases(pw_ctx *x, const fam_spec *spec, nx_err *err)
                 snprintf(c->label, sizeof c->label, "%s, %s inputs, %s", fp32 ? "fp32" : "declared formats",
                          nx_dist_name(dists[di]), variants[v].shape);
                 c->prio = 1 + (fp32 ? 0 : 1) + 2 * di;
+                /* the cheap fp32 case at every count; 2 threads (which spin
+                 * on a busy machine of 2 cores) on it alone */
+                c->allthreads = v == 0 && (c->prio == 1 || (c->prio == 2 && !*variants[v].fp32)) ? 2 : 0;
                 ref_gen_opts go = {x->o->seed, dists[di], 0, x->o->threads};
                 if (!(st = ref_generate(&c->spec, &go, &c->in, err)))
                     st = apply_fills(c, variants[v].fills, err);
@@ -1018,6 +1030,8 @@ static nx_status build_cases(pw_ctx *x, const fam_spec *spec, nx_err *err)
     }
     if (!st)
         st = special_cases(x, spec, fd, err);
+    if (!st)
+        st = space_cases(x, spec, fd, err);
     return st;
 }
 
@@ -1273,6 +1287,430 @@ static nx_status special_cases(pw_ctx *x, const fam_spec *spec, const fam_desc *
     return st;
 }
 
+/* --- the input-space model (docs/power.md, "The input-space model") -------------- */
+
+/* Appends to the model's account of a point: what its cases covered. */
+__attribute__((format(printf, 2, 3))) static void model_say(pw_result *r, const char *fmt, ...)
+{
+    size_t k = strlen(r->space);
+    if (k + 1 >= sizeof r->space)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->space + k, sizeof r->space - k, fmt, ap);
+    va_end(ap);
+}
+
+/* Every element of float or integer tensor t (descriptor d) from a list
+ * "a:b:c" cycling over the elements (packed int4: over the values). */
+static nx_status fill_list(st_tensor *t, const ref_tensor_desc *d, const char *list, nx_err *err)
+{
+    double v[64];
+    size_t n = 0;
+    for (const char *p = list; *p && n < 64;) {
+        char *e;
+        v[n++] = strtod(p, &e);
+        if (e == p)
+            break;
+        p = *e == ':' ? e + 1 : e;
+        if (!*e || *e != ':')
+            break;
+    }
+    if (n <= 1)
+        return fill_tensor(t, d, n ? v[0] : 0.0, err);
+    if (d->kind == REF_FLOAT) {
+        uint64_t b[64];
+        for (size_t i = 0; i < n; i++) {
+            nx_status st = nx_encode((nx_fmt)d->fmt, v[i], &b[i], err);
+            if (st)
+                return st;
+        }
+        for (uint64_t i = 0; i < t->nelem; i++)
+            st_put_bits(t, t->data, (size_t)i, b[i % n]);
+        return NX_OK;
+    }
+    for (size_t i = 0; i < n; i++)
+        if ((long)v[i] < d->lo || (long)v[i] > d->hi)
+            return nx_err_set(err, NX_EINVAL, "power: value %ld outside [%ld, %ld] of tensor '%s'", (long)v[i], d->lo,
+                              d->hi, d->name);
+    if (!d->packed4) {
+        for (uint64_t i = 0; i < t->nelem; i++)
+            st_put_bits(t, t->data, (size_t)i, (uint64_t)(long)v[i % n]);
+        return NX_OK;
+    }
+    size_t rb = (size_t)t->shape[t->ndim - 1], rows = rb ? (size_t)(t->nbytes / rb) : 0, k = 0;
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < (size_t)d->row; c++, k++) {
+            uint8_t *b = t->data + r * rb + c / 2, iv = (uint8_t)(long)v[k % n];
+            *b = (uint8_t)(c % 2 ? (*b & 0x0f) | (uint8_t)(iv << 4) : (*b & 0xf0) | iv);
+        }
+    return NX_OK;
+}
+
+/* The fills "t=a:b,u=1" of every input tensor of c, lists cycling. */
+static nx_status apply_list_fills(pw_case *c, const char *fills, nx_err *err)
+{
+    if (!fills || !*fills)
+        return NX_OK;
+    ref_tensor_desc *d = NULL;
+    size_t nd = 0;
+    nx_status st = ref_inputs(&c->spec, &d, &nd, err);
+    char buf[256];
+    for (size_t k = 0; k < nd && !st; k++) {
+        st_tensor *t = (st_tensor *)st_find(&c->in, d[k].name);
+        if (!t)
+            continue;
+        snprintf(buf, sizeof buf, "%s", fills);
+        for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok && !st; tok = strtok_r(NULL, ",", &save)) {
+            char *eq = strchr(tok, '=');
+            if (eq && (size_t)(eq - tok) == strlen(d[k].name) && !strncmp(tok, d[k].name, (size_t)(eq - tok)))
+                st = fill_list(t, &d[k], eq + 1, err);
+        }
+    }
+    free(d);
+    return st;
+}
+
+/* Row r (of the last dimension; a 1-D tensor: element r) of tensor t held
+ * at value v. */
+static nx_status set_row(st_tensor *t, const ref_tensor_desc *d, size_t r, double v, nx_err *err)
+{
+    if (d->kind == REF_FLOAT) {
+        uint64_t b;
+        nx_status st = nx_encode((nx_fmt)d->fmt, v, &b, err);
+        if (st)
+            return st;
+        size_t row = t->ndim > 1 ? (size_t)t->shape[t->ndim - 1] : 1;
+        for (size_t i = r * row; i < (r + 1) * row && i < t->nelem; i++)
+            st_put_bits(t, t->data, i, b);
+        return NX_OK;
+    }
+    if (d->packed4) {
+        size_t rb = (size_t)t->shape[t->ndim - 1];
+        for (size_t c = 0; c < (size_t)d->row; c++) {
+            uint8_t *b = t->data + r * rb + c / 2, iv = (uint8_t)(long)v;
+            *b = (uint8_t)(c % 2 ? (*b & 0x0f) | (uint8_t)(iv << 4) : (*b & 0xf0) | iv);
+        }
+        return NX_OK;
+    }
+    size_t row = t->ndim > 1 ? (size_t)t->shape[t->ndim - 1] : 1;
+    for (size_t i = r * row; i < (r + 1) * row && i < t->nelem; i++)
+        st_put_bits(t, t->data, i, (uint64_t)(long)v);
+    return NX_OK;
+}
+
+static size_t rows_of(const st_tensor *t)
+{
+    if (t->ndim <= 1)
+        return (size_t)t->nelem;
+    size_t row = (size_t)t->shape[t->ndim - 1];
+    return row ? (size_t)(t->nbytes / (row * (st_dtype_bits(t->dtype) >= 8 ? st_dtype_bits(t->dtype) / 8 : 1))) : 0;
+}
+
+/* The point's output format as declared: param `out` (its default
+ * resolved, "@in" the input's), else the final reduction's own out. */
+static int declared_out(const fam_spec *s, const fam_desc *fd)
+{
+    const char *o = fam_param_get(s, "out");
+    char buf[32];
+    if (!o)
+        o = fam_desc_default(fam_of(s), "out", buf, sizeof buf);
+    if (o && o[0] == '@') {
+        const char *other = fam_param_get(s, o + 1);
+        char b2[32];
+        o = other ? other : fam_desc_default(fam_of(s), o + 1, b2, sizeof b2);
+        if (o && o[0] != '@')
+            return nx_fmt_from_name(o);
+        return -1;
+    }
+    if (o)
+        return nx_fmt_from_name(o);
+    const fam_reduction *r = fd && fd->final_red ? fam_reduction_get(s, fd->final_red) : NULL;
+    return r ? (int)nx_point_out(&r->point) : -1;
+}
+
+/* The values of the output format `of`'s edges that fp32 holds exactly:
+ * its largest finite value, a quarter, half (the overflow tie) and one ulp
+ * above it, both signs; its least subnormal, half of it (a tie to 0), 1.5
+ * and 2.5 of it (ties to even), the least normal and just below it; ties
+ * at 1 and 3/2; +-0, +-inf and NaN of four patterns. */
+static size_t edge_values(nx_fmt of, float *v, size_t cap)
+{
+    const nx_format_info *fo = nx_format(of);
+    double mx = fo->max_finite, ulp = ldexp(1.0, ilogb(mx) - fo->p + 1), ms = ldexp(1.0, fo->emin - fo->p + 1);
+    double mn = nx_fmt_min_normal(of), h = ldexp(1.0, -fo->p);
+    const double t[] = {mx, mx + ulp / 4, mx + ulp / 2, -(mx + ulp / 2), mx + ulp, -mx, ms, ms / 2, -ms / 2,
+                        1.5 * ms, 2.5 * ms, 3 * ms / 4, mn, mn - ms / 2, -(mn - ms), 1 + h, 1 + 3 * h, -(1 + h),
+                        1.5 + 2 * h, 0.0, -0.0, INFINITY, -INFINITY};
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof t / sizeof *t && n < cap; i++) {
+        float f = (float)t[i];
+        if ((double)f == t[i] || isinf(t[i]))
+            v[n++] = f;
+    }
+    const uint32_t nans[4] = {0x7fffffffu, 0xffffffffu, 0x7f800001u, 0xff800001u};
+    for (size_t i = 0; i < 4 && n < cap; i++) {
+        float f;
+        memcpy(&f, &nans[i], sizeof f);
+        v[n++] = f;
+    }
+    return n;
+}
+
+/* A case of the model: spec with `params` set over it (fp32: the first
+ * variant's fp32 params and every reduction's result in fp32). */
+static nx_status model_case(pw_ctx *x, const fam_spec *spec, const fam_desc *fd, const char *shape, int fp32,
+                            nx_dist dist, int specials, pw_case **out, nx_err *err)
+{
+    pw_case *c = NULL;
+    nx_status st = case_of(x, spec, 7, &c, err);
+    if (st)
+        return st;
+    *out = c;
+    if (fp32 && fd->variants[0].shape && *fd->variants[0].fp32) {
+        if ((st = set_params(&c->spec, fd->variants[0].fp32, err)))
+            return st;
+        reds_out_fp32(&c->spec);
+    }
+    if (shape && (st = set_params(&c->spec, shape, err)))
+        return st;
+    ref_gen_opts go = {x->o->seed, dist, specials, x->o->threads};
+    return ref_generate(&c->spec, &go, &c->in, err);
+}
+
+/* The cases of the family's input-space model beyond the variants:
+ * boundary shapes, special values per input tensor, zero weights among
+ * inf and NaN, exp's underflow, repeated ids, and the output format's
+ * edges through every point's own output (a shared store's bug shows at
+ * every point it touches). */
+static nx_status space_cases(pw_ctx *x, const fam_spec *spec, const fam_desc *fd, nx_err *err)
+{
+    if (!fd)
+        return NX_OK;
+    pw_result *r = x->res;
+    nx_status st = NX_OK;
+    int has32 = fd->variants[0].shape && *fd->variants[0].fp32;
+    size_t nshape = 0;
+    model_say(r, "shapes:");
+    for (size_t i = 0; i < FAM_MAX_SPACE && fd->space[i].shape && !st; i++) {
+        const fam_space *sp = &fd->space[i];
+        if (sp->only) {
+            const char *v = fam_param_get(spec, sp->only);
+            if (!v || !strcmp(v, "0")) {
+                model_say(r, " [%s: not this point (%s = 0)]", sp->what, sp->only);
+                continue;
+            }
+        }
+        pw_case *c = NULL;
+        if ((st = model_case(x, spec, fd, sp->shape, 1, NX_DIST_NORMAL, 0, &c, err)) ||
+            (st = apply_list_fills(c, sp->fills, err)))
+            break;
+        snprintf(c->label, sizeof c->label, "input space: %s (%s)%s", sp->what, sp->shape, has32 ? ", fp32" : "");
+        model_say(r, "%s %s", nshape++ ? ";" : "", sp->what);
+        c->model = 1;
+    }
+    /* special values, one float input tensor at a time */
+    fam_spec base;
+    if ((st = pw_spec_copy(spec, &base, err)))
+        return st;
+    const char *ss = fd->special_shape ? fd->special_shape : fd->variants[0].shape;
+    if (ss && (st = set_params(&base, ss, err))) {
+        fam_spec_free(&base);
+        return st;
+    }
+    if (has32 && !(st = set_params(&base, fd->variants[0].fp32, err)))
+        reds_out_fp32(&base);
+    ref_tensor_desc *d = NULL;
+    size_t nd = 0;
+    if (!st)
+        st = ref_inputs(&base, &d, &nd, err);
+    model_say(r, ". special values (%s%s):", has32 ? "fp32, " : "", ss ? ss : "the point's shape");
+    for (size_t k = 0; k < nd && !st; k++) {
+        if (d[k].kind != REF_FLOAT || d[k].fmt < 0)
+            continue;
+        const nx_format_info *fi = nx_format((nx_fmt)d[k].fmt);
+        if (!fi->is_signed)
+            continue;
+        model_say(r, " %s: subnormals, values near the least normal and near sqrt(max) (squares under/overflow);",
+                  d[k].name);
+        for (int kind = 0; kind < 3 && !st; kind++) {
+            pw_case *c = NULL;
+            if ((st = case_of(x, &base, 7, &c, err)))
+                break;
+            c->model = 1;
+            ref_gen_opts go = {x->o->seed, NX_DIST_NORMAL, 0, x->o->threads};
+            if ((st = ref_generate(&c->spec, &go, &c->in, err)))
+                break;
+            st_tensor *t = (st_tensor *)st_find(&c->in, d[k].name);
+            if (!t)
+                continue;
+            double mn = nx_fmt_min_normal((nx_fmt)d[k].fmt);
+            double big = ldexp(1.0, (int)ceil(log2(fi->max_finite) / 2) + 2);
+            uint64_t sgn = 1ull << (fi->storage_bits - 1);
+            for (uint64_t i = 0; i < t->nelem && !st; i++) {
+                double v = nx_decode((nx_fmt)d[k].fmt, st_get_bits(t, t->data, (size_t)i), NULL);
+                uint64_t b;
+                if (kind == 0) { /* every other element a subnormal, k * the least, either sign */
+                    if (i % 2)
+                        continue;
+                    uint64_t m = 1 + (i * 2654435761u) % ((1ull << fi->man_bits) - 1);
+                    b = m | (i % 4 ? sgn : 0);
+                } else {
+                    double w = nx_round_fast(kind == 1 ? v * mn * 8 : v * big, (nx_fmt)d[k].fmt, NX_RNE, 0);
+                    if ((st = nx_encode((nx_fmt)d[k].fmt, w, &b, err)))
+                        break;
+                }
+                st_put_bits(t, t->data, (size_t)i, b);
+            }
+            snprintf(c->label, sizeof c->label, "input space: '%s' %s, %s", d[k].name,
+                     kind == 0 ? "half subnormals (DAZ)" : kind == 1 ? "scaled to the least normal (products and squares underflow)"
+                                                               : "scaled to 4 sqrt(max) (squares overflow)",
+                     ss ? ss : "the point's shape");
+        }
+    }
+    /* zero weights among inf and NaN activations */
+    char zb[128];
+    snprintf(zb, sizeof zb, "%s", fd->zero_rows ? fd->zero_rows : "");
+    for (char *save = NULL, *tok = strtok_r(zb, ",", &save); tok && !st; tok = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(tok, '=');
+        if (!eq)
+            continue;
+        *eq = 0;
+        const ref_tensor_desc *zd = NULL;
+        for (size_t k = 0; k < nd; k++)
+            if (!strcmp(d[k].name, tok))
+                zd = &d[k];
+        if (!zd)
+            continue;
+        pw_case *c = NULL;
+        if ((st = case_of(x, &base, 7, &c, err)))
+            break;
+        c->model = 1;
+        ref_gen_opts go = {x->o->seed, NX_DIST_ADVERSARIAL, 1, x->o->threads};
+        if ((st = ref_generate(&c->spec, &go, &c->in, err)))
+            break;
+        st_tensor *t = (st_tensor *)st_find(&c->in, tok);
+        size_t nr = t ? rows_of(t) : 0;
+        for (size_t rr = 1; rr < nr && !st; rr += 3)
+            st = set_row(t, zd, rr, strtod(eq + 1, NULL), err);
+        snprintf(c->label, sizeof c->label, "input space: every third row of '%s' %s among inf and NaN inputs, %s", tok,
+                 eq + 1, ss ? ss : "the point's shape");
+        model_say(r, " zero rows of %s among inf/NaN;", tok);
+    }
+    /* repeated ids in a row of the id tensor (top-k) */
+    for (size_t k = 0; fd->dup_ids && k < nd && !st; k++) {
+        if (strcmp(d[k].name, fd->dup_ids) || d[k].ndim < 2 || d[k].shape[d[k].ndim - 1] < 2)
+            continue;
+        pw_case *c = NULL;
+        if ((st = case_of(x, &base, 7, &c, err)))
+            break;
+        c->model = 1;
+        ref_gen_opts go = {x->o->seed, NX_DIST_NORMAL, 0, x->o->threads};
+        if ((st = ref_generate(&c->spec, &go, &c->in, err)))
+            break;
+        st_tensor *t = (st_tensor *)st_find(&c->in, d[k].name);
+        size_t w = (size_t)d[k].shape[d[k].ndim - 1];
+        for (size_t rr = 0; t && rr < t->nelem / w; rr++) /* slot 1 = slot 0; every slot in odd rows */
+            for (size_t j = 1; j < (rr % 2 ? w : 2); j++)
+                st_put_bits(t, t->data, rr * w + j, st_get_bits(t, t->data, rr * w));
+        snprintf(c->label, sizeof c->label, "input space: repeated ids in '%s' (slot 1 = slot 0; odd rows one id "
+                 "throughout), %s", d[k].name, ss ? ss : "the point's shape");
+        model_say(r, " repeated ids in %s;", d[k].name);
+    }
+    free(d);
+    /* exp's underflow: a row spread over [m - 110, m], into fp32 and the declared output */
+    for (int dout = 0; fd->exp_tensor && dout < 2 && !st; dout++) {
+        pw_case *c = NULL;
+        int of = declared_out(spec, fd);
+        if (dout && of < 0)
+            continue;
+        if ((st = case_of(x, &base, 7, &c, err)))
+            break;
+        c->model = 1;
+        if (dout && (st = fam_spec_set_param(&c->spec, "out", nx_format((nx_fmt)of)->name, err)))
+            break;
+        ref_gen_opts go = {x->o->seed, NX_DIST_NORMAL, 0, x->o->threads};
+        ref_tensor_desc *dd = NULL;
+        size_t ndd = 0;
+        if ((st = ref_generate(&c->spec, &go, &c->in, err)) || (st = ref_inputs(&c->spec, &dd, &ndd, err)))
+            break;
+        for (size_t k = 0; k < ndd && !st; k++) {
+            st_tensor *t = (st_tensor *)st_find(&c->in, dd[k].name);
+            if (!t || strcmp(dd[k].name, fd->exp_tensor) || dd[k].kind != REF_FLOAT)
+                continue;
+            size_t w = (size_t)t->shape[t->ndim - 1];
+            for (uint64_t i = 0; i < t->nelem && !st; i++) {
+                uint64_t b, h = (i * 0x9e3779b97f4a7c15ull) >> 40;
+                double v = i % w == 0 ? 0.0 : nx_round_fast(-110.0 * (double)h / (double)(1ull << 24),
+                                                            (nx_fmt)dd[k].fmt, NX_RNE, 0);
+                if (!(st = nx_encode((nx_fmt)dd[k].fmt, v, &b, err)))
+                    st_put_bits(t, t->data, (size_t)i, b);
+            }
+        }
+        free(dd);
+        snprintf(c->label, sizeof c->label, "input space: '%s' spread over [m - 110, m] (exp underflows to "
+                 "subnormals and 0), %s outputs", fd->exp_tensor, dout ? nx_format((nx_fmt)of)->name : "fp32");
+        if (!dout)
+            model_say(r, " %s spread so that exp underflows;", fd->exp_tensor);
+    }
+    fam_spec_free(&base);
+    /* the output format's edges through the point's own output */
+    int of = declared_out(spec, fd);
+    for (int f16 = 0; fd->store.tensor && f16 < 2 && !st; f16++) {
+        int fo = f16 ? NX_FP16 : of;
+        if (fo < 0 || nx_format((nx_fmt)fo)->p >= 24 || (f16 && (!*fd->variants[0].fp16 || of == NX_FP16)))
+            continue;
+        pw_case *c = NULL;
+        if ((st = case_of(x, spec, 7, &c, err)))
+            break;
+        c->model = 1;
+        /* inputs fp32 (where the family takes them), the output as declared */
+        if (has32 && (st = set_params(&c->spec, fd->variants[0].fp32, err)))
+            break;
+        char ob[32];
+        if ((fam_param_get(&c->spec, "out") || fam_desc_default(fam_of(spec), "out", ob, sizeof ob)) &&
+            (st = fam_spec_set_param(&c->spec, "out", nx_format((nx_fmt)fo)->name, err)))
+            break;
+        if ((st = set_params(&c->spec, fd->store.shape, err)))
+            break;
+        ref_gen_opts go = {x->o->seed, NX_DIST_NORMAL, 0, x->o->threads};
+        if ((st = ref_generate(&c->spec, &go, &c->in, err)) || (st = apply_list_fills(c, fd->store.fills, err)))
+            break;
+        float ev[40];
+        size_t ne = edge_values((nx_fmt)fo, ev, 40);
+        st_tensor *t = (st_tensor *)st_find(&c->in, fd->store.tensor);
+        if (!t || t->dtype != ST_F32) {
+            case_free(c);
+            x->ncases--;
+            continue;
+        }
+        size_t w = (size_t)t->shape[t->ndim - 1], half = fd->store.gate > 0 ? w / 2 : 0;
+        for (uint64_t i = 0, k = 0; i < t->nelem; i++) {
+            float v;
+            if (half && i % w < half) {
+                v = (float)fd->store.gate;
+            } else {
+                v = ev[k++ % ne];
+                if (half)
+                    v = v / (float)fd->store.gate; /* exact: a power of two, no value below 2^-149 * 32 */
+            }
+            uint32_t u;
+            memcpy(&u, &v, sizeof u);
+            st_put_bits(t, t->data, (size_t)i, u);
+        }
+        snprintf(c->label, sizeof c->label, "input space: the output equal to '%s' (%s): %zu edges of %s outputs "
+                 "(overflow, ties, subnormals, +-0, inf, NaN)", fd->store.tensor, fd->store.shape, ne,
+                 nx_format((nx_fmt)fo)->name);
+        model_say(r, "%s output edges of %s through '%s'", f16 ? "," : " ", nx_format((nx_fmt)fo)->name,
+                  fd->store.tensor);
+    }
+    if (!fd->store.tensor)
+        model_say(r, " output edges: %s", fd->final_is_sum ? "by the edge rows" : "no shape gives them");
+    if (fd->gaps && *fd->gaps)
+        model_say(r, ". not reached: %s", fd->gaps);
+    return st;
+}
+
 /* On a mismatch: the neighbour whose reference comes closest to the
  * kernel's bits on the failing case. */
 static void diagnose(pw_ctx *x, size_t fc, const st_file *fdev, const nb_list *l, char *buf,
@@ -1452,14 +1890,18 @@ nx_status pw_check_point(const dev_backend *be, const fam_spec *spec, const pw_o
     nx_status st = build_cases(&x, spec, err);
     if (!st)
         st = enumerate(spec, &l, err);
-    size_t used = 0, unsupported = 0;
+    size_t used = 0, unsupported = 0, nmodel = 0;
+    int nuns = 0;
     res->verdict = PW_PASS;
     for (size_t i = 0; i < x.ncases && !st; i++) {
         pw_case *c = &x.cases[i];
         if (!dev_supports(be, &c->spec, c->spec.kernel)) {
             unsupported++;
+            if (c->model)
+                model_say(res, "%s[not taken by the kernel: %.100s]", nuns++ ? "; " : ". ", c->label + 13);
             continue;
         }
+        nmodel += c->model;
         st_file dev;
         st_init(&dev);
         size_t nmis = 0;
@@ -1479,19 +1921,35 @@ nx_status pw_check_point(const dev_backend *be, const fam_spec *spec, const pw_o
         /* the same kernel at another thread count: its point may not follow
          * the threads (a split by the team size is right at one thread) */
         int at = 0;
-        if (!st && !nmis && be->threaded && o->threads_also > 0 && o->threads_also != o->threads) {
-            for (int lg = 0; lg < (*legacy ? 2 : 1) && !st && !nmis; lg++) {
+        /* the cases of the catalogue at threads_also; the cheap fp32 case
+         * at every count of threads_more too; the input-space model's
+         * cases at the largest count of threads_more up to 4 instead (one
+         * team larger than any declared split, so each costs two runs) */
+        int tcounts[1 + PW_MAX_THREADS_MORE], ntc = 0, model_t = 0;
+        for (int q = 0; q < PW_MAX_THREADS_MORE && o->threads_more[q] > 0; q++)
+            if (o->threads_more[q] <= 4 && o->threads_more[q] > model_t)
+                model_t = o->threads_more[q];
+        if (c->model && model_t && model_t != o->threads)
+            tcounts[ntc++] = model_t;
+        else if (!c->model && o->threads_also > 0 && o->threads_also != o->threads)
+            tcounts[ntc++] = o->threads_also;
+        for (int q = 0; c->allthreads == 2 && q < PW_MAX_THREADS_MORE && o->threads_more[q] > 0; q++)
+            if (o->threads_more[q] != o->threads && o->threads_more[q] != o->threads_also)
+                tcounts[ntc++] = o->threads_more[q];
+        for (int q = 0; !st && !nmis && be->threaded && q < ntc; q++) {
+            /* the legacy kernel at the catalogue's count (threads_also) only */
+            for (int lg = 0; lg < (*legacy && q == 0 && !c->model ? 2 : 1) && !st && !nmis; lg++) {
                 const char *kid = lg ? legacy : NULL;
                 if (kid && !dev_supports(be, &c->spec, kid))
                     continue;
                 st_free(&dev);
                 st_init(&dev);
-                dev_opts d = {DEV_GRAPHED, o->threads_also, kid};
+                dev_opts d = {DEV_GRAPHED, tcounts[q], kid};
                 if (!(st = dev_run(be, &c->spec, &c->in, &dev, &d, err))) {
                     res->runs++;
                     if ((nmis = mismatches(&dev, &c->ref, first, sizeof first))) {
                         x.kernel = kid;
-                        at = o->threads_also;
+                        at = tcounts[q];
                     }
                 }
             }
@@ -1539,7 +1997,7 @@ nx_status pw_check_point(const dev_backend *be, const fam_spec *spec, const pw_o
                 res->nneigh++;
                 continue;
             }
-            for (size_t ii = 0; ii < x.ncases && !seen; ii++) {
+            for (size_t ii = 0; ii < no && !seen; ii++) {
                 pw_case *c = &x.cases[order[ii]];
                 if (!c->ref.ntensors)
                     continue;
@@ -1579,6 +2037,12 @@ nx_status pw_check_point(const dev_backend *be, const fam_spec *spec, const pw_o
         nx_sbuf b = {0};
         nx_sbuf_printf(&b, "%s: %zu power runs (%zu order probe rows) equal the reference bit for bit", id, res->runs,
                        res->probe_rows);
+        nx_sbuf_printf(&b, "; input space: %zu cases (boundary shapes, special values per tensor, output edges), "
+                       "threads 1, %d", nmodel, o->threads_also);
+        for (int q = 0; q < PW_MAX_THREADS_MORE && o->threads_more[q] > 0; q++)
+            nx_sbuf_printf(&b, ", %d", o->threads_more[q]);
+        if (!be->threaded)
+            nx_sbuf_printf(&b, " (the backend's runs do not follow a thread count: one run each)");
         if (unsupported)
             nx_sbuf_printf(&b, " (%zu variants the kernel does not take were left out)", unsupported);
         if (o->neighbours) {

@@ -45,12 +45,17 @@ typedef enum pw_seen {
     PW_UNSEEN         /* the same bits on every input tried, no proof: a warning */
 } pw_seen;
 
+#define PW_MAX_THREADS_MORE 6
+
 typedef struct pw_opts {
     unsigned long long seed; /* the campaign's seed; the power inputs derive from it */
     int threads;             /* kernel (graphed) and reference threads, 0 = all; default 1 */
     int threads_also;        /* the kernel once more at this many threads, on every case
                                 whose first run matched (a split that follows the thread
                                 count); 0 or = threads: not; default 3 */
+    int threads_more[PW_MAX_THREADS_MORE]; /* and at these (0 ends the list) on the cases that run
+                                at every count (the cheap fp32 ones and the input-space
+                                model's shapes and values); default 2, 4, 8 */
     int engine;              /* nx_engine_kind */
     int neighbours;          /* 1: also report the neighbours (part 2); 0: runs only */
 } pw_opts;
@@ -79,6 +84,7 @@ typedef struct pw_result {
     pw_neighbour *neigh; /* malloc'd, nneigh entries */
     size_t nneigh;
     double seconds;
+    char space[2048];   /* the input-space model: which parts the cases covered, which not (docs/power.md) */
 } pw_result;
 
 void pw_result_free(pw_result *r);
