@@ -140,7 +140,7 @@ static int against_ref(sqlite3 *db, const char *ref, const char *id, const char 
         lvl = 1;
         snprintf(decl, dlen, "numerics point %.12s, %s's %.12s (run %lld): a declared difference", *hash ? hash : "none",
                  ref, rh, rrun);
-        snprintf(why, len, "declared parity only: %s", decl);
+        snprintf(why, len, "declared parity only: %.400s", decl);
     } else {
         snprintf(why, len, "numerics point %.12s differs from %s's %.12s (run %lld) and its Tier 2 did not pass",
                  *hash ? hash : "none", ref, rh, rrun);
@@ -300,7 +300,7 @@ nx_status ttbp_compute_opts(const char *path, const char *class_name, const char
             lvl = bits ? 2 : 1;
             if (!bits) {
                 snprintf(decl, sizeof decl, "within its declared tolerance, not bit-exact");
-                snprintf(why, sizeof why, "declared parity only: %s", decl);
+                snprintf(why, sizeof why, "declared parity only: %.400s", decl);
             }
         } else {
             lvl = against_ref(db, ref, pid, shape, hash, in_d, out_d, at, own_ok, against_yes, why, sizeof why, decl,
@@ -837,7 +837,7 @@ nx_status ttbp_zero_day_of(const char *path, const ttbp_report *r, ttbp_zero_day
             p += l + (p[l] == '\n');
         }
         if (k)
-            snprintf(z->change, sizeof z->change, "run %lld: %s", run, said);
+            snprintf(z->change, sizeof z->change, "run %lld: %.480s", run, said);
         json_decref(a);
         json_decref(files);
     }
