@@ -118,7 +118,7 @@ nx_status cli_model_shapes(const reg_registry *reg, const char *cls, const char 
             snprintf(m.shape, sizeof m.shape, "%s", shape);
             m.capped = *cut != 0;
             if (m.capped)
-                snprintf(m.said, sizeof m.said, "%s at C=%lld: %s, capped %s (the exact reference's cost: the op's "
+                snprintf(m.said, sizeof m.said, "%.63s at C=%lld: %.120s, capped %.120s (the exact reference's cost: the op's "
                          "flops over %lld; reduction lengths kept)", a->op->id, m.c, m.real, cut, CLI_MODEL_FLOPS);
             else
                 snprintf(m.said, sizeof m.said, "%s at C=%lld: %s", a->op->id, m.c, m.real);
