@@ -284,9 +284,11 @@ static nx_status request(serve_impl *im, const char *op, json_t *req, json_t **a
             }
             if (!json_is_true(ok)) {
                 const char *e = json_string_value(json_object_get(a, "error"));
-                char msg[700];
-                excerpt(e ? e : "(no error text)", msg, sizeof msg);
                 nx_err_set(err, NX_EINVAL, "%s: %s: %s", im->label, op, e ? e : "failed (no error text)");
+                /* one line: what the backend wrote may hold control characters */
+                for (char *c = err ? err->msg : NULL; c && *c; c++)
+                    if ((unsigned char)*c < 32)
+                        *c = ' ';
                 json_decref(a);
                 return NX_EINVAL;
             }
@@ -321,10 +323,13 @@ static nx_status hello(serve_impl *im, nx_err *err)
         return st;
     json_t *abi = json_object_get(a, "abi"), *name = json_object_get(a, "name"), *thr = json_object_get(a, "threaded");
     if (!json_is_integer(abi) || json_integer_value(abi) != EXT_PROTOCOL) {
+        int had = json_is_integer(abi); /* read before the answer is freed */
+        long long v = had ? (long long)json_integer_value(abi) : 0;
         json_decref(a);
         stop(im, 0, NULL, 0);
-        return fail(im, err, "hello: speaks protocol %s, parity speaks %d",
-                    json_is_integer(abi) ? "another version" : "(no integer \"abi\")", EXT_PROTOCOL);
+        if (had)
+            return fail(im, err, "hello: speaks protocol %lld, parity speaks %d", v, EXT_PROTOCOL);
+        return fail(im, err, "hello: no integer \"abi\" in its answer (parity speaks protocol %d)", EXT_PROTOCOL);
     }
     if (json_is_string(name) && *json_string_value(name))
         ext_put(im->name, sizeof im->name, json_string_value(name));
