@@ -104,6 +104,18 @@ static long integer_from(parser *ps, const char *what, long min)
             return 0;
         }
     }
+    /* INT and IDX are decimal digits (docs/numerics.md §4, Grammar): a run
+     * of digits that goes on as a word (0x4, 1e3, 4.0, 8u) is not one, and
+     * is named whole rather than read as its leading digits */
+    if (isalnum((unsigned char)*ps->p) || *ps->p == '_' || *ps->p == '.') {
+        const char *e = ps->p;
+        while (isalnum((unsigned char)*e) || *e == '_' || *e == '.')
+            e++;
+        int len = (int)(e - start) > 40 ? 40 : (int)(e - start);
+        fail(ps, start, "%s: '%.*s%s' is not an integer (the tree language's integers are decimal digits)", what,
+             len, start, e - start > 40 ? "..." : "");
+        return 0;
+    }
     if (v < min) {
         fail(ps, start, "%s must be at least %ld", what, min);
         return 0;

@@ -134,6 +134,20 @@ grep -Fq "none.safetensors" "$T/o7" || fail "missing file not named: $(cat "$T/o
 [ $rc -eq 2 ] || fail "--max-terms 5000: exit $rc, want 2: $(cat "$T/o12")"
 grep -Fq "96 rows x 200 terms" "$T/o12" || fail "--max-terms: the limit not named: $(cat "$T/o12")"
 "$PARITY" explain --help | grep -q '^usage: parity explain' || fail "--help"
+# traces of another seed or input distribution are another problem: refused
+# naming what differs (they were "the same")
+"$PARITY" campaign --class cpu --kernels "$T/k" --families gemm --no-ledger --quiet --seed 2 --traces "$T/seed2" \
+  > "$T/camp.seed2" 2>&1 || fail "campaign --seed 2: $(tail -3 "$T/camp.seed2")"
+"$PARITY" campaign --class cpu --kernels "$T/k" --families gemm --no-ledger --quiet --dist uniform \
+  --traces "$T/unif" > "$T/camp.unif" 2>&1 || fail "campaign --dist uniform: $(tail -3 "$T/camp.unif")"
+"$PARITY" explain "$A" "$T/seed2/cpu.gemm.splitk.eager-0.safetensors" --kernels "$T/k" > "$T/o13" 2>&1; rc=$?
+[ $rc -eq 2 ] || fail "another seed: exit $rc, want 2: $(head -5 "$T/o13")"
+grep -Fq "$A has seed 1, $T/seed2/cpu.gemm.splitk.eager-0.safetensors has seed 2: different inputs" "$T/o13" \
+  || fail "another seed: not named: $(head -5 "$T/o13")"
+"$PARITY" explain "$A" "$T/unif/cpu.gemm.splitk.eager-0.safetensors" --kernels "$T/k" > "$T/o14" 2>&1; rc=$?
+[ $rc -eq 2 ] || fail "another distribution: exit $rc, want 2: $(head -5 "$T/o14")"
+grep -Fq "has inputs of distribution normal, $T/unif/cpu.gemm.splitk.eager-0.safetensors of uniform" "$T/o14" \
+  || fail "another distribution: not named: $(head -5 "$T/o14")"
 
 # --max-rows: sampled and said
 "$PARITY" explain "$A" "$B" --kernels "$T/k" --max-rows 40 > "$T/o11" 2>&1; rc=$?

@@ -517,6 +517,24 @@ rc=$?
 [ $rc -eq 3 ] || fail "reveal, a kernel hung at the induction length: exit $rc, want 3 (stderr: $(head -c 300 "$T/err"))"
 has err "the order again at n = 15 (induction): --exec: the command did not finish within 2 s" \
   "reveal, a kernel hung at the induction length"
+# a kernel that takes another order on the confirmation's batch (77 rows):
+# the confirmation fails (exit 1) and the last line says so; the refuted
+# point is named in it, never printed alone as the answer
+cat > "$T/conf77.sh" <<EOF2
+#!/bin/sh
+t=seq
+"$PARITY" inspect "\$1" | grep -q 'tensor a: F32 \[77, 8\]' && t='reverse(seq)'
+exec "$PARITY" reduce --numerics "{ acc = \"fp32\", tree = \"\$t\" }" --in "\$1" --out "\$2"
+EOF2
+chmod +x "$T/conf77.sh"
+timeout 120 "$PARITY" reveal --exec "$T/conf77.sh {in} {out}" --n 8 --confirm 77 > "$T/out" 2> "$T/err"
+rc=$?
+[ $rc -eq 1 ] || fail "reveal, the confirmation rows differ: exit $rc, want 1 (stderr: $(head -c 300 "$T/err"))"
+last=$(tail -n 1 "$T/out")
+case $last in
+"not confirmed: the point revealed at n = 8 reproduced "*" of 77 fresh random rows: {"*'tree = "seq"'*) ;;
+*) fail "reveal, the confirmation rows differ: last line: $last" ;;
+esac
 # a hung --serve kernel: no answer within --timeout
 timeout 30 "$PARITY" reveal --serve 'read l; exec sleep 300' --n 8 --timeout 1 > "$T/out" 2> "$T/err"
 rc=$?
@@ -527,6 +545,26 @@ timeout 30 "$PARITY" reveal --serve 'read l; echo nonsense; exec sleep 300' --n 
 rc=$?
 [ $rc -eq 3 ] || fail "reveal, a bad --serve answer: exit $rc, want 3 (stderr: $(head -c 300 "$T/err"))"
 has err "the command answered: nonsense" "reveal, a bad --serve answer"
+# an answer that only starts with "ok" is not "ok": the y it left is not
+# taken (the kernel said something else than success)
+cat > "$T/okay.sh" <<EOF2
+#!/bin/sh
+while read i o; do
+  "$PARITY" reduce --numerics '{ acc = "fp32" }' --in "\$i" --out "\$o" > /dev/null 2>&1
+  echo "\$1"
+done
+EOF2
+chmod +x "$T/okay.sh"
+for ans in okay-but-failed ok-failed "ok then error" "ok "; do
+  timeout 30 "$PARITY" reveal --serve "$T/okay.sh '$ans'" --n 8 --order-only > "$T/out" 2> "$T/err"
+  rc=$?
+  [ $rc -eq 3 ] || fail "reveal, a --serve answer '$ans': exit $rc, want 3 (stdout: $(tail -n 1 "$T/out"))"
+  has err "the command answered: $ans" "reveal, a --serve answer '$ans'"
+done
+timeout 30 "$PARITY" reveal --serve "$T/okay.sh ok" --n 8 --order-only > "$T/out" 2> "$T/err"
+rc=$?
+[ $rc -eq 0 ] || fail "reveal, a --serve answer 'ok': exit $rc, want 0 (stderr: $(head -c 300 "$T/err"))"
+has out "order: seq" "reveal, a --serve answer 'ok'"
 run 2 "reveal --timeout 0" reveal --exec 'true {in} {out}' --n 8 --timeout 0
 has err "--timeout: '0' is not a number of seconds" "reveal --timeout 0"
 # a quote and a command substitution in TMPDIR: quoted, not run

@@ -45,6 +45,13 @@ expect_rc 2 "bad --plant" $M --plant down_proj
 expect_rc 2 "--plant of another family" $M --plant down_proj=rmsnorm.plain
 expect_rc 2 "--plant of a layer that does not exist" $M --plant down_proj@2=gemm.seq
 expect_rc 2 "--plant of an op outside the families" $M --plant rope=gemm.seq
+# the largest seed is written as itself (a seed of 2^64 or more became
+# 2^64 - 1, written -1)
+expect_rc 0 "--seed 2^63 - 1" $M --prompts 1 --tokens 1 --seed 9223372036854775807 --json "$T/seed.json" \
+  --ledger "$T/seed.db"
+[ "$(jv "$T/seed.json" "j['seed']")" = 9223372036854775807 ] || fail "--seed 2^63 - 1: the JSON says $(jv "$T/seed.json" "j['seed']")"
+expect_rc 2 "--seed 2^64" $M --prompts 1 --tokens 1 --seed 18446744073709551616 --ledger "$T/seed.db"
+grep -q "at most 9223372036854775807" "$T/err" || fail "--seed 2^64: $(cat "$T/err")"
 
 # ---- the control: 4 prompts x 32 tokens, every bit equal (exit 0)
 expect_rc 0 "tiny 4x32 against the reference" $M --json "$T/a.json" --html "$T/a.html"

@@ -8,6 +8,9 @@
 #include "refimpl.h"
 #include "report.h"
 
+#include <ctype.h>
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,10 +174,20 @@ int cmd_model(int argc, char **argv)
     if (threads)
         o.threads = (int)v;
     if (seed) {
+        /* decimal digits only (strtoull skips blanks, takes a sign and
+         * saturates at 2^64 - 1 with ERANGE), at most 2^63 - 1: the seed is
+         * written to the JSON report and the ledger as a signed 64-bit
+         * integer, where a larger one would read back negative */
         char *end;
+        errno = 0;
         unsigned long long s = strtoull(seed, &end, 10);
-        if (!*seed || *end || *seed == '-') {
+        if (!isdigit((unsigned char)seed[0]) || *end || end == seed) {
             cli_error("model", "--seed '%s': expected an unsigned integer", seed);
+            return EXIT_INPUT;
+        }
+        if (errno == ERANGE || s > (unsigned long long)INT64_MAX) {
+            cli_error("model", "--seed '%s': expected an unsigned integer at most 9223372036854775807 (2^63 - 1: "
+                      "the report and the ledger hold it as a signed 64-bit integer)", seed);
             return EXIT_INPUT;
         }
         o.seed = s;

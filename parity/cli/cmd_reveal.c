@@ -88,8 +88,8 @@ static const char usage[] =
     "take another path, it is revealed one row a call under `R = 1, n = N:`\n"
     "and joined as a class `select = \"R == 1\"`, docs/reveal.md); the\n"
     "last line is the point as one inline TOML table that `parity reduce\n"
-    "--numerics` accepts, or, when it fails at another length, a line\n"
-    "`not confirmed: ...` naming the lengths.\n"
+    "--numerics` accepts, or, when a confirmation row differs (at N or at\n"
+    "another length), a line `not confirmed: ...` naming where and the point.\n"
     "\n"
     "exit status: 0 a point was revealed and reproduced every confirmation row;\n"
     "1 the probes reveal no tree, no point of the space fits, a confirmation\n"
@@ -265,7 +265,10 @@ static int reveal_one(rv_kernel *k, const rv_opts *o, int order_only, rv_result 
     if (res->alternatives)
         printf("; %zu other points of the space fit the fitted rows too\n", res->alternatives);
     if (res->confirm_ok != res->confirm_rows) {
-        printf("%s\n", res->point);
+        /* refuted: the point is named, not given as the answer (a script
+         * that reads the last line must not take it for one) */
+        printf("not confirmed: the point revealed at n = %zu reproduced %zu of %zu fresh random rows: %s\n", res->n,
+               res->confirm_ok, res->confirm_rows, res->point);
         rc = EXIT_PARITY;
     } else {
         /* induction saw another order that no name shares: a size class,

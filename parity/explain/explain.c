@@ -345,6 +345,37 @@ static json_t *side_json(const side *s)
     return o;
 }
 
+/* Two traces are one run's two sides only where they computed the same
+ * problem: the same shape, and where both regenerate their inputs from a
+ * seed, the same seed and distribution.  Otherwise their outputs differ
+ * for reasons no point names (and agree where the inputs hide a
+ * difference): an input error naming what differs, never "same". */
+static nx_status same_inputs(const char *a, const trace *ta, const char *b, const trace *tb, nx_err *err)
+{
+    int shape_same = ta->nshape == tb->nshape;
+    for (size_t i = 0; shape_same && i < ta->nshape; i++)
+        shape_same = !strcmp(ta->shape[i].name, tb->shape[i].name) && ta->shape[i].value == tb->shape[i].value;
+    if (!shape_same) {
+        nx_sbuf sa = {0}, sb = {0};
+        for (size_t i = 0; i < ta->nshape; i++)
+            nx_sbuf_printf(&sa, "%s%s=%lld", i ? "," : "", ta->shape[i].name, (long long)ta->shape[i].value);
+        for (size_t i = 0; i < tb->nshape; i++)
+            nx_sbuf_printf(&sb, "%s%s=%lld", i ? "," : "", tb->shape[i].name, (long long)tb->shape[i].value);
+        char *x = nx_sbuf_take(&sa), *y = nx_sbuf_take(&sb);
+        nx_status st = nx_err_set(err, NX_EINVAL, "%s has shape %s, %s has shape %s: different problems, nothing to "
+                                  "compare", a, x ? x : "?", b, y ? y : "?");
+        free(x), free(y);
+        return st;
+    }
+    if (ta->has_seed && tb->has_seed && ta->seed != tb->seed)
+        return nx_err_set(err, NX_EINVAL, "%s has seed %llu, %s has seed %llu: different inputs, nothing to compare",
+                          a, (unsigned long long)ta->seed, b, (unsigned long long)tb->seed);
+    if (ta->has_seed && tb->has_seed && strcmp(ta->dist ? ta->dist : "", tb->dist ? tb->dist : ""))
+        return nx_err_set(err, NX_EINVAL, "%s has inputs of distribution %s, %s of %s: different inputs, nothing to "
+                          "compare", a, ta->dist ? ta->dist : "?", b, tb->dist ? tb->dist : "?");
+    return NX_OK;
+}
+
 static nx_status open_side(const reg_registry *reg, const char *path, side *s, nx_err *err)
 {
     nx_status st = trace_read(path, &s->c.t, err);
@@ -375,6 +406,8 @@ nx_status ex_explain(const reg_registry *reg, const char *a, const char *b, cons
                             A.c.t.family, b, B.c.t.family);
             goto done;
         }
+        if ((st = same_inputs(a, &A.c.t, b, &B.c.t, err)))
+            goto done;
     }
 
     /* the diff */

@@ -1573,6 +1573,15 @@ nx_status fit_run(const fit_pair *pairs, size_t npairs, const fit_space *space, 
                   nx_err *err)
 {
     memset(res, 0, sizeof *res);
+    /* no rows, no evidence: every candidate "fits" an empty pair, and the
+     * first of the space would be printed as the kernel's point */
+    if (npairs == 0)
+        return nx_err_set(err, NX_EINVAL, "no pairs of inputs and outputs to fit");
+    for (size_t p = 0; p < npairs; p++)
+        if (pairs[p].in.rows == 0)
+            return nx_err_set(err, NX_EINVAL,
+                              "pair %zu has no rows (shape [0, %zu]): a fit needs rows whose outputs tell the "
+                              "candidates apart", p + 1, pairs[p].n);
     /* a grid: the same one for every pair (the fitted point holds one), M x N = its rows */
     for (size_t p = 0; p < npairs; p++) {
         const fit_pair *pp = &pairs[p];

@@ -300,19 +300,27 @@ nx_status ledger_open_read(const char *path, sqlite3 **out, nx_err *err)
     }
     sqlite3_busy_timeout(db, LEDGER_BUSY_MS);
     sqlite3_stmt *s = NULL;
-    int nobj = 0, ver = -1, rc;
+    int nobj = 0, ver = 0, rc, got = 0;
     if ((rc = sqlite3_prepare_v2(db, "SELECT user_version, (SELECT count(*) FROM sqlite_master) FROM pragma_user_version",
                                  -1, &s, NULL)) == SQLITE_OK &&
         (rc = sqlite3_step(s)) == SQLITE_ROW) {
         ver = sqlite3_column_int(s, 0);
         nobj = sqlite3_column_int(s, 1);
+        got = 1;
     }
     sqlite3_finalize(s);
-    if (ver < 0) {
+    /* whether the version was read is kept apart from its value: any
+     * 32-bit user_version can be stored, a negative one too, and it is
+     * then a version no parity wrote, not a failed read (whose SQLite
+     * message was "not an error") */
+    if (!got) {
         if (rc == SQLITE_NOTADB || rc == SQLITE_CORRUPT)
             st = nx_err_set(err, NX_EINVAL, "ledger %s: not an SQLite database (nothing read)", path);
         else
             st = ledger_sql_error(db, path, "cannot read", err);
+    } else if (ver < 0) {
+        st = nx_err_set(err, NX_EINVAL, "ledger %s: not a parity ledger (an SQLite database of schema version %d; "
+                        "a parity ledger's is 1 ... %d)", path, ver, LEDGER_SCHEMA_VERSION);
     } else if (ver == 0 && nobj == 0) {
         st = nx_err_set(err, NX_EINVAL, "ledger %s: an empty database, not a parity ledger (a campaign with "
                         "--ledger creates one)", path);

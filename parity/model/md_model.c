@@ -7,6 +7,7 @@
 
 #include <math.h>
 #include <omp.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -785,9 +786,19 @@ static nx_status parse_plant(const char *p, md_result *res, int *role_out, int *
     op[on] = 0;
     *layer = -1;
     if (at) {
+        /* the layer is decimal digits and nothing else: strtol would skip
+         * blanks, take a sign and read "" as 0 (`@=`, `@ 0`, `@+0`, `@-0`
+         * were layer 0) */
+        const char *q = at + 1;
+        while (q < eq && *q >= '0' && *q <= '9')
+            q++;
+        if (q == at + 1 || q != eq)
+            return nx_err_set(err, NX_EINVAL, "--plant '%s': the layer '%.*s' is not a layer number (decimal digits, "
+                              "0 ... %lld)", p, (int)(eq - at - 1), at + 1, res->dims.layers - 1);
         char *end;
+        errno = 0;
         long v = strtol(at + 1, &end, 10);
-        if (end != eq || v < 0 || v >= res->dims.layers)
+        if (errno == ERANGE || end != eq || v < 0 || v >= res->dims.layers)
             return nx_err_set(err, NX_EINVAL, "--plant '%s': layer must be 0 ... %lld", p, res->dims.layers - 1);
         *layer = (int)v;
     }
@@ -909,6 +920,23 @@ nx_status md_run(const reg_registry *r, const char *cls, const md_opts *o, md_re
         md_op *op = &res->ops[role_of[i]];
         op->role = role_of[i];
         op->plant_layer = -1;
+        /* the step's names are carried whole or not at all: an id cut to
+         * the buffer named another op in every report (and two ids that
+         * share 63 characters one op) */
+        {
+            const char *fam = oa->op->family ? oa->op->family : "";
+            const char *what = strlen(oa->op->id) >= sizeof op->id ? "id"
+                               : strlen(fam) >= sizeof op->family ? "family"
+                               : strlen(oa->point) >= sizeof op->point ? "point"
+                                                                       : NULL;
+            if (what) {
+                const char *v = what[0] == 'i' ? oa->op->id : what[0] == 'f' ? fam : oa->point;
+                size_t cap = what[0] == 'i' ? sizeof op->id : what[0] == 'f' ? sizeof op->family : sizeof op->point;
+                st = nx_err_set(err, NX_EINVAL, "%s: op %s '%.40s...' is %zu characters; the model loop takes at most %zu",
+                                oa->op->where ? oa->op->where : "STEP.toml", what, v, strlen(v), cap - 1);
+                goto out;
+            }
+        }
         snprintf(op->id, sizeof op->id, "%s", oa->op->id);
         snprintf(op->family, sizeof op->family, "%s", oa->op->family ? oa->op->family : "");
         snprintf(op->point, sizeof op->point, "%s", oa->point);

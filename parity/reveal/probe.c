@@ -12,7 +12,10 @@
 #include "safetensors.h"
 
 #include <dlfcn.h>
+#include <elf.h>
 #include <ftw.h>
+#include <link.h>
+#include <stdint.h>
 #include <sys/stat.h>
 #include <errno.h>
 #include <math.h>
@@ -539,7 +542,15 @@ static nx_status serve_eval(rv_kernel *k, size_t rows, size_t n, const double *a
     int r = -1;
     if (fprintf(im->to, "%s %s\n", im->in, im->out) >= 0 && !fflush(im->to))
         r = read_line(im->from, line, sizeof line, now_s() + k->timeout_s);
-    if (r == 0 && !strncmp(line, "ok", 2))
+    /* the answer is the line "ok" and nothing else: "okay-but-failed" or
+     * "ok, with errors" is not a success (a CR before the newline, as a
+     * program writing text on Windows conventions ends its lines, is) */
+    if (r == 0) {
+        size_t len = strlen(line);
+        if (len && line[len - 1] == '\r')
+            line[--len] = 0;
+    }
+    if (r == 0 && !strcmp(line, "ok"))
         return read_y(im->out, rows, y, of, err);
     /* no answer, a late one or a wrong one: the child is killed, not waited on */
     kill_group(im->pid);
@@ -774,6 +785,64 @@ static void dl_destroy(rv_kernel *k)
     free(im);
 }
 
+/* Whether addr lies in a loaded segment that is executable (PF_X). */
+typedef struct exec_seg {
+    uintptr_t addr;
+    int found, exec;
+} exec_seg;
+
+static int exec_seg_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    exec_seg *q = data;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD)
+            continue;
+        uintptr_t lo = (uintptr_t)info->dlpi_addr + (uintptr_t)ph->p_vaddr;
+        if (q->addr >= lo && q->addr - lo < (uintptr_t)ph->p_memsz) {
+            q->found = 1;
+            q->exec = (ph->p_flags & PF_X) != 0;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Whether the address dlsym gave is a function's: the ELF type of its
+ * symbol entry (dladdr1, RTLD_DL_SYMENT) is STT_FUNC or STT_GNU_IFUNC.
+ * Where the loader has no entry at that exact address (an indirect
+ * function's dlsym is the implementation it resolved to, often a local
+ * symbol), the segment holding it must be executable.  Otherwise why says
+ * what the symbol is. */
+static int dl_symbol_is_code(void *sym, char *why, size_t cap)
+{
+    Dl_info info;
+    const ElfW(Sym) *ent = NULL;
+    if (dladdr1(sym, &info, (void **)&ent, RTLD_DL_SYMENT) && ent && info.dli_saddr == sym) {
+        int type = ELF64_ST_TYPE(ent->st_info);
+        if (type == STT_FUNC || type == STT_GNU_IFUNC)
+            return 1;
+        static const char *const names[] = {"STT_NOTYPE", "STT_OBJECT", "STT_FUNC", "STT_SECTION",
+                                            "STT_FILE",   "STT_COMMON", "STT_TLS"};
+        if (type < (int)(sizeof names / sizeof *names))
+            snprintf(why, cap, "ELF symbol type %s: %s", names[type],
+                     type == STT_OBJECT || type == STT_COMMON ? "data"
+                     : type == STT_TLS                        ? "thread-local data"
+                                                              : "not code");
+        else
+            snprintf(why, cap, "ELF symbol type %d, not STT_FUNC or STT_GNU_IFUNC", type);
+        return 0;
+    }
+    exec_seg q = {(uintptr_t)sym, 0, 0};
+    dl_iterate_phdr(exec_seg_cb, &q);
+    if (q.found && q.exec)
+        return 1;
+    snprintf(why, cap, "no function symbol at its address, which lies in %s",
+             q.found ? "a segment that is not executable" : "no loaded segment");
+    return 0;
+}
+
 nx_status rv_kernel_dlopen(const char *spec, nx_fmt in, rv_kernel **out, nx_err *err)
 {
     const char *colon = strrchr(spec, ':');
@@ -798,6 +867,15 @@ nx_status rv_kernel_dlopen(const char *spec, nx_fmt in, rv_kernel **out, nx_err 
     if (!sym) {
         dlclose(lib);
         return nx_err_set(err, NX_EINVAL, "--dlopen: no symbol %s in the library", colon + 1);
+    }
+    /* the symbol must be code: an exported array or variable called as a
+     * function jumps into data (SIGSEGV, or worse).  The loader's symbol
+     * table says which (dl_symbol_is_code) */
+    char why[160];
+    if (!dl_symbol_is_code(sym, why, sizeof why)) {
+        dlclose(lib);
+        return nx_err_set(err, NX_EINVAL, "--dlopen: symbol %s is not a function (%s); a kernel must be a function",
+                          colon + 1, why);
     }
     rv_kernel *k = calloc(1, sizeof *k);
     dl_impl *im = calloc(1, sizeof *im);

@@ -13,6 +13,7 @@ copy and the GIL is released while the library works.  docs/python.md.
 """
 
 import ctypes
+import operator
 import os
 import threading
 
@@ -39,6 +40,51 @@ class NotFound(AssertionError):
         self.report = report
 
 
+# --- the one validation layer before the C ABI ------------------------------
+# Every str and int that goes to libparity.so passes here: ctypes cuts a
+# string at a NUL byte (a path 'victim\0.safetensors' is the file 'victim')
+# and wraps an int to the C type (-1 threads, 2**32 + 1, 2.5 truncated).
+
+_I64 = (-(1 << 63), (1 << 63) - 1)
+_U64 = (0, (1 << 64) - 1)
+
+
+def _cstr(arg, s):
+    """s (a str, or bytes) as a NUL-terminated C string, or TypeError /
+    ValueError naming arg."""
+    if isinstance(s, str):
+        if "\0" in s:
+            raise ValueError("%s: %r holds a NUL character at %d, which a C string cannot carry" %
+                             (arg, s, s.index("\0")))
+        return s.encode()
+    if isinstance(s, (bytes, bytearray)):
+        if b"\0" in s:
+            raise ValueError("%s: %r holds a NUL byte at %d, which a C string cannot carry" %
+                             (arg, bytes(s), bytes(s).index(b"\0")))
+        return bytes(s)
+    raise TypeError("%s: expected a str, got %s" % (arg, type(s).__name__))
+
+
+def _cint(arg, v, lo, hi, what="an int"):
+    """v as an int in [lo, hi], or TypeError / ValueError naming arg (no
+    bool, no float: 2.5 is not 2)."""
+    bad = TypeError("%s: expected %s, got %s %r" % (arg, what, type(v).__name__, v))
+    if isinstance(v, bool):
+        raise bad
+    if not isinstance(v, int):
+        try:
+            v = operator.index(v)  # numpy and torch integer scalars; never a float
+        except TypeError:
+            raise bad from None
+    if not lo <= v <= hi:
+        raise ValueError("%s: %d is not in %d ... %d" % (arg, v, lo, hi))
+    return v
+
+
+def _threads(v):
+    return _cint("threads", v, 0, 4096, "an int (0: every core)")
+
+
 def _raise(err, what):
     msg = err.text
     if err.code == EINPUT:
@@ -48,11 +94,11 @@ def _raise(err, what):
 
 def _text(s, arg):
     if isinstance(s, Point):
-        return str(s).encode()
+        return _cstr(arg, str(s))
     if not isinstance(s, str):
         raise TypeError("%s: expected a numerics point (inline TOML str or parity.Point), got %s" %
                         (arg, type(s).__name__))
-    return s.encode()
+    return _cstr(arg, s)
 
 
 class Point:
@@ -75,6 +121,7 @@ class Point:
         """The safetensors dtype reduce writes y in ("F32", "BF16", ...)."""
         buf = ctypes.create_string_buffer(16)
         err = Error()
+        rows = _cint("rows", rows, 0, _I64[1])
         if lib.parity_point_parse(self.text.encode(), rows, None, buf, ctypes.byref(err)) != OK:
             _raise(err, "point")
         return buf.value.decode()
@@ -128,7 +175,7 @@ def reduce(point, a, b=None, c=None, *, engine="auto", threads=0):
     y, yptr, ybytes = _arrays.empty_like_kind(va.kind, buf.value.decode(), rows)
     ta, tb, tc = va.tensor(), vb.tensor() if vb else None, vc.tensor() if vc else None
     rc = lib.parity_reduce(p, ctypes.byref(ta), ctypes.byref(tb) if tb else None, ctypes.byref(tc) if tc else None,
-                           engine.encode(), int(threads), 0, yptr, ybytes, ctypes.byref(err))
+                           _cstr("engine", engine), _threads(threads), 0, yptr, ybytes, ctypes.byref(err))
     if rc != OK:
         _raise(err, "reduce")
     return y
@@ -140,7 +187,7 @@ def _kernels(kernels):
     if kernels is None:
         kernels = os.environ.get("PARITY_KERNELS") or os.path.join(
             os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "kernels")
-    return str(kernels).encode()
+    return _cstr("kernels", os.fspath(kernels) if isinstance(kernels, os.PathLike) else str(kernels))
 
 
 def _named(arg, tensors):
@@ -153,7 +200,7 @@ def _named(arg, tensors):
             raise TypeError("%s: tensor names are str, got %r" % (arg, name))
         v = _arrays.view("%s[%r]" % (arg, name), x)
         views.append(v)
-        names[k] = name.encode()
+        names[k] = _cstr("%s name" % arg, name)
         ts[k] = v.tensor()
     return views, names, ts
 
@@ -179,8 +226,9 @@ def reference(family_point, inputs, *, shape, cls="cpu", kernels=None, engine=No
     if not isinstance(family_point, str):
         raise TypeError("family_point: expected \"FAMILY.POINT\", got %s" % type(family_point).__name__)
     sh = _shape_text(shape)
-    rc = lib.parity_reference(_kernels(kernels), family_point.encode(), cls.encode(), sh.encode() if sh else None,
-                              len(views), names, ts, engine.encode() if engine else None, int(threads),
+    rc = lib.parity_reference(_kernels(kernels), _cstr("family_point", family_point), _cstr("cls", cls),
+                              _cstr("shape", sh) if sh else None, len(views), names, ts,
+                              _cstr("engine", engine) if engine else None, _threads(threads),
                               ctypes.byref(out), ctypes.byref(err))
     if rc != OK:
         _raise(err, "reference")
@@ -214,9 +262,10 @@ def assert_point(kernel_output, family_point, inputs, *, shape, cls="cpu", kerne
         raise TypeError("family_point: expected \"FAMILY.POINT\", got %s" % type(family_point).__name__)
     verdict = ctypes.c_void_p()
     err = Error()
-    rc = lib.parity_check_point(_kernels(kernels), family_point.encode(), cls.encode(),
-                                (_shape_text(shape) or "").encode(), len(iv), inames, its, len(ov), onames, ots,
-                                kernel.encode(), name.encode(), engine.encode() if engine else None,
+    rc = lib.parity_check_point(_kernels(kernels), _cstr("family_point", family_point), _cstr("cls", cls),
+                                _cstr("shape", _shape_text(shape) or ""), len(iv), inames, its, len(ov), onames,
+                                ots, _cstr("kernel", kernel), _cstr("name", name),
+                                _cstr("engine", engine) if engine else None,
                                 ctypes.byref(verdict), ctypes.byref(err))
     text = take_string(verdict)
     if rc == FAIL:
@@ -238,8 +287,9 @@ def assert_bits(actual, *, point, a, b=None, name="actual", engine="fast", threa
     verdict = ctypes.c_void_p()
     err = Error()
     ty = vy.tensor()
-    rc = lib.parity_check_numerics(p, ctypes.byref(va.tensor()), _ref(vb), ctypes.byref(ty), name.encode(),
-                                   engine.encode(), int(threads), ctypes.byref(verdict), ctypes.byref(err))
+    rc = lib.parity_check_numerics(p, ctypes.byref(va.tensor()), _ref(vb), ctypes.byref(ty), _cstr("name", name),
+                                   _cstr("engine", engine), _threads(threads), ctypes.byref(verdict),
+                                   ctypes.byref(err))
     text = take_string(verdict)
     if rc == FAIL:
         raise AssertionError(text.rstrip("\n"))
@@ -256,8 +306,9 @@ def diff(a, b, *, names=("a", "b"), max_list=10):
     va, vb = _arrays.view(names[0], a), _arrays.view(names[1], b)
     text = ctypes.c_void_p()
     err = Error()
-    rc = lib.parity_diff(ctypes.byref(va.tensor()), ctypes.byref(vb.tensor()), names[0].encode(), names[1].encode(),
-                         int(max_list), ctypes.byref(text), ctypes.byref(err))
+    rc = lib.parity_diff(ctypes.byref(va.tensor()), ctypes.byref(vb.tensor()), _cstr("names[0]", names[0]),
+                         _cstr("names[1]", names[1]), _cint("max_list", max_list, 0, (1 << 31) - 1),
+                         ctypes.byref(text), ctypes.byref(err))
     t = take_string(text)
     if rc not in (OK, FAIL):
         _raise(err, "diff")
@@ -312,7 +363,8 @@ def fit(inputs, outputs, space=None, *, threads=0):
             tb[k] = vb.tensor()
     point, report = ctypes.c_void_p(), ctypes.c_void_p()
     err = Error()
-    rc = lib.parity_fit(len(ins), ta, tb, ty, space.encode() if space else None, int(threads), ctypes.byref(point),
+    rc = lib.parity_fit(len(ins), ta, tb, ty, _cstr("space", space) if space else None, _threads(threads),
+                        ctypes.byref(point),
                         ctypes.byref(report), ctypes.byref(err))
     p, r = take_string(point), take_string(report)
     if rc == FAIL:
@@ -384,6 +436,8 @@ def reveal(fn, n, dtype="F32", *, space=None, seed=0, shared_b=False, grid=None,
         if gm * gn < 2:
             raise ValueError("grid: %d x %d is one output; a grid has 2 or more" % (gm, gn))
     dt, kind = _reveal_dtype(dtype)
+    seed = _cint("seed", seed, *_U64)
+    sp = _cstr("space", space) if space else None
     failure = []
 
     def probe(pp):
@@ -423,7 +477,7 @@ def reveal(fn, n, dtype="F32", *, space=None, seed=0, shared_b=False, grid=None,
         _reveal_state.active = True
         try:
             cl = (ctypes.c_size_t * len(lens))(*lens)
-            rc = lib.parity_reveal4(cb, cl, len(lens), dt.encode(), space.encode() if space else None, int(seed),
+            rc = lib.parity_reveal4(cb, cl, len(lens), dt.encode(), sp, seed,
                                     1 if shared_b else 0, gm, gn, ctypes.byref(point), ctypes.byref(order),
                                     ctypes.byref(ri), ctypes.byref(err))
         finally:
@@ -454,8 +508,8 @@ def capture(path, *, family, point, cls, kernel, outputs, inputs=None, shape, ba
     run computed) or range(0, 16).  Raises TypeError naming an argument of
     the wrong type, ValueError naming the call at fault; nothing is written
     then."""
-    def b(s):
-        return s.encode() if isinstance(s, str) else s
+    def b(s, arg="capture"):
+        return _cstr(arg, s)
 
     def text(name, v, what="a str"):
         if not isinstance(v, str):
@@ -475,37 +529,59 @@ def capture(path, *, family, point, cls, kernel, outputs, inputs=None, shape, ba
             text(name, v)
     for k, v in (meta or {}).items():
         text("meta[%r]" % (k,), v)
-    cap = lib.parity_capture_begin(b(path), b(family), b(point), b(cls), b(kernel))
+    # every value checked and converted before the capture begins: nothing
+    # is written for a call that is refused
+    if isinstance(shape, dict):
+        shape = ",".join("%s=%d" % kv for kv in shape.items())
+    if isinstance(params, dict):
+        params = ",".join("%s=%s" % kv for kv in params.items())
+    c = {name: b(v, "capture: " + name) for name, v in (
+        ("path", path), ("family", family), ("point", point), ("cls", cls), ("kernel", kernel), ("mode", mode),
+        ("batch", batch), ("shape", shape))}
+    c_params = b(params, "capture: params") if params is not None else None
+    c_dist = b(dist, "capture: dist") if dist else None
+    c_created = b(created, "capture: created") if created else None
+    c_seed = _cint("capture: seed", seed, *_U64) if seed is not None else None
+    c_run = _cint("capture: run", run, 0, _I64[1])
+    c_device = []
+    for k, v in (device or {}).items():
+        ck = b(k, "capture: device key %r" % (k,))
+        if isinstance(v, int) and not isinstance(v, bool):
+            c_device.append((ck, _cint("capture: device[%r]" % (k,), v, *_I64), True))
+        else:
+            c_device.append((ck, b(str(v), "capture: device[%r]" % (k,)), False))
+    c_meta = [(b(k, "capture: meta key %r" % (k,)), b(v, "capture: meta[%r]" % (k,))) for k, v in (meta or {}).items()]
+    c_names = {}
+    for what, group in (("outputs", outputs), ("inputs", inputs or {})):
+        for name in group:
+            c_names[(what, name)] = b(name, "capture: %s name %r" % (what, name))
+    cap = lib.parity_capture_begin(c["path"], c["family"], c["point"], c["cls"], c["kernel"])
     keep = []
     try:
-        for k, v in (device or {}).items():
-            if isinstance(v, int) and not isinstance(v, bool):
-                lib.parity_capture_device_int(cap, b(k), v)
+        for ck, cv, is_int in c_device:
+            if is_int:
+                lib.parity_capture_device_int(cap, ck, cv)
             else:
-                lib.parity_capture_device(cap, b(k), b(str(v)))
-        if isinstance(shape, dict):
-            shape = ",".join("%s=%d" % kv for kv in shape.items())
-        lib.parity_capture_shape(cap, b(shape))
-        if params is not None:
-            if isinstance(params, dict):
-                params = ",".join("%s=%s" % kv for kv in params.items())
-            lib.parity_capture_params(cap, b(params))
-        if seed is not None:
-            lib.parity_capture_seed(cap, int(seed), b(dist) if dist else None)
-        lib.parity_capture_mode(cap, b(mode))
-        lib.parity_capture_run(cap, int(run))
-        lib.parity_capture_batch(cap, b(batch))
-        if created:
-            lib.parity_capture_created(cap, b(created))
-        for k, v in (meta or {}).items():
-            lib.parity_capture_meta(cap, b(k), b(v))
+                lib.parity_capture_device(cap, ck, cv)
+        lib.parity_capture_shape(cap, c["shape"])
+        if c_params is not None:
+            lib.parity_capture_params(cap, c_params)
+        if c_seed is not None:
+            lib.parity_capture_seed(cap, c_seed, c_dist)
+        lib.parity_capture_mode(cap, c["mode"])
+        lib.parity_capture_run(cap, c_run)
+        lib.parity_capture_batch(cap, c["batch"])
+        if c_created:
+            lib.parity_capture_created(cap, c_created)
+        for ck, cv in c_meta:
+            lib.parity_capture_meta(cap, ck, cv)
         for fn, group, what in ((lib.parity_capture_output, outputs, "outputs"),
                                 (lib.parity_capture_input, inputs or {}, "inputs")):
             for name, arr in group.items():
                 v = _arrays.view("%s[%r]" % (what, name), arr)
                 keep.append(v)
                 sh = (ctypes.c_int64 * max(1, len(v.shape)))(*v.shape)
-                fn(cap, b(name), v.dtype.encode(), len(v.shape), sh, v.ptr)
+                fn(cap, c_names[(what, name)], v.dtype.encode(), len(v.shape), sh, v.ptr)
     except BaseException:
         lib.parity_capture_abort(cap)
         raise

@@ -308,6 +308,17 @@ def test_fit_not_found_lists_the_closest():
     assert "closest 1:" in str(e.value)
 
 
+def test_fit_over_zero_rows_is_an_input_error():
+    # no rows, no evidence: every candidate fits, and the first was returned
+    a = np.zeros((0, 8), dtype=np.float32)
+    y = np.zeros(0, dtype=np.float32)
+    with pytest.raises(ValueError, match="pair 1 has no rows"):
+        parity.fit((a, a), y)
+    a1, b1 = rand(4, 8, 14)
+    with pytest.raises(ValueError, match="pair 2 has no rows"):
+        parity.fit([(a1, b1), (a, a)], [np_cumsum(a1, b1), y])
+
+
 # --- reveal -------------------------------------------------------------------
 
 @pytest.mark.parametrize("kind,kernel", REVEAL_KERNELS, ids=[k.__name__ for _, k in REVEAL_KERNELS])
@@ -481,6 +492,49 @@ def test_capture_writes_a_trace_parity_reads(tmp_path):
                    outputs={"y": a.sum(1)}, inputs={"a": a}, shape="M=2,K=4", batch=range(0, 2))
     r = subprocess.run([cli(), "inspect", str(tmp_path / "r.safetensors")], capture_output=True, text=True)
     assert r.returncode == 0 and "0..1" in r.stdout, r.stdout
+
+
+def test_strings_with_nul_and_wrapping_ints_are_refused_before_the_c_abi(tmp_path):
+    # ctypes cut a str at NUL (the file 'victim' was overwritten) and wrapped
+    # ints to the C type (-1 threads, 2**32 + 1, 2.5 truncated)
+    a = torch.arange(8, dtype=torch.float32).reshape(2, 4)
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"keep me")
+    kw = dict(family="gemm", point="splitk4", cls="cpu", kernel="k", outputs={"y": a.sum(1)}, inputs={"a": a},
+              shape="M=2,K=4", batch="rows=0..1")
+    with pytest.raises(ValueError, match="path.*NUL"):
+        parity.capture(str(victim) + "\0.safetensors", **kw)
+    assert victim.read_bytes() == b"keep me"
+    for bad in (dict(kernel="k\0x"), dict(batch="rows=0..1\0junk"), dict(meta={"a": "b\0c"}),
+                dict(device={"sku\0x": "cpu"}), dict(outputs={"y\0z": a.sum(1)})):
+        with pytest.raises(ValueError, match="NUL"):
+            parity.capture(str(tmp_path / "t.safetensors"), **dict(kw, **bad))
+    for bad, exc in ((dict(run=-1), ValueError), (dict(run=2.5), TypeError), (dict(run=1 << 64), ValueError),
+                     (dict(seed=-1, dist="normal"), ValueError), (dict(seed=1 << 64, dist="normal"), ValueError),
+                     (dict(seed=2.5, dist="normal"), TypeError), (dict(device={"threads": 1 << 63}), ValueError),
+                     (dict(run=True), TypeError)):
+        with pytest.raises(exc, match="run|seed|device"):
+            parity.capture(str(tmp_path / "t.safetensors"), **dict(kw, **bad))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["victim"]
+    # a point's text after a NUL was ignored
+    x, y = rand(3, 8, 15)
+    with pytest.raises(ValueError, match="point.*NUL"):
+        parity.reduce(SEQ + "\0 garbage", x, y)
+    with pytest.raises(ValueError, match="point.*NUL"):
+        parity.Point(SEQ + "\0")
+    for threads, exc in ((-1, ValueError), (2.5, TypeError), ((1 << 32) + 1, ValueError), (True, TypeError)):
+        with pytest.raises(exc, match="^threads"):
+            parity.reduce(SEQ, x, y, threads=threads)
+        with pytest.raises(exc, match="^threads"):
+            parity.fit((x, y), np_cumsum(x, y), threads=threads)
+        with pytest.raises(exc, match="^threads"):
+            parity.assert_bits(np_cumsum(x, y), point=SEQ, a=x, b=y, threads=threads)
+    for seed, exc in ((-1, ValueError), (2.5, TypeError), (1 << 64, ValueError)):
+        with pytest.raises(exc, match="^seed"):
+            parity.reveal(np_cumsum, n=8, seed=seed)
+    with pytest.raises(ValueError, match="^space.*NUL"):
+        parity.fit((x, y), np_cumsum(x, y), space="seq\0halving")
+    assert parity.reduce(SEQ, x, y, threads=np.int64(1)).shape == (3,)
 
 
 # --- family points: reference, assert_point -------------------------------------

@@ -13,6 +13,8 @@ ONE=0000803f
 "$CRAFT" raw y3.st '{"y":{"dtype":"F32","shape":[3],"data_offsets":[0,12]}}' $ONE$ONE$ONE
 "$CRAFT" raw yb.st '{"y":{"dtype":"BF16","shape":[2],"data_offsets":[0,4]}}' 803f803f
 "$CRAFT" raw yi.st '{"y":{"dtype":"I32","shape":[2],"data_offsets":[0,8]}}' $ONE$ONE
+"$CRAFT" raw in0.st '{"a":{"dtype":"F32","shape":[0,4],"data_offsets":[0,0]}}' ''
+"$CRAFT" raw y0.st '{"y":{"dtype":"F32","shape":[0],"data_offsets":[0,0]}}' ''
 printf 'garbage' > short.npy
 printf 'seq\nfrob\n' > space.txt
 MANY= MANYREF=
@@ -49,6 +51,10 @@ y3.st: tensor 'y' has 1 dimension(s) of shape [3...]; in.st has 2 rows | fit --i
 short.npy: byte 7: the file ends inside the 8 bytes          | fit --in in.st --ref short.npy
 y.st: y is fp32 but yb.st's is bf16                          | fit --in in.st --ref yb.st --in in.st --ref y.st
 ab.st: has 'b' but in.st has not                             | fit --in in.st --ref y.st --in ab.st --ref y.st
+# no rows, no evidence: no point is printed (the first candidate was)
+pair 1 has no rows (shape [0, 4])                            | fit --in in0.st --ref y0.st
+pair 1 has no rows (shape [0, 4])                            | fit --in in0.st --ref y0.st --json
+pair 2 has no rows (shape [0, 4])                            | fit --in in.st --ref y.st --in in0.st --ref y0.st
 EOF
 
 helps <<'EOF'

@@ -12,6 +12,9 @@ mkdir dir.db
 # another program's SQLite database, and a ledger of a newer schema
 sqlite3 foreign.db 'CREATE TABLE x(a); INSERT INTO x VALUES (1);' || fail "sqlite3"
 sqlite3 newer.db 'PRAGMA user_version = 99;' || fail "sqlite3"
+# a negative schema version is a version, read, and no parity ledger's
+sqlite3 neg.db 'PRAGMA user_version = -1;' || fail "sqlite3"
+sqlite3 neg5.db 'CREATE TABLE x(a); PRAGMA user_version = -5;' || fail "sqlite3"
 cp foreign.db foreign.orig
 
 errors <<'EOF'
@@ -54,6 +57,11 @@ ledger none.db: No such file or directory                    | ledger runs --led
 ledger bad.db: not an SQLite database                        | ledger runs --ledger bad.db
 ledger foreign.db: not a parity ledger                       | ledger runs --ledger foreign.db
 ledger newer.db: schema version 99 is newer                  | ledger runs --ledger newer.db
+ledger neg.db: not a parity ledger (an SQLite database of schema version -1; | ttbp --class cpu --ledger neg.db --json w/t.json
+ledger neg.db: not a parity ledger (an SQLite database of schema version -1; | ledger merge --out w/m.db neg.db
+ledger neg.db: not a parity ledger (an SQLite database of schema version -1; | ledger runs --ledger neg.db
+ledger neg5.db: not a parity ledger (an SQLite database of schema version -5; | ledger runs --ledger neg5.db
+ledger neg.db: not a parity ledger (an SQLite database of schema version -1; | lkb --class cpu --ledger neg.db --kernels $K
 EOF
 cmp -s foreign.db foreign.orig || fail "the foreign database was changed"
 

@@ -7,6 +7,10 @@
 cd "$T" || exit 1
 cp -r "$K" reg
 printf 'not a database\n' > bad.db
+# an op id of 77 characters: refused whole, never cut to 63 in the reports
+cp -r "$K" longid
+LONGID=o_proj_$(printf 'x%.0s' $(seq 70))
+sed -i "s/^id = \"o_proj\"/id = \"$LONGID\"/" longid/models/llama3-8b/STEP.toml
 mkdir dir.json
 M="model --class cpu --model llama3-8b --kernels reg --prompts 1 --tokens 1"
 
@@ -23,7 +27,23 @@ unknown argument '--bogus'                                   | $M --bogus
 --prompt-len: '-1' is not an integer                         | $M --prompt-len -1 --json w/j.json
 --threads: '0' is not an integer                             | $M --threads 0 --json w/j.json
 --seed '-1': expected an unsigned integer                    | $M --seed -1 --json w/j.json
+# not saturated at 2^64 - 1, nor written as a negative number in the JSON
+--seed '18446744073709551616': expected an unsigned integer at most 9223372036854775807 | $M --seed 18446744073709551616 --json w/j.json
+--seed '99999999999999999999999': expected an unsigned integer at most | $M --seed 99999999999999999999999 --json w/j.json
+--seed '18446744073709551615': expected an unsigned integer at most | $M --seed 18446744073709551615 --json w/j.json
+--seed '9223372036854775808': expected an unsigned integer at most | $M --seed 9223372036854775808 --json w/j.json
+--seed ' 5': expected an unsigned integer                    | $M --seed ' 5' --json w/j.json
+--seed '+5': expected an unsigned integer                    | $M --seed +5 --json w/j.json
 --engine 'x': expected fast or mpfr                          | $M --engine x --json w/j.json
+longid/models/llama3-8b/STEP.toml:47: op id 'o_proj_xxx | model --class cpu --model llama3-8b --kernels longid --prompts 1 --tokens 1 --json w/j.json --ledger w/l.db
+is 77 characters; the model loop takes at most 63          | model --class cpu --model llama3-8b --kernels longid --prompts 1 --tokens 1 --json w/j.json --ledger w/l.db
+# a layer is decimal digits (these were all layer 0)
+--plant 'down_proj@=gemm.splitk': the layer '' is not a layer number | $M --plant down_proj@=gemm.splitk --json w/j.json
+--plant 'down_proj@ 0=gemm.splitk': the layer ' 0' is not a layer number | $M --plant 'down_proj@ 0=gemm.splitk' --json w/j.json
+--plant 'down_proj@+0=gemm.splitk': the layer '+0' is not a layer number | $M --plant down_proj@+0=gemm.splitk --json w/j.json
+--plant 'down_proj@-0=gemm.splitk': the layer '-0' is not a layer number | $M --plant down_proj@-0=gemm.splitk --json w/j.json
+--plant 'down_proj@0x0=gemm.splitk': the layer '0x0' is not a layer number | $M --plant down_proj@0x0=gemm.splitk --json w/j.json
+--plant 'down_proj@99999999999999999999=gemm.splitk': layer must be 0 ... 1 | $M --plant down_proj@99999999999999999999=gemm.splitk --json w/j.json
 --rtol and --atol go together                                | $M --rtol 1 --json w/j.json
 --rtol 'x' --atol '1': expected numbers >= 0                 | $M --rtol x --atol 1 --json w/j.json
 --rtol '-1' --atol '1': expected numbers >= 0                | $M --rtol -1 --atol 1 --json w/j.json

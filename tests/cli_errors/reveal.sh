@@ -31,6 +31,11 @@ unknown option '--bogus'                                     | $S --n 8 --bogus
 --simulate:1:10: key 'tree': tree:1:1: unknown tree 'frob'   | reveal --simulate '{ tree = "frob" }' --n 8
 --dlopen: expected LIB.so:SYMBOL, got "nolib"                | reveal --dlopen nolib --n 8
 --dlopen: ./nolib.so: cannot open shared object file         | reveal --dlopen ./nolib.so:f --n 8
+# a symbol that is data is never called as a function (it was: SIGSEGV)
+--dlopen: symbol environ is not a function (ELF symbol type STT_OBJECT: data) | reveal --dlopen libc.so.6:environ --n 8
+--dlopen: symbol stdout is not a function (ELF symbol type STT_OBJECT: data) | reveal --dlopen libc.so.6:stdout --n 8
+--dlopen: symbol signgam is not a function                   | reveal --dlopen libm.so.6:signgam --n 8
+--dlopen: symbol errno is not a function                     | reveal --dlopen libc.so.6:errno --n 8
 option --grid needs a value                                  | $S --n 8 --grid
 --grid: '6' is not M,N                                       | $S --n 8 --grid 6
 --grid: '6,' is not M,N                                      | $S --n 8 --grid 6,

@@ -27,6 +27,13 @@ unknown option '--bogus'                                | tree show seq --n 3 --
 unexpected argument 'halving' (one tree at a time)      | tree show seq halving --n 3
 tree:1:1: unknown tree 'frob'                           | tree show frob --n 3
 tree:1:7: the split count must be at least 1            | tree show 'split(0, seq, seq)' --n 4
+# the tree language's integers are decimal digits (docs/numerics.md §4): a
+# hex or float spelling is named whole, never read as its leading 0
+tree:1:6: the head modulus: '0x4' is not an integer     | tree show 'head(0x4, seq, seq)' --n 8
+tree:1:7: the group size: '0x10' is not an integer      | tree show 'chain(0x10)' --n 8 --numerics '{ atom = {} }'
+tree:1:7: the split count: '1e3' is not an integer      | tree show 'split(1e3, seq, seq)' --n 8
+tree:1:8: the lane count: '4.0' is not an integer       | tree show 'stride(4.0, seq, seq)' --n 8
+--numerics:1:10: key 'tree': tree:1:6: the head modulus: '0x4' is not an integer | tree show seq --n 8 --numerics '{ tree = "head(0x4, seq, seq)" }'
 n = 100 terms is more than the limit of 10 operations   | --max-ops 10 tree show seq --n 100
 --numerics:1:9: key 'acc': unknown format 'q'           | tree show seq --n 3 --numerics '{ acc = "q" }'
 --numerics:1:2:                                         | tree show seq --n 3 --numerics '{'
