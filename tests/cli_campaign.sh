@@ -19,6 +19,9 @@ rc=$?
 [ $rc -eq 0 ] || { fail "campaign: exit $rc, want 0"; cat "$T/out" "$T/err"; }
 grep -q '^gemm.splitk ' "$T/out" || fail "campaign: no table line for gemm.splitk"
 grep -q 'passed, 0 failed' "$T/out" || fail "campaign: summary line"
+# the input space each point's power cases covered (docs/power.md), in the report and the JSON
+grep -q '^  *input space: shapes: .*K = 2048 + 1 (above any block)' "$T/out" || fail "campaign: no input-space account"
+grep -q '"input_space": "shapes: ' "$T/c.json" || fail "json: no power.input_space"
 grep -q '^\[1/' "$T/err" || fail "campaign: no progress lines on stderr"
 grep -q '"failed": 0' "$T/c.json" || fail "json: failed != 0"
 grep -q '"negative_control": true' "$T/c.json" || fail "json: no negative control"

@@ -703,6 +703,8 @@ static nx_status power(const camp_opts *o, const fam_spec *spec, camp_result *re
     res->power_equiv = pr.nequiv;
     res->power_unseen = pr.nunseen;
     snprintf(res->power_detail, sizeof res->power_detail, "%s", pr.detail);
+    memcpy(res->power_space, pr.space, sizeof res->power_space);
+    res->power_space[sizeof res->power_space - 1] = 0;
     size_t k = 0;
     for (size_t i = 0; i < pr.nneigh && k + 4 < sizeof res->power_unseen_names; i++)
         if (pr.neigh[i].seen == PW_UNSEEN)

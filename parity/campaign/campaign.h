@@ -75,6 +75,7 @@ typedef struct camp_result {
     size_t power_dist, power_equiv, power_unseen;
     char power_unseen_names[512];
     char power_detail[1536];
+    char power_space[2048];   /* the input-space model: what the cases covered, what not (docs/power.md) */
     double t_power;
     int error;             /* an input error (not a verdict): message in errmsg */
     int backend_error;     /* ... raised by an out-of-tree backend's run: it hung, died,

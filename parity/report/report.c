@@ -125,6 +125,8 @@ void report_table(FILE *f, const camp_result *r, size_t n, const report_meta *m)
             fprintf(f, "  %-38s %s: %zu distinguished, %zu equivalent, %zu not distinguished%s%s\n", x->id,
                     x->power_verdict == 1 ? "FAIL" : "ok", x->power_dist, x->power_equiv, x->power_unseen,
                     x->power_unseen ? " (a warning): " : "", x->power_unseen ? x->power_unseen_names : "");
+        if (x->power_space[0] && x->power_verdict != 2)
+            fprintf(f, "  %-38s input space: %s\n", "", x->power_space);
     }
     fprintf(f, "\n%zu point(s): %zu passed, %zu failed, %zu skipped, %zu input error(s)", n, pass, fail, skip, err);
     if (berr)
@@ -199,6 +201,8 @@ nx_status report_json(const char *path, const camp_result *r, size_t n, const re
             json_object_set_new(pw, "verdict", json_string(x->power_verdict == 0 ? "pass" : x->power_verdict == 1
                                                            ? "fail" : "skip"));
             json_object_set_new(pw, "detail", json_string(x->power_detail));
+            if (x->power_space[0])
+                json_object_set_new(pw, "input_space", json_string(x->power_space));
             json_object_set_new(pw, "neighbours_distinguished", json_integer((json_int_t)x->power_dist));
             json_object_set_new(pw, "neighbours_equivalent", json_integer((json_int_t)x->power_equiv));
             json_object_set_new(pw, "neighbours_not_distinguished", json_integer((json_int_t)x->power_unseen));
