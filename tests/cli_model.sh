@@ -117,6 +117,20 @@ $M --prompts 2 --tokens 16 --against cpu-split8 --rtol 0 --atol 0 --json "$T/s8.
 want=$(jv "$T/s8.json" "0 if j['logits_equal'] == j['logits_steps'] else 1")
 [ "$rc" = "$want" ] || fail "--against cpu-split8, rtol = atol = 0: exit $rc, want $want"
 grep -q "bit parity not expected" "$T/out" || fail "--against cpu-split8: the text says bit parity is not expected"
+# declared parity: the logits within the tolerance AND the transcripts at their bar
+$M --prompts 2 --tokens 16 --against cpu-split8 --rtol 1 --atol 1 --json "$T/s8b.json" > "$T/out" 2>&1
+grep -q "declared parity: yes: logits within the tolerance: yes; transcripts 2 / 2 identical (bar: every transcript identical): yes" "$T/out" ||
+  fail "--against cpu-split8: declared parity's two parts not said: $(grep 'Model parity' "$T/out")"
+[ "$(jv "$T/s8b.json" "j['logits_within_tolerance'], j['match_rate_bar'], j['match_rate_ok']")" = "True 1.0 True" ] ||
+  fail "--against cpu-split8: declared parity in the JSON"
+# a bar the transcripts cannot meet (a match rate above 1): declared parity fails on the transcripts alone
+cp -r "$KERNELS" "$T/kb"
+printf '{ "match_rate": { "min": 1.5 } }\n' > "$T/kb/models/llama3-8b/TIER3.json"
+M2=$(echo "$M" | sed "s|--kernels [^ ]*|--kernels $T/kb|")
+$M2 --prompts 2 --tokens 16 --against cpu-split8 --rtol 1 --atol 1 > "$T/out" 2>&1; rc=$?
+[ $rc -eq 1 ] || fail "--against cpu-split8, match_rate bar 1.5: exit $rc, want 1"
+grep -q "declared parity: NO: logits within the tolerance: yes; .*(bar: TIER3.json's match_rate >= 1.5): NO" "$T/out" ||
+  fail "--against cpu-split8, match_rate bar 1.5: $(grep 'Model parity' "$T/out")"
 expect_rc 0 "--against cpu-split8 within a loose tolerance" $M --prompts 2 --tokens 16 --against cpu-split8 --rtol 1 --atol 1
 expect_rc 2 "--rtol without --atol" $M --against cpu-split8 --rtol 1
 expect_rc 2 "--against a class without a backend here" $M --against nosuch

@@ -1196,12 +1196,23 @@ nx_status md_run(const reg_registry *r, const char *cls, const md_opts *o, md_re
     res->topk_agreement = lp_n ? (double)topk_eq / (double)lp_n : 1;
     if ((st = transcripts(res, err)) || (st = md_tier3(reg_dir(r), res, err)))
         goto out;
-    /* the same points: bits; declared differences: the logits within the
-     * tolerance (the transcripts are reported, as the fallback's measure) */
+    /* the same points: bits; declared differences: declared parity, the
+     * logits within the tolerance and the transcript match rate at its bar */
+    res->logits_ok = res->logits_within == res->logits_steps;
+    res->match_bar = 1.0;
+    snprintf(res->match_bar_from, sizeof res->match_bar_from, "every transcript identical");
+    for (size_t i = 0; res->has_tier3 && i < res->tier3.n; i++)
+        if (res->tier3.items[i].name && strcmp(res->tier3.items[i].name, "match_rate") == 0 &&
+            res->tier3.items[i].has_min) {
+            res->match_bar = res->tier3.items[i].min;
+            snprintf(res->match_bar_from, sizeof res->match_bar_from, "TIER3.json's match_rate >= %g", res->match_bar);
+        }
+    double rate = res->prompts ? (double)res->prompts_identical / res->prompts : 1;
+    res->match_ok = rate >= res->match_bar;
     if (res->all_same)
         res->pass = all_eq && res->logits_equal == res->logits_steps && !res->first.found;
     else
-        res->pass = res->logits_within == res->logits_steps;
+        res->pass = res->logits_ok && res->match_ok;
 out:
     res->t_total = now() - tstart;
     for (int i = 0; i < MD_NROLES; i++) {

@@ -134,6 +134,12 @@ typedef struct md_result {
     md_first_diff first;
     /* overall */
     int prompts_identical;
+    /* declared parity (the points differ): the logits within the tolerance
+     * and the transcript match rate at its bar (TIER3.json's match_rate
+     * min, else every transcript identical) */
+    int logits_ok, match_ok;
+    double match_bar;
+    char match_bar_from[96];
     long long tokens_agreed, tokens_total;
     long long logits_steps, logits_equal, logits_within;
     double max_ulp, max_abs;

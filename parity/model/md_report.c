@@ -136,9 +136,10 @@ char *md_text(const md_result *r)
                        : r->against[0] ? "NO (the bits differ from the other class's run of the same points)"
                                        : "NO (the device's bits differ from the exact reference of its declared points)");
     else
-        nx_sbuf_printf(&b, "Model parity: bit parity not expected (the classes run different points); logits within "
-                       "the tolerance: %s; transcripts %d / %d identical\n",
-                       r->pass ? "yes" : "NO", r->prompts_identical, r->prompts);
+        nx_sbuf_printf(&b, "Model parity: bit parity not expected (the classes run different points); declared "
+                       "parity: %s: logits within the tolerance: %s; transcripts %d / %d identical (bar: %s): %s\n",
+                       r->pass ? "yes" : "NO", r->logits_ok ? "yes" : "NO", r->prompts_identical, r->prompts,
+                       r->match_bar_from, r->match_ok ? "yes" : "NO");
     return nx_sbuf_take(&b);
 }
 
@@ -251,6 +252,11 @@ char *md_json(const md_result *r)
     json_object_set_new(j, "per_prompt", pr);
     json_object_set_new(j, "prompts_identical", json_integer(r->prompts_identical));
     json_object_set_new(j, "match_rate", json_real(r->prompts ? (double)r->prompts_identical / r->prompts : 0));
+    if (!r->all_same) { /* declared parity's two parts (docs/model.md) */
+        json_object_set_new(j, "logits_within_tolerance", json_boolean(r->logits_ok));
+        json_object_set_new(j, "match_rate_bar", json_real(r->match_bar));
+        json_object_set_new(j, "match_rate_ok", json_boolean(r->match_ok));
+    }
     json_object_set_new(j, "tokens_agreed", json_integer(r->tokens_agreed));
     json_object_set_new(j, "tokens_total", json_integer(r->tokens_total));
     json_object_set_new(j, "logits_steps", json_integer(r->logits_steps));
@@ -302,8 +308,10 @@ char *md_html(const md_result *r)
     first_text(r, buf, sizeof buf);
     snprintf(v3, sizeof v3, "%.3f ms per token (%lld steps)", r->steps ? 1e3 * r->t_ref / (double)r->steps : 0,
              r->steps);
-    snprintf(v4, sizeof v4, "%s", r->pass ? "yes" : !r->all_same ? "NO: logits outside the tolerance (other points)"
-                                                                   : "NO");
+    snprintf(v4, sizeof v4, "%s", r->pass ? (r->all_same ? "yes" : "declared parity (other points)")
+                                  : r->all_same ? "NO"
+                                  : !r->logits_ok ? "NO: logits outside the tolerance (other points)"
+                                                  : "NO: transcript match rate under its bar (other points)");
     char ctl[96];
     snprintf(ctl, sizeof ctl, "%s", r->against[0] ? r->against : "the exact reference of the same points");
     const char *const facts[][2] = {{"model parity", v4},
