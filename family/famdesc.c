@@ -13,6 +13,18 @@
 
 #include <string.h>
 
+
+/* The boundaries of a family over rows of H elements (rmsnorm, silu):
+ * one element, lane tails, 256/512/1024/4096 + a few, batch 1 and odd. */
+#define ROWS_H_SPACE                                                                                         \
+    {{"H = 1, batch 1", "T=1,H=1", "", NULL},                                                                \
+     {"H = 64 - 1 (8 lanes + 7), odd batch", "T=3,H=63", "", NULL},                                          \
+     {"H = 256 + 2, batch 1", "T=1,H=258", "", NULL},                                                        \
+     {"H = 512 + 5", "T=5,H=517", "", NULL},                                                                 \
+     {"H = 1024 + 3 (a row of 1000+)", "T=3,H=1027", "", NULL},                                              \
+     {"H = 1024 + 6", "T=2,H=1030", "", NULL},                                                               \
+     {"H = 4096 + 4, batch 1", "T=1,H=4100", "", NULL}}
+
 static const fam_desc descs[] = {
     {.family = "gemm",
      .defaults = "in=bf16,out=bf16,alpha=1,beta=0,bias=false",
@@ -126,13 +138,7 @@ static const fam_desc descs[] = {
      .variants = {{"T=32,H=163", "in=fp32,out=fp32", "", "out=fp16"}},
      .final_red = "sumsq",
      .final_is_sum = 0,
-     .space = {{"H = 1, batch 1", "T=1,H=1", "", NULL},
-               {"H = 64 - 1 (8 lanes + 7), odd batch", "T=3,H=63", "", NULL},
-               {"H = 256 + 2, batch 1", "T=1,H=258", "", NULL},
-               {"H = 512 + 5", "T=5,H=517", "", NULL},
-               {"H = 1024 + 3 (a row of 1000+)", "T=3,H=1027", "", NULL},
-               {"H = 1024 + 6", "T=2,H=1030", "", NULL},
-               {"H = 4096 + 4, batch 1", "T=1,H=4100", "", NULL}},
+     .space = ROWS_H_SPACE,
      .special_shape = "T=5,H=45",
      .zero_rows = "weight=0",
      .store = {"T=2,H=32", "weight", "x=64,residual=0", 0},
@@ -164,13 +170,7 @@ static const fam_desc descs[] = {
      .value_reds = {{"sum", NULL, NULL}},
      .final_red = "sum",
      .final_is_sum = 0,
-     .space = {{"H = 1, batch 1", "T=1,H=1", "", NULL},
-               {"H = 64 - 1 (8 lanes + 7), odd batch", "T=3,H=63", "", NULL},
-               {"H = 256 + 2, batch 1", "T=1,H=258", "", NULL},
-               {"H = 512 + 5", "T=5,H=517", "", NULL},
-               {"H = 1024 + 3 (a row of 1000+)", "T=3,H=1027", "", NULL},
-               {"H = 1024 + 6", "T=2,H=1030", "", NULL},
-               {"H = 4096 + 4, batch 1", "T=1,H=4100", "", NULL}},
+     .space = ROWS_H_SPACE,
      .special_shape = "T=5,H=45",
      .exp_tensor = "x",
      .gaps = "the outputs lie in [0, 1]: no input makes them the format's large edges or exact ties; the "
