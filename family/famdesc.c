@@ -13,7 +13,6 @@
 
 #include <string.h>
 
-
 /* The boundaries of a family over rows of H elements (rmsnorm, silu):
  * one element, lane tails, 256/512/1024/4096 + a few, batch 1 and odd. */
 #define ROWS_H_SPACE                                                                                         \
