@@ -200,6 +200,12 @@ printf '{"acc": {"min": 0.7}}' > "$T/bars.json"
 "$PARITY" tier3 "$T/m.json" "$T/bars.json" > /dev/null || fail "tier3: bar met"
 printf '{"acc": {"min": 0.8}}' > "$T/bars2.json"
 "$PARITY" tier3 "$T/m.json" "$T/bars2.json" > /dev/null; [ $? -eq 1 ] || fail "tier3: missed bar not exit 1"
+# a metric that is NaN (written "nan": JSON has no NaN) is present and fails its bar, never "missing"
+printf '{"acc": "nan"}' > "$T/mnan.json"
+printf '{"acc": {"min": 0}}' > "$T/barnan.json"
+"$PARITY" tier3 "$T/mnan.json" "$T/barnan.json" > "$T/tnan" 2>&1; rc=$?
+[ $rc -eq 1 ] || fail "tier3: a NaN metric: exit $rc, want 1"
+grep -q '^FAIL acc: nan' "$T/tnan" && ! grep -q missing "$T/tnan" || fail "tier3: a NaN metric said as missing: $(cat "$T/tnan")"
 for c in campaign check transcript tier3; do "$PARITY" $c --help > /dev/null || fail "$c --help"; done
 
 # --dist int sums exactly in any order: the reduction-order controls cannot

@@ -93,6 +93,27 @@ static void test_min_max_missing(void **state)
     tier3_result_free(&r);
 }
 
+/* A metric JSON cannot write as a number ("nan", "inf", "-inf") is present
+ * and fails every bar; the JSON report carries it back as the same string. */
+static void test_non_finite(void **state)
+{
+    (void)state;
+    tier3_result r;
+    assert_int_equal(check("{\"gap\": \"nan\", \"hi\": \"inf\", \"lo\": \"-inf\"}",
+                           "{\"gap\": {\"max\": 0.05}, \"hi\": {\"min\": 0}, \"lo\": {\"max\": 0}}", &r, NULL),
+                     NX_OK);
+    assert_true(r.items[0].present);
+    assert_false(r.items[0].pass); /* NaN meets no bar */
+    assert_true(r.items[1].pass);  /* inf >= 0 */
+    assert_true(r.items[2].pass);  /* -inf <= 0 */
+    assert_int_equal(r.missing, 0);
+    json_t *j = tier3_result_json(&r);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(j, "items"), 0), "value")),
+                        "nan");
+    json_decref(j);
+    tier3_result_free(&r);
+}
+
 static void test_bounds_inclusive(void **state)
 {
     (void)state;
@@ -119,7 +140,7 @@ static void test_bounds_inclusive(void **state)
 static void test_errors(void **state)
 {
     (void)state;
-    bad("{\"acc\": \"high\"}", "{\"acc\": 0.7}", "m.json: key \"acc\": the metric is a string, not a number");
+    bad("{\"acc\": \"high\"}", "{\"acc\": 0.7}", "m.json: key \"acc\": the metric is a string, not a number (nor \"nan\", \"inf\", \"-inf\")");
     bad("[0.7]", "{\"acc\": 0.7}", "m.json: the metrics are an array, not an object of name -> number");
     bad("{\"acc\": 0.7}", "0.7", "b.json: the bars are a real number, not an object of name -> bar");
     bad("{\"acc\": 0.7}", "{}", "b.json: no bars (a Tier 3 check needs at least one)");
@@ -186,6 +207,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_min_max_missing),
         cmocka_unit_test(test_bounds_inclusive),
+        cmocka_unit_test(test_non_finite),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_files),
     };

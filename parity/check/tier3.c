@@ -1,6 +1,7 @@
 /* tier3.c: metrics against declared bars (tier3.h). */
 #include "tier3.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -10,13 +11,34 @@
 #include "nx_sbuf.h"
 #include "report_json.h"
 
-/* A JSON number as a double; 0 when v is not a number. */
+/* A metric's value: a JSON number, or one of the strings "nan", "inf",
+ * "-inf" (JSON has no non-finite number; tier3_number_json writes them so);
+ * 0 when v is neither. */
 static int number_of(const json_t *v, double *out)
 {
-    if (!json_is_number(v))
+    if (json_is_number(v)) {
+        *out = json_number_value(v);
+        return 1;
+    }
+    const char *t = json_string_value(v);
+    if (t && !strcmp(t, "nan"))
+        *out = NAN;
+    else if (t && !strcmp(t, "inf"))
+        *out = INFINITY;
+    else if (t && !strcmp(t, "-inf"))
+        *out = -INFINITY;
+    else
         return 0;
-    *out = json_number_value(v);
     return 1;
+}
+
+json_t *tier3_number_json(double v)
+{
+    if (isnan(v))
+        return json_string("nan");
+    if (isinf(v))
+        return json_string(v > 0 ? "inf" : "-inf");
+    return json_real(v);
 }
 
 static nx_status parse_bar(const char *bars_name, const char *key, const json_t *v, tier3_item *it,
@@ -68,9 +90,10 @@ nx_status tier3_check_json(const char *metrics_name, const json_t *metrics, cons
     const char *key;
     json_t *v;
     json_object_foreach((json_t *)metrics, key, v) {
-        if (!json_is_number(v))
-            return nx_err_set(err, NX_EINVAL, "%s: key \"%s\": the metric is %s, not a number",
-                              metrics_name, key, rj_kind(v));
+        double x;
+        if (!number_of(v, &x))
+            return nx_err_set(err, NX_EINVAL, "%s: key \"%s\": the metric is %s, not a number (nor \"nan\", \"inf\", "
+                              "\"-inf\")", metrics_name, key, rj_kind(v));
     }
     size_t n = json_object_size(bars);
     if (n == 0)
@@ -207,7 +230,7 @@ static json_t *item_json(const tier3_item *it)
     int ok = 1;
     rj_set(o, "name", json_string(it->name), &ok);
     rj_set(o, "present", json_boolean(it->present), &ok);
-    rj_set(o, "value", it->present ? json_real(it->value) : json_null(), &ok);
+    rj_set(o, "value", it->present ? tier3_number_json(it->value) : json_null(), &ok);
     if (it->has_min)
         rj_set(o, "min", json_real(it->min), &ok);
     if (it->has_max)

@@ -47,6 +47,11 @@ nx_status tier3_check_json(const char *metrics_name, const json_t *metrics, cons
                            const json_t *bars, tier3_result *out, nx_err *err);
 /* Every bar met. */
 int tier3_pass(const tier3_result *r);
+
+/* A metric as JSON: a number, or "nan", "inf", "-inf" where it is not
+ * finite (JSON has none), which the metrics readers above take back: a
+ * NaN metric is present and fails every bar, never "missing". */
+json_t *tier3_number_json(double v);
 void tier3_result_free(tier3_result *r);
 
 /*   Tier 3: metrics.json against bars.json: 1 / 3 bars met

@@ -96,9 +96,10 @@ int cmd_transcript(int argc, char **argv)
 static const char tier3_usage[] =
     "usage: parity tier3 METRICS.json BARS.json [--json FILE]\n"
     "\n"
-    "Tier 3, the accuracy bar: METRICS maps metric names to numbers; BARS maps\n"
-    "names to {\"min\": x} and/or {\"max\": x} (a bare number is a min).  Every\n"
-    "barred metric must be present and within its bar.\n"
+    "Tier 3, the accuracy bar: METRICS maps metric names to numbers (or the\n"
+    "strings \"nan\", \"inf\", \"-inf\": a value JSON cannot write, which fails\n"
+    "every bar); BARS maps names to {\"min\": x} and/or {\"max\": x} (a bare\n"
+    "number is a min).  Every barred metric must be present and within its bar.\n"
     "\n"
     "exit status: 0 every bar met, 1 a bar missed or a metric missing, 2 a\n"
     "malformed file (named with its key).\n";

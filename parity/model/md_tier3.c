@@ -14,11 +14,11 @@ json_t *md_metrics_json(const md_result *r)
     if (!m)
         return NULL;
     double gap = r->mean_logprob_ctl - r->mean_logprob_dev;
-    json_object_set_new(m, "mean_logprob", json_real(r->mean_logprob_dev));
-    json_object_set_new(m, "control_mean_logprob", json_real(r->mean_logprob_ctl));
-    json_object_set_new(m, "logprob_gap", json_real(gap < 0 ? -gap : gap));
-    json_object_set_new(m, "top5_agreement", json_real(r->topk_agreement));
-    json_object_set_new(m, "match_rate", json_real(r->prompts ? (double)r->prompts_identical / r->prompts : 0));
+    json_object_set_new(m, "mean_logprob", tier3_number_json(r->mean_logprob_dev));
+    json_object_set_new(m, "control_mean_logprob", tier3_number_json(r->mean_logprob_ctl));
+    json_object_set_new(m, "logprob_gap", tier3_number_json(gap < 0 ? -gap : gap));
+    json_object_set_new(m, "top5_agreement", tier3_number_json(r->topk_agreement));
+    json_object_set_new(m, "match_rate", tier3_number_json(r->prompts ? (double)r->prompts_identical / r->prompts : 0));
     json_object_set_new(m, "token_agreement",
                         json_real(r->tokens_total ? (double)r->tokens_agreed / (double)r->tokens_total : 1));
     json_object_set_new(m, "logits_bit_identical",
