@@ -10,6 +10,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,11 +139,16 @@ int cmd_model(int argc, char **argv)
         return EXIT_INPUT;
     }
     if (rtol) {
-        char *e1, *e2;
-        o.rtol = strtod(rtol, &e1), o.atol = strtod(atol, &e2);
-        if (!*rtol || *e1 || !*atol || *e2 || !(o.rtol >= 0) || !(o.atol >= 0) || o.rtol > 1e300 || o.atol > 1e300) {
-            cli_error("model", "--rtol '%s' --atol '%s': expected numbers >= 0", rtol, atol);
-            return EXIT_INPUT;
+        const char *txt[2] = {rtol, atol}, *name[2] = {"--rtol", "--atol"};
+        double *val[2] = {&o.rtol, &o.atol};
+        for (int k = 0; k < 2; k++) {
+            char *end;
+            *val[k] = strtod(txt[k], &end);
+            /* any finite number >= 0: |a - b| <= atol + rtol |b| stays a comparison */
+            if (!*txt[k] || *end || !(*val[k] >= 0) || !isfinite(*val[k])) {
+                cli_error("model", "%s '%s': expected a finite number >= 0", name[k], txt[k]);
+                return EXIT_INPUT;
+            }
         }
         o.has_tol = 1;
     }

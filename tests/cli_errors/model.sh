@@ -45,8 +45,11 @@ is 77 characters; the model loop takes at most 63          | model --class cpu -
 --plant 'down_proj@0x0=gemm.splitk': the layer '0x0' is not a layer number | $M --plant down_proj@0x0=gemm.splitk --json w/j.json
 --plant 'down_proj@99999999999999999999=gemm.splitk': layer must be 0 ... 1 | $M --plant down_proj@99999999999999999999=gemm.splitk --json w/j.json
 --rtol and --atol go together                                | $M --rtol 1 --json w/j.json
---rtol 'x' --atol '1': expected numbers >= 0                 | $M --rtol x --atol 1 --json w/j.json
---rtol '-1' --atol '1': expected numbers >= 0                | $M --rtol -1 --atol 1 --json w/j.json
+--rtol 'x': expected a finite number >= 0                   | $M --rtol x --atol 1 --json w/j.json
+--rtol '-1': expected a finite number >= 0                  | $M --rtol -1 --atol 1 --json w/j.json
+--atol 'inf': expected a finite number >= 0                 | $M --rtol 1e308 --atol inf --json w/j.json
+--atol 'nan': expected a finite number >= 0                 | $M --rtol 0 --atol nan --json w/j.json
+--rtol '1e400': expected a finite number >= 0               | $M --rtol 1e400 --atol 0 --json w/j.json
 class 'zz' has no backend                                    | model --class zz --model llama3-8b --kernels reg --json w/j.json
 --against 'zz': no backend                                   | $M --against zz --json w/j.json
 reg/models/nope/STEP.toml: cannot open                       | model --class cpu --model nope --kernels reg --json w/j.json
