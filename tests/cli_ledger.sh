@@ -173,5 +173,26 @@ grep -q '^Numerics changed' "$T/p2" && fail "a promotion said as a numerics chan
 camp_e --no-ledger > "$T/x5" 2>&1
 grep -q '^Promoted into the LKB: not known (--no-ledger)$' "$T/x5" || fail "--no-ledger promotion line"
 
+# --- a ledger of a newer schema (or a negative one) is refused before a byte
+# of it changes: no switch to WAL, no -wal or -shm file beside it
+for v in 99 -3; do
+  sqlite3 "$T/newer$v.db" "CREATE TABLE t(x); PRAGMA user_version = $v; PRAGMA journal_mode = DELETE;" > /dev/null
+  cp "$T/newer$v.db" "$T/newer$v.orig"
+  for cmd in "campaign --class cpu --kernels $KERNELS --families rmsnorm" "model --class cpu --model llama3-8b --kernels $KERNELS --scale tiny --prompts 1 --prompt-len 2 --tokens 2"; do
+    # shellcheck disable=SC2086
+    "$PARITY" $cmd --ledger "$T/newer$v.db" > "$T/nw" 2>&1
+    rc=$?
+    [ $rc -eq 2 ] || fail "${cmd%% *} --ledger schema $v: exit $rc, want 2"
+    if [ "$v" = 99 ]; then
+      grep -q "schema version 99 is newer than this parity's" "$T/nw" || fail "${cmd%% *} schema 99: $(tail -1 "$T/nw")"
+    else
+      grep -q "not a parity ledger (an SQLite database of schema version -3" "$T/nw" || fail "${cmd%% *} schema -3: $(tail -1 "$T/nw")"
+    fi
+    cmp -s "$T/newer$v.db" "$T/newer$v.orig" || fail "${cmd%% *} --ledger schema $v: the file changed"
+    [ ! -e "$T/newer$v.db-wal" ] && [ ! -e "$T/newer$v.db-shm" ] || fail "${cmd%% *} --ledger schema $v: WAL files left"
+    rm -f "$T/newer$v.db-wal" "$T/newer$v.db-shm"
+  done
+done
+
 [ $fails -eq 0 ] && echo "cli_ledger: all passed"
 exit $((fails != 0))

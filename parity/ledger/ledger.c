@@ -229,17 +229,27 @@ nx_status ledger_open_db(const char *path, int create, sqlite3 **out, nx_err *er
          * first open that migrated in between made a new ledger look like
          * another program's database. */
         sqlite3_stmt *s = NULL;
-        int nobj = 0, ver = -1;
+        int nobj = 0, ver = -1, got = 0;
         if (sqlite3_prepare_v2(db, "SELECT user_version, (SELECT count(*) FROM sqlite_master) FROM pragma_user_version",
                                -1, &s, NULL) == SQLITE_OK &&
             sqlite3_step(s) == SQLITE_ROW) {
             ver = sqlite3_column_int(s, 0);
             nobj = sqlite3_column_int(s, 1);
+            got = 1;
         }
         sqlite3_finalize(s);
         if (ver == 0 && nobj > 0) {
             st = nx_err_set(err, NX_EINVAL, "ledger %s: not a parity ledger (an SQLite database of schema version 0 "
                             "holding %d other objects)", path, nobj);
+            goto fail;
+        }
+        /* a version this parity cannot write is refused here too, before
+         * the switch to WAL: a run that does nothing changes no file */
+        if (got && (ver < 0 || ver > LEDGER_SCHEMA_VERSION)) {
+            st = ver < 0 ? nx_err_set(err, NX_EINVAL, "ledger %s: not a parity ledger (an SQLite database of schema "
+                                      "version %d; a parity ledger's is 1 ... %d)", path, ver, LEDGER_SCHEMA_VERSION)
+                         : nx_err_set(err, NX_EINVAL, "ledger %s: schema version %d is newer than this parity's (%d)",
+                                      path, ver, LEDGER_SCHEMA_VERSION);
             goto fail;
         }
     }
