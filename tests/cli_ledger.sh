@@ -192,6 +192,14 @@ for v in 99 -3; do
     [ ! -e "$T/newer$v.db-wal" ] && [ ! -e "$T/newer$v.db-shm" ] || fail "${cmd%% *} --ledger schema $v: WAL files left"
     rm -f "$T/newer$v.db-wal" "$T/newer$v.db-shm"
   done
+  # model writes none of its outputs when the run ends refused (issue 50: outputs left by a failed run)
+  "$PARITY" model --class cpu --model llama3-8b --kernels "$KERNELS" --scale tiny --prompts 1 --prompt-len 2 --tokens 2 \
+    --ledger "$T/newer$v.db" --json "$T/nw.json" --html "$T/nw.html" --metrics "$T/nw.metrics" > "$T/nw" 2>&1
+  [ $? -eq 2 ] || fail "model --ledger schema $v with outputs: not exit 2"
+  for f in nw.json nw.html nw.metrics; do
+    [ ! -e "$T/$f" ] || { fail "model --ledger schema $v: $f written by a run that exits 2"; rm -f "$T/$f"; }
+  done
+  [ -z "$(ls -A "$T" | grep '^\.nw\|nw\..*\.tmp')" ] || fail "model --ledger schema $v: temporaries left: $(ls -a "$T")"
 done
 
 [ $fails -eq 0 ] && echo "cli_ledger: all passed"

@@ -246,29 +246,39 @@ int cmd_model(int argc, char **argv)
             sprintf(mt, "%s\n", s);
         free(s);
     }
+    /* every output file is staged, the ledger recorded, and only then are
+     * the files committed: a run that ends in an error (a ledger that is
+     * refused, a file that cannot be written) leaves no output behind */
+    const char *paths[3] = {j && !to_stdout ? json : NULL, h ? html : NULL, mt ? metrics : NULL};
+    const char *texts[3] = {j, h, mt};
+    char *tmps[3] = {NULL, NULL, NULL};
+    char *lines = NULL;
     if ((!to_stdout && !t) || (json && !j) || (html && !h) || (metrics && !mt)) {
         cli_error("model", "out of memory");
         rc = EXIT_INTERNAL;
-    } else {
+    }
+    for (int k = 0; k < 3 && rc != EXIT_INTERNAL && rc != EXIT_INPUT; k++)
+        if (paths[k] && st_text_stage(paths[k], texts[k], strlen(texts[k]), &tmps[k], &err) != NX_OK)
+            rc = cli_fail("model", &err);
+    if (ledger && rc != EXIT_INTERNAL && rc != EXIT_INPUT && md_record(ledger, r, &o, &res, rc, &lines, &err) != NX_OK)
+        rc = cli_fail("model", &err);
+    for (int k = 0; k < 3; k++) {
+        if (!tmps[k])
+            continue;
+        if (rc == EXIT_INTERNAL || rc == EXIT_INPUT)
+            st_tmp_discard(&tmps[k]);
+        else if (st_tmp_commit(&tmps[k], paths[k], &err) != NX_OK)
+            rc = cli_fail("model", &err);
+    }
+    if (rc != EXIT_INTERNAL && rc != EXIT_INPUT) {
         if (t)
             fputs(t, stdout);
         if (j && to_stdout)
             fputs(j, stdout);
-        else if (j && st_write_text_atomic(json, j, &err) != NX_OK)
-            rc = cli_fail("model", &err);
-        if (h && rc != EXIT_INTERNAL && rc != EXIT_INPUT && st_write_text_atomic(html, h, &err) != NX_OK)
-            rc = cli_fail("model", &err);
-        if (mt && rc != EXIT_INTERNAL && rc != EXIT_INPUT && st_write_text_atomic(metrics, mt, &err) != NX_OK)
-            rc = cli_fail("model", &err);
-    }
-    if (ledger && rc != EXIT_INTERNAL && rc != EXIT_INPUT) {
-        char *lines = NULL;
-        if (md_record(ledger, r, &o, &res, rc, &lines, &err) != NX_OK)
-            rc = cli_fail("model", &err);
-        else if (lines && !to_stdout)
+        if (lines && !to_stdout)
             fputs(lines, stdout);
-        free(lines);
     }
+    free(lines);
     free(t), free(j), free(h), free(mt);
     md_result_free(&res);
     reg_free(r);
