@@ -209,6 +209,8 @@ if [ -x "$PY" ] && "$PY" -c 'import numpy' 2> /dev/null; then
   "$PARITY" campaign --class mynpu --kernels "$R" --no-ledger --against cpu > "$T/out" 2>&1
   grep -q 'bit parity between mynpu and cpu at gemm.seq: not expected: the points differ: .*fma' "$T/out" ||
     { fail "mynpu --against cpu: the declared difference"; cat "$T/out"; }
+  grep -q 'the declared difference shows at fp32 (in=fp32,out=fp32), the point.s shape: [1-9][0-9]* of 96 elements' "$T/out" ||
+    { fail "mynpu --against cpu: fma vs no fma not shown at fp32"; cat "$T/out"; }
   # the same kernel declared with fma = true (what it does not do): red
   sed -i 's/^fma = false$/fma = true/' "$R/mynpu/common/KERNEL_FAMILIES.toml"
   "$PARITY" campaign --class mynpu --kernels "$R" --no-ledger > "$T/out" 2>&1

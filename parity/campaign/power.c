@@ -2080,3 +2080,83 @@ char *pw_neighbours_text(const pw_result *r)
     char *s = nx_sbuf_take(&b);
     return s ? s : strdup("");
 }
+
+/* ---- a declared cross-class difference, shown -------------------------- */
+
+/* Elements of the main output y that differ bit for bit; -1 when the two
+ * files' y are not comparable (absent, another dtype or size). */
+static long long y_differs(const st_file *a, const st_file *b, size_t *n)
+{
+    const st_tensor *x = st_find(a, "y"), *y = st_find(b, "y");
+    *n = 0;
+    if (!x || !y || x->dtype != y->dtype || x->nelem != y->nelem)
+        return -1;
+    long long d = 0;
+    for (uint64_t i = 0; i < x->nelem; i++)
+        d += st_get_bits(x, x->data, (size_t)i) != st_get_bits(y, y->data, (size_t)i);
+    *n = (size_t)x->nelem;
+    return d;
+}
+
+nx_status pw_cross_show(const dev_backend *ba, const fam_spec *a, const dev_backend *bb, const fam_spec *b,
+                        unsigned long long seed, int threads, int *shown, char *said, size_t len, nx_err *err)
+{
+    *shown = 0;
+    snprintf(said, len, "no variant to try");
+    const fam_desc *fd = fam_desc_of(a->family);
+    if (!fd)
+        return NX_OK;
+    size_t nvar = 0, k = 0;
+    while (nvar < FAM_MAX_VARIANTS && fd->variants[nvar].shape)
+        nvar++;
+    char tried[600] = "";
+    nx_status st = NX_OK;
+    /* the point's own shape first, then each variant's awkward one */
+    for (size_t v = 0; v <= nvar && !st && !*shown; v++) {
+        const fam_variant *fv = &fd->variants[v ? v - 1 : 0];
+        if (!nvar || !*fv->fp32)
+            continue;
+        fam_spec sa, sb;
+        memset(&sa, 0, sizeof sa);
+        memset(&sb, 0, sizeof sb);
+        st_file in, ya, yb;
+        st_init(&in);
+        st_init(&ya);
+        st_init(&yb);
+        char where[160], shape[96] = "the point's shape";
+        if (v)
+            snprintf(shape, sizeof shape, "%s", fv->shape);
+        snprintf(where, sizeof where, "fp32 (%s), %s", fv->fp32, shape);
+        if (!(st = pw_spec_copy(a, &sa, err)) && !(st = pw_spec_copy(b, &sb, err)) &&
+            !(st = set_params(&sa, v ? fv->shape : "", err)) && !(st = set_params(&sb, v ? fv->shape : "", err)) &&
+            !(st = set_params(&sa, fv->fp32, err)) && !(st = set_params(&sb, fv->fp32, err))) {
+            reds_out_fp32(&sa);
+            reds_out_fp32(&sb);
+            ref_gen_opts go = {seed, NX_DIST_NORMAL, 0, threads};
+            dev_opts d = {DEV_GRAPHED, threads, NULL};
+            nx_err e2 = {0};
+            if (dev_supports(ba, &sa, sa.kernel) && dev_supports(bb, &sb, sb.kernel) &&
+                ref_generate(&sa, &go, &in, &e2) == NX_OK && dev_run(ba, &sa, &in, &ya, &d, &e2) == NX_OK &&
+                dev_run(bb, &sb, &in, &yb, &d, &e2) == NX_OK) {
+                size_t n;
+                long long diff = y_differs(&ya, &yb, &n);
+                if (diff > 0) {
+                    *shown = 1;
+                    snprintf(said, len, "the declared difference shows at %s: %lld of %zu elements of 'y' differ",
+                             where, diff, n);
+                } else if (k + 8 < sizeof tried) {
+                    k += (size_t)snprintf(tried + k, sizeof tried - k, "%s%s", k ? "; " : "", where);
+                }
+            }
+        }
+        st_free(&in);
+        st_free(&ya);
+        st_free(&yb);
+        fam_spec_free(&sa);
+        fam_spec_free(&sb);
+    }
+    if (!st && !*shown)
+        snprintf(said, len, "%s%s", *tried ? "not shown either at " : "no fp32 variant runs on both backends",
+                 tried);
+    return st;
+}

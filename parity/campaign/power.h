@@ -101,6 +101,17 @@ nx_status pw_check_point(const dev_backend *be, const fam_spec *spec, const pw_o
  * uses them); free with fam_spec_free. */
 nx_status pw_spec_copy(const fam_spec *s, fam_spec *out, nx_err *err);
 
+/* Two points of one family that differ by declaration (a of backend ba,
+ * b of backend bb) run on the inputs that show such a difference where the
+ * declared formats hide it: the family's fp32 variants (every reduction
+ * kept in fp32), at the point's shape and at the variants' awkward shapes,
+ * the same inputs on both sides.  *shown is 1 at the first whose outputs
+ * differ, said in `said` ("at fp32, M=5,N=29,K=203: 42 of 145 elements of
+ * 'y' differ"); 0 with what was tried.  A variant a backend lacks is
+ * passed over; an error only for memory or a refused spec. */
+nx_status pw_cross_show(const dev_backend *ba, const fam_spec *a, const dev_backend *bb, const fam_spec *b,
+                        unsigned long long seed, int threads, int *shown, char *said, size_t len, nx_err *err);
+
 /* One line per neighbour: "distinguished k = split(2, ...) by fp32 normal
  * M=5,N=29,K=203" (malloc'd). */
 char *pw_neighbours_text(const pw_result *r);
