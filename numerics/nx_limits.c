@@ -30,6 +30,29 @@ int nx_limits_mul(uint64_t a, uint64_t b, uint64_t *out)
     return 1;
 }
 
+uint64_t nx_limits_mul_sat(uint64_t a, uint64_t b)
+{
+    uint64_t p;
+    return __builtin_mul_overflow(a, b, &p) ? UINT64_MAX : p;
+}
+
+uint64_t nx_limits_add_sat(uint64_t a, uint64_t b)
+{
+    uint64_t s;
+    return __builtin_add_overflow(a, b, &s) ? UINT64_MAX : s;
+}
+
+nx_status nx_limits_work(uint64_t work, const char *what, nx_err *err)
+{
+    if (work <= cur.max_work)
+        return NX_OK;
+    if (work == UINT64_MAX)
+        return nx_err_set(err, NX_EINVAL, "%s: more than 2^64, more than the limit of %llu (raise it with --max-work)",
+                          what, (unsigned long long)cur.max_work);
+    return nx_err_set(err, NX_EINVAL, "%s: %llu, more than the limit of %llu (raise it with --max-work)", what,
+                      (unsigned long long)work, (unsigned long long)cur.max_work);
+}
+
 nx_status nx_limits_bytes(uint64_t bytes, const char *what, nx_err *err)
 {
     if (bytes <= cur.max_bytes)

@@ -33,6 +33,11 @@ void nx_limits_set(const nx_limits *l);
 
 /* a * b, or 0 with *out untouched when it overflows 64 bits. */
 int nx_limits_mul(uint64_t a, uint64_t b, uint64_t *out);
+/* a * b and a + b saturated at UINT64_MAX: a size that overflows 64 bits
+ * stays more than every limit (each at most 2^62), so a chain of products
+ * and sums over sizes taken from inputs is checked once, at its end. */
+uint64_t nx_limits_mul_sat(uint64_t a, uint64_t b);
+uint64_t nx_limits_add_sat(uint64_t a, uint64_t b);
 
 /* NX_EINVAL unless bytes <= max_bytes.  what names the input, e.g.
  * "in.safetensors: tensor 'a' of shape [2147483648, 0]"; the message adds
@@ -43,6 +48,11 @@ nx_status nx_limits_bytes(uint64_t bytes, const char *what, nx_err *err);
 nx_status nx_limits_elems(uint64_t count, uint64_t size, const char *what, nx_err *err);
 /* max(rows, 1) * max(n, 1) against max_terms (refused when it overflows). */
 nx_status nx_limits_terms(uint64_t rows, uint64_t n, const char *what, nx_err *err);
+
+/* NX_EINVAL unless work <= max_work.  what names the input and how the
+ * work is counted; the message adds the count, the limit and the option
+ * that raises it (a count of UINT64_MAX is said to overflow 64 bits). */
+nx_status nx_limits_work(uint64_t work, const char *what, nx_err *err);
 
 /* A file read whole and parsed in memory: its size times per_byte (what
  * parsing costs per byte of text at worst) against max_bytes, before it

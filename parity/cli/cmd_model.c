@@ -246,12 +246,14 @@ int cmd_model(int argc, char **argv)
             sprintf(mt, "%s\n", s);
         free(s);
     }
-    /* every output file is staged, the ledger recorded, and only then are
-     * the files committed: a run that ends in an error (a ledger that is
-     * refused, a file that cannot be written) leaves no output behind */
-    const char *paths[3] = {j && !to_stdout ? json : NULL, h ? html : NULL, mt ? metrics : NULL};
+    /* every output file is staged (--save-weights by md_run), the ledger
+     * recorded, and only then are the files committed: a run that ends in
+     * an error (a ledger that is refused, a file that cannot be written)
+     * leaves no output behind */
+    const char *paths[4] = {j && !to_stdout ? json : NULL, h ? html : NULL, mt ? metrics : NULL, save_weights};
     const char *texts[3] = {j, h, mt};
-    char *tmps[3] = {NULL, NULL, NULL};
+    char *tmps[4] = {NULL, NULL, NULL, res.weights_tmp};
+    res.weights_tmp = NULL;
     char *lines = NULL;
     if ((!to_stdout && !t) || (json && !j) || (html && !h) || (metrics && !mt)) {
         cli_error("model", "out of memory");
@@ -262,7 +264,7 @@ int cmd_model(int argc, char **argv)
             rc = cli_fail("model", &err);
     if (ledger && rc != EXIT_INTERNAL && rc != EXIT_INPUT && md_record(ledger, r, &o, &res, rc, &lines, &err) != NX_OK)
         rc = cli_fail("model", &err);
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 4; k++) {
         if (!tmps[k])
             continue;
         if (rc == EXIT_INTERNAL || rc == EXIT_INPUT)

@@ -80,7 +80,7 @@ nx_status md_names_load(const char *path, md_names *n, md_dims *d, nx_err *err)
                 const tc_node *v = tc_get(t, dk[i]);
                 if (!v)
                     continue;
-                if (v->kind != TC_INT || v->i < 1 || v->i > (1LL << 31))
+                if (v->kind != TC_INT || v->i < 1 || v->i > MD_DIM_MAX)
                     st = tc_errf(err, NX_EINVAL, v, "dims.%s must be an integer in [1, 2^31]", dk[i]);
                 else
                     *dv[i] = v->i;

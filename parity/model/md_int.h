@@ -6,6 +6,11 @@
 
 #include "md_model.h"
 
+/* The largest model dimension (layers, hidden, heads, KV heads, head dim,
+ * MLP, vocabulary, page) from a STEP.toml or a names map: products of
+ * three stay below 2^64, and every size is checked before it is used. */
+#define MD_DIM_MAX (1LL << 31)
+
 float md_bf16_to_f(uint16_t b);
 uint16_t md_f_to_bf16(float f);
 

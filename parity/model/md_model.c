@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "campaign.h"
 #include "device.h"
@@ -168,12 +169,24 @@ static nx_status scale_dims(const lkb_report *rep, const int *role_of, md_scale 
         return nx_err_set(err, NX_EINVAL, "%s: the step's shapes do not give hidden (H of the attention norm), HQ, "
                           "HKV, D, P (attention), the MLP width (H of the activation) and the vocabulary (N of "
                           "the lm head)", s->path);
+    /* each dimension at most MD_DIM_MAX, as a names map's, before any
+     * product of them (a STEP.toml value may be 2^62) */
+    {
+        const char *dn[] = {"layers", "hidden (H)", "HQ", "HKV", "D", "P", "the MLP width", "the vocabulary"};
+        const long long dv[] = {d->full_layers, d->full_hidden, d->full_hq, d->full_hkv, d->full_d, d->page,
+                                d->full_mlp, d->full_vocab};
+        for (int i = 0; i < 8; i++)
+            if (dv[i] > MD_DIM_MAX)
+                return nx_err_set(err, NX_EINVAL, "%s: the step's %s is %lld, more than the decode loop's limit of "
+                                  "2^31 (2147483648) for a dimension", s->path, dn[i], dv[i]);
+    }
     long long qkv_n = dim_of(sh[MD_R_QKV], "N"), gu_n = dim_of(sh[MD_R_GATE_UP], "N");
-    if (qkv_n != (d->full_hq + 2 * d->full_hkv) * d->full_d || gu_n != 2 * d->full_mlp ||
-        d->full_hq % d->full_hkv)
-        return nx_err_set(err, NX_EINVAL, "%s: the qkv projection's N (%lld) must be (HQ + 2*HKV)*D = %lld and the "
+    /* (HQ + 2 HKV) D of dimensions up to 2^31 is below 2^64 */
+    uint64_t qkv_want = nx_limits_mul_sat((uint64_t)(d->full_hq + 2 * d->full_hkv), (uint64_t)d->full_d);
+    if (qkv_n < 0 || (uint64_t)qkv_n != qkv_want || gu_n != 2 * d->full_mlp || d->full_hq % d->full_hkv)
+        return nx_err_set(err, NX_EINVAL, "%s: the qkv projection's N (%lld) must be (HQ + 2*HKV)*D = %llu and the "
                           "gate/up projection's N (%lld) twice the activation's H (%lld), HQ a multiple of HKV",
-                          s->path, qkv_n, (d->full_hq + 2 * d->full_hkv) * d->full_d, gu_n, d->full_mlp);
+                          s->path, qkv_n, (unsigned long long)qkv_want, gu_n, d->full_mlp);
     /* tiny: hidden/16 (4096 -> 256), heads/4, head dim/4, MLP/16, 2 layers,
      * vocabulary at most 4096; small: /4, /2, /2, /4, 4 layers, 16384 */
     long long hdiv = 1, qdiv = 1, ddiv = 1, mdiv = 1, lmax = s->layers, vmax = d->full_vocab;
@@ -243,14 +256,7 @@ static nx_status weights_make(const md_dims *d, uint64_t seed, md_weights *w, nx
     memset(w, 0, sizeof *w);
     size_t H = (size_t)d->hidden, Q = (size_t)((d->hq + 2 * d->hkv) * d->d), A = (size_t)(d->hq * d->d),
            M = (size_t)d->mlp, V = (size_t)d->vocab;
-    /* every bf16 weight, against --max-bytes (docs/limits.md) */
-    uint64_t per_layer = 2 * H + Q * H + H * A + 3 * M * H, total = 0;
-    if (!nx_limits_mul(per_layer, (uint64_t)d->layers, &total) || total + H + 2 * V * H < total ||
-        !nx_limits_mul(total + H + 2 * V * H, 2, &total))
-        total = UINT64_MAX;
-    nx_status st = nx_limits_bytes(total, "the model's bf16 weights", err);
-    if (st)
-        return st;
+    /* the sizes were checked by md_sizes_check before anything was allocated */
     if (!(w->l = calloc((size_t)d->layers, sizeof *w->l)))
         return nx_err_set(err, NX_ENOMEM, "model weights: out of memory");
     int ok = 1;
@@ -340,21 +346,25 @@ typedef struct md_ctx {
     fam_spec dspec[MD_NROLES], cspec[MD_NROLES]; /* device and control specs; control = declared */
     fam_spec pspec;                              /* the planted point (device), when any */
     int have_pspec;
+    ref_tensor_desc *pdesc;                      /* the planted point's inputs */
+    size_t npdesc;
     ref_tensor_desc *desc[2][MD_NROLES]; /* the inputs of each lane's spec */
     size_t ndesc[2][MD_NROLES];
     int cur_prompt, cur_pos, cur_layer;
     int group0, nb;  /* the batch's first prompt and its rows */
 } md_ctx;
 
-/* Builds the st_file of the op's inputs, each tensor borrowing the loop's
- * buffer (nothing copied), checked against the family's description. */
-static nx_status inputs_of(const md_ctx *c, int lane, int role, const md_buf *bufs, size_t nb, st_file *in,
-                           nx_err *err)
+/* Builds the st_file of the op's inputs for the point spec (the one the
+ * lane runs: declared, planted or the control's), each tensor borrowing
+ * the loop's buffer (nothing copied), checked against the point's input
+ * descriptions desc; a message names that point. */
+static nx_status inputs_of(const md_ctx *c, int role, const fam_spec *spec, const ref_tensor_desc *desc,
+                           size_t ndesc, const md_buf *bufs, size_t nb, st_file *in, nx_err *err)
 {
     st_init(in);
     const md_op *op = &c->res->ops[role];
-    for (size_t i = 0; i < c->ndesc[lane][role]; i++) {
-        const ref_tensor_desc *ds = &c->desc[lane][role][i];
+    for (size_t i = 0; i < ndesc; i++) {
+        const ref_tensor_desc *ds = &desc[i];
         const md_buf *b = NULL;
         for (size_t k = 0; k < nb; k++)
             if (!strcmp(bufs[k].name, ds->name))
@@ -364,8 +374,8 @@ static nx_status inputs_of(const md_ctx *c, int lane, int role, const md_buf *bu
             ne *= (uint64_t)ds->shape[k];
         if (!b || b->dtype != ds->dtype || b->nelem != ne)
             return nx_err_set(err, NX_EINVAL,
-                              "op '%s' (%s): point %s expects input '%s' %s %s = %llu elements; the decode loop %s",
-                              op->id, role_names[role], op->point, ds->name, st_dtype_name(ds->dtype), ds->dims,
+                              "op '%s' (%s): point %s.%s expects input '%s' %s %s = %llu elements; the decode loop %s",
+                              op->id, role_names[role], spec->family, spec->point, ds->name, st_dtype_name(ds->dtype), ds->dims,
                               (unsigned long long)ne,
                               !b ? "has no such tensor (docs/model.md: the tensors it holds)"
                                  : "holds it in another dtype or size (bf16 activations and weights)");
@@ -380,13 +390,15 @@ static nx_status inputs_of(const md_ctx *c, int lane, int role, const md_buf *bu
     return NX_OK;
 }
 
-/* Copies output `name` of out into dst (n bf16 elements). */
-static nx_status take_out(const md_op *op, const st_file *out, const char *name, uint16_t *dst, size_t n, nx_err *err)
+/* Copies output `name` of out, given by point spec, into dst (n bf16
+ * elements); a message names that point. */
+static nx_status take_out(const md_op *op, const fam_spec *spec, const st_file *out, const char *name, uint16_t *dst,
+                          size_t n, nx_err *err)
 {
     const st_tensor *t = st_find(out, name);
     if (!t || t->dtype != ST_BF16 || t->nelem != n)
-        return nx_err_set(err, NX_EINVAL, "op '%s': point %s gives output '%s' %s%s of %llu elements; the decode "
-                          "loop holds bf16 activations of %zu", op->id, op->point, name,
+        return nx_err_set(err, NX_EINVAL, "op '%s': point %s.%s gives output '%s' %s%s of %llu elements; the decode "
+                          "loop holds bf16 activations of %zu", op->id, spec->family, spec->point, name,
                           t ? st_dtype_name(t->dtype) : "(absent)", "", t ? (unsigned long long)t->nelem : 0ULL, n);
     memcpy(dst, t->data, n * 2);
     return NX_OK;
@@ -436,10 +448,13 @@ static nx_status run_family(md_ctx *c, int role, const md_buf *dbufs, const md_b
 {
     const md_op *op = &c->res->ops[role];
     st_file in, out;
-    nx_status st = inputs_of(c, 0, role, dbufs, nb, &in, err);
     const fam_spec *ds = &c->dspec[role];
-    if (c->have_pspec && op->plant[0] && (op->plant_layer < 0 || op->plant_layer == c->cur_layer))
-        ds = &c->pspec;
+    const ref_tensor_desc *dd = c->desc[0][role];
+    size_t ndd = c->ndesc[0][role];
+    int planted = c->have_pspec && op->plant[0] && (op->plant_layer < 0 || op->plant_layer == c->cur_layer);
+    if (planted)
+        ds = &c->pspec, dd = c->pdesc, ndd = c->npdesc;
+    nx_status st = inputs_of(c, role, ds, dd, ndd, dbufs, nb, &in, err);
     if (!st) {
         dev_opts d = {DEV_GRAPHED, c->o->threads, NULL};
         st_init(&out);
@@ -448,15 +463,16 @@ static nx_status run_family(md_ctx *c, int role, const md_buf *dbufs, const md_b
         c->res->t_device += now() - t0;
         c->res->dev_calls++;
         for (size_t k = 0; k < nouts && !st; k++)
-            st = take_out(op, &out, onames[k], douts[k], osz[k], err);
+            st = take_out(op, ds, &out, onames[k], douts[k], osz[k], err);
         st_free(&out);
     }
     st_free(&in);
     if (st) {
-        nx_err_prefix(err, "op '%s' (%s) on the device", op->id, ds->point);
+        nx_err_prefix(err, "op '%s' (%s.%s%s) on the device", op->id, ds->family, ds->point,
+                      planted ? ", planted with --plant" : "");
         return st;
     }
-    if ((st = inputs_of(c, 1, role, cbufs, nb, &in, err)))
+    if ((st = inputs_of(c, role, &c->cspec[role], c->desc[1][role], c->ndesc[1][role], cbufs, nb, &in, err)))
         return st;
     st_init(&out);
     double t0 = now();
@@ -470,7 +486,7 @@ static nx_status run_family(md_ctx *c, int role, const md_buf *dbufs, const md_b
     c->res->t_ref += now() - t0;
     c->res->ref_calls++;
     for (size_t k = 0; k < nouts && !st; k++)
-        st = take_out(op, &out, onames[k], couts[k], osz[k], err);
+        st = take_out(op, &c->cspec[role], &out, onames[k], couts[k], osz[k], err);
     st_free(&out);
     st_free(&in);
     if (st) {
@@ -747,6 +763,110 @@ static nx_status forward(md_ctx *c, md_model *m, md_lane *L[2], md_seq *sq, int3
     return gemm_op(c, L, MD_R_LM_HEAD, L[0]->x, L[1]->x, H, m->w.lm_head, V, L[0]->logits, L[1]->logits, err);
 }
 
+/* ---- what a run holds and does, checked before anything is made --------- */
+
+/* The run's memory (against --max-bytes) and work (against --max-work)
+ * from its dims and options, every product and sum saturated
+ * (nx_limits_mul_sat): a size past 64 bits is refused like one past the
+ * limit, never wrapped.  Called before any weight, cache or activation is
+ * allocated and before any shape is written (docs/limits.md, "parity
+ * model").  Sets m->maxp and m->np. */
+/* What one family op call costs at least, in multiply-adds: about 17 us
+ * of dispatch, inputs and comparison on the development host, the time of
+ * some 10^4 multiply-adds of the reference. */
+#define MD_CALL_WORK 8192u
+
+static nx_status sizes_check(const md_opts *o, const md_dims *d, int B, md_model *m, nx_err *err)
+{
+#define MUL nx_limits_mul_sat
+#define ADD nx_limits_add_sat
+    const uint64_t L = (uint64_t)d->layers, H = (uint64_t)d->hidden, HQ = (uint64_t)d->hq, HKV = (uint64_t)d->hkv,
+                   D = (uint64_t)d->d, M = (uint64_t)d->mlp, V = (uint64_t)d->vocab, P = (uint64_t)d->page,
+                   NPR = (uint64_t)o->prompts, PL = (uint64_t)o->prompt_len, T = (uint64_t)o->tokens;
+    const uint64_t Q = MUL(ADD(HQ, MUL(2, HKV)), D), A = MUL(HQ, D), KV = MUL(HKV, D);
+    const uint64_t ctx = PL + T, maxp = (ctx + P - 1) / P, np = MUL(maxp, NPR);
+    /* the bf16 weights: per layer two norms, qkv, o, gate/up and down; the
+     * embedding and the lm head [V, H], the final norm */
+    const uint64_t per_layer = ADD(ADD(MUL(2, H), MUL(Q, H)), ADD(MUL(H, A), MUL(MUL(3, M), H)));
+    const uint64_t wts = ADD(MUL(per_layer, L), ADD(H, MUL(MUL(2, V), H)));
+    /* one layer's K (or V) cache: the pool's pages of P slots of HKV heads of D */
+    const uint64_t cache = MUL(MUL(np, P), KV);
+    /* a run's activations per row: h, x, o, down; qkv; q, attention; gate/up, act; logits */
+    const uint64_t row = ADD(ADD(MUL(4, H), Q), ADD(ADD(MUL(2, A), MUL(3, M)), V));
+    /* the largest input of one op: a weight matrix, or a layer's K and V caches */
+    uint64_t big = MUL(2, cache);
+    const uint64_t mats[] = {MUL(Q, H), MUL(H, A), MUL(MUL(2, M), H), MUL(V, H)};
+    for (int i = 0; i < 4; i++)
+        big = mats[i] > big ? mats[i] : big;
+    const uint64_t b_w = MUL(2, wts);
+    const uint64_t b_kv = MUL(MUL(8, L), cache); /* two runs x K and V x bf16 */
+    /* both runs' rows (bf16) and the fused norms' scratch; the reference's
+     * working arrays, 8 bytes per element of the largest op's inputs and
+     * outputs; the page order, block tables, tokens and transcripts */
+    const uint64_t b_rows = ADD(MUL(MUL(4, (uint64_t)B), row), MUL(MUL(4, (uint64_t)B), H));
+    const uint64_t b_ref = MUL(8, ADD(big, MUL((uint64_t)B, row)));
+    const uint64_t b_loop = ADD(ADD(MUL(4, np), MUL(MUL(4, NPR), maxp)),
+                                MUL(NPR, ADD(MUL(8, ADD(PL, MUL(2, T))), MUL(2, ADD(MUL(12, T), 8)))));
+    const uint64_t b_act = ADD(b_rows, b_loop);
+    const uint64_t bytes = ADD(ADD(b_w, b_kv), ADD(b_act, b_ref));
+    /* the work: per forward step of one row, each layer's gemms (qkv, o,
+     * gate/up, down) and attention's two products over at most the whole
+     * context, then the lm head; each of a step's 9 L + 2 family op calls
+     * at least MD_CALL_WORK (a call's own cost: 2^20 layers of width 2 were
+     * hours of calls, not of arithmetic); both runs, every prompt's steps */
+    const uint64_t steps = MUL(NPR, ctx - 1);
+    const uint64_t per_layer_work = ADD(ADD(ADD(MUL(Q, H), MUL(A, H)), ADD(MUL(MUL(3, M), H), MUL(MUL(2, A), ctx))),
+                                        MUL(9, MD_CALL_WORK));
+    const uint64_t per_step = ADD(MUL(L, per_layer_work), ADD(MUL(V, H), MUL(2, MD_CALL_WORK)));
+    const uint64_t work = MUL(MUL(2, steps), per_step);
+#undef MUL
+#undef ADD
+    char what[640];
+    snprintf(what, sizeof what,
+             "model %s at scale %s (layers %llu, hidden %llu, heads %llu, kv_heads %llu, head_dim %llu, mlp %llu, "
+             "vocab %llu; %llu prompts of %llu + %llu tokens, a KV pool of %llu pages of %llu)",
+             o->model, md_scale_name(o->scale), (unsigned long long)L, (unsigned long long)H,
+             (unsigned long long)HQ, (unsigned long long)HKV, (unsigned long long)D, (unsigned long long)M,
+             (unsigned long long)V, (unsigned long long)NPR, (unsigned long long)PL, (unsigned long long)T,
+             (unsigned long long)np, (unsigned long long)P);
+    const uint64_t lim = nx_limits_get()->max_bytes;
+    if (bytes > lim) {
+        char part[4][32];
+        const uint64_t pv[4] = {b_w, b_kv, b_act, b_ref};
+        for (int i = 0; i < 4; i++) {
+            if (pv[i] == UINT64_MAX)
+                snprintf(part[i], sizeof part[i], "more than 2^64");
+            else
+                snprintf(part[i], sizeof part[i], "%llu", (unsigned long long)pv[i]);
+        }
+        char tot[32];
+        if (bytes == UINT64_MAX)
+            snprintf(tot, sizeof tot, "more than 2^64");
+        else
+            snprintf(tot, sizeof tot, "%llu", (unsigned long long)bytes);
+        return nx_err_set(err, NX_EINVAL,
+                          "%s: needs %s bytes (weights %s, the KV cache %s, activations and tokens %s, the "
+                          "reference's arrays %s), more than the limit of %llu (raise it with --max-bytes)",
+                          what, tot, part[0], part[1], part[2], part[3], (unsigned long long)lim);
+    }
+    if (np > INT32_MAX)
+        return nx_err_set(err, NX_EINVAL, "%s: the KV pool of %llu pages is more than 2^31 - 1 (block tables hold "
+                          "int32 page numbers)", what, (unsigned long long)np);
+    char wwhat[900];
+    snprintf(wwhat, sizeof wwhat, "%s: 2 runs x %llu forward steps x %llu multiply-adds a step (the gemms and "
+             "attention of every layer, the lm head, at least 8192 a call of an op)", what, (unsigned long long)steps,
+             (unsigned long long)per_step);
+    /* a model run's multiply-adds against 64 x --max-work: the limit counts
+     * one reduction's evaluations, a run is thousands of them; so the
+     * default small run (2.2e10, about 40 s) runs and 2^20 tokens do not */
+    uint64_t cap = nx_limits_mul_sat(nx_limits_get()->max_work, 64);
+    if (work > cap)
+        return nx_err_set(err, NX_EINVAL, "%s: %llu, more than the limit of %llu (64 x --max-work; raise it with "
+                          "--max-work)", wwhat, (unsigned long long)work, (unsigned long long)cap);
+    m->maxp = (long long)maxp, m->np = (long long)np;
+    return NX_OK;
+}
+
 /* ---- lowering, resolution, the run -------------------------------------- */
 
 static void shape_of(const md_dims *d, long long np, long long maxp, long long B, int role, char *s, size_t n)
@@ -821,6 +941,8 @@ static nx_status parse_plant(const char *p, md_result *res, int *role_out, int *
 
 void md_result_free(md_result *res)
 {
+    if (res->weights_tmp)
+        st_tmp_discard(&res->weights_tmp);
     if (res->has_tier3)
         tier3_result_free(&res->tier3);
     if (res->pr)
@@ -913,8 +1035,8 @@ nx_status md_run(const reg_registry *r, const char *cls, const md_opts *o, md_re
     if ((st = md_names_load(o->names, &names, &res->dims, err)))
         goto out;
     m.d = res->dims;
-    m.maxp = (o->prompt_len + o->tokens + m.d.page - 1) / m.d.page;
-    m.np = m.maxp * o->prompts;
+    if ((st = sizes_check(o, &m.d, B, &m, err)))
+        goto out;
     for (size_t i = 0; i < rep.step.nops; i++) {
         const lkb_op_at *oa = &rep.cov[0].ops[i];
         md_op *op = &res->ops[role_of[i]];
@@ -1051,6 +1173,10 @@ nx_status md_run(const reg_registry *r, const char *cls, const md_opts *o, md_re
             goto out;
         }
         c.have_pspec = 1;
+        if ((st = ref_inputs(&c.pspec, &c.pdesc, &c.npdesc, err))) {
+            nx_err_prefix(err, "--plant %s", ppoint);
+            goto out;
+        }
         snprintf(res->ops[prole].plant, sizeof res->ops[prole].plant, "%s", ppoint);
         res->ops[prole].plant_layer = player;
     }
@@ -1058,8 +1184,21 @@ nx_status md_run(const reg_registry *r, const char *cls, const md_opts *o, md_re
     if (o->weights ? (st = md_ckpt_load(o->weights, &names, &m.d, &m.w, err))
                    : (st = weights_make(&m.d, o->seed, &m.w, err)))
         goto out;
-    if (o->save_weights && (st = md_ckpt_save(o->save_weights, &names, &m.d, &m.w, err)))
-        goto out;
+    /* --save-weights is staged beside its path and committed by the caller
+     * with the run's other outputs, once the whole run is good (a run that
+     * fails on TIER3.json, a --plant or the ledger leaves nothing) */
+    if (o->save_weights) {
+        int fd = st_tmp_create(o->save_weights, &res->weights_tmp, err);
+        if (fd < 0) {
+            st = err && err->code ? err->code : NX_EINVAL;
+            goto out;
+        }
+        close(fd);
+        if ((st = md_ckpt_save(res->weights_tmp, &names, &m.d, &m.w, err))) {
+            nx_err_prefix(err, "--save-weights %s", o->save_weights);
+            goto out;
+        }
+    }
     res->t_weights = now() - tw;
     if (!(m.inv_freq = calloc((size_t)m.d.d / 2, sizeof *m.inv_freq)) ||
         !(m.page_order = calloc((size_t)m.np, sizeof *m.page_order)) ||
@@ -1221,6 +1360,7 @@ out:
     }
     if (c.have_pspec)
         fam_spec_free(&c.pspec);
+    free(c.pdesc);
     free(seqs);
     free(block_tables);
     lane_free(&L0, m.d.layers), lane_free(&L1, m.d.layers);

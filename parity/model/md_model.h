@@ -154,6 +154,10 @@ typedef struct md_result {
     int has_tier3;
     char tier3_bars[1200];   /* the bars file, "" when the model declares none */
     tier3_result tier3;
+    /* --save-weights: the checkpoint written to this temporary beside its
+     * path, for the caller to commit (st_tmp_commit) with its other
+     * outputs once the run is good; md_result_free discards it */
+    char *weights_tmp;
 } md_result;
 
 /* Runs the model on class cls of the loaded registry r. */

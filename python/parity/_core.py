@@ -403,18 +403,39 @@ def _reveal_dtype(dtype):
     return _DTYPE_NAMES[name], "numpy"
 
 
+def _probe_copy(ptr, dt, shape, kind):
+    """A probe array of reveal's call, copied out of the library's buffer
+    (freed or reused once the call returns) into memory Python owns: a
+    callable that keeps it and reads it later reads its own copy.  numpy:
+    read-only (over bytes); torch: a tensor of its own storage."""
+    count = shape[0] * shape[1]
+    w = _arrays.WIDTH[dt]
+    raw = ctypes.string_at(ptr, count * w) if count else b""
+    if kind == "torch":
+        torch = _arrays.torch
+        tdt = _arrays.TORCH_OF[dt]
+        if not count:
+            return torch.empty(shape, dtype=tdt)
+        return torch.frombuffer(bytearray(raw), dtype=tdt).view(*shape)
+    np = _arrays.np
+    ndt = np.dtype(_arrays.NUMPY_OF[dt]) if dt in _arrays.NUMPY_OF else (np.uint16 if w == 2 else np.uint8)
+    return np.frombuffer(raw, dtype=ndt, count=count).reshape(shape)
+
+
 def reveal(fn, n, dtype="F32", *, space=None, seed=0, shared_b=False, grid=None, info=None):
     """`parity reveal` of a Python callable: fn(a, b) -> y, a and b [rows, n]
     (torch tensors for a torch dtype, else numpy arrays; bf16 in numpy as
     uint16 patterns), y [rows] of float32 / float64 / float16 / bfloat16.
     Probes come batched, one call per round, in process: the arrays are
-    the library's memory (no copy), valid during the call.  Returns the
+    copies of the library's probes (numpy ones read-only), the callable's
+    own to keep: the library's buffers are reused and freed after the
+    call, and a view of them kept past it crashed the interpreter.  Returns the
     revealed Point; raises NotFound when the order or the arithmetic is
     not found.  shared_b: the kernel takes one b for all the rows of a call
     (a gemv's x, the rows being its outputs; `parity reveal --shared-b`):
     every call's rows share row 0's b; F32, BF16 or F64.  grid=(M, N): fn
-    is a gemm, fn(A, B) -> C with A [M, n], B [n, N], C [M, N] (views of the
-    library's memory), each call one M x N output; row classes are named over
+    is a gemm, fn(A, B) -> C with A [M, n], B [n, N], C [M, N] (views of
+    those copies), each call one M x N output; row classes are named over
     the output's row i and column j and the point holds grid = [M, N]
     (`parity reveal --grid M,N`).  info: a dict that receives the call and
     probe counts."""
@@ -443,8 +464,8 @@ def reveal(fn, n, dtype="F32", *, space=None, seed=0, shared_b=False, grid=None,
     def probe(pp):
         p = pp.contents
         try:
-            a = _arrays.from_address(p.a, dt, (p.rows, p.n), kind)
-            b = _arrays.from_address(p.b, dt, (p.rows, p.n), kind)
+            a = _probe_copy(p.a, dt, (p.rows, p.n), kind)
+            b = _probe_copy(p.b, dt, (p.rows, p.n), kind)
             if gm:
                 # one gemm: A's row i is row i * N, B's column j is row j
                 c = fn(a[0::gn], b[0:gn].T)

@@ -5,6 +5,7 @@ the GIL released during long C work."""
 import ctypes
 import os
 import subprocess
+import sys
 import threading
 import time
 import tracemalloc
@@ -439,6 +440,47 @@ def test_reveal_hands_back_the_kernels_exception():
         raise KeyError("inside the kernel")
     with pytest.raises(KeyError, match="inside the kernel"):
         parity.reveal(broken, n=8)
+
+
+KEEPER = """
+import sys, numpy as np, torch, parity
+kind = sys.argv[1]
+kept = []
+def keeper(a, b):
+    # the arrays as given, and a copy of what they held during the call
+    kept.append((a, b, np.array(a), np.array(b)))
+    y = np.cumsum(a * b, axis=1)[:, -1] if kind == "numpy" else torch.cumsum(a * b, dim=1)[:, -1]
+    return np.ascontiguousarray(y) if kind == "numpy" else y.contiguous()
+try:
+    parity.reveal(keeper, n=64, dtype=np.float32 if kind == "numpy" else torch.float32)
+except parity.NotFound:
+    pass
+# the library's buffers are freed and reused: every array kept is the
+# callable's own and still holds what it held during its call
+import gc; gc.collect()
+junk = [bytearray(b"x" * (1 << 20)) for _ in range(64)]
+assert len(kept) > 1
+for a, b, a0, b0 in kept:
+    assert np.array_equal(np.array(a), a0) and np.array_equal(np.array(b), b0)
+if kind == "numpy":
+    try:
+        kept[0][0][0, 0] = 1
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("a probe array handed to the callable is writable")
+print("kept", len(kept))
+"""
+
+
+@pytest.mark.parametrize("kind", ["numpy", "torch"])
+def test_reveal_arrays_kept_by_the_callable_stay_readable(kind):
+    # the callable keeps every a and b it was given and reads them after
+    # reveal returns: views of the library's freed buffers crashed the
+    # interpreter (SIGSEGV); they are copies, numpy's read-only
+    r = subprocess.run([sys.executable, "-c", KEEPER, kind], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
+    assert r.stdout.startswith("kept ")
 
 
 def test_reveal_argument_errors():

@@ -12,6 +12,24 @@ cp -r "$K" longid
 LONGID=o_proj_$(printf 'x%.0s' $(seq 70))
 sed -i "s/^id = \"o_proj\"/id = \"$LONGID\"/" longid/models/llama3-8b/STEP.toml
 mkdir dir.json
+# a TIER3.json that does not parse: read at the end of the run, after the
+# weights were written (--save-weights was left in place)
+cp -r "$K" badbars
+printf '{ "bars": \n' > badbars/models/llama3-8b/TIER3.json
+# a STEP.toml whose attention declares HQ = HKV = D = 2^40: (HQ + 2*HKV)*D
+# overflowed 64 bits and was said to be "= 0"
+cp -r "$K" hugestep
+awk '/^id = "attention"/ { a = 1 }
+     a && /^shape/ { print "shape = \"B=C,HQ=1099511627776,HKV=1099511627776,D=1099511627776,P=16,NP=1024,MAXP=256\""; next }
+     a && /^flops/ { print "flops = \"0\""; next }
+     a && /^bytes/ { print "bytes = \"0\""; a = 0; next } { print }' \
+  "$K/models/llama3-8b/STEP.toml" > hugestep/models/llama3-8b/STEP.toml
+# names maps: dims whose products pass 2^63 (the qkv rows were written
+# N=-4611686018427387904), a KV pool of 4 TiB (allocated, then "out of
+# memory" exit 3), 2^20 layers of width 2 (hours of op calls)
+printf '[dims]\nhidden = 64\nheads = 2147483648\nkv_heads = 2147483648\nhead_dim = 2147483648\n' > wrap.toml
+printf '[dims]\nlayers = 1\nhidden = 64\nheads = 4\nkv_heads = 2\nhead_dim = 2048\nmlp = 128\nvocab = 512\n' > kv.toml
+printf '[dims]\nlayers = 1048576\nhidden = 2\nheads = 1\nkv_heads = 1\nhead_dim = 2\nmlp = 1\nvocab = 2\n' > layers.toml
 M="model --class cpu --model llama3-8b --kernels reg --prompts 1 --tokens 1"
 
 errors <<'EOF'
@@ -67,6 +85,26 @@ family 'gemm' has no point 'zz' at class 'cpu'               | $M --plant down_p
 --json w/j.json and --metrics w/j.json are the same file     | $M --json w/j.json --metrics w/j.json
 is inside --kernels reg                                      | $M --json reg/j.json
 ledger bad.db: not an SQLite database                        | $M --ledger bad.db
+# a planted point of another output dtype is named, not the declared
+# point (gemm.splitk), and --save-weights is committed only by a good run
+point gemm.batch_split gives output 'y' F32 of 256 elements  | $M --plant down_proj@0=gemm.batch_split --save-weights w/w.safetensors --json w/j.json
+op 'down_proj' (gemm.batch_split, planted with --plant) on the device | $M --plant down_proj@0=gemm.batch_split --json w/j.json
+badbars/models/llama3-8b/TIER3.json:2:0: unexpected token    | model --class cpu --model llama3-8b --kernels badbars --prompts 1 --tokens 1 --save-weights w/bars.safetensors --metrics w/m.json
+# dimensions: each at most 2^31, every product checked before any use
+the step's HQ is 1099511627776, more than the decode loop's limit of 2^31 | model --class cpu --model llama3-8b --kernels hugestep --json w/j.json
+heads 2147483648, kv_heads 2147483648, head_dim 2147483648   | $M --names wrap.toml --json w/j.json
+needs more than 2^64 bytes                                   | $M --names wrap.toml --json w/j.json
+# the bytes a run needs, before anything is allocated (--max-bytes)
+a KV pool of 8388608 pages of 16): needs                     | $M --names kv.toml --prompts 64 --batch 1 --prompt-len 1048576 --tokens 1048576 --json w/j.json
+the KV cache 4398046511104                                   | $M --names kv.toml --prompts 64 --batch 1 --prompt-len 1048576 --tokens 1048576 --json w/j.json
+more than the limit of 8589934592 (raise it with --max-bytes) | $M --names kv.toml --prompts 64 --batch 1 --prompt-len 1048576 --tokens 1048576 --json w/j.json
+more than the limit of 1048576 (raise it with --max-bytes)   | --max-bytes 1M $M --json w/j.json
+# the work a run does (--max-work)
+2 runs x 1048576 forward steps                               | $M --prompt-len 1 --tokens 1048576 --json w/j.json
+more than the limit of 274877906944 (64 x --max-work; raise it with --max-work) | $M --prompt-len 1 --tokens 1048576 --json w/j.json
+(layers 1048576, hidden 2                                    | $M --names layers.toml --json w/j.json
+more than the limit of 274877906944 (64 x --max-work; raise it with --max-work) | $M --names layers.toml --json w/j.json
+more than the limit of 6400000 (64 x --max-work; raise it with --max-work) | --max-work 100000 $M --json w/j.json
 EOF
 
 helps <<'EOF'
